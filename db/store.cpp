@@ -1,0 +1,368 @@
+#include "db/store.h"
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "variants/hash.h"
+
+namespace gputune::db {
+
+std::string default_database_path() {
+  const char* env = std::getenv("GPUTUNE_DB");
+  return env && *env ? env : "gputune.db";
+}
+
+std::string DeviceRecord::uid() const {
+  return sha256_hex(name + "|" + std::to_string(cc_major) + "." + std::to_string(cc_minor) + "|" +
+                    std::to_string(sm_count) + "|" + std::to_string(total_mem))
+      .substr(0, 32);
+}
+
+namespace {
+
+// Each entry migrates from version i to i+1. Never edit a shipped entry: append a new one.
+const char* const kMigrations[] = {
+    R"SQL(
+CREATE TABLE devices(
+  id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  cc_major INTEGER NOT NULL, cc_minor INTEGER NOT NULL,
+  sm_count INTEGER NOT NULL, total_mem INTEGER NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('driver','target','import')));
+CREATE TABLE kernels(
+  id INTEGER PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  source TEXT);
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL, file TEXT NOT NULL, document TEXT NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL UNIQUE,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  strategy TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running','done','no_device','failed','interrupted','imported')),
+  message TEXT NOT NULL DEFAULT '',
+  total INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0,
+  started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at TEXT);
+CREATE TABLE contexts(
+  id INTEGER PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  kernel_id INTEGER NOT NULL REFERENCES kernels(id),
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  label TEXT NOT NULL,
+  problem_size TEXT NOT NULL, input_values TEXT NOT NULL,
+  arch TEXT NOT NULL, driver_version INTEGER NOT NULL,
+  toolkit_version TEXT NOT NULL, nvrtc_version TEXT NOT NULL);
+CREATE TABLE variants(
+  id INTEGER PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  kernel_id INTEGER NOT NULL REFERENCES kernels(id),
+  config_key TEXT NOT NULL,
+  params TEXT NOT NULL);
+CREATE TABLE measurements(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  context_id INTEGER NOT NULL REFERENCES contexts(id),
+  variant_id INTEGER NOT NULL REFERENCES variants(id),
+  status TEXT NOT NULL CHECK (status IN ('correct','compile','runtime','correctness','timeout','constraints','compiled')),
+  reason TEXT NOT NULL DEFAULT '', log TEXT NOT NULL DEFAULT '',
+  time_ms REAL, samples TEXT NOT NULL DEFAULT '[]',
+  compile_ms REAL, registers INTEGER, static_smem INTEGER, local_bytes INTEGER, spill_bytes INTEGER,
+  occupancy REAL, gflops REAL, gbps REAL,
+  cubin_hash TEXT NOT NULL DEFAULT '', grid TEXT NOT NULL DEFAULT '', block TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  CHECK (status <> 'correct' OR time_ms IS NOT NULL));
+CREATE INDEX measurements_run ON measurements(run_id, status, time_ms);
+CREATE INDEX measurements_context ON measurements(context_id, status, time_ms);
+CREATE TABLE winners(
+  context_id INTEGER PRIMARY KEY REFERENCES contexts(id),
+  measurement_id INTEGER NOT NULL REFERENCES measurements(id),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+)SQL",
+};
+
+std::string random_uid() {
+  std::random_device rd;
+  std::ostringstream ss;
+  ss << rd() << '-' << rd() << '-' << rd() << '-' << std::time(nullptr);
+  return sha256_hex(ss.str()).substr(0, 32);
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) : db_(path) {
+  // Reading the header first distinguishes "not a database" from "someone else's database".
+  Statement app(db_, "PRAGMA application_id");
+  app.step();
+  std::int64_t app_id = app.int64(0);
+  Statement tables(db_, "SELECT count(*) FROM sqlite_master");
+  tables.step();
+  std::int64_t n_tables = tables.int64(0);
+  if (app_id != kApplicationId && (app_id != 0 || n_tables > 0))
+    throw DbError(path + ": not a gputune database (it holds " + std::to_string(n_tables) +
+                  " tables of another application); nothing was changed. Fix: pass --db with a new "
+                  "file name or an existing gputune database");
+  db_.exec("PRAGMA journal_mode=WAL");
+  db_.exec("PRAGMA foreign_keys=ON");
+  db_.exec("PRAGMA synchronous=NORMAL");
+  migrate();
+}
+
+void Store::migrate() {
+  Statement v(db_, "PRAGMA user_version");
+  v.step();
+  auto version = static_cast<int>(v.int64(0));
+  const int target = static_cast<int>(std::size(kMigrations));
+  if (version > target)
+    throw DbError(db_.path() + ": database schema version " + std::to_string(version) +
+                  " is newer than this gputune (" + std::to_string(target) + "). Fix: upgrade gputune");
+  for (; version < target; ++version) {
+    Transaction t(db_);
+    db_.exec(kMigrations[version]);
+    db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+    db_.exec("PRAGMA user_version=" + std::to_string(version + 1));
+    t.commit();
+  }
+}
+
+namespace {
+std::int64_t upsert(Database& db, const std::string& insert, const std::string& select,
+                    const std::string& key, const std::function<void(Statement&)>& bind_rest) {
+  Statement ins(db, insert);
+  ins.bind(1, key);
+  bind_rest(ins);
+  ins.run();
+  Statement sel(db, select);
+  sel.bind(1, key);
+  if (!sel.step()) throw DbError("row for " + key + " vanished");
+  return sel.int64(0);
+}
+}  // namespace
+
+std::int64_t Store::upsert_device(const DeviceRecord& d) {
+  std::string uid = d.uid();
+  return upsert(db_,
+                "INSERT INTO devices(uid,name,cc_major,cc_minor,sm_count,total_mem,source) "
+                "VALUES(?,?,?,?,?,?,?) ON CONFLICT(uid) DO NOTHING",
+                "SELECT id FROM devices WHERE uid=?", uid, [&](Statement& s) {
+                  s.bind(2, d.name).bind(3, d.cc_major).bind(4, d.cc_minor).bind(5, d.sm_count);
+                  s.bind(6, d.total_mem).bind(7, d.source);
+                });
+}
+
+std::int64_t Store::upsert_kernel(const std::string& name, const std::string& hash,
+                                  const std::string& source) {
+  return upsert(db_,
+                "INSERT INTO kernels(hash,name,source) VALUES(?,?,?) ON CONFLICT(hash) DO NOTHING",
+                "SELECT id FROM kernels WHERE hash=?", hash,
+                [&](Statement& s) { s.bind(2, name).bind(3, source); });
+}
+
+std::int64_t Store::upsert_job(const std::string& name, const std::string& file,
+                               const std::string& document) {
+  std::string hash = sha256_hex(document);
+  return upsert(db_,
+                "INSERT INTO jobs(hash,name,file,document) VALUES(?,?,?,?) ON CONFLICT(hash) DO NOTHING",
+                "SELECT id FROM jobs WHERE hash=?", hash,
+                [&](Statement& s) { s.bind(2, name).bind(3, file).bind(4, document); });
+}
+
+std::int64_t Store::upsert_context(ContextRecord c) {
+  if (c.hash.empty()) {
+    Statement k(db_, "SELECT hash FROM kernels WHERE id=?");
+    k.bind(1, c.kernel_id);
+    Statement d(db_, "SELECT uid FROM devices WHERE id=?");
+    d.bind(1, c.device_id);
+    if (!k.step() || !d.step()) throw DbError("context refers to an unknown kernel or device");
+    c.hash = sha256_hex(k.text(0) + "|" + d.text(0) + "|" + c.problem_size_json + "|" + c.values_json +
+                        "|" + c.arch + "|" + std::to_string(c.driver_version) + "|" + c.toolkit_version +
+                        "|" + c.nvrtc_version);
+  }
+  return upsert(db_,
+                "INSERT INTO contexts(hash,kernel_id,device_id,label,problem_size,input_values,arch,"
+                "driver_version,toolkit_version,nvrtc_version) VALUES(?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(hash) DO NOTHING",
+                "SELECT id FROM contexts WHERE hash=?", c.hash, [&](Statement& s) {
+                  s.bind(2, c.kernel_id).bind(3, c.device_id).bind(4, c.label);
+                  s.bind(5, c.problem_size_json).bind(6, c.values_json).bind(7, c.arch);
+                  s.bind(8, c.driver_version).bind(9, c.toolkit_version).bind(10, c.nvrtc_version);
+                });
+}
+
+std::int64_t Store::upsert_variant(std::int64_t kernel_id, const std::string& config_key,
+                                   const std::string& params_json) {
+  Statement k(db_, "SELECT hash FROM kernels WHERE id=?");
+  k.bind(1, kernel_id);
+  if (!k.step()) throw DbError("variant refers to an unknown kernel");
+  std::string hash = sha256_hex(k.text(0) + "|" + config_key);
+  return upsert(db_,
+                "INSERT INTO variants(hash,kernel_id,config_key,params) VALUES(?,?,?,?) "
+                "ON CONFLICT(hash) DO NOTHING",
+                "SELECT id FROM variants WHERE hash=?", hash,
+                [&](Statement& s) { s.bind(2, kernel_id).bind(3, config_key).bind(4, params_json); });
+}
+
+std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total) {
+  Statement s(db_, "INSERT INTO runs(uid,job_id,strategy,status,total) VALUES(?,?,?,'running',?)");
+  std::string uid = random_uid();
+  s.bind(1, uid).bind(2, job_id).bind(3, strategy).bind(4, total);
+  s.run();
+  return db_.last_insert_rowid();
+}
+
+void Store::update_run_progress(std::int64_t run_id, std::int64_t done) {
+  Statement s(db_, "UPDATE runs SET done=? WHERE id=?");
+  s.bind(1, done).bind(2, run_id);
+  s.run();
+}
+
+void Store::finish_run(std::int64_t run_id, const std::string& status, const std::string& message) {
+  Statement s(db_,
+              "UPDATE runs SET status=?, message=?, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') "
+              "WHERE id=?");
+  s.bind(1, status).bind(2, message).bind(3, run_id);
+  s.run();
+}
+
+std::int64_t Store::add_measurement(const MeasurementRecord& m) {
+  bool known = false;
+  for (auto* st : kStatuses) known = known || m.status == st;
+  if (!known) throw DbError("unknown measurement status '" + m.status + "'");
+  Statement s(db_,
+              "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
+              "compile_ms,registers,static_smem,local_bytes,spill_bytes,occupancy,gflops,gbps,"
+              "cubin_hash,grid,block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  std::string samples = nlohmann::json(m.samples_ms).dump();
+  s.bind(1, m.run_id).bind(2, m.context_id).bind(3, m.variant_id).bind(4, m.status);
+  s.bind(5, m.reason).bind(6, m.log).bind(7, m.time_ms).bind(8, samples).bind(9, m.compile_ms);
+  s.bind(10, m.registers).bind(11, m.static_smem).bind(12, m.local_bytes).bind(13, m.spill_bytes);
+  s.bind(14, m.occupancy).bind(15, m.gflops).bind(16, m.gbps).bind(17, m.cubin_hash);
+  s.bind(18, m.grid).bind(19, m.block);
+  s.run();
+  return db_.last_insert_rowid();
+}
+
+bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id) {
+  Statement m(db_, "SELECT status, time_ms FROM measurements WHERE id=?");
+  m.bind(1, measurement_id);
+  if (!m.step() || m.text(0) != "correct") return false;
+  double t = m.real(1);
+  Statement cur(db_,
+                "SELECT m.time_ms FROM winners w JOIN measurements m ON m.id=w.measurement_id "
+                "WHERE w.context_id=?");
+  cur.bind(1, context_id);
+  if (cur.step() && cur.real(0) <= t) return false;
+  Statement up(db_,
+               "INSERT INTO winners(context_id,measurement_id) VALUES(?,?) ON CONFLICT(context_id) DO "
+               "UPDATE SET measurement_id=excluded.measurement_id, "
+               "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+  up.bind(1, context_id).bind(2, measurement_id);
+  up.run();
+  return true;
+}
+
+std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::string& label,
+                                      const std::string& device) {
+  Statement s(db_,
+              "SELECT k.name, c.label, d.name, v.config_key, v.params, m.time_ms, m.run_id, m.id, "
+              "m.gflops, m.gbps, m.registers, m.occupancy FROM winners w "
+              "JOIN measurements m ON m.id=w.measurement_id JOIN contexts c ON c.id=w.context_id "
+              "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
+              "JOIN variants v ON v.id=m.variant_id "
+              "WHERE (k.name=?1 OR k.hash LIKE ?1 || '%') AND (?2='' OR c.label=?2) AND (?3='' OR d.name=?3) "
+              "ORDER BY c.label, d.name");
+  s.bind(1, kernel).bind(2, label).bind(3, device);
+  std::vector<WinnerRow> out;
+  while (s.step()) {
+    WinnerRow w;
+    w.kernel = s.text(0), w.context_label = s.text(1), w.device = s.text(2);
+    w.config_key = s.text(3), w.params_json = s.text(4), w.time_ms = s.real(5);
+    w.run_id = s.int64(6), w.measurement_id = s.int64(7);
+    if (!s.is_null(8)) w.gflops = s.real(8);
+    if (!s.is_null(9)) w.gbps = s.real(9);
+    if (!s.is_null(10)) w.registers = static_cast<int>(s.int64(10));
+    if (!s.is_null(11)) w.occupancy = s.real(11);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+namespace {
+RunRow read_run(Statement& s) {
+  RunRow r;
+  r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3);
+  r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
+  r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
+  return r;
+}
+const char* kRunSelect =
+    "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
+    "coalesce(r.finished_at,''), r.total, r.done FROM runs r JOIN jobs j ON j.id=r.job_id ";
+}  // namespace
+
+std::optional<RunRow> Store::run(std::int64_t run_id) {
+  Statement s(db_, std::string(kRunSelect) + "WHERE r.id=?");
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<RunRow> Store::runs(int limit) {
+  Statement s(db_, std::string(kRunSelect) + "ORDER BY r.id DESC LIMIT ?");
+  s.bind(1, limit);
+  std::vector<RunRow> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_t context_id) {
+  Statement s(db_,
+              "SELECT m.id, m.run_id, m.context_id, m.variant_id, m.status, m.reason, m.log, m.time_ms, "
+              "m.samples, m.compile_ms, m.registers, m.static_smem, m.local_bytes, m.spill_bytes, "
+              "m.occupancy, m.gflops, m.gbps, m.cubin_hash, m.grid, m.block, v.config_key, v.params, "
+              "c.label, m.created_at FROM measurements m JOIN variants v ON v.id=m.variant_id "
+              "JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND (?2=0 OR m.context_id=?2) "
+              "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
+  s.bind(1, run_id).bind(2, context_id);
+  std::vector<MeasurementRow> out;
+  auto opt_int = [&](int c) { return s.is_null(c) ? std::nullopt : std::optional<int>(static_cast<int>(s.int64(c))); };
+  auto opt_real = [&](int c) { return s.is_null(c) ? std::nullopt : std::optional<double>(s.real(c)); };
+  while (s.step()) {
+    MeasurementRow m;
+    m.id = s.int64(0), m.run_id = s.int64(1), m.context_id = s.int64(2), m.variant_id = s.int64(3);
+    m.status = s.text(4), m.reason = s.text(5), m.log = s.text(6), m.time_ms = opt_real(7);
+    m.samples_ms = nlohmann::json::parse(s.text(8)).get<std::vector<double>>();
+    m.compile_ms = opt_real(9), m.registers = opt_int(10), m.static_smem = opt_int(11);
+    m.local_bytes = opt_int(12), m.spill_bytes = opt_int(13), m.occupancy = opt_real(14);
+    m.gflops = opt_real(15), m.gbps = opt_real(16), m.cubin_hash = s.text(17), m.grid = s.text(18);
+    m.block = s.text(19), m.config_key = s.text(20), m.params_json = s.text(21);
+    m.context_label = s.text(22), m.created_at = s.text(23);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<Store::ContextRow> Store::contexts(const std::string& kernel) {
+  Statement s(db_,
+              "SELECT c.id, c.label, d.name, c.problem_size, c.arch FROM contexts c "
+              "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
+              "WHERE k.name=?1 OR k.hash LIKE ?1 || '%' ORDER BY c.id");
+  s.bind(1, kernel);
+  std::vector<ContextRow> out;
+  while (s.step()) out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4)});
+  return out;
+}
+
+}  // namespace gputune::db

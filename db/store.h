@@ -1,0 +1,129 @@
+/** \file db/store.h
+ * Owns: the gputune database: schema and migrations, and every SQL statement the project runs.
+ * Devices, kernels (by source hash), jobs and runs, input contexts, variants (by parameters),
+ * measurements (all samples, resources, status, reason) and the winner per context.
+ * Identities that must survive merging databases from several machines are content hashes
+ * (kernel, variant, context, device uid, run uid); integer ids stay local.
+ * Consumes: plain records. Produces: rows and query results.
+ * Must not: know about CUDA, NVRTC, or how jobs are parsed. */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/sqlite.h"
+
+namespace gputune::db {
+
+/// T4 failure categories, plus "compiled" for a variant compiled and inspected but not timed.
+/// Only "correct" measurements can win.
+inline constexpr const char* kStatuses[] = {"correct", "compile", "runtime", "correctness",
+                                            "timeout", "constraints", "compiled"};
+
+struct DeviceRecord {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::int64_t total_mem = 0;
+  std::string source = "driver";  ///< driver, target (no GPU: compile target only), import
+  std::string uid() const;        ///< content hash of the identity fields
+};
+
+struct ContextRecord {
+  std::int64_t kernel_id = 0, device_id = 0;
+  std::string label;               ///< e.g. "4096x4096"
+  std::string problem_size_json;   ///< [4096, 4096, 1]
+  std::string values_json = "{}";  ///< other input values
+  std::string arch;                ///< sm_90
+  int driver_version = 0;          ///< 0: none
+  std::string toolkit_version, nvrtc_version;
+  std::string hash;                ///< computed by the store when empty
+};
+
+struct MeasurementRecord {
+  std::int64_t run_id = 0, context_id = 0, variant_id = 0;
+  std::string status;  ///< one of kStatuses
+  std::string reason;  ///< failure reason or note
+  std::string log;     ///< compile log for failures
+  std::optional<double> time_ms;  ///< median
+  std::vector<double> samples_ms;
+  std::optional<double> compile_ms;
+  std::optional<int> registers, static_smem, local_bytes, spill_bytes;
+  std::optional<double> occupancy;
+  std::optional<double> gflops, gbps;
+  std::string cubin_hash;
+  std::string grid, block;  ///< "x,y,z"
+};
+
+struct MeasurementRow : MeasurementRecord {
+  std::int64_t id = 0;
+  std::string config_key, params_json, context_label, created_at;
+};
+
+struct WinnerRow {
+  std::string kernel, context_label, device, config_key, params_json;
+  double time_ms = 0;
+  std::int64_t run_id = 0, measurement_id = 0;
+  std::optional<double> gflops, gbps;
+  std::optional<int> registers;
+  std::optional<double> occupancy;
+};
+
+struct RunRow {
+  std::int64_t id = 0;
+  std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
+  std::int64_t total = 0, done = 0;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+  static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
+
+  /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
+  /// not a database, or is another application's database (nothing in it is changed then).
+  explicit Store(const std::string& path);
+  Database& db() { return db_; }
+
+  std::int64_t upsert_device(const DeviceRecord& d);
+  std::int64_t upsert_kernel(const std::string& name, const std::string& hash, const std::string& source);
+  std::int64_t upsert_job(const std::string& name, const std::string& file, const std::string& document);
+  std::int64_t upsert_context(ContextRecord c);
+  std::int64_t upsert_variant(std::int64_t kernel_id, const std::string& config_key,
+                              const std::string& params_json);
+
+  std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total);
+  void update_run_progress(std::int64_t run_id, std::int64_t done);
+  void finish_run(std::int64_t run_id, const std::string& status, const std::string& message);
+
+  std::int64_t add_measurement(const MeasurementRecord& m);
+  /// Makes this measurement the context's winner if it is correct and faster than the current one
+  /// (or the current winner's measurement is gone). Returns true when it became the winner.
+  bool offer_winner(std::int64_t context_id, std::int64_t measurement_id);
+
+  /// Winners of a kernel (by name or hash prefix), optionally one context label / device name.
+  std::vector<WinnerRow> winners(const std::string& kernel, const std::string& context_label = {},
+                                 const std::string& device = {});
+  std::optional<RunRow> run(std::int64_t run_id);
+  std::vector<RunRow> runs(int limit = 20);
+  /// Measurements of a run (all when run_id is 0), fastest correct first.
+  std::vector<MeasurementRow> measurements(std::int64_t run_id, std::int64_t context_id = 0);
+  /// Contexts of a kernel (id, label, device name).
+  struct ContextRow {
+    std::int64_t id;
+    std::string label, device, problem_size_json, arch;
+  };
+  std::vector<ContextRow> contexts(const std::string& kernel);
+
+ private:
+  void migrate();
+  Database db_;
+};
+
+/// The default database file: $GPUTUNE_DB, else ./gputune.db.
+std::string default_database_path();
+
+}  // namespace gputune::db

@@ -1,0 +1,67 @@
+/** \file tuner/arguments.h
+ * Owns: the host side of kernel arguments: sizing and filling them as the job says (Constant,
+ * Random, BinaryRaw), reference outputs (ReferenceArguments), and comparing an output against its
+ * reference with a tolerance. Needs no GPU, so it is tested on any machine.
+ * Consumes: Job, ContextSpec. Produces: HostArguments, Comparison.
+ * Must not: touch the driver or the database. */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+
+namespace gputune::tuner {
+
+enum class ScalarKind { Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, F32, F64 };
+
+struct ElementType {
+  ScalarKind kind;
+  int components;  ///< float4 -> 4
+  int scalar_bytes;
+  int bytes() const { return scalar_bytes * components; }
+};
+
+/// Parses a T1 argument type ("float", "int32", "double2", ...). Throws std::invalid_argument.
+ElementType parse_element_type(const std::string& t);
+
+struct HostArgument {
+  std::string name;
+  ElementType type;
+  bool is_vector = true;
+  bool output = false;
+  bool written = false;                  ///< WriteOnly / ReadWrite: re-upload before each variant
+  std::uint64_t elements = 0;            ///< vector elements (each `components` scalars)
+  std::vector<unsigned char> data;       ///< initial contents (scalar: its value)
+  /// Expected output (ReferenceArguments); empty when the default configuration's output is used.
+  std::vector<unsigned char> reference;
+  std::string validation_method = "AbsoluteDifference";
+  std::optional<double> threshold;
+};
+
+/// Sizes and fills every argument for a context. Sizes may use ProblemSize, context values, and
+/// parameter names bound to their full value lists (e.g. "ProblemSize[0]+max(filter_width)-1").
+/// Throws JobError naming the argument's field.
+std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx);
+
+/// Scalar i of a buffer as double.
+double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_t i);
+
+struct Comparison {
+  bool ok = true;
+  std::uint64_t mismatches = 0;
+  std::uint64_t first_bad = 0;
+  double max_abs_error = 0;
+  double expected_at_first = 0, actual_at_first = 0;
+  std::string describe(const std::string& arg) const;
+};
+
+/// Compares actual with expected element-wise: |a-e| <= abs_tol + rel_tol*|e| (NaN never matches
+/// a number; NaN matches NaN). With a ReferenceArgument threshold, AbsoluteDifference uses
+/// |a-e| <= threshold and SideBySideRelativeComparison |a-e| <= threshold*|e|.
+Comparison compare_output(const HostArgument& arg, const std::vector<unsigned char>& actual,
+                          const std::vector<unsigned char>& expected, double abs_tol, double rel_tol);
+
+}  // namespace gputune::tuner

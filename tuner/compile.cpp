@@ -1,0 +1,191 @@
+#include "tuner/compile.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "variants/hash.h"
+
+namespace gputune::tuner {
+
+namespace {
+
+/// Owns an nvrtcProgram; destroys it on scope exit without throwing.
+class NvrtcProgram {
+ public:
+  NvrtcProgram(const std::string& source, const std::string& name) {
+    nvrtcResult rc = nvrtcCreateProgram(&prog_, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+    if (rc != NVRTC_SUCCESS)
+      throw std::runtime_error(std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(rc));
+  }
+  NvrtcProgram(const NvrtcProgram&) = delete;
+  ~NvrtcProgram() {
+    if (prog_) nvrtcDestroyProgram(&prog_);
+  }
+  nvrtcProgram get() const { return prog_; }
+
+ private:
+  nvrtcProgram prog_ = nullptr;
+};
+
+std::string program_log(nvrtcProgram p) {
+  size_t n = 0;
+  if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || n <= 1) return {};
+  std::string log(n, '\0');
+  nvrtcGetProgramLog(p, log.data());
+  log.resize(n - 1);
+  return log;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch) {
+  std::vector<std::string> o = {"--gpu-architecture=" + arch, "--ptxas-options=-v"};
+  o.insert(o.end(), v.options.begin(), v.options.end());
+  return o;
+}
+
+CompiledVariant compile_variant(const Variant& v, const std::string& arch) {
+  CompiledVariant c;
+  auto t0 = std::chrono::steady_clock::now();
+  NvrtcProgram prog(v.source, v.kernel_name + ".cu");
+  std::string expr = v.kernel_name;
+  nvrtcAddNameExpression(prog.get(), expr.c_str());
+  auto opts = nvrtc_options(v, arch);
+  std::vector<const char*> argv;
+  for (auto& o : opts) argv.push_back(o.c_str());
+  nvrtcResult rc = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
+  c.log = program_log(prog.get());
+  c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != NVRTC_SUCCESS) {
+    if (c.log.empty()) c.log = nvrtcGetErrorString(rc);
+    return c;
+  }
+  const char* lowered = nullptr;
+  if (nvrtcGetLoweredName(prog.get(), expr.c_str(), &lowered) == NVRTC_SUCCESS && lowered)
+    c.lowered_name = lowered;
+  else
+    c.lowered_name = v.kernel_name;
+  size_t n = 0;
+  if ((rc = nvrtcGetCUBINSize(prog.get(), &n)) != NVRTC_SUCCESS || n == 0) {
+    c.log += std::string("\nnvrtcGetCUBINSize: ") + nvrtcGetErrorString(rc) +
+             " (the architecture must be a real sm_XX to get a cubin)";
+    return c;
+  }
+  c.cubin.resize(n);
+  nvrtcGetCUBIN(prog.get(), c.cubin.data());
+  c.cubin_hash = sha256_hex(c.cubin);
+  c.ok = true;
+  return c;
+}
+
+std::filesystem::path CubinCache::default_dir() {
+  if (const char* d = std::getenv("GPUTUNE_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "gputune";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "gputune";
+  return ".gputune-cache";
+}
+
+std::string CubinCache::key(const Variant& v, const std::string& arch) {
+  std::string k = "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
+  for (auto& o : nvrtc_options(v, arch)) k += "opt " + o + "\n";
+  return sha256_hex(k + "source\n" + v.source);
+}
+
+std::optional<CompiledVariant> CubinCache::get(const std::string& key) const {
+  if (dir_.empty()) return std::nullopt;
+  auto base = dir_ / key.substr(0, 2) / key;
+  std::ifstream cub(base.string() + ".cubin", std::ios::binary), meta(base.string() + ".json");
+  if (!cub || !meta) return std::nullopt;
+  try {
+    std::stringstream ss;
+    ss << cub.rdbuf();
+    auto m = nlohmann::json::parse(meta);
+    CompiledVariant c;
+    c.cubin = ss.str();
+    if (sha256_hex(c.cubin) != m.at("cubin_hash").get<std::string>()) return std::nullopt;  // torn/corrupt
+    c.ok = true;
+    c.cached = true;
+    c.key = key;
+    c.cubin_hash = m.at("cubin_hash").get<std::string>();
+    c.lowered_name = m.at("lowered_name").get<std::string>();
+    c.log = m.at("log").get<std::string>();
+    return c;
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable entry: recompile
+  }
+}
+
+void CubinCache::put(const CompiledVariant& c) const {
+  if (dir_.empty() || !c.ok) return;
+  std::error_code ec;
+  auto sub = dir_ / c.key.substr(0, 2);
+  std::filesystem::create_directories(sub, ec);
+  if (ec) return;  // caching is an optimisation: a read-only cache dir must not fail a run
+  auto tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  auto write = [&](const std::string& ext, const std::string& bytes) {
+    auto tmp = sub / (c.key + ext + ".tmp" + std::to_string(tid));
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!out) return;
+    }
+    std::filesystem::rename(tmp, sub / (c.key + ext), ec);
+  };
+  nlohmann::json m = {{"cubin_hash", c.cubin_hash}, {"lowered_name", c.lowered_name}, {"log", c.log}};
+  write(".cubin", c.cubin);
+  write(".json", m.dump());
+}
+
+int default_compile_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(n == 0 ? 1u : n, 1u, 8u));
+}
+
+std::vector<CompiledVariant> compile_all(const std::vector<Variant>& variants, const std::string& arch,
+                                         const CubinCache& cache, int threads,
+                                         const std::function<void(size_t, const CompiledVariant&)>& on_done) {
+  std::vector<CompiledVariant> out(variants.size());
+  std::atomic<size_t> next{0};
+  if (threads <= 0) threads = default_compile_threads();
+  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(variants.size(), 1)));
+  std::mutex err_mu;
+  std::exception_ptr first_error;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < variants.size();) {
+      try {
+        std::string key = CubinCache::key(variants[i], arch);
+        auto hit = cache.get(key);
+        CompiledVariant c = hit ? std::move(*hit) : compile_variant(variants[i], arch);
+        c.key = key;
+        if (!hit) cache.put(c);
+        out[i] = std::move(c);
+        if (on_done) on_done(i, out[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+  return out;
+}
+
+}  // namespace gputune::tuner

@@ -1,0 +1,68 @@
+/** \file tuner/compile.h
+ * Owns: NVRTC compilation of Variants to cubin for one architecture, in a pool of worker threads,
+ * with a content-addressed on-disk cubin cache (key: source, options, kernel, NVRTC version, arch).
+ * A compile failure is a result (status and log), not an exception.
+ * Consumes: Variant. Produces: CompiledVariant. pruner/ reads the cubins afterwards.
+ * Must not: launch anything or touch the database. */
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+struct CompiledVariant {
+  bool ok = false;
+  std::string cubin;         ///< ELF bytes
+  std::string lowered_name;  ///< the kernel's symbol in the cubin
+  std::string log;           ///< NVRTC log (ptxas -v info included)
+  double compile_ms = 0;     ///< 0 when served from the cache
+  bool cached = false;
+  std::string key;           ///< cache key (SHA-256)
+  std::string cubin_hash;    ///< SHA-256 of the cubin (equal hashes: identical code)
+};
+
+/// "13.0"
+std::string nvrtc_version();
+
+/// Options passed to NVRTC for a variant (arch and ptxas -v added to the variant's own).
+std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch);
+
+/// Compiles one variant (no cache).
+CompiledVariant compile_variant(const Variant& v, const std::string& arch);
+
+class CubinCache {
+ public:
+  /// An empty dir disables caching.
+  explicit CubinCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  /// $GPUTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gputune, else ~/.cache/gputune.
+  static std::filesystem::path default_dir();
+
+  static std::string key(const Variant& v, const std::string& arch);
+  std::optional<CompiledVariant> get(const std::string& key) const;
+  /// Stores successful compiles (written atomically: temp file then rename).
+  void put(const CompiledVariant& c) const;
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+/// Default worker count: one per core, capped at 8 (each NVRTC instance uses hundreds of MB).
+int default_compile_threads();
+
+/// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`
+/// is called from worker threads (serialise inside it) as each finishes.
+std::vector<CompiledVariant> compile_all(const std::vector<Variant>& variants,
+                                         const std::string& arch, const CubinCache& cache,
+                                         int threads,
+                                         const std::function<void(size_t, const CompiledVariant&)>& on_done = {});
+
+}  // namespace gputune::tuner

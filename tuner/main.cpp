@@ -1,0 +1,297 @@
+// gputune: the command line. A thin shell over the libraries: it parses options, calls one
+// library entry point per subcommand, and turns errors into messages and exit codes (README).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include "db/interchange.h"
+#include "db/store.h"
+#include "tuner/compile.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/pipeline.h"
+#include "tuner/progress.h"
+#include "variants/space.h"
+
+using namespace gputune;
+
+namespace {
+
+const char* kUsage = R"(gputune: GPU kernel autotuner
+
+usage: gputune COMMAND [options]
+
+commands:
+  run JOB            compile, verify and time every configuration of a T1 job; store it all
+  space JOB          --count: number of valid configurations; --list: each as a JSON line
+  best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
+  show RUN           a run's summary and its measurements
+  runs               the most recent runs
+  export --t4        T4 results of a run (--run ID, -o FILE)
+  import FILE        a Kernel Tuner cache file (.json or .json.gz) as measurements of its device
+  devices            the CUDA devices the driver reports (or why there are none)
+
+Run `gputune COMMAND --help` for a command's options.
+exit codes: 0 ok, 1 internal error, 2 bad input, 3 no CUDA device (compiled, stored, not timed),
+            4 no correct variant)";
+
+std::string db_of(const cxxopts::ParseResult& r) {
+  return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
+}
+
+int cmd_run(int argc, char** argv) {
+  cxxopts::Options o("gputune run", "Tune a T1 job: compile, inspect, verify and time its configurations");
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
+      "db", "database file (default: job's GPUTune.Database, $GPUTUNE_DB, ./gputune.db)", cxxopts::value<std::string>())(
+      "arch", "target architecture, e.g. sm_90 (default: the device's)", cxxopts::value<std::string>())(
+      "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
+      "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
+      "no-gpu", "do not use a GPU even if one is present")("q,quiet", "no progress line")("h,help", "help");
+  o.parse_positional({"job"});
+  o.positional_help("JOB");
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("job")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  Job job = load_job(r["job"].as<std::string>());
+  tuner::RunOptions opt;
+  if (r.count("db")) opt.db_path = r["db"].as<std::string>();
+  if (r.count("arch")) opt.arch = r["arch"].as<std::string>();
+  if (r.count("cache-dir")) opt.cache_dir = r["cache-dir"].as<std::string>();
+  opt.threads = r["threads"].as<int>();
+  opt.no_gpu = r.count("no-gpu") > 0;
+  opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
+  tuner::RunReport rep = tuner::run_job(job, opt);
+  tuner::print_report(rep, std::cout);
+  return rep.exit_code;
+}
+
+int cmd_space(int argc, char** argv) {
+  cxxopts::Options o("gputune space", "Build a job's search space");
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())("count", "print the number of valid configurations")(
+      "list", "print each configuration as a JSON line")("h,help", "help");
+  o.parse_positional({"job"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("job")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  Job job = load_job(r["job"].as<std::string>());
+  Space s = build_space(job);
+  if (r.count("list")) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      out += s.config(i).json();
+      out += '\n';
+      if (out.size() > (1 << 20)) std::cout << out, out.clear();
+    }
+    std::cout << out;
+  }
+  if (r.count("count") || !r.count("list")) std::cout << s.size() << "\n";
+  if (!r.count("list")) {
+    std::cerr << "gputune: " << s.size() << " valid of " << s.cartesian_size << " (Cartesian product)\n";
+    for (auto& c : s.conditions)
+      std::cerr << "gputune:   \"" << c.expression << "\" removed " << c.removed << "\n";
+  }
+  return 0;
+}
+
+int cmd_best(int argc, char** argv) {
+  cxxopts::Options o("gputune best", "Look up the stored winner of a kernel");
+  o.add_options()("kernel", "kernel name or hash prefix", cxxopts::value<std::string>())(
+      "context", "context label, e.g. 4096x4096", cxxopts::value<std::string>()->default_value(""))(
+      "device", "device name", cxxopts::value<std::string>()->default_value(""))(
+      "db", "database file", cxxopts::value<std::string>())("json", "print JSON")("h,help", "help");
+  o.parse_positional({"kernel"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("kernel")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  db::Store store(db_of(r));
+  std::string kernel = r["kernel"].as<std::string>();
+  auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
+  if (ws.empty()) {
+    std::cerr << "gputune: no winner stored for kernel '" << kernel << "'";
+    auto ctxs = store.contexts(kernel);
+    if (!ctxs.empty()) {
+      std::cerr << "; its contexts are:";
+      for (auto& c : ctxs) std::cerr << " " << c.label << " (" << c.device << ")";
+    }
+    std::cerr << "\n";
+    return 2;
+  }
+  for (auto& w : ws) {
+    if (r.count("json")) {
+      nlohmann::json j = {{"kernel", w.kernel},   {"context", w.context_label},
+                          {"device", w.device},   {"configuration", nlohmann::json::parse(w.params_json)},
+                          {"time_ms", w.time_ms}, {"run", w.run_id}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms << " ms  "
+                << w.params_json << "\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_show(int argc, char** argv) {
+  cxxopts::Options o("gputune show", "Show a run and its measurements");
+  o.add_options()("run", "run id", cxxopts::value<long>())("db", "database file", cxxopts::value<std::string>())(
+      "n,limit", "measurements to list", cxxopts::value<int>()->default_value("20"))(
+      "failures", "list failures with their reasons")("h,help", "help");
+  o.parse_positional({"run"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("run")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  db::Store store(db_of(r));
+  auto run = store.run(r["run"].as<long>());
+  if (!run) {
+    std::cerr << "gputune: no run " << r["run"].as<long>() << " in " << db_of(r) << " (see `gputune runs`)\n";
+    return 2;
+  }
+  std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " [" << run->job_file << "]\n"
+            << "status " << run->status << ", strategy " << run->strategy << ", " << run->done << "/" << run->total
+            << " measured, started " << run->started_at << ", finished " << run->finished_at << "\n"
+            << run->message << "\n";
+  auto ms = store.measurements(run->id);
+  std::map<std::string, int> counts;
+  for (auto& m : ms) counts[m.status]++;
+  for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
+  int limit = r["limit"].as<int>(), shown = 0;
+  bool failures = r.count("failures") > 0;
+  for (auto& m : ms) {
+    if (failures == (m.status == "correct") || shown >= limit) continue;
+    ++shown;
+    std::cout << "  " << m.context_label << "  " << m.status << "  ";
+    if (m.time_ms) std::cout << *m.time_ms << " ms  ";
+    if (m.registers) std::cout << *m.registers << " regs  ";
+    if (m.occupancy) std::cout << "occ " << *m.occupancy << "  ";
+    std::cout << m.params_json;
+    if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int cmd_runs(int argc, char** argv) {
+  cxxopts::Options o("gputune runs", "List recent runs");
+  o.add_options()("db", "database file", cxxopts::value<std::string>())(
+      "n,limit", "how many", cxxopts::value<int>()->default_value("20"))("h,help", "help");
+  auto r = o.parse(argc, argv);
+  if (r.count("help")) {
+    std::cout << o.help() << "\n";
+    return 0;
+  }
+  db::Store store(db_of(r));
+  for (auto& run : store.runs(r["limit"].as<int>()))
+    std::cout << run.id << "  " << run.status << "  " << run.job_name << "  " << run.done << "/" << run.total << "  "
+              << run.started_at << "\n";
+  return 0;
+}
+
+int cmd_export(int argc, char** argv) {
+  cxxopts::Options o("gputune export", "Export results");
+  o.add_options()("t4", "T4 format (the only one so far)")("run", "run id (default: all runs)",
+                                                           cxxopts::value<long>()->default_value("0"))(
+      "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
+      "db", "database file", cxxopts::value<std::string>())("h,help", "help");
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("t4")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  db::Store store(db_of(r));
+  long run = r["run"].as<long>();
+  if (run && !store.run(run)) {
+    std::cerr << "gputune: no run " << run << " in " << db_of(r) << "\n";
+    return 2;
+  }
+  std::string doc = db::export_t4(store, run);
+  if (r.count("output")) {
+    std::ofstream out(r["output"].as<std::string>());
+    out << doc << "\n";
+    if (!out) {
+      std::cerr << "gputune: cannot write " << r["output"].as<std::string>() << "\n";
+      return 2;
+    }
+  } else {
+    std::cout << doc << "\n";
+  }
+  return 0;
+}
+
+int cmd_import(int argc, char** argv) {
+  cxxopts::Options o("gputune import", "Import a Kernel Tuner cache file");
+  o.add_options()("file", "cache file (.json or .json.gz)", cxxopts::value<std::string>())(
+      "db", "database file", cxxopts::value<std::string>())("h,help", "help");
+  o.parse_positional({"file"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("file")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  db::Store store(db_of(r));
+  auto s = db::import_kernel_tuner_cache(store, r["file"].as<std::string>());
+  std::cout << "imported " << s.measurements << " measurements (" << s.correct << " correct, " << s.failed
+            << " failed) of " << s.kernel << " on " << s.device << ", context " << s.context << ", as run "
+            << s.run_id << "; best " << s.best_ms << " ms at " << s.best_key << "\n";
+  return 0;
+}
+
+int cmd_devices() {
+  const auto& d = tuner::Driver::instance();
+  std::cout << "NVRTC " << tuner::nvrtc_version() << "\n";
+  if (!d.available()) {
+    std::cout << "no CUDA device: " << d.unavailable_reason() << "\n"
+              << "gputune can still build spaces, compile and inspect variants (`gputune run` stores them "
+                 "and exits with code 3), import and export results.\n";
+    return tuner::kExitNoDevice;
+  }
+  std::cout << "driver " << d.version() << "\n";
+  for (int i = 0; i < d.device_count(); ++i) {
+    auto info = tuner::query_device(i);
+    std::cout << i << ": " << info.name << "  " << info.limits.arch() << "  " << info.limits.sm_count << " SMs  "
+              << info.total_mem / (1 << 20) << " MiB\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
+    std::cout << kUsage << "\n";
+    return argc < 2 ? tuner::kExitBadInput : 0;
+  }
+  std::string cmd = argv[1];
+  try {
+    if (cmd == "run") return cmd_run(argc - 1, argv + 1);
+    if (cmd == "space") return cmd_space(argc - 1, argv + 1);
+    if (cmd == "best") return cmd_best(argc - 1, argv + 1);
+    if (cmd == "show") return cmd_show(argc - 1, argv + 1);
+    if (cmd == "runs") return cmd_runs(argc - 1, argv + 1);
+    if (cmd == "export") return cmd_export(argc - 1, argv + 1);
+    if (cmd == "import") return cmd_import(argc - 1, argv + 1);
+    if (cmd == "devices") return cmd_devices();
+    std::cerr << "gputune: unknown command '" << cmd << "'\n" << kUsage << "\n";
+    return tuner::kExitBadInput;
+  } catch (const JobError& e) {
+    std::cerr << "gputune: error: " << e.what() << "\n";
+    return tuner::kExitBadInput;
+  } catch (const db::DbError& e) {
+    std::cerr << "gputune: database error: " << e.what() << "\n";
+    return tuner::kExitBadInput;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "gputune " << cmd << ": " << e.what() << " (see `gputune " << cmd << " --help`)\n";
+    return tuner::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "gputune: error: " << e.what() << "\n";
+    return tuner::kExitInternal;
+  }
+}

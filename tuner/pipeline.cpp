@@ -1,0 +1,483 @@
+#include "tuner/pipeline.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "pruner/cubin.h"
+#include "pruner/occupancy.h"
+#include "tuner/arguments.h"
+#include "tuner/compile.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/measure.h"
+#include "tuner/progress.h"
+#include "tuner/strategy.h"
+#include "variants/hash.h"
+#include "variants/instantiate.h"
+#include "variants/space.h"
+
+#ifndef GPUTUNE_CUDA_TOOLKIT_VERSION
+#define GPUTUNE_CUDA_TOOLKIT_VERSION "unknown"
+#endif
+
+namespace gputune::tuner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Logs a stage; with GPUTUNE_TIME_STAGES set, also how long it took.
+class Stage {
+ public:
+  Stage(std::ostream& log, std::string name) : log_(log), name_(std::move(name)), t0_(Clock::now()) {}
+  ~Stage() {
+    if (std::getenv("GPUTUNE_TIME_STAGES"))
+      log_ << "gputune: stage " << name_ << " took "
+           << std::chrono::duration<double, std::milli>(Clock::now() - t0_).count() << " ms\n";
+  }
+
+ private:
+  std::ostream& log_;
+  std::string name_;
+  Clock::time_point t0_;
+};
+
+std::string dims(const std::array<std::int64_t, 3>& d) {
+  return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Index in `configs` of the job's default configuration (parameter Defaults, else first values),
+/// or -1 when it was not planned.
+long default_index(const Job& job, const std::vector<Config>& configs) {
+  std::string key;
+  for (size_t i = 0; i < job.parameters.size(); ++i) {
+    auto& p = job.parameters[i];
+    key += (i ? "," : "") + (p.default_value ? *p.default_value : p.values.front()).str();
+  }
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (configs[i].key() == key) return static_cast<long>(i);
+  return -1;
+}
+
+struct Inspected {
+  bool ok = false;            // compiled and resources read
+  std::string reason;         // when !ok
+  pruner::Resources res;
+};
+
+}  // namespace
+
+RunReport run_job(const Job& job, const RunOptions& opt) {
+  std::ostream& log = opt.log ? *opt.log : std::cerr;
+  RunReport rep;
+
+  // 1. Inputs: source and space. Bad input stops here, before the database is touched.
+  std::string source = load_kernel_source(job);
+  Space space = [&] {
+    Stage s(log, "space");
+    return build_space(job);
+  }();
+  rep.space_size = space.size();
+  if (space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", space.explain_empty(),
+                   "relax the conditions or widen the parameter values");
+
+  // 2. Database (fails fast on a file that is not ours, before any work).
+  rep.db_path = !opt.db_path.empty() ? opt.db_path
+                : !job.database.empty() ? (job.file.parent_path() / job.database).string()
+                                        : db::default_database_path();
+  db::Store store(rep.db_path);
+
+  // 3. Device: the driver is loaded at run time; without it everything up to timing still runs.
+  std::optional<DeviceInfo> dev;
+  std::string no_device_reason;
+  if (opt.no_gpu) {
+    no_device_reason = "--no-gpu was given";
+  } else if (const Driver& d = Driver::instance(); !d.available()) {
+    no_device_reason = d.unavailable_reason();
+  } else {
+    dev = query_device(job.device_index);
+  }
+  rep.arch = !opt.arch.empty()      ? opt.arch
+             : dev                  ? dev->limits.arch()
+             : !job.target_arch.empty() ? job.target_arch
+                                        : "sm_90";
+  pruner::DeviceLimits limits;
+  try {
+    limits = dev && opt.arch.empty() ? dev->limits : pruner::limits_for_arch(rep.arch);
+  } catch (const std::invalid_argument& e) {
+    throw JobError(job.file.string(), "GPUTune.Device.Arch", e.what(), "use an architecture such as sm_90");
+  }
+  rep.device = dev ? dev->name : "none";
+  log << "gputune: " << job.name << ": " << space.size() << " valid configurations of "
+      << space.cartesian_size << "; device " << (dev ? dev->name : "none (" + no_device_reason + ")")
+      << "; target " << rep.arch << "\n";
+  for (auto& n : job.notes) log << "gputune: note: " << n << "\n";
+
+  // 4. Plan: which configurations, in which order.
+  auto strategy = make_strategy(job.strategy, space.size(), job.seed);
+  std::vector<size_t> order = plan(*strategy, budget_configurations(job.budget, space.size()));
+  rep.planned = order.size();
+  std::vector<Config> configs;
+  configs.reserve(order.size());
+  for (size_t i : order) configs.push_back(space.config(i));
+
+  // 5. Compile every planned configuration once (options do not depend on the context).
+  std::vector<Variant> variants;
+  variants.reserve(configs.size());
+  for (auto& c : configs) {
+    Variant v;
+    v.config = c;
+    v.kernel_name = job.kernel_name;
+    v.source = source;
+    v.options = compile_options(job, c);
+    variants.push_back(std::move(v));
+  }
+  CubinCache cache(opt.cache_dir == "-" ? std::filesystem::path()
+                   : opt.cache_dir.empty() ? CubinCache::default_dir()
+                                           : opt.cache_dir);
+  int threads = opt.threads ? opt.threads : job.compile_threads;
+  std::vector<CompiledVariant> compiled;
+  {
+    Stage s(log, "compile");
+    Progress prog("compile", variants.size(), opt.progress);
+    std::mutex mu;
+    size_t done = 0, failed = 0;
+    compiled = compile_all(variants, rep.arch, cache, threads, [&](size_t, const CompiledVariant& c) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      if (!c.ok) ++failed;
+      prog.update(done, failed, std::nullopt);
+    });
+    prog.finish();
+  }
+  std::vector<Inspected> inspected(compiled.size());
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    auto& c = compiled[i];
+    if (c.cached) ++rep.cached;
+    if (!c.ok) {
+      ++rep.compile_failed;
+      inspected[i].reason = "compile failed";
+      continue;
+    }
+    try {
+      inspected[i].res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
+      pruner::apply_ptxas_log(inspected[i].res, c.log, c.lowered_name);
+      inspected[i].ok = true;
+      ++rep.compiled_ok;
+    } catch (const pruner::CubinError& e) {
+      inspected[i].reason = std::string("cubin unreadable: ") + e.what();
+      ++rep.compile_failed;
+    }
+  }
+
+  // 6. Records that identify this run.
+  std::string job_doc = read_file(job.file);
+  std::int64_t job_id, kernel_id, device_id, run_id;
+  std::vector<std::int64_t> variant_ids(configs.size());
+  {
+    db::Transaction t(store.db());
+    job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job_doc);
+    kernel_id = store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
+    db::DeviceRecord dr;
+    if (dev) {
+      dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
+      dr.sm_count = dev->limits.sm_count, dr.total_mem = dev->total_mem, dr.source = "driver";
+    } else {
+      dr.name = "target " + rep.arch, dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor;
+      dr.source = "target";
+    }
+    device_id = store.upsert_device(dr);
+    run_id = store.begin_run(job_id, job.strategy, static_cast<std::int64_t>(configs.size() * job.contexts.size()));
+    for (size_t i = 0; i < configs.size(); ++i)
+      variant_ids[i] = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
+    t.commit();
+  }
+  rep.run_id = run_id;
+
+  // A compile failure of every variant is the job's fault: store the evidence, then say so.
+  if (rep.compiled_ok == 0) {
+    std::string first_log;
+    for (auto& c : compiled)
+      if (!c.ok) {
+        first_log = c.log;
+        break;
+      }
+    store.finish_run(run_id, "failed", "no configuration compiled");
+    db::Transaction t(store.db());
+    db::ContextRecord cr;
+    cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = job.contexts[0].name;
+    cr.problem_size_json = value_to_json(Value(job.contexts[0].problem_size)).dump();
+    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION, cr.nvrtc_version = nvrtc_version();
+    std::int64_t ctx_id = store.upsert_context(cr);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      db::MeasurementRecord m;
+      m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
+      m.status = "compile", m.reason = inspected[i].reason, m.log = compiled[i].log;
+      m.compile_ms = compiled[i].compile_ms;
+      store.add_measurement(m);
+    }
+    t.commit();
+    if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
+    throw JobError(job.file.string(), "KernelSpecification.KernelFile",
+                   "the kernel does not compile for any of the " + std::to_string(configs.size()) +
+                       " configurations (run " + std::to_string(run_id) + " keeps every log). First log:\n" + first_log,
+                   "fix the compile errors above");
+  }
+
+  // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.
+  std::unique_ptr<PrimaryContext> gpu;
+  if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
+  long def = default_index(job, configs);
+  auto deadline = job.budget.max_seconds
+                      ? std::optional<Clock::time_point>(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                                            std::chrono::duration<double>(*job.budget.max_seconds)))
+                      : std::nullopt;
+  std::int64_t done_total = 0;
+  for (const ContextSpec& ctx : job.contexts) {
+    Stage stage(log, "context " + ctx.name);
+    db::ContextRecord cr;
+    cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
+    cr.problem_size_json = value_to_json(Value(ctx.problem_size)).dump();
+    nlohmann::json vals = nlohmann::json::object();
+    for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
+    cr.values_json = vals.dump();
+    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION, cr.nvrtc_version = nvrtc_version();
+    cr.driver_version = dev ? Driver::instance().version() : 0;
+    std::int64_t ctx_id = store.upsert_context(cr);
+
+    std::unique_ptr<Measurer> measurer;
+    if (gpu)
+      measurer = std::make_unique<Measurer>(*gpu, *dev, make_arguments(job, ctx), job.measure,
+                                            job.abs_tolerance, job.rel_tolerance);
+    // Reference outputs: ReferenceArguments, else the default configuration's outputs.
+    std::vector<std::vector<unsigned char>> reference;
+    std::string reference_note;
+    std::optional<double> default_ms;
+    bool need_reference = false;
+    if (measurer)
+      for (auto& a : measurer->arguments()) need_reference = need_reference || (a.output && a.reference.empty());
+
+    struct Row {
+      size_t i;
+      std::optional<Variant> v;
+      pruner::Occupancy occ;
+      std::string geometry_error;
+    };
+    std::vector<Row> rows(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      rows[i].i = i;
+      try {
+        rows[i].v = instantiate(job, source, configs[i], ctx);
+        if (inspected[i].ok)
+          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
+                                                  rows[i].v->geometry.dynamic_smem, limits);
+      } catch (const JobError& e) {
+        rows[i].geometry_error = e.problem;
+      }
+    }
+    auto base_record = [&](size_t i) {
+      db::MeasurementRecord m;
+      m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
+      m.compile_ms = compiled[i].compile_ms;
+      m.cubin_hash = compiled[i].cubin_hash;
+      if (inspected[i].ok) {
+        const auto& r = inspected[i].res;
+        m.registers = r.registers, m.static_smem = r.static_smem, m.local_bytes = r.local_bytes;
+        if (r.spill_stores >= 0) m.spill_bytes = r.spill_stores + r.spill_loads;
+        m.occupancy = rows[i].occ.occupancy;
+      }
+      if (rows[i].v) m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
+      return m;
+    };
+    auto prefail = [&](size_t i, db::MeasurementRecord& m) {
+      if (!compiled[i].ok) {
+        m.status = "compile", m.reason = "NVRTC compile failed", m.log = compiled[i].log;
+        return true;
+      }
+      if (!inspected[i].ok) {
+        m.status = "compile", m.reason = inspected[i].reason;
+        return true;
+      }
+      if (!rows[i].geometry_error.empty()) {
+        m.status = "constraints", m.reason = rows[i].geometry_error;
+        return true;
+      }
+      return false;
+    };
+    auto work = [&](db::MeasurementRecord& m, const Variant& v, double ms) {
+      if (v.flops) m.gflops = *v.flops / (ms * 1e-3) / 1e9;
+      if (v.bytes) m.gbps = *v.bytes / (ms * 1e-3) / 1e9;
+    };
+
+    Progress prog("measure " + ctx.name, configs.size(), opt.progress && measurer != nullptr);
+    size_t failures = 0;
+    std::optional<double> best_ms;
+    std::vector<std::pair<double, size_t>> correct;  // (median, config index)
+    std::map<size_t, std::int64_t> measurement_of;
+
+    // The reference run comes first so every later variant is verified against it.
+    std::vector<size_t> run_order(configs.size());
+    for (size_t k = 0; k < configs.size(); ++k) run_order[k] = k;
+    if (measurer && need_reference) {
+      long ref = def;
+      if (ref < 0 || !inspected[static_cast<size_t>(ref)].ok || !rows[static_cast<size_t>(ref)].geometry_error.empty()) {
+        ref = -1;
+        for (size_t k = 0; k < configs.size() && ref < 0; ++k)
+          if (inspected[k].ok && rows[k].geometry_error.empty()) ref = static_cast<long>(k);
+        reference_note = "the default configuration is not available; reference outputs come from " +
+                         (ref >= 0 ? configs[static_cast<size_t>(ref)].key() : std::string("nothing"));
+      }
+      if (ref >= 0) {
+        std::swap(run_order[0], run_order[static_cast<size_t>(ref)]);
+        if (static_cast<size_t>(ref) != 0) std::sort(run_order.begin() + 1, run_order.end());
+      }
+      if (!reference_note.empty()) log << "gputune: note: " << reference_note << "\n";
+    }
+
+    bool out_of_time = false;
+    for (size_t k = 0; k < run_order.size(); ++k) {
+      size_t i = run_order[k];
+      db::MeasurementRecord m = base_record(i);
+      if (!prefail(i, m)) {
+        if (!measurer) {
+          m.status = "compiled";
+          m.reason = "not timed: no CUDA device (" + no_device_reason + ")";
+          if (!rows[i].occ.feasible) m.reason += "; predicted launch failure: " + rows[i].occ.infeasible_reason;
+        } else if (out_of_time || (deadline && Clock::now() > *deadline)) {
+          out_of_time = true;
+          m.status = "timeout";
+          m.reason = "not run: the job's time budget was spent";
+        } else {
+          bool is_ref = need_reference && k == 0 && reference.empty();
+          Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
+                                    is_ref ? &reference : nullptr, job.measure.repeats);
+          m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
+          if (o.status == "correct") {
+            m.time_ms = o.median_ms;
+            work(m, *rows[i].v, o.median_ms);
+            correct.emplace_back(o.median_ms, i);
+            if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
+            if (static_cast<long>(i) == def) default_ms = o.median_ms;
+            if (is_ref && need_reference && reference.empty()) reference_note = "reference outputs could not be captured";
+          } else if (!rows[i].occ.feasible) {
+            m.reason += " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
+          }
+          if (is_ref && o.status != "correct") {
+            reference.clear();
+            log << "gputune: warning: the reference configuration " << configs[i].key() << " failed (" << o.reason
+                << "); outputs of later variants are not verified against it\n";
+          }
+        }
+      }
+      if (m.status != "correct" && m.status != "compiled") ++failures;
+      measurement_of[i] = store.add_measurement(m);
+      ++done_total;
+      if (done_total % 64 == 0) store.update_run_progress(run_id, done_total);
+      prog.update(k + 1, failures, best_ms);
+    }
+    prog.finish();
+
+    // 8. Re-measure the top few before naming a winner: the fastest of fresh medians wins.
+    if (measurer && !correct.empty()) {
+      std::sort(correct.begin(), correct.end());
+      size_t top = std::min<size_t>(correct.size(), static_cast<size_t>(job.measure.remeasure_top));
+      std::int64_t winner_mid = measurement_of[correct[0].second];
+      double winner_ms = correct[0].first;
+      size_t winner_i = correct[0].second;
+      for (size_t t = 0; t < top; ++t) {
+        size_t i = correct[t].second;
+        Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference, nullptr,
+                                  job.measure.repeats);
+        db::MeasurementRecord m = base_record(i);
+        m.status = o.status, m.samples_ms = o.samples_ms;
+        m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" + (o.reason.empty() ? "" : ": " + o.reason);
+        if (o.status == "correct") {
+          m.time_ms = o.median_ms;
+          work(m, *rows[i].v, o.median_ms);
+        }
+        std::int64_t mid = store.add_measurement(m);
+        if (o.status == "correct" && (t == 0 || o.median_ms < winner_ms)) {
+          if (t == 0 || o.median_ms < winner_ms) winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
+        }
+      }
+      store.offer_winner(ctx_id, winner_mid);
+      BestRow b;
+      b.context = ctx.name, b.config_key = configs[winner_i].key(), b.params_json = configs[winner_i].json();
+      b.time_ms = winner_ms;
+      if (rows[winner_i].v->flops) b.gflops = *rows[winner_i].v->flops / (winner_ms * 1e-3) / 1e9;
+      if (rows[winner_i].v->bytes) b.gbps = *rows[winner_i].v->bytes / (winner_ms * 1e-3) / 1e9;
+      b.registers = inspected[winner_i].res.registers;
+      b.occupancy = rows[winner_i].occ.occupancy;
+      b.default_ms = default_ms;
+      rep.best.push_back(b);
+    }
+    rep.correct += correct.size();
+    rep.failed += failures;
+  }
+
+  rep.timed = dev.has_value();
+  if (!dev) {
+    rep.exit_code = kExitNoDevice;
+    rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " + std::to_string(rep.planned) +
+                  " variants for " + rep.arch + " and stored them in " + rep.db_path + " (run " +
+                  std::to_string(run_id) + "); nothing was timed because no CUDA device was found: " + no_device_reason;
+    store.finish_run(run_id, "no_device", rep.message);
+  } else if (rep.correct == 0) {
+    rep.exit_code = kExitNoCorrect;
+    rep.message = "no variant produced a correct result; see `gputune show " + std::to_string(run_id) + "`";
+    store.finish_run(run_id, "failed", rep.message);
+  } else {
+    rep.message = "tuned " + std::to_string(job.contexts.size()) + " context(s) on " + dev->name + "; run " +
+                  std::to_string(run_id) + " in " + rep.db_path;
+    store.finish_run(run_id, "done", rep.message);
+  }
+  store.update_run_progress(run_id, done_total);
+  return rep;
+}
+
+void print_report(const RunReport& r, std::ostream& out) {
+  out << "space " << r.space_size << " configurations, planned " << r.planned << ", compiled " << r.compiled_ok
+      << " (" << r.cached << " from cache), compile failures " << r.compile_failed << "\n";
+  if (!r.best.empty()) {
+    out << std::left << std::setw(14) << "context" << std::setw(12) << "time (ms)" << std::setw(11) << "GFLOP/s"
+        << std::setw(9) << "GB/s" << std::setw(6) << "regs" << std::setw(6) << "occ" << std::setw(9) << "speedup"
+        << "configuration\n";
+    for (auto& b : r.best) {
+      auto opt = [](const std::optional<double>& v) {
+        std::ostringstream s;
+        if (v) s << std::fixed << std::setprecision(1) << *v;
+        else s << "-";
+        return s.str();
+      };
+      std::ostringstream t, occ, sp;
+      t << std::setprecision(4) << b.time_ms;
+      occ << std::fixed << std::setprecision(2) << b.occupancy;
+      if (b.default_ms) sp << std::fixed << std::setprecision(2) << *b.default_ms / b.time_ms << "x";
+      else sp << "-";
+      out << std::left << std::setw(14) << b.context << std::setw(12) << t.str() << std::setw(11) << opt(b.gflops)
+          << std::setw(9) << opt(b.gbps) << std::setw(6) << b.registers << std::setw(6) << occ.str() << std::setw(9)
+          << sp.str() << b.params_json << "\n";
+    }
+  }
+  out << r.message << "\n";
+}
+
+}  // namespace gputune::tuner

@@ -1,0 +1,70 @@
+/** \file tuner/pipeline.h
+ * Owns: the order of the stages of `gputune run`, in one place (like Halide's Lower.cpp):
+ * job -> space -> strategy plan -> variants -> NVRTC compile (pool, cache) -> cubin resources and
+ * occupancy (pruner/) -> per context: arguments, reference, measure (GPU) -> store every outcome
+ * -> re-measure the top few -> winners. Each stage is logged; with GPUTUNE_TIME_STAGES set, timed.
+ * Consumes: Job, RunOptions. Produces: RunReport (and rows in the database).
+ * Must not: parse command lines (main.cpp does) or write SQL (db/ does). */
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+
+namespace gputune::tuner {
+
+/// Exit codes of `gputune run` (documented in the README).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitInternal = 1,
+  kExitBadInput = 2,
+  kExitNoDevice = 3,   ///< everything compiled, inspected and stored; nothing timed
+  kExitNoCorrect = 4,  ///< timed, but no variant produced a correct result
+};
+
+struct RunOptions {
+  std::string db_path;                 ///< empty: job's GPUTune.Database, else the default
+  std::string arch;                    ///< override the target architecture
+  std::filesystem::path cache_dir;     ///< empty: CubinCache::default_dir(); "-": no cache
+  int threads = 0;                     ///< compile workers (0: job's or default)
+  bool progress = false;               ///< live progress line on stderr
+  bool no_gpu = false;                 ///< behave as if no device were present
+  std::ostream* log = nullptr;         ///< stage log (stderr when null)
+};
+
+struct BestRow {
+  std::string context;
+  std::string config_key, params_json;
+  double time_ms = 0;
+  std::optional<double> gflops, gbps;
+  int registers = 0;
+  double occupancy = 0;
+  std::optional<double> default_ms;  ///< the default configuration's time, for the speedup
+};
+
+struct RunReport {
+  int exit_code = kExitOk;
+  std::int64_t run_id = 0;
+  std::string db_path;
+  std::string message;        ///< one line for the user
+  std::string device;         ///< name, or "none"
+  std::string arch;
+  std::size_t space_size = 0, planned = 0, compiled_ok = 0, compile_failed = 0, cached = 0;
+  std::size_t correct = 0, failed = 0;
+  bool timed = false;
+  std::vector<BestRow> best;  ///< per context
+};
+
+/// Runs the whole pipeline. Throws JobError (bad input) and db::DbError (bad database) before
+/// anything is written; other failures are recorded per variant.
+RunReport run_job(const Job& job, const RunOptions& options);
+
+/// The final table of best configurations, as printed by `gputune run`.
+void print_report(const RunReport& r, std::ostream& out);
+
+}  // namespace gputune::tuner

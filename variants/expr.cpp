@@ -1,0 +1,893 @@
+#include "variants/expr.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace gputune {
+
+int Symbols::slot(const std::string& name) {
+  auto it = index_.find(name);
+  if (it != index_.end()) return it->second;
+  int s = static_cast<int>(names_.size());
+  names_.push_back(name);
+  index_.emplace(name, s);
+  return s;
+}
+
+int Symbols::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+namespace detail {
+
+enum class Op {
+  Const, Name, List, Comp, Call, Subscript, Slice, Neg, Pos, Invert, Not, And, Or, IfElse, Compare,
+  Add, Sub, Mul, Div, FloorDiv, Mod, Pow, BitAnd, BitOr, BitXor, Shl, Shr
+};
+enum class Cmp { Lt, Le, Gt, Ge, Eq, Ne, In, NotIn, Is, IsNot };
+enum class Builtin { Range, Min, Max, Len, Int, Float, Bool, Str, Abs, Sum, Round, ListFn };
+
+struct Clause {
+  int slot;
+  std::unique_ptr<Node> iter;
+  std::vector<std::unique_ptr<Node>> conds;
+};
+
+struct Node {
+  Op op;
+  Value constant;
+  int slot = -1;
+  Builtin builtin = Builtin::Range;
+  std::vector<Cmp> cmps;
+  std::vector<std::unique_ptr<Node>> kids;
+  std::vector<Clause> clauses;  // Comp: kids[0] is the element
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::Builtin;
+using detail::Cmp;
+using detail::Node;
+using detail::Op;
+using NodePtr = std::unique_ptr<Node>;
+
+enum class Tok { Int, Float, Str, Name, Op, End };
+struct Token {
+  Tok kind;
+  std::string text;
+  size_t pos;
+  Value value;
+};
+
+const std::unordered_map<std::string, Builtin>& builtins() {
+  static const std::unordered_map<std::string, Builtin> b = {
+      {"range", Builtin::Range}, {"min", Builtin::Min},     {"max", Builtin::Max},
+      {"len", Builtin::Len},     {"int", Builtin::Int},     {"float", Builtin::Float},
+      {"bool", Builtin::Bool},   {"str", Builtin::Str},     {"abs", Builtin::Abs},
+      {"sum", Builtin::Sum},     {"round", Builtin::Round}, {"list", Builtin::ListFn},
+      {"tuple", Builtin::ListFn}};
+  return b;
+}
+
+std::vector<Token> tokenize(std::string_view s) {
+  std::vector<Token> out;
+  size_t i = 0;
+  auto err = [&](const std::string& what) {
+    throw ExprError("bad expression \"" + std::string(s) + "\": " + what + " at column " +
+                    std::to_string(i + 1));
+  };
+  while (i < s.size()) {
+    char c = s[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      if (c == '0' && i + 1 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+        i += 2;
+        while (i < s.size() && std::isxdigit(static_cast<unsigned char>(s[i]))) ++i;
+        std::string t(s.substr(start, i - start));
+        out.push_back({Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t, nullptr, 16)))});
+        continue;
+      }
+      bool is_float = false;
+      while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      if (i < s.size() && s[i] == '.') {
+        is_float = true;
+        ++i;
+        while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+      }
+      if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        size_t j = i + 1;
+        if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+        if (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) {
+          is_float = true;
+          i = j;
+          while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+        }
+      }
+      std::string t(s.substr(start, i - start));
+      t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
+      try {
+        if (is_float)
+          out.push_back({Tok::Float, t, start, Value(std::stod(t))});
+        else
+          out.push_back({Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t)))});
+      } catch (const std::out_of_range&) {
+        err("number out of range");
+      }
+      continue;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+      out.push_back({Tok::Name, std::string(s.substr(start, i - start)), start, {}});
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      ++i;
+      std::string str;
+      while (i < s.size() && s[i] != c) {
+        if (s[i] == '\\' && i + 1 < s.size()) {
+          ++i;
+          char e = s[i];
+          str += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        } else {
+          str += s[i];
+        }
+        ++i;
+      }
+      if (i >= s.size()) err("unterminated string");
+      ++i;
+      out.push_back({Tok::Str, str, start, Value(str)});
+      continue;
+    }
+    static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>", "+", "-", "*", "/",
+                                "%",  "<",  ">",  "(",  ")",  "[",  "]",  ",",  ":", "~", "&", "|",
+                                "^"};
+    bool matched = false;
+    for (const char* op : ops) {
+      size_t n = std::char_traits<char>::length(op);
+      if (s.substr(i, n) == op) {
+        out.push_back({Tok::Op, op, start, {}});
+        i += n;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) err(std::string("unexpected character '") + c + "'");
+  }
+  out.push_back({Tok::End, "", s.size(), {}});
+  return out;
+}
+
+NodePtr make(Op op) {
+  auto n = std::make_unique<Node>();
+  n->op = op;
+  return n;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, Symbols& syms) : text_(text), toks_(tokenize(text)), syms_(syms) {}
+
+  NodePtr parse_all(std::set<int>& free) {
+    auto n = expr();
+    if (peek().kind != Tok::End) fail("unexpected '" + peek().text + "'");
+    free = std::move(free_);
+    return n;
+  }
+
+ private:
+  std::string_view text_;
+  std::vector<Token> toks_;
+  size_t p_ = 0;
+  Symbols& syms_;
+  std::set<int> free_;
+  std::vector<std::set<int>> scopes_;  // comprehension-bound slots
+
+  const Token& peek(size_t k = 0) const { return toks_[std::min(p_ + k, toks_.size() - 1)]; }
+  bool is_op(const char* o, size_t k = 0) const {
+    return peek(k).kind == Tok::Op && peek(k).text == o;
+  }
+  bool is_kw(const char* w, size_t k = 0) const {
+    return peek(k).kind == Tok::Name && peek(k).text == w;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    const Token& t = peek();
+    throw ExprError("bad expression \"" + std::string(text_) + "\": " + what + " at column " +
+                    std::to_string(t.pos + 1) +
+                    (t.kind == Tok::End ? " (end of expression)" : ""));
+  }
+  void expect(const char* o) {
+    if (!is_op(o)) fail(std::string("expected '") + o + "'");
+    ++p_;
+  }
+
+  NodePtr expr() {  // conditional expression
+    auto body = or_expr();
+    if (is_kw("if")) {
+      ++p_;
+      auto cond = or_expr();
+      if (!is_kw("else")) fail("expected 'else'");
+      ++p_;
+      auto other = expr();
+      auto n = make(Op::IfElse);
+      n->kids.push_back(std::move(cond));
+      n->kids.push_back(std::move(body));
+      n->kids.push_back(std::move(other));
+      return n;
+    }
+    return body;
+  }
+  NodePtr or_expr() {
+    auto l = and_expr();
+    while (is_kw("or")) {
+      ++p_;
+      auto n = make(Op::Or);
+      n->kids.push_back(std::move(l));
+      n->kids.push_back(and_expr());
+      l = std::move(n);
+    }
+    return l;
+  }
+  NodePtr and_expr() {
+    auto l = not_expr();
+    while (is_kw("and")) {
+      ++p_;
+      auto n = make(Op::And);
+      n->kids.push_back(std::move(l));
+      n->kids.push_back(not_expr());
+      l = std::move(n);
+    }
+    return l;
+  }
+  NodePtr not_expr() {
+    if (is_kw("not")) {
+      ++p_;
+      auto n = make(Op::Not);
+      n->kids.push_back(not_expr());
+      return n;
+    }
+    return comparison();
+  }
+  bool cmp_op(Cmp& c) {
+    static const std::pair<const char*, Cmp> table[] = {{"<", Cmp::Lt},  {"<=", Cmp::Le},
+                                                        {">", Cmp::Gt},  {">=", Cmp::Ge},
+                                                        {"==", Cmp::Eq}, {"!=", Cmp::Ne}};
+    for (auto& [s, v] : table)
+      if (is_op(s)) {
+        c = v, ++p_;
+        return true;
+      }
+    if (is_kw("in")) return c = Cmp::In, ++p_, true;
+    if (is_kw("not") && is_kw("in", 1)) return c = Cmp::NotIn, p_ += 2, true;
+    if (is_kw("is") && is_kw("not", 1)) return c = Cmp::IsNot, p_ += 2, true;
+    if (is_kw("is")) return c = Cmp::Is, ++p_, true;
+    return false;
+  }
+  NodePtr comparison() {
+    auto first = bitor_expr();
+    Cmp c;
+    if (!cmp_op(c)) return first;
+    auto n = make(Op::Compare);
+    n->kids.push_back(std::move(first));
+    do {
+      n->cmps.push_back(c);
+      n->kids.push_back(bitor_expr());
+    } while (cmp_op(c));
+    return n;
+  }
+  NodePtr binary_level(NodePtr (Parser::*next)(), std::initializer_list<std::pair<const char*, Op>> ops) {
+    auto l = (this->*next)();
+    for (;;) {
+      bool found = false;
+      for (auto& [s, op] : ops) {
+        if (is_op(s)) {
+          ++p_;
+          auto n = make(op);
+          n->kids.push_back(std::move(l));
+          n->kids.push_back((this->*next)());
+          l = std::move(n);
+          found = true;
+          break;
+        }
+      }
+      if (!found) return l;
+    }
+  }
+  NodePtr bitor_expr() { return binary_level(&Parser::bitxor_expr, {{"|", Op::BitOr}}); }
+  NodePtr bitxor_expr() { return binary_level(&Parser::bitand_expr, {{"^", Op::BitXor}}); }
+  NodePtr bitand_expr() { return binary_level(&Parser::shift_expr, {{"&", Op::BitAnd}}); }
+  NodePtr shift_expr() {
+    return binary_level(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}});
+  }
+  NodePtr arith() { return binary_level(&Parser::term, {{"+", Op::Add}, {"-", Op::Sub}}); }
+  NodePtr term() {
+    return binary_level(&Parser::unary, {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div},
+                                         {"%", Op::Mod}});
+  }
+  NodePtr unary() {
+    Op op;
+    if (is_op("-")) op = Op::Neg;
+    else if (is_op("+")) op = Op::Pos;
+    else if (is_op("~")) op = Op::Invert;
+    else return power();
+    ++p_;
+    auto n = make(op);
+    n->kids.push_back(unary());
+    return n;
+  }
+  NodePtr power() {
+    auto base = postfix();
+    if (is_op("**")) {
+      ++p_;
+      auto n = make(Op::Pow);
+      n->kids.push_back(std::move(base));
+      n->kids.push_back(unary());  // right-associative, binds unary on the right
+      return n;
+    }
+    return base;
+  }
+  NodePtr postfix() {
+    auto n = atom();
+    while (is_op("[")) {
+      ++p_;
+      NodePtr lo, hi;
+      bool slice = false;
+      if (!is_op(":")) lo = expr();
+      if (is_op(":")) {
+        slice = true;
+        ++p_;
+        if (!is_op("]")) hi = expr();
+      }
+      expect("]");
+      auto s = make(slice ? Op::Slice : Op::Subscript);
+      s->kids.push_back(std::move(n));
+      s->kids.push_back(lo ? std::move(lo) : nullptr);
+      if (slice) s->kids.push_back(hi ? std::move(hi) : nullptr);
+      n = std::move(s);
+    }
+    return n;
+  }
+  // Parses `for x in it [if c]...` clauses after the element has been parsed with x in scope.
+  // The element is parsed first in source order, so names are resolved after scanning ahead.
+  NodePtr comprehension_from(size_t elt_start, const char* close) {
+    // Scan clauses first to know the bound names, then parse the element with them in scope.
+    size_t save = p_;
+    std::set<int> bound;
+    {
+      // Skip to the clauses: caller positioned us at 'for'.
+      size_t q = p_;
+      int depth = 0;
+      for (; q < toks_.size(); ++q) {
+        const Token& t = toks_[q];
+        if (t.kind == Tok::Op && (t.text == "(" || t.text == "[")) ++depth;
+        if (t.kind == Tok::Op && (t.text == ")" || t.text == "]")) {
+          if (depth == 0) break;
+          --depth;
+        }
+        if (depth == 0 && t.kind == Tok::Name && t.text == "for" && q + 1 < toks_.size() &&
+            toks_[q + 1].kind == Tok::Name)
+          bound.insert(syms_.slot(toks_[q + 1].text));
+      }
+    }
+    scopes_.push_back(bound);
+    auto n = make(Op::Comp);
+    p_ = elt_start;
+    n->kids.push_back(expr());
+    if (p_ != save) fail("internal parser error in comprehension");
+    while (is_kw("for")) {
+      ++p_;
+      if (peek().kind != Tok::Name) fail("expected a loop variable name");
+      detail::Clause cl;
+      cl.slot = syms_.slot(peek().text);
+      ++p_;
+      if (!is_kw("in")) fail("expected 'in'");
+      ++p_;
+      cl.iter = or_expr();
+      while (is_kw("if")) {
+        ++p_;
+        cl.conds.push_back(or_expr());
+      }
+      n->clauses.push_back(std::move(cl));
+    }
+    scopes_.pop_back();
+    if (!is_op(close)) fail(std::string("expected '") + close + "'");
+    return n;
+  }
+  // Parses an element and returns true if a comprehension follows (element re-parsed later).
+  bool element_then_for(size_t& elt_start) {
+    elt_start = p_;
+    // Parse once with no special scope to find where the element ends; names are resolved
+    // again when the comprehension is parsed.
+    auto saved_free = free_;
+    expr();
+    if (is_kw("for")) {
+      free_ = std::move(saved_free);
+      return true;
+    }
+    return false;
+  }
+  NodePtr atom() {
+    const Token& t = peek();
+    switch (t.kind) {
+      case Tok::Int:
+      case Tok::Float:
+      case Tok::Str: {
+        auto n = make(Op::Const);
+        n->constant = t.value;
+        ++p_;
+        // Adjacent string literals concatenate.
+        while (n->constant.is_str() && peek().kind == Tok::Str) {
+          n->constant = Value(n->constant.as_str() + peek().value.as_str());
+          ++p_;
+        }
+        return n;
+      }
+      case Tok::Name: {
+        if (t.text == "True" || t.text == "False" || t.text == "None") {
+          auto n = make(Op::Const);
+          n->constant = t.text == "None" ? Value() : Value(t.text == "True");
+          ++p_;
+          return n;
+        }
+        static const std::set<std::string> reserved = {"and", "or", "not", "in", "is", "if",
+                                                       "else", "for", "lambda", "import"};
+        if (reserved.count(t.text)) fail("unexpected keyword '" + t.text + "'");
+        if (is_op("(", 1)) return call();
+        auto n = make(Op::Name);
+        n->slot = syms_.slot(t.text);
+        bool local = false;
+        for (auto& s : scopes_) local = local || s.count(n->slot);
+        if (!local) free_.insert(n->slot);
+        ++p_;
+        return n;
+      }
+      case Tok::Op:
+        if (t.text == "(" || t.text == "[") return sequence(t.text == "(" ? ")" : "]");
+        fail("unexpected '" + t.text + "'");
+      case Tok::End:
+        fail("unexpected end of expression");
+    }
+    fail("unexpected token");
+  }
+  NodePtr sequence(const char* close) {
+    bool paren = std::string(close) == ")";
+    ++p_;
+    auto list = make(Op::List);
+    if (is_op(close)) {
+      ++p_;
+      return list;
+    }
+    size_t elt_start;
+    if (element_then_for(elt_start)) {
+      auto c = comprehension_from(elt_start, close);
+      ++p_;
+      return c;
+    }
+    p_ = elt_start;
+    list->kids.push_back(expr());
+    bool tuple = false;
+    while (is_op(",")) {
+      ++p_;
+      tuple = true;
+      if (is_op(close)) break;
+      list->kids.push_back(expr());
+    }
+    expect(close);
+    if (paren && !tuple) return std::move(list->kids[0]);  // parenthesised expression
+    return list;
+  }
+  NodePtr call() {
+    const std::string name = peek().text;
+    auto it = builtins().find(name);
+    if (it == builtins().end())
+      fail("call of unknown function '" + name +
+           "' (allowed: range, min, max, len, int, float, bool, str, abs, sum, round, list)");
+    p_ += 2;  // name (
+    auto n = make(Op::Call);
+    n->builtin = it->second;
+    if (is_op(")")) {
+      ++p_;
+      return n;
+    }
+    size_t elt_start;
+    if (element_then_for(elt_start)) {
+      n->kids.push_back(comprehension_from(elt_start, ")"));
+      ++p_;
+      return n;
+    }
+    p_ = elt_start;
+    n->kids.push_back(expr());
+    while (is_op(",")) {
+      ++p_;
+      if (is_op(")")) break;
+      n->kids.push_back(expr());
+    }
+    expect(")");
+    return n;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+
+[[noreturn]] void type_error(const std::string& what) { throw ExprError(what); }
+
+std::int64_t floordiv(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+std::int64_t pymod(std::int64_t a, std::int64_t b) {
+  std::int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+Value arith(Op op, const Value& a, const Value& b) {
+  if (op == Op::Add && a.is_str() && b.is_str()) return Value(a.as_str() + b.as_str());
+  if (op == Op::Add && a.is_list() && b.is_list()) {
+    List l = a.as_list();
+    l.insert(l.end(), b.as_list().begin(), b.as_list().end());
+    return Value(std::move(l));
+  }
+  if (op == Op::Mul && (a.is_list() || a.is_str()) && (b.is_int() || b.is_bool())) {
+    std::int64_t n = b.as_int();
+    if (a.is_str()) {
+      std::string s;
+      for (std::int64_t i = 0; i < n; ++i) s += a.as_str();
+      return Value(s);
+    }
+    List l;
+    for (std::int64_t i = 0; i < n; ++i) l.insert(l.end(), a.as_list().begin(), a.as_list().end());
+    return Value(std::move(l));
+  }
+  if (op == Op::Mul && (b.is_list() || b.is_str()) && (a.is_int() || a.is_bool()))
+    return arith(op, b, a);
+  if (!a.is_number() || !b.is_number())
+    type_error(std::string("unsupported operand types: '") + a.type_name() + "' and '" +
+               b.type_name() + "'");
+  bool ints = !a.is_float() && !b.is_float();
+  switch (op) {
+    case Op::Add:
+      return ints ? Value(a.as_int() + b.as_int()) : Value(a.as_double() + b.as_double());
+    case Op::Sub:
+      return ints ? Value(a.as_int() - b.as_int()) : Value(a.as_double() - b.as_double());
+    case Op::Mul:
+      return ints ? Value(a.as_int() * b.as_int()) : Value(a.as_double() * b.as_double());
+    case Op::Div:
+      if (b.as_double() == 0.0) type_error("division by zero");
+      return Value(a.as_double() / b.as_double());
+    case Op::FloorDiv:
+      if (b.as_double() == 0.0) type_error("integer division by zero");
+      return ints ? Value(floordiv(a.as_int(), b.as_int()))
+                  : Value(std::floor(a.as_double() / b.as_double()));
+    case Op::Mod:
+      if (b.as_double() == 0.0) type_error("modulo by zero");
+      if (ints) return Value(pymod(a.as_int(), b.as_int()));
+      {
+        double m = std::fmod(a.as_double(), b.as_double());
+        if (m != 0 && ((m < 0) != (b.as_double() < 0))) m += b.as_double();
+        return Value(m);
+      }
+    case Op::Pow:
+      if (ints && b.as_int() >= 0) {
+        std::int64_t r = 1, base = a.as_int();
+        for (std::int64_t e = b.as_int(); e > 0; e >>= 1) {
+          if (e & 1) r *= base;
+          base *= base;
+        }
+        return Value(r);
+      }
+      return Value(std::pow(a.as_double(), b.as_double()));
+    default:
+      break;
+  }
+  if (!ints) type_error("bitwise operator on a float");
+  std::int64_t x = a.as_int(), y = b.as_int();
+  switch (op) {
+    case Op::BitAnd: return Value(x & y);
+    case Op::BitOr: return Value(x | y);
+    case Op::BitXor: return Value(x ^ y);
+    case Op::Shl: return Value(x << y);
+    case Op::Shr: return Value(x >> y);
+    default: type_error("unknown operator");
+  }
+}
+
+bool contains(const Value& container, const Value& item) {
+  if (container.is_list()) {
+    for (const auto& e : container.as_list())
+      if (py_equal(e, item)) return true;
+    return false;
+  }
+  if (container.is_str() && item.is_str())
+    return container.as_str().find(item.as_str()) != std::string::npos;
+  type_error(std::string("argument of type '") + container.type_name() + "' is not iterable");
+}
+
+bool compare(Cmp c, const Value& a, const Value& b) {
+  switch (c) {
+    case Cmp::Lt: return py_less(a, b);
+    case Cmp::Gt: return py_less(b, a);
+    case Cmp::Le: return !py_less(b, a);
+    case Cmp::Ge: return !py_less(a, b);
+    case Cmp::Eq: return py_equal(a, b);
+    case Cmp::Ne: return !py_equal(a, b);
+    case Cmp::In: return contains(b, a);
+    case Cmp::NotIn: return !contains(b, a);
+    case Cmp::Is: return a.v.index() == b.v.index() && py_equal(a, b);
+    case Cmp::IsNot: return !(a.v.index() == b.v.index() && py_equal(a, b));
+  }
+  return false;
+}
+
+List iterate(const Value& v) {
+  if (v.is_list()) return v.as_list();
+  if (v.is_str()) {
+    List l;
+    for (char c : v.as_str()) l.push_back(Value(std::string(1, c)));
+    return l;
+  }
+  type_error(std::string("'") + v.type_name() + "' object is not iterable");
+}
+
+class Evaluator {
+ public:
+  Evaluator(Env& env, const Symbols& syms) : env_(env), syms_(syms) {}
+
+  Value eval(const Node& n) {
+    switch (n.op) {
+      case Op::Const: return n.constant;
+      case Op::Name: {
+        auto s = static_cast<size_t>(n.slot);
+        if (s >= env_.bound.size() || !env_.bound[s])
+          type_error("name '" + syms_.name(n.slot) + "' is not defined");
+        return env_.values[s];
+      }
+      case Op::List: {
+        List l;
+        l.reserve(n.kids.size());
+        for (auto& k : n.kids) l.push_back(eval(*k));
+        return Value(std::move(l));
+      }
+      case Op::Comp: {
+        List out;
+        comp(n, 0, out);
+        return Value(std::move(out));
+      }
+      case Op::Call: return call(n);
+      case Op::Subscript: {
+        Value c = eval(*n.kids[0]);
+        Value i = eval(*n.kids[1]);
+        if (!(i.is_int() || i.is_bool())) type_error("indices must be integers");
+        std::int64_t k = i.as_int();
+        if (c.is_str()) {
+          std::int64_t sz = static_cast<std::int64_t>(c.as_str().size());
+          if (k < 0) k += sz;
+          if (k < 0 || k >= sz) type_error("string index out of range");
+          return Value(std::string(1, c.as_str()[static_cast<size_t>(k)]));
+        }
+        const List& l = c.is_list() ? c.as_list() : (type_error(std::string("'") + c.type_name() +
+                                                                "' object is not subscriptable"),
+                                                     c.as_list());
+        std::int64_t sz = static_cast<std::int64_t>(l.size());
+        if (k < 0) k += sz;
+        if (k < 0 || k >= sz)
+          type_error("list index " + std::to_string(i.as_int()) + " out of range (length " +
+                     std::to_string(sz) + ")");
+        return l[static_cast<size_t>(k)];
+      }
+      case Op::Slice: {
+        Value c = eval(*n.kids[0]);
+        List l = iterate(c);
+        std::int64_t sz = static_cast<std::int64_t>(l.size());
+        auto bound = [&](const NodePtr& k, std::int64_t dflt) {
+          if (!k) return dflt;
+          std::int64_t v = eval(*k).as_int();
+          if (v < 0) v += sz;
+          return std::clamp<std::int64_t>(v, 0, sz);
+        };
+        std::int64_t lo = bound(n.kids[1], 0), hi = bound(n.kids[2], sz);
+        if (c.is_str()) return Value(lo < hi ? c.as_str().substr(static_cast<size_t>(lo), static_cast<size_t>(hi - lo)) : "");
+        List out;
+        for (std::int64_t k = lo; k < hi; ++k) out.push_back(l[static_cast<size_t>(k)]);
+        return Value(std::move(out));
+      }
+      case Op::Neg: {
+        Value a = eval(*n.kids[0]);
+        if (a.is_float()) return Value(-a.as_double());
+        if (a.is_int() || a.is_bool()) return Value(-a.as_int());
+        type_error(std::string("bad operand type for unary -: '") + a.type_name() + "'");
+      }
+      case Op::Pos: {
+        Value a = eval(*n.kids[0]);
+        if (!a.is_number()) type_error(std::string("bad operand type for unary +: '") + a.type_name() + "'");
+        return a.is_bool() ? Value(a.as_int()) : a;
+      }
+      case Op::Invert: return Value(~eval(*n.kids[0]).as_int());
+      case Op::Not: return Value(!eval(*n.kids[0]).truthy());
+      case Op::And: {
+        Value a = eval(*n.kids[0]);
+        return a.truthy() ? eval(*n.kids[1]) : a;
+      }
+      case Op::Or: {
+        Value a = eval(*n.kids[0]);
+        return a.truthy() ? a : eval(*n.kids[1]);
+      }
+      case Op::IfElse: return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
+      case Op::Compare: {
+        Value left = eval(*n.kids[0]);
+        for (size_t i = 0; i < n.cmps.size(); ++i) {
+          Value right = eval(*n.kids[i + 1]);
+          if (!compare(n.cmps[i], left, right)) return Value(false);
+          left = std::move(right);
+        }
+        return Value(true);
+      }
+      default: return arith(n.op, eval(*n.kids[0]), eval(*n.kids[1]));
+    }
+  }
+
+ private:
+  Env& env_;
+  const Symbols& syms_;
+
+  void comp(const Node& n, size_t level, List& out) {
+    if (level == n.clauses.size()) {
+      out.push_back(eval(*n.kids[0]));
+      return;
+    }
+    const auto& cl = n.clauses[level];
+    List items = iterate(eval(*cl.iter));
+    auto s = static_cast<size_t>(cl.slot);
+    env_.grow(cl.slot);
+    Value saved = env_.values[s];
+    char saved_bound = env_.bound[s];
+    for (auto& item : items) {
+      env_.set(cl.slot, std::move(item));
+      bool ok = true;
+      for (auto& c : cl.conds)
+        if (!eval(*c).truthy()) {
+          ok = false;
+          break;
+        }
+      if (ok) comp(n, level + 1, out);
+    }
+    env_.values[s] = std::move(saved);
+    env_.bound[s] = saved_bound;
+  }
+
+  Value call(const Node& n) {
+    std::vector<Value> args;
+    for (auto& k : n.kids) args.push_back(eval(*k));
+    auto need = [&](size_t lo, size_t hi, const char* name) {
+      if (args.size() < lo || args.size() > hi)
+        type_error(std::string(name) + "() takes " + std::to_string(lo) +
+                   (hi != lo ? "-" + std::to_string(hi) : "") + " arguments, got " +
+                   std::to_string(args.size()));
+    };
+    switch (n.builtin) {
+      case Builtin::Range: {
+        need(1, 3, "range");
+        std::int64_t start = 0, stop, step = 1;
+        if (args.size() == 1) stop = args[0].as_int();
+        else start = args[0].as_int(), stop = args[1].as_int();
+        if (args.size() == 3) step = args[2].as_int();
+        if (step == 0) type_error("range() arg 3 must not be zero");
+        if ((stop - start) / step > 100'000'000) type_error("range() too large");
+        List l;
+        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value(i));
+        return Value(std::move(l));
+      }
+      case Builtin::Min:
+      case Builtin::Max: {
+        const char* nm = n.builtin == Builtin::Min ? "min" : "max";
+        if (args.empty()) type_error(std::string(nm) + "() expected at least 1 argument");
+        List items = args.size() == 1 ? iterate(args[0]) : args;
+        if (items.empty()) type_error(std::string(nm) + "() arg is an empty sequence");
+        Value best = items[0];
+        for (size_t i = 1; i < items.size(); ++i) {
+          bool better = n.builtin == Builtin::Min ? py_less(items[i], best) : py_less(best, items[i]);
+          if (better) best = items[i];
+        }
+        return best;
+      }
+      case Builtin::Len:
+        need(1, 1, "len");
+        if (args[0].is_str()) return Value(static_cast<std::int64_t>(args[0].as_str().size()));
+        return Value(static_cast<std::int64_t>(iterate(args[0]).size()));
+      case Builtin::Int:
+        need(1, 1, "int");
+        if (args[0].is_float()) return Value(static_cast<std::int64_t>(std::trunc(args[0].as_double())));
+        if (args[0].is_str()) {
+          try {
+            return Value(static_cast<std::int64_t>(std::stoll(args[0].as_str())));
+          } catch (...) {
+            type_error("invalid literal for int(): " + args[0].repr());
+          }
+        }
+        return Value(args[0].as_int());
+      case Builtin::Float:
+        need(1, 1, "float");
+        if (args[0].is_str()) {
+          try {
+            return Value(std::stod(args[0].as_str()));
+          } catch (...) {
+            type_error("could not convert string to float: " + args[0].repr());
+          }
+        }
+        return Value(args[0].as_double());
+      case Builtin::Bool: need(1, 1, "bool"); return Value(args[0].truthy());
+      case Builtin::Str: need(1, 1, "str"); return Value(args[0].str());
+      case Builtin::Abs:
+        need(1, 1, "abs");
+        if (args[0].is_float()) return Value(std::fabs(args[0].as_double()));
+        return Value(std::abs(args[0].as_int()));
+      case Builtin::Sum: {
+        need(1, 2, "sum");
+        Value acc = args.size() == 2 ? args[1] : Value(static_cast<std::int64_t>(0));
+        for (auto& e : iterate(args[0])) acc = arith(Op::Add, acc, e);
+        return acc;
+      }
+      case Builtin::Round: {
+        need(1, 2, "round");
+        double x = args[0].as_double();
+        if (args.size() == 1) {
+          double r = std::nearbyint(x);  // banker's rounding under the default FE_TONEAREST
+          return Value(static_cast<std::int64_t>(r));
+        }
+        double scale = std::pow(10.0, static_cast<double>(args[1].as_int()));
+        return Value(std::nearbyint(x * scale) / scale);
+      }
+      case Builtin::ListFn:
+        need(0, 1, "list");
+        return args.empty() ? Value(List{}) : Value(iterate(args[0]));
+    }
+    type_error("unknown builtin");
+  }
+};
+
+}  // namespace
+
+Expr Expr::parse(std::string_view text, Symbols& symbols) {
+  Expr e;
+  e.text_ = std::string(text);
+  std::set<int> free;
+  Parser p(text, symbols);
+  e.root_ = p.parse_all(free);
+  e.free_.assign(free.begin(), free.end());
+  e.symbols_ = &symbols;
+  return e;
+}
+
+Value Expr::eval(Env& env) const {
+  if (!root_) throw ExprError("evaluating an empty expression");
+  try {
+    return Evaluator(env, *symbols_).eval(*root_);
+  } catch (const ExprError& e) {
+    throw ExprError("in expression \"" + text_ + "\": " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw ExprError("in expression \"" + text_ + "\": " + e.what());
+  }
+}
+
+Value eval_expression(std::string_view text,
+                      const std::vector<std::pair<std::string, Value>>& bindings) {
+  Symbols syms;
+  for (auto& [name, _] : bindings) syms.slot(name);
+  Expr e = Expr::parse(text, syms);
+  Env env(syms);
+  for (auto& [name, v] : bindings) env.set(syms.find(name), v);
+  return e.eval(env);
+}
+
+}  // namespace gputune

@@ -1,0 +1,56 @@
+/** \file variants/instantiate.h
+ * Owns: turning one Config of a parametric kernel into a Variant: the source, the NVRTC options
+ * (parameters become -D definitions, as Kernel Tuner's #defines), the launch geometry and the work
+ * (flops, bytes) for one input context.
+ * Consumes: Job, kernel source, Config, ContextSpec. Produces: Variant.
+ * Runs after space.h; tuner/compile runs after it.
+ * Must not: compile, launch, or touch the database. */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+#include "variants/space.h"
+
+namespace gputune {
+
+struct LaunchGeometry {
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::int64_t dynamic_smem = 0;
+  std::int64_t threads_per_block() const { return block[0] * block[1] * block[2]; }
+};
+
+struct Variant {
+  Config config;
+  std::string kernel_name;
+  std::string source;                ///< the job's kernel source (shared text, unchanged)
+  std::vector<std::string> options;  ///< job options + -Dname=value per parameter
+  LaunchGeometry geometry;           ///< for the context it was instantiated for
+  std::optional<double> flops;       ///< per launch, when the job gives Work.Flops
+  std::optional<double> bytes;       ///< per launch, when the job gives Work.Bytes
+};
+
+/// The -D value text of a parameter value (bool -> 1/0, str as is, numbers as Python prints them).
+std::string define_value(const Value& v);
+
+/// NVRTC options for a config: the job's CompilerOptions then -Dname=value for each parameter.
+std::vector<std::string> compile_options(const Job& job, const Config& config);
+
+/// Launch geometry of a config in a context. Throws JobError naming the geometry field when an
+/// expression fails or gives a non-positive size.
+LaunchGeometry launch_geometry(const Job& job, const Config& config, const ContextSpec& ctx);
+
+/// Evaluates an expression of the job (sizes, fill values, work) with the config's parameters and
+/// the context's names bound; `field` names it in errors.
+Value eval_in_context(const Job& job, const std::string& expr, const std::string& field,
+                      const Config* config, const ContextSpec& ctx);
+
+Variant instantiate(const Job& job, const std::string& source, const Config& config,
+                    const ContextSpec& ctx);
+
+}  // namespace gputune

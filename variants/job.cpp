@@ -1,0 +1,664 @@
+#include "variants/job.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "variants/expr.h"
+
+namespace gputune {
+
+using nlohmann::json;
+
+JobError::JobError(const std::string& file_, const std::string& field_,
+                   const std::string& problem_, const std::string& fix_)
+    : std::runtime_error(file_ + ": " + (field_.empty() ? "" : "field '" + field_ + "': ") +
+                         problem_ + (fix_.empty() ? "" : ". Fix: " + fix_)),
+      file(file_),
+      field(field_),
+      problem(problem_),
+      fix(fix_) {}
+
+Value json_to_value(const json& j) {
+  if (j.is_null()) return Value();
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number_integer()) return Value(j.get<std::int64_t>());
+  if (j.is_number()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    List l;
+    for (auto& e : j) l.push_back(json_to_value(e));
+    return Value(std::move(l));
+  }
+  throw std::invalid_argument("a JSON object cannot be a parameter value");
+}
+
+json value_to_json(const Value& v) {
+  if (v.is_none()) return nullptr;
+  if (v.is_bool()) return v.truthy();
+  if (v.is_int()) return v.as_int();
+  if (v.is_float()) return v.as_double();
+  if (v.is_str()) return v.as_str();
+  json a = json::array();
+  for (auto& e : v.as_list()) a.push_back(value_to_json(e));
+  return a;
+}
+
+std::vector<std::pair<std::string, Value>> context_bindings(const ContextSpec& ctx) {
+  std::vector<std::pair<std::string, Value>> b = {{"ProblemSize", Value(ctx.problem_size)}};
+  for (auto& kv : ctx.values) b.push_back(kv);
+  return b;
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
+                         prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+/// Walks the document with a field path, so every error names where it happened.
+class Reader {
+ public:
+  Reader(std::string file, Job& job) : file_(std::move(file)), job_(job) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem,
+                         const std::string& fix = {}) const {
+    throw JobError(file_, field, problem, fix);
+  }
+
+  /// Rejects keys outside `known` (schema keys plus those real files carry), suggesting the
+  /// closest one.
+  void check_keys(const json& obj, const std::string& path, const std::set<std::string>& known) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (known.count(it.key())) continue;
+      std::string best;
+      size_t best_d = 99;
+      for (auto& k : known) {
+        size_t d = edit_distance(it.key(), k);
+        if (d < best_d) best_d = d, best = k;
+      }
+      std::string where = path.empty() ? it.key() : path + "." + it.key();
+      fail(where, "unknown field",
+           best_d <= 3 ? "did you mean '" + best + "'?"
+                       : "remove it; known fields here are: " + join(known));
+    }
+  }
+
+  const json& require(const json& obj, const std::string& path, const std::string& key,
+                      const char* what) {
+    auto it = obj.find(key);
+    if (it == obj.end())
+      fail(path.empty() ? key : path + "." + key, "missing required field",
+           std::string("add it: ") + what);
+    return *it;
+  }
+
+  std::string get_string(const json& j, const std::string& field) {
+    if (!j.is_string()) fail(field, "expected a string, got " + std::string(j.type_name()));
+    return j.get<std::string>();
+  }
+
+  /// An expression field: a string (checked for syntax) or a number (kept as its text).
+  std::string get_expr(const json& j, const std::string& field) {
+    std::string text;
+    if (j.is_string()) {
+      text = j.get<std::string>();
+    } else if (j.is_number() || j.is_boolean()) {
+      text = j.dump();
+      if (j.is_boolean()) text = j.get<bool>() ? "True" : "False";
+    } else {
+      fail(field, "expected an expression (string or number), got " + std::string(j.type_name()));
+    }
+    Symbols syms;
+    try {
+      Expr::parse(text, syms);
+    } catch (const ExprError& e) {
+      fail(field, e.what(), "write a Python expression of the supported subset (see README)");
+    }
+    return text;
+  }
+
+  static std::string join(const std::set<std::string>& s) {
+    std::string out;
+    for (auto& k : s) out += (out.empty() ? "" : ", ") + k;
+    return out;
+  }
+
+  void note(const std::string& n) { job_.notes.push_back(n); }
+
+ private:
+  std::string file_;
+  Job& job_;
+};
+
+const std::set<std::string> kTopKeys = {"General", "ConfigurationSpace", "KernelSpecification",
+                                        "Search", "Budget", "GPUTune", "$schema"};
+const std::set<std::string> kGeneralKeys = {"BenchmarkName", "OutputFormat", "FormatVersion",
+                                            "LoggingLevel", "TimeUnit", "OutputFile"};
+const std::set<std::string> kSpaceKeys = {"TuningParameters", "Conditions"};
+const std::set<std::string> kParamKeys = {"Name", "Type", "Values", "Default"};
+const std::set<std::string> kCondKeys = {"Expression", "Parameters"};
+const std::set<std::string> kKernelKeys = {
+    "Language",    "CompilerOptions", "BenchmarkName",  "KernelName",        "KernelFile",
+    "GlobalSizeType", "LocalSize",    "GlobalSize",     "GridDivX",          "GridDivY",
+    "GridDivZ",    "ProblemSize",     "SharedMemory",   "Stream",            "Arguments",
+    "ReferenceArguments", "Device",   "Profiling",      "SimulationInput",   "BenchmarkConfig"};
+const std::set<std::string> kNonSchemaKernelKeys = {"GridDivX", "GridDivY", "GridDivZ",
+                                                    "ProblemSize", "BenchmarkConfig",
+                                                    "BenchmarkName", "Stream"};
+const std::set<std::string> kDimKeys = {"X", "Y", "Z"};
+const std::set<std::string> kArgKeys = {"Name",       "Type",       "MemoryType", "AccessType",
+                                        "FillType",   "Size",       "FillValue",  "DataSource",
+                                        "RandomSeed", "TypeSize",   "Output",     "MemType"};
+const std::set<std::string> kRefKeys = {"Name",       "TargetName",          "FillType",
+                                        "FillValue",  "DataSource",          "RandomSeed",
+                                        "ValidationMethod", "ValidationThreshold"};
+const std::set<std::string> kExtKeys = {"Contexts", "Device", "Search", "Budget", "Verification",
+                                        "Measurement", "Work", "Database", "CompileThreads"};
+
+void read_parameters(Reader& r, const json& space, Job& job) {
+  const json& params = r.require(space, "ConfigurationSpace", "TuningParameters",
+                                 "a list of {Name, Type, Values}");
+  if (!params.is_array() || params.empty())
+    r.fail("ConfigurationSpace.TuningParameters", "expected a non-empty list of parameters");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string path = "ConfigurationSpace.TuningParameters[" + std::to_string(i) + "]";
+    const json& p = params[i];
+    if (!p.is_object()) r.fail(path, "expected an object {Name, Type, Values}");
+    r.check_keys(p, path, kParamKeys);
+    Parameter par;
+    par.name = r.get_string(r.require(p, path, "Name", "the parameter's name"), path + ".Name");
+    path += " (" + par.name + ")";
+    if (par.name.empty() || !(std::isalpha(static_cast<unsigned char>(par.name[0])) || par.name[0] == '_') ||
+        !std::all_of(par.name.begin(), par.name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+      r.fail(path + ".Name", "'" + par.name + "' is not a valid identifier",
+             "use letters, digits and '_' (it becomes a -D macro)");
+    if (!seen.insert(par.name).second)
+      r.fail(path + ".Name", "parameter '" + par.name + "' is defined twice", "rename one");
+    par.type = p.contains("Type") ? r.get_string(p["Type"], path + ".Type") : "int";
+    static const std::set<std::string> types = {"int", "uint", "float", "bool", "string"};
+    if (!types.count(par.type))
+      r.fail(path + ".Type", "unknown type '" + par.type + "'", "use one of int, uint, float, bool, string");
+    const json& vals = r.require(p, path, "Values", "a Python list expression such as \"[1, 2, 4]\"");
+    Value v;
+    if (vals.is_string()) {
+      try {
+        v = eval_expression(vals.get<std::string>());
+      } catch (const ExprError& e) {
+        r.fail(path + ".Values", e.what(), "write a list such as \"[16*i for i in range(1,9)]\"");
+      }
+    } else if (vals.is_array()) {
+      v = json_to_value(vals);
+      r.note(path + ".Values is a JSON array, not the schema's expression string (accepted)");
+    } else {
+      r.fail(path + ".Values", "expected a list expression string");
+    }
+    if (!v.is_list())
+      r.fail(path + ".Values", std::string("evaluates to a ") + v.type_name() + ", not a list",
+             "wrap the values in [ ]");
+    par.values = v.as_list();
+    if (par.values.empty())
+      r.fail(path + ".Values", "the list of values is empty", "give at least one value");
+    for (auto& x : par.values) {
+      bool ok = (par.type == "int" || par.type == "uint") ? (x.is_int() || x.is_bool())
+                : par.type == "float"                     ? x.is_number()
+                : par.type == "bool"                      ? (x.is_bool() || x.is_int())
+                                                          : x.is_str();
+      if (par.type == "uint" && ok && x.as_int() < 0) ok = false;
+      if (!ok)
+        r.fail(path + ".Values", "value " + x.repr() + " does not match Type '" + par.type + "'",
+               "change the value or the Type");
+    }
+    if (p.contains("Default")) {
+      Value d = json_to_value(p["Default"]);
+      bool found = std::any_of(par.values.begin(), par.values.end(),
+                               [&](const Value& x) { return py_equal(x, d); });
+      if (!found)
+        r.fail(path + ".Default", "default " + d.repr() + " is not among the Values",
+               "pick one of the listed values");
+      par.default_value = d;
+    }
+    job.parameters.push_back(std::move(par));
+  }
+}
+
+void read_conditions(Reader& r, const json& space, Job& job) {
+  if (!space.contains("Conditions")) return;
+  const json& conds = space["Conditions"];
+  if (!conds.is_array()) r.fail("ConfigurationSpace.Conditions", "expected a list");
+  std::set<std::string> names;
+  for (auto& p : job.parameters) names.insert(p.name);
+  for (size_t i = 0; i < conds.size(); ++i) {
+    std::string path = "ConfigurationSpace.Conditions[" + std::to_string(i) + "]";
+    const json& c = conds[i];
+    if (!c.is_object()) r.fail(path, "expected an object {Expression, Parameters}");
+    r.check_keys(c, path, kCondKeys);
+    Condition cond;
+    cond.expression = r.get_expr(r.require(c, path, "Expression", "a boolean Python expression"),
+                                 path + ".Expression");
+    if (c.contains("Parameters")) {
+      if (!c["Parameters"].is_array()) r.fail(path + ".Parameters", "expected a list of names");
+      for (auto& n : c["Parameters"]) {
+        std::string name = r.get_string(n, path + ".Parameters");
+        if (!names.count(name))
+          r.fail(path + ".Parameters", "'" + name + "' is not a tuning parameter",
+                 "list only names from TuningParameters");
+        cond.parameters.push_back(name);
+      }
+    }
+    Symbols syms;
+    Expr e = Expr::parse(cond.expression, syms);
+    for (int s : e.free_slots())
+      if (!names.count(syms.name(s)))
+        r.fail(path + ".Expression",
+               "name '" + syms.name(s) + "' in \"" + cond.expression + "\" is not a tuning parameter",
+               "conditions may only use tuning parameters");
+    job.conditions.push_back(std::move(cond));
+  }
+}
+
+Dim3Expr read_dim3(Reader& r, const json& obj, const std::string& path) {
+  if (!obj.is_object()) r.fail(path, "expected an object {X, Y, Z}");
+  r.check_keys(obj, path, kDimKeys);
+  Dim3Expr d;
+  d.x = r.get_expr(r.require(obj, path, "X", "an expression"), path + ".X");
+  if (obj.contains("Y")) d.y = r.get_expr(obj["Y"], path + ".Y");
+  if (obj.contains("Z")) d.z = r.get_expr(obj["Z"], path + ".Z");
+  return d;
+}
+
+const std::set<std::string>& argument_types() {
+  static const std::set<std::string> t = {
+      "bool",  "int8",   "uint8",  "int16",  "uint16",  "int32",   "uint32",  "int64",  "uint64",
+      "half",  "half2",  "half4",  "half8",  "half16",  "float",   "float2",  "float4", "float8",
+      "float16", "double", "double2", "double4", "double8", "double16"};
+  return t;
+}
+
+void read_arguments(Reader& r, const json& ks, Job& job) {
+  if (!ks.contains("Arguments")) return;
+  const json& args = ks["Arguments"];
+  if (!args.is_array()) r.fail("KernelSpecification.Arguments", "expected a list");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string path = "KernelSpecification.Arguments[" + std::to_string(i) + "]";
+    const json& a = args[i];
+    if (!a.is_object()) r.fail(path, "expected an object");
+    r.check_keys(a, path, kArgKeys);
+    Argument arg;
+    arg.name = a.contains("Name") ? r.get_string(a["Name"], path + ".Name") : "arg" + std::to_string(i);
+    if (!seen.insert(arg.name).second)
+      r.fail(path + ".Name", "argument '" + arg.name + "' appears twice", "give each a unique Name");
+    arg.type = r.get_string(r.require(a, path, "Type", "an element type such as \"float\""), path + ".Type");
+    if (arg.type == "custom")
+      r.fail(path + ".Type", "type 'custom' cannot be filled by gputune", "use a concrete type such as float");
+    if (!argument_types().count(arg.type))
+      r.fail(path + ".Type", "unknown type '" + arg.type + "'", "use float, double, int32, ...");
+    arg.memory_type = r.get_string(r.require(a, path, "MemoryType", "\"Vector\" or \"Scalar\""),
+                                   path + ".MemoryType");
+    if (arg.memory_type != "Vector" && arg.memory_type != "Scalar")
+      r.fail(path + ".MemoryType", "'" + arg.memory_type + "' is not supported",
+             "use Vector (device buffer) or Scalar (by value)");
+    arg.access = a.contains("AccessType") ? r.get_string(a["AccessType"], path + ".AccessType") : "ReadWrite";
+    if (arg.access != "ReadOnly" && arg.access != "WriteOnly" && arg.access != "ReadWrite")
+      r.fail(path + ".AccessType", "'" + arg.access + "' is not ReadOnly, WriteOnly or ReadWrite");
+    if (a.contains("Size")) arg.size_expr = r.get_expr(a["Size"], path + ".Size");
+    if (a.contains("FillType")) arg.fill_type = r.get_string(a["FillType"], path + ".FillType");
+    if (arg.fill_type != "Constant" && arg.fill_type != "Random" && arg.fill_type != "BinaryRaw")
+      r.fail(path + ".FillType", "fill type '" + arg.fill_type + "' is not supported",
+             "use Constant, Random or BinaryRaw (with DataSource)");
+    if (a.contains("FillValue")) arg.fill_value = r.get_expr(a["FillValue"], path + ".FillValue");
+    else if (arg.fill_type == "Random") arg.fill_value = "1.0";
+    if (a.contains("DataSource")) arg.data_source = r.get_string(a["DataSource"], path + ".DataSource");
+    if (arg.fill_type == "BinaryRaw" && arg.data_source.empty())
+      r.fail(path + ".DataSource", "FillType BinaryRaw needs a DataSource", "name the raw binary file");
+    if (a.contains("RandomSeed")) {
+      if (!a["RandomSeed"].is_number_integer()) r.fail(path + ".RandomSeed", "expected an integer");
+      arg.seed = a["RandomSeed"].get<std::uint64_t>();
+    }
+    if (a.contains("Output")) {
+      const json& o = a["Output"];
+      arg.output = o.is_boolean() ? o.get<bool>() : (o.is_number() && o.get<double>() != 0);
+    }
+    if (a.contains("MemType")) r.note(path + ".MemType (not in the T1 schema) ignored");
+    if (arg.memory_type == "Scalar" && arg.output)
+      r.fail(path + ".Output", "a Scalar argument cannot be an output", "make it a Vector");
+    job.arguments.push_back(std::move(arg));
+  }
+}
+
+void read_references(Reader& r, const json& ks, Job& job) {
+  if (!ks.contains("ReferenceArguments")) return;
+  const json& refs = ks["ReferenceArguments"];
+  if (!refs.is_array()) r.fail("KernelSpecification.ReferenceArguments", "expected a list");
+  for (size_t i = 0; i < refs.size(); ++i) {
+    std::string path = "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "]";
+    const json& a = refs[i];
+    if (!a.is_object()) r.fail(path, "expected an object");
+    r.check_keys(a, path, kRefKeys);
+    ReferenceArgument ref;
+    ref.name = r.get_string(r.require(a, path, "Name", "a name"), path + ".Name");
+    ref.target = r.get_string(r.require(a, path, "TargetName", "the output argument it checks"),
+                              path + ".TargetName");
+    auto it = std::find_if(job.arguments.begin(), job.arguments.end(),
+                           [&](const Argument& x) { return x.name == ref.target; });
+    if (it == job.arguments.end())
+      r.fail(path + ".TargetName", "no argument named '" + ref.target + "'",
+             "use the Name of a Vector argument");
+    if (it->memory_type != "Vector")
+      r.fail(path + ".TargetName", "'" + ref.target + "' is a Scalar", "reference a Vector argument");
+    it->output = true;
+    ref.fill_type = r.get_string(r.require(a, path, "FillType", "Constant or BinaryRaw"), path + ".FillType");
+    if (ref.fill_type != "Constant" && ref.fill_type != "BinaryRaw")
+      r.fail(path + ".FillType", "reference fill type '" + ref.fill_type + "' is not supported",
+             "use Constant or BinaryRaw (with DataSource)");
+    if (a.contains("FillValue")) ref.fill_value = r.get_expr(a["FillValue"], path + ".FillValue");
+    if (a.contains("DataSource")) ref.data_source = r.get_string(a["DataSource"], path + ".DataSource");
+    if (ref.fill_type == "BinaryRaw" && ref.data_source.empty())
+      r.fail(path + ".DataSource", "FillType BinaryRaw needs a DataSource");
+    if (a.contains("ValidationMethod")) {
+      ref.validation_method = r.get_string(a["ValidationMethod"], path + ".ValidationMethod");
+      static const std::set<std::string> methods = {"AbsoluteDifference", "SideBySideComparison",
+                                                    "SideBySideRelativeComparison"};
+      if (!methods.count(ref.validation_method))
+        r.fail(path + ".ValidationMethod", "unknown method '" + ref.validation_method + "'",
+               "use AbsoluteDifference, SideBySideComparison or SideBySideRelativeComparison");
+    }
+    if (a.contains("ValidationThreshold")) {
+      if (!a["ValidationThreshold"].is_number()) r.fail(path + ".ValidationThreshold", "expected a number");
+      ref.threshold = a["ValidationThreshold"].get<double>();
+    }
+    job.references.push_back(std::move(ref));
+  }
+}
+
+List read_problem_size(Reader& r, const json& j, const std::string& path) {
+  if (!j.is_array() || j.empty() || j.size() > 3)
+    r.fail(path, "expected a list of 1 to 3 sizes", "write e.g. [4096, 4096]");
+  List l;
+  for (auto& e : j) {
+    if (!e.is_number_integer() || e.get<std::int64_t>() < 0)
+      r.fail(path, "sizes must be non-negative integers, got " + e.dump());
+    l.push_back(Value(e.get<std::int64_t>()));
+  }
+  while (l.size() < 3) l.push_back(Value(static_cast<std::int64_t>(1)));
+  return l;
+}
+
+std::string context_label(const List& ps) {
+  std::string s;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (i && ps[i].as_int() == 1 && std::all_of(ps.begin() + static_cast<long>(i), ps.end(),
+                                                [](const Value& v) { return v.as_int() == 1; }))
+      break;
+    s += (i ? "x" : "") + ps[i].str();
+  }
+  return s;
+}
+
+void read_search_and_budget(Reader& r, const json& doc, Job& job) {
+  if (doc.contains("Search")) {
+    const json& s = doc["Search"];
+    if (!s.is_object()) r.fail("Search", "expected an object {Name, Attributes}");
+    r.check_keys(s, "Search", {"Name", "Attributes"});
+    std::string name = r.get_string(r.require(s, "Search", "Name", "BruteForce or Random"), "Search.Name");
+    std::string lower;
+    for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "bruteforce" || lower == "brute_force" || lower == "exhaustive")
+      job.strategy = "brute_force";
+    else if (lower == "random" || lower == "random_sample" || lower == "randomsearch")
+      job.strategy = "random";
+    else
+      r.fail("Search.Name", "unknown search '" + name + "'", "use BruteForce or Random");
+    if (s.contains("Attributes")) {
+      if (!s["Attributes"].is_array()) r.fail("Search.Attributes", "expected a list of {Name, Value}");
+      for (auto& a : s["Attributes"]) {
+        if (!a.is_object() || !a.contains("Name")) r.fail("Search.Attributes", "expected {Name, Value}");
+        if (a["Name"] == "Seed" || a["Name"] == "seed") {
+          if (!a.contains("Value") || !a["Value"].is_number_integer())
+            r.fail("Search.Attributes.Seed", "expected an integer Value");
+          job.seed = a["Value"].get<std::uint64_t>();
+        } else {
+          r.note("Search attribute '" + a["Name"].dump() + "' ignored");
+        }
+      }
+    }
+  }
+  if (doc.contains("Budget")) {
+    const json& b = doc["Budget"];
+    if (!b.is_array()) r.fail("Budget", "expected a list of {Type, BudgetValue}");
+    for (size_t i = 0; i < b.size(); ++i) {
+      std::string path = "Budget[" + std::to_string(i) + "]";
+      if (!b[i].is_object()) r.fail(path, "expected {Type, BudgetValue}");
+      r.check_keys(b[i], path, {"Type", "BudgetValue"});
+      std::string type = r.get_string(r.require(b[i], path, "Type", "ConfigurationCount, TuningDuration or ConfigurationFraction"), path + ".Type");
+      const json& v = r.require(b[i], path, "BudgetValue", "a positive number");
+      if (!v.is_number() || v.get<double>() <= 0) r.fail(path + ".BudgetValue", "expected a positive number");
+      if (type == "ConfigurationCount") job.budget.max_configurations = static_cast<std::uint64_t>(v.get<double>());
+      else if (type == "TuningDuration") job.budget.max_seconds = v.get<double>();
+      else if (type == "ConfigurationFraction") {
+        if (v.get<double>() > 1) r.fail(path + ".BudgetValue", "a fraction must be in (0, 1]");
+        job.budget.fraction = v.get<double>();
+      } else
+        r.fail(path + ".Type", "unknown budget type '" + type + "'",
+               "use ConfigurationCount, TuningDuration or ConfigurationFraction");
+    }
+  }
+}
+
+void read_extension(Reader& r, const json& ext, Job& job) {
+  if (!ext.is_object()) r.fail("GPUTune", "expected an object");
+  r.check_keys(ext, "GPUTune", kExtKeys);
+  auto num = [&](const json& j, const std::string& f, double lo, double hi) {
+    if (!j.is_number() || j.get<double>() < lo || j.get<double>() > hi)
+      r.fail(f, "expected a number in [" + Value(lo).str() + ", " + Value(hi).str() + "], got " + j.dump());
+    return j.get<double>();
+  };
+  if (ext.contains("Contexts")) {
+    const json& cs = ext["Contexts"];
+    if (!cs.is_array() || cs.empty()) r.fail("GPUTune.Contexts", "expected a non-empty list of contexts");
+    job.contexts.clear();
+    for (size_t i = 0; i < cs.size(); ++i) {
+      std::string path = "GPUTune.Contexts[" + std::to_string(i) + "]";
+      const json& c = cs[i];
+      ContextSpec ctx;
+      if (c.is_array()) {
+        ctx.problem_size = read_problem_size(r, c, path);
+      } else if (c.is_object()) {
+        r.check_keys(c, path, {"Name", "ProblemSize", "Values"});
+        ctx.problem_size = read_problem_size(r, r.require(c, path, "ProblemSize", "a list of sizes"), path + ".ProblemSize");
+        if (c.contains("Name")) ctx.name = r.get_string(c["Name"], path + ".Name");
+        if (c.contains("Values")) {
+          if (!c["Values"].is_object()) r.fail(path + ".Values", "expected an object of name: value");
+          for (auto it = c["Values"].begin(); it != c["Values"].end(); ++it)
+            ctx.values.emplace_back(it.key(), json_to_value(it.value()));
+        }
+      } else {
+        r.fail(path, "expected a list of sizes or {Name, ProblemSize, Values}");
+      }
+      if (ctx.name.empty()) ctx.name = context_label(ctx.problem_size);
+      job.contexts.push_back(std::move(ctx));
+    }
+  }
+  if (ext.contains("Device")) {
+    const json& d = ext["Device"];
+    r.check_keys(d, "GPUTune.Device", {"Arch", "Index"});
+    if (d.contains("Arch")) {
+      job.target_arch = r.get_string(d["Arch"], "GPUTune.Device.Arch");
+      if (job.target_arch.rfind("sm_", 0) != 0 || job.target_arch.size() < 5)
+        r.fail("GPUTune.Device.Arch", "'" + job.target_arch + "' is not an architecture", "write e.g. \"sm_90\"");
+    }
+    if (d.contains("Index")) job.device_index = static_cast<int>(num(d["Index"], "GPUTune.Device.Index", 0, 64));
+  }
+  if (ext.contains("Search")) {
+    const json& s = ext["Search"];
+    r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed"});
+    if (s.contains("Strategy")) {
+      std::string st = r.get_string(s["Strategy"], "GPUTune.Search.Strategy");
+      if (st != "brute_force" && st != "random")
+        r.fail("GPUTune.Search.Strategy", "unknown strategy '" + st + "'", "use brute_force or random");
+      job.strategy = st;
+    }
+    if (s.contains("Seed")) job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
+  }
+  if (ext.contains("Budget")) {
+    const json& b = ext["Budget"];
+    r.check_keys(b, "GPUTune.Budget", {"Configurations", "Seconds"});
+    if (b.contains("Configurations"))
+      job.budget.max_configurations = static_cast<std::uint64_t>(num(b["Configurations"], "GPUTune.Budget.Configurations", 1, 1e12));
+    if (b.contains("Seconds")) job.budget.max_seconds = num(b["Seconds"], "GPUTune.Budget.Seconds", 0.001, 1e9);
+  }
+  if (ext.contains("Verification")) {
+    const json& v = ext["Verification"];
+    r.check_keys(v, "GPUTune.Verification", {"AbsoluteTolerance", "RelativeTolerance"});
+    if (v.contains("AbsoluteTolerance")) job.abs_tolerance = num(v["AbsoluteTolerance"], "GPUTune.Verification.AbsoluteTolerance", 0, 1e30);
+    if (v.contains("RelativeTolerance")) job.rel_tolerance = num(v["RelativeTolerance"], "GPUTune.Verification.RelativeTolerance", 0, 1e30);
+  }
+  if (ext.contains("Measurement")) {
+    const json& m = ext["Measurement"];
+    r.check_keys(m, "GPUTune.Measurement", {"WarmUp", "Repeats", "FlushL2", "ReMeasureTop", "TimeoutSeconds"});
+    if (m.contains("WarmUp")) job.measure.warmup = static_cast<int>(num(m["WarmUp"], "GPUTune.Measurement.WarmUp", 0, 1000));
+    if (m.contains("Repeats")) job.measure.repeats = static_cast<int>(num(m["Repeats"], "GPUTune.Measurement.Repeats", 1, 100000));
+    if (m.contains("FlushL2")) {
+      if (!m["FlushL2"].is_boolean()) r.fail("GPUTune.Measurement.FlushL2", "expected true or false");
+      job.measure.flush_l2 = m["FlushL2"].get<bool>();
+    }
+    if (m.contains("ReMeasureTop")) job.measure.remeasure_top = static_cast<int>(num(m["ReMeasureTop"], "GPUTune.Measurement.ReMeasureTop", 0, 1000));
+    if (m.contains("TimeoutSeconds")) job.measure.timeout_seconds = num(m["TimeoutSeconds"], "GPUTune.Measurement.TimeoutSeconds", 0.001, 86400);
+  }
+  if (ext.contains("Work")) {
+    const json& w = ext["Work"];
+    r.check_keys(w, "GPUTune.Work", {"Flops", "Bytes"});
+    if (w.contains("Flops")) job.flops_expr = r.get_expr(w["Flops"], "GPUTune.Work.Flops");
+    if (w.contains("Bytes")) job.bytes_expr = r.get_expr(w["Bytes"], "GPUTune.Work.Bytes");
+  }
+  if (ext.contains("Database")) job.database = r.get_string(ext["Database"], "GPUTune.Database");
+  if (ext.contains("CompileThreads"))
+    job.compile_threads = static_cast<int>(num(ext["CompileThreads"], "GPUTune.CompileThreads", 0, 256));
+}
+
+}  // namespace
+
+Job parse_job(const json& doc, const std::filesystem::path& file) {
+  Job job;
+  job.file = file;
+  Reader r(file.string(), job);
+  if (!doc.is_object()) r.fail("", "the document is not a JSON object", "a T1 job is an object with ConfigurationSpace and KernelSpecification");
+  r.check_keys(doc, "", kTopKeys);
+  if (doc.contains("General")) {
+    r.check_keys(doc["General"], "General", kGeneralKeys);
+    if (doc["General"].contains("BenchmarkName"))
+      job.name = r.get_string(doc["General"]["BenchmarkName"], "General.BenchmarkName");
+    if (doc["General"].contains("OutputFile"))
+      job.output_file = r.get_string(doc["General"]["OutputFile"], "General.OutputFile");
+  }
+  const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
+  if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");
+  r.check_keys(space, "ConfigurationSpace", kSpaceKeys);
+  read_parameters(r, space, job);
+  read_conditions(r, space, job);
+
+  const json& ks = r.require(doc, "", "KernelSpecification", "an object with KernelName, KernelFile, LocalSize, GlobalSize");
+  if (!ks.is_object()) r.fail("KernelSpecification", "expected an object");
+  r.check_keys(ks, "KernelSpecification", kKernelKeys);
+  for (auto& k : kNonSchemaKernelKeys)
+    if (ks.contains(k)) r.note("KernelSpecification." + k + " is not in the T1 schema (Kernel Tuner key, accepted)");
+  if (ks.contains("Language")) {
+    job.language = r.get_string(ks["Language"], "KernelSpecification.Language");
+    if (job.language != "CUDA")
+      r.fail("KernelSpecification.Language", "language '" + job.language + "' is not supported", "gputune tunes CUDA kernels: set \"CUDA\"");
+  }
+  job.kernel_name = r.get_string(r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
+                                 "KernelSpecification.KernelName");
+  std::string kf = r.get_string(r.require(ks, "KernelSpecification", "KernelFile", "the path of the .cu file"),
+                                "KernelSpecification.KernelFile");
+  job.kernel_file = std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
+  if (job.name.empty() && ks.contains("BenchmarkName")) job.name = r.get_string(ks["BenchmarkName"], "KernelSpecification.BenchmarkName");
+  if (job.name.empty()) job.name = file.stem().string();
+  if (ks.contains("CompilerOptions")) {
+    if (!ks["CompilerOptions"].is_array()) r.fail("KernelSpecification.CompilerOptions", "expected a list of strings");
+    for (auto& o : ks["CompilerOptions"]) job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
+  }
+  job.local_size = read_dim3(r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"), "KernelSpecification.LocalSize");
+  if (ks.contains("GlobalSize")) job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
+  if (ks.contains("GlobalSizeType")) {
+    job.global_size_type = r.get_string(ks["GlobalSizeType"], "KernelSpecification.GlobalSizeType");
+    if (job.global_size_type != "CUDA" && job.global_size_type != "OpenCL")
+      r.fail("KernelSpecification.GlobalSizeType", "'" + job.global_size_type + "' is not supported", "use CUDA (GlobalSize counts blocks) or OpenCL (counts threads)");
+  }
+  const char* div_keys[3] = {"GridDivX", "GridDivY", "GridDivZ"};
+  for (int d = 0; d < 3; ++d) {
+    if (!ks.contains(div_keys[d])) continue;
+    std::string path = std::string("KernelSpecification.") + div_keys[d];
+    if (!ks[div_keys[d]].is_array()) r.fail(path, "expected a list of expressions");
+    for (auto& e : ks[div_keys[d]]) job.grid_div[static_cast<size_t>(d)].push_back(r.get_expr(e, path));
+    job.use_grid_div = true;
+  }
+  if (ks.contains("SharedMemory")) job.shared_memory_expr = r.get_expr(ks["SharedMemory"], "KernelSpecification.SharedMemory");
+  if (ks.contains("ProblemSize"))
+    job.contexts.push_back({"", read_problem_size(r, ks["ProblemSize"], "KernelSpecification.ProblemSize"), {}});
+  read_arguments(r, ks, job);
+  read_references(r, ks, job);
+  read_search_and_budget(r, doc, job);
+  if (doc.contains("GPUTune")) read_extension(r, doc["GPUTune"], job);
+  if (!ks.contains("GlobalSize") && !job.use_grid_div)
+    r.fail("KernelSpecification.GlobalSize", "missing required field", "add GlobalSize {X, Y, Z} (or Kernel Tuner's GridDivX with ProblemSize)");
+  if (job.use_grid_div && job.contexts.empty())
+    r.fail("KernelSpecification.ProblemSize", "GridDivX/Y/Z need a ProblemSize", "add ProblemSize or GPUTune.Contexts");
+  if (job.use_grid_div && ks.contains("GlobalSize"))
+    r.note("both GlobalSize and GridDivX/Y/Z given: the grid is ProblemSize / GridDiv, as Kernel Tuner computes it");
+  if (job.contexts.empty()) job.contexts.push_back({"default", List{Value(1), Value(1), Value(1)}, {}});
+  for (auto& c : job.contexts)
+    if (c.name.empty()) c.name = context_label(c.problem_size);
+  return job;
+}
+
+Job load_job(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw JobError(file.string(), "", "cannot open the job file", "check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    // e.byte is the offset; turn it into line:column.
+    std::string text = ss.str();
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') ++line, col = 1;
+      else ++col;
+    }
+    throw JobError(file.string(), "", "malformed JSON at line " + std::to_string(line) + ", column " +
+                   std::to_string(col) + " (" + e.what() + ")", "fix the JSON syntax there");
+  }
+  return parse_job(doc, file);
+}
+
+std::string load_kernel_source(const Job& job) {
+  std::ifstream in(job.kernel_file);
+  if (!in)
+    throw JobError(job.file.string(), "KernelSpecification.KernelFile",
+                   "cannot read kernel file '" + job.kernel_file.string() + "'",
+                   "give a path relative to the job file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace gputune

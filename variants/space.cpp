@@ -1,0 +1,171 @@
+#include "variants/space.h"
+
+#include <nlohmann/json.hpp>
+
+#include "variants/expr.h"
+
+namespace gputune {
+
+std::string Config::key() const {
+  std::string k;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) k += ',';
+    k += values[i].str();
+  }
+  return k;
+}
+
+std::string Config::json() const {
+  // Written by hand (not via nlohmann::json, whose objects sort keys) to keep parameter order.
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ", ";
+    out += nlohmann::json((*names)[i]).dump() + ": " + value_to_json(values[i]).dump();
+  }
+  return out + "}";
+}
+
+const Value& Config::operator[](const std::string& name) const {
+  for (size_t i = 0; i < names->size(); ++i)
+    if ((*names)[i] == name) return values[i];
+  throw std::out_of_range("no parameter named '" + name + "'");
+}
+
+Config Space::config(size_t i) const {
+  Config c;
+  c.names = names;
+  size_t n = names->size();
+  c.values.reserve(n);
+  for (size_t p = 0; p < n; ++p) c.values.push_back(values[p][points_[i * n + p]]);
+  return c;
+}
+
+long Space::find(const std::string& key) const {
+  // Parse the key by matching each parameter's formatted values, in order.
+  size_t pos = 0;
+  size_t n = names->size();
+  std::vector<std::uint32_t> idx(n);
+  for (size_t p = 0; p < n; ++p) {
+    size_t end = p + 1 < n ? key.find(',', pos) : key.size();
+    if (end == std::string::npos) return -1;
+    std::string part = key.substr(pos, end - pos);
+    bool found = false;
+    for (size_t k = 0; k < values[p].size(); ++k)
+      if (values[p][k].str() == part) {
+        idx[p] = static_cast<std::uint32_t>(k), found = true;
+        break;
+      }
+    if (!found) return -1;
+    pos = end + 1;
+  }
+  // Points are in lexicographic index order: binary search.
+  size_t lo = 0, hi = size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int cmp = 0;
+    for (size_t p = 0; p < n && cmp == 0; ++p) {
+      auto a = points_[mid * n + p];
+      cmp = a < idx[p] ? -1 : a > idx[p] ? 1 : 0;
+    }
+    if (cmp == 0) return static_cast<long>(mid);
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+std::string Space::explain_empty() const {
+  if (!empty()) return {};
+  std::string out = "the conditions leave no valid configuration out of " +
+                    std::to_string(cartesian_size) + ":";
+  for (auto& c : conditions)
+    out += "\n  \"" + c.expression + "\" removed " + std::to_string(c.removed);
+  return out;
+}
+
+Space build_space(const Job& job) {
+  Space s;
+  auto names = std::make_shared<std::vector<std::string>>();
+  Symbols syms;
+  std::vector<int> slot_of_param;
+  for (auto& p : job.parameters) {
+    names->push_back(p.name);
+    s.values.push_back(p.values);
+    slot_of_param.push_back(syms.slot(p.name));
+  }
+  s.names = names;
+  const size_t n = names->size();
+
+  // Each condition is checked at the depth where its last parameter gets bound.
+  std::vector<Expr> exprs;
+  std::vector<std::vector<size_t>> at_depth(n + 1);  // depth 0: before any binding
+  for (size_t c = 0; c < job.conditions.size(); ++c) {
+    exprs.push_back(Expr::parse(job.conditions[c].expression, syms));
+    s.conditions.push_back({job.conditions[c].expression, 0});
+    size_t depth = 0;
+    for (int slot : exprs.back().free_slots()) {
+      bool found = false;
+      for (size_t p = 0; p < n; ++p)
+        if (slot_of_param[p] == slot) depth = std::max(depth, p + 1), found = true;
+      if (!found)
+        throw JobError(job.file.string(), "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
+                       "name '" + syms.name(slot) + "' is not a tuning parameter");
+    }
+    at_depth[depth].push_back(c);
+  }
+  // remaining[d] = number of full configurations below a node at depth d.
+  std::vector<std::uint64_t> remaining(n + 1, 1);
+  for (size_t d = n; d-- > 0;) remaining[d] = remaining[d + 1] * s.values[d].size();
+  s.cartesian_size = remaining[0];
+
+  Env env(syms);
+  std::vector<std::uint32_t> idx(n, 0);
+  auto check = [&](size_t depth) {
+    for (size_t c : at_depth[depth]) {
+      Value r;
+      try {
+        r = exprs[c].eval(env);
+      } catch (const ExprError& e) {
+        std::string at;
+        for (size_t p = 0; p < depth; ++p)
+          at += (p ? ", " : "") + (*names)[p] + "=" + s.values[p][idx[p]].repr();
+        throw JobError(job.file.string(), "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
+                       std::string(e.what()) + (at.empty() ? "" : " (at " + at + ")"),
+                       "make the condition valid for every combination of values");
+      }
+      if (!r.truthy()) {
+        s.conditions[c].removed += remaining[depth];
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!check(0) || n == 0) return s;
+  // Iterative depth-first walk over value indices.
+  size_t depth = 0;  // parameter being bound
+  idx[0] = 0;
+  for (;;) {
+    if (idx[depth] < s.values[depth].size()) {
+      env.set(slot_of_param[depth], s.values[depth][idx[depth]]);
+      if (check(depth + 1)) {
+        if (depth + 1 == n) {
+          s.points_.insert(s.points_.end(), idx.begin(), idx.end());
+          ++idx[depth];
+        } else {
+          ++depth;
+          idx[depth] = 0;
+        }
+      } else {
+        ++idx[depth];
+      }
+    } else {
+      env.unset(slot_of_param[depth]);
+      if (depth == 0) break;
+      --depth;
+      ++idx[depth];
+    }
+  }
+  return s;
+}
+
+}  // namespace gputune

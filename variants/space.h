@@ -1,0 +1,65 @@
+/** \file variants/space.h
+ * Owns: the search space: every configuration of the tuning parameters that satisfies all conditions,
+ * in Kernel Tuner's order (the Cartesian product in parameter order), and Config, one point of it.
+ * Construction is a depth-first walk that checks each condition as soon as its last parameter is
+ * bound, so pruned subtrees are never expanded.
+ * Consumes: Job (parameters, conditions). Produces: Space.
+ * Must not: compile, launch, or touch the database. */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+#include "variants/value.h"
+
+namespace gputune {
+
+/// One point of a space: parameter names (shared) and values.
+struct Config {
+  std::shared_ptr<const std::vector<std::string>> names;
+  std::vector<Value> values;
+
+  /// Kernel Tuner's cache key: values joined by ',' with Python's str().
+  std::string key() const;
+  /// {"name": value, ...} as JSON text, in parameter order.
+  std::string json() const;
+  const Value& operator[](const std::string& name) const;
+  bool operator==(const Config& o) const { return key() == o.key(); }
+};
+
+struct ConditionReport {
+  std::string expression;
+  std::uint64_t removed = 0;  ///< configurations this condition was the first to reject
+};
+
+class Space {
+ public:
+  std::shared_ptr<const std::vector<std::string>> names;
+  std::vector<List> values;                ///< per parameter
+  std::vector<ConditionReport> conditions; ///< in the job's order
+  std::uint64_t cartesian_size = 0;
+
+  size_t size() const { return names->empty() ? 0 : points_.size() / names->size(); }
+  bool empty() const { return size() == 0; }
+  /// Index of parameter p's value in configuration i.
+  std::uint32_t value_index(size_t i, size_t p) const { return points_[i * names->size() + p]; }
+  Config config(size_t i) const;
+  /// Position of a configuration with this key, or -1.
+  long find(const std::string& key) const;
+
+  /// Explains an empty space: which condition removed how much. Empty string when not empty.
+  std::string explain_empty() const;
+
+ private:
+  friend Space build_space(const Job& job);
+  std::vector<std::uint32_t> points_;
+};
+
+/// Builds the space; throws JobError for conditions that fail to evaluate (naming the condition and
+/// the configuration).
+Space build_space(const Job& job);
+
+}  // namespace gputune
