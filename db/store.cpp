@@ -104,12 +104,15 @@ std::string random_uid() {
 
 Store::Store(const std::string& path) : db_(path) {
   // Reading the header first distinguishes "not a database" from "someone else's database".
-  Statement app(db_, "PRAGMA application_id");
-  app.step();
-  std::int64_t app_id = app.int64(0);
-  Statement tables(db_, "SELECT count(*) FROM sqlite_master");
-  tables.step();
-  std::int64_t n_tables = tables.int64(0);
+  std::int64_t app_id, n_tables;
+  {
+    Statement app(db_, "PRAGMA application_id");
+    app.step();
+    app_id = app.int64(0);
+    Statement tables(db_, "SELECT count(*) FROM sqlite_master");
+    tables.step();
+    n_tables = tables.int64(0);
+  }
   if (app_id != kApplicationId && (app_id != 0 || n_tables > 0))
     throw DbError(path + ": not a gputune database (it holds " + std::to_string(n_tables) +
                   " tables of another application); nothing was changed. Fix: pass --db with a new "
@@ -121,9 +124,12 @@ Store::Store(const std::string& path) : db_(path) {
 }
 
 void Store::migrate() {
-  Statement v(db_, "PRAGMA user_version");
-  v.step();
-  auto version = static_cast<int>(v.int64(0));
+  int version;
+  {
+    Statement v(db_, "PRAGMA user_version");
+    v.step();
+    version = static_cast<int>(v.int64(0));
+  }
   const int target = static_cast<int>(std::size(kMigrations));
   if (version > target)
     throw DbError(db_.path() + ": database schema version " + std::to_string(version) +

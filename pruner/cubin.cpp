@@ -90,7 +90,7 @@ void for_each_attr(std::string_view b, const Section& s, F f) {
       f(attr, p + 2, 2);
       p += 4;
     } else if (fmt == EIFMT_NVAL) {
-      p += 2;
+      p += 4;  // no value, but records stay 4-byte aligned (seen as 01 35 00 00 in sm_80 cubins)
     } else {
       throw CubinError("unknown .nv.info attribute format " + std::to_string(fmt));
     }

@@ -91,7 +91,7 @@ int cmd_space(int argc, char** argv) {
     std::cout << out;
   }
   if (r.count("count") || !r.count("list")) std::cout << s.size() << "\n";
-  if (!r.count("list")) {
+  if (!r.count("list") && !r.count("count")) {
     std::cerr << "gputune: " << s.size() << " valid of " << s.cartesian_size << " (Cartesian product)\n";
     for (auto& c : s.conditions)
       std::cerr << "gputune:   \"" << c.expression << "\" removed " << c.removed << "\n";
@@ -237,7 +237,15 @@ int cmd_import(int argc, char** argv) {
     return r.count("help") ? 0 : tuner::kExitBadInput;
   }
   db::Store store(db_of(r));
-  auto s = db::import_kernel_tuner_cache(store, r["file"].as<std::string>());
+  db::ImportSummary s;
+  try {
+    s = db::import_kernel_tuner_cache(store, r["file"].as<std::string>());
+  } catch (const db::DbError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "gputune: error: " << e.what() << " (nothing was imported)\n";
+    return tuner::kExitBadInput;
+  }
   std::cout << "imported " << s.measurements << " measurements (" << s.correct << " correct, " << s.failed
             << " failed) of " << s.kernel << " on " << s.device << ", context " << s.context << ", as run "
             << s.run_id << "; best " << s.best_ms << " ms at " << s.best_key << "\n";

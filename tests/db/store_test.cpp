@@ -1,0 +1,164 @@
+#include "db/store.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace gputune::db {
+namespace {
+
+struct Fixture {
+  test::TempDir dir;
+  Store store{(dir / "g.db").string()};
+  std::int64_t kernel = 0, device = 0, context = 0, run = 0, v1 = 0, v2 = 0;
+  Fixture() {
+    kernel = store.upsert_kernel("matmul", "abc123", "source");
+    DeviceRecord d;
+    d.name = "NVIDIA H100";
+    d.cc_major = 9, d.sm_count = 132;
+    device = store.upsert_device(d);
+    ContextRecord c;
+    c.kernel_id = kernel, c.device_id = device, c.label = "4096", c.problem_size_json = "[4096,1,1]";
+    c.arch = "sm_90", c.toolkit_version = "13.0", c.nvrtc_version = "13.0";
+    context = store.upsert_context(c);
+    std::int64_t job = store.upsert_job("matmul", "/x/matmul.json", "{}");
+    run = store.begin_run(job, "brute_force", 2);
+    v1 = store.upsert_variant(kernel, "16,1", R"({"a": 16, "b": 1})");
+    v2 = store.upsert_variant(kernel, "32,1", R"({"a": 32, "b": 1})");
+  }
+  std::int64_t measure(std::int64_t v, const std::string& status, std::optional<double> t) {
+    MeasurementRecord m;
+    m.run_id = run, m.context_id = context, m.variant_id = v, m.status = status, m.time_ms = t;
+    if (t) m.samples_ms = {*t, *t + 0.1};
+    return store.add_measurement(m);
+  }
+};
+
+TEST(Store, UpsertsAreIdempotentByContentHash) {
+  Fixture f;
+  EXPECT_EQ(f.store.upsert_kernel("matmul", "abc123", "source"), f.kernel);
+  EXPECT_EQ(f.store.upsert_variant(f.kernel, "16,1", "{}"), f.v1);
+  DeviceRecord d;
+  d.name = "NVIDIA H100";
+  d.cc_major = 9, d.sm_count = 132;
+  EXPECT_EQ(f.store.upsert_device(d), f.device);
+  EXPECT_EQ(f.store.upsert_job("matmul", "/x/matmul.json", "{}"), f.store.upsert_job("m", "other", "{}"));
+}
+
+TEST(Store, WinnerIsTheFastestCorrectMeasurement) {
+  Fixture f;
+  auto slow = f.measure(f.v1, "correct", 2.0);
+  auto failed = f.measure(f.v2, "runtime", std::nullopt);
+  EXPECT_TRUE(f.store.offer_winner(f.context, slow));
+  EXPECT_FALSE(f.store.offer_winner(f.context, failed));  // a failure never wins
+  auto fast = f.measure(f.v2, "correct", 1.0);
+  EXPECT_TRUE(f.store.offer_winner(f.context, fast));
+  EXPECT_FALSE(f.store.offer_winner(f.context, slow));
+  auto w = f.store.winners("matmul");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].config_key, "32,1");
+  EXPECT_DOUBLE_EQ(w[0].time_ms, 1.0);
+  EXPECT_EQ(w[0].device, "NVIDIA H100");
+  EXPECT_EQ(f.store.winners("matmul", "4096").size(), 1u);
+  EXPECT_TRUE(f.store.winners("matmul", "1024").empty());
+  EXPECT_EQ(f.store.winners("abc").size(), 1u);  // hash prefix
+}
+
+TEST(Store, MeasurementsKeepEverySample) {
+  Fixture f;
+  f.measure(f.v1, "correct", 2.0);
+  f.measure(f.v2, "compile", std::nullopt);
+  auto ms = f.store.measurements(f.run);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].status, "correct");  // correct first
+  EXPECT_EQ(ms[0].samples_ms, (std::vector<double>{2.0, 2.1}));
+  EXPECT_EQ(ms[1].status, "compile");
+  EXPECT_EQ(ms[0].params_json, R"({"a": 16, "b": 1})");
+}
+
+TEST(Store, RejectsBadRows) {
+  Fixture f;
+  MeasurementRecord m;
+  m.run_id = f.run, m.context_id = f.context, m.variant_id = f.v1, m.status = "great";
+  EXPECT_THROW(f.store.add_measurement(m), DbError);
+  m.status = "correct";  // correct without a time violates the schema's CHECK
+  EXPECT_THROW(f.store.add_measurement(m), DbError);
+  m.status = "runtime", m.variant_id = 999;  // foreign key
+  EXPECT_THROW(f.store.add_measurement(m), DbError);
+}
+
+TEST(Store, RunsAreRecorded) {
+  Fixture f;
+  f.store.update_run_progress(f.run, 2);
+  f.store.finish_run(f.run, "done", "ok");
+  auto r = f.store.run(f.run);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, "done");
+  EXPECT_EQ(r->done, 2);
+  EXPECT_EQ(r->uid.size(), 32u);
+  EXPECT_FALSE(r->finished_at.empty());
+  EXPECT_FALSE(f.store.run(12345));
+  EXPECT_EQ(f.store.runs().size(), 1u);
+}
+
+TEST(Store, ReopeningKeepsDataAndSchema) {
+  test::TempDir dir;
+  auto path = (dir / "g.db").string();
+  {
+    Store s(path);
+    s.upsert_kernel("k", "h", "src");
+  }
+  Store s(path);
+  EXPECT_EQ(s.upsert_kernel("k", "h", "src"), 1);
+  Statement v(s.db(), "PRAGMA user_version");
+  v.step();
+  EXPECT_EQ(v.int64(0), Store::kSchemaVersion);
+  Statement j(s.db(), "PRAGMA journal_mode");
+  j.step();
+  EXPECT_EQ(j.text(0), "wal");
+}
+
+TEST(Store, RefusesFilesThatAreNotOursWithoutTouchingThem) {
+  test::TempDir dir;
+  test::write_file(dir / "text.db", "this is not a database, just some text that is long enough to matter......");
+  EXPECT_THROW(Store((dir / "text.db").string()), DbError);
+  EXPECT_EQ(test::read_file(dir / "text.db").substr(0, 12), "this is not ");
+  {
+    Database other((dir / "other.db").string());
+    other.exec("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) VALUES('x')");
+  }
+  try {
+    Store s((dir / "other.db").string());
+    FAIL();
+  } catch (const DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a gputune database"), std::string::npos) << e.what();
+  }
+  Database other((dir / "other.db").string());
+  Statement q(other, "SELECT count(*) FROM customers");
+  q.step();
+  EXPECT_EQ(q.int64(0), 1);
+  Statement t(other, "SELECT count(*) FROM sqlite_master");
+  t.step();
+  EXPECT_EQ(t.int64(0), 1);  // no gputune tables were added
+}
+
+TEST(Transaction, RollsBackUnlessCommitted) {
+  test::TempDir dir;
+  Store s((dir / "g.db").string());
+  {
+    Transaction t(s.db());
+    s.upsert_kernel("k", "h1", "src");
+  }
+  {
+    Transaction t(s.db());
+    s.upsert_kernel("k", "h2", "src");
+    t.commit();
+    EXPECT_THROW(t.commit(), DbError);
+  }
+  Statement q(s.db(), "SELECT group_concat(hash) FROM kernels");
+  q.step();
+  EXPECT_EQ(q.text(0), "h2");
+}
+
+}  // namespace
+}  // namespace gputune::db

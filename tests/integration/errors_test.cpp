@@ -1,0 +1,124 @@
+// Bad input gets a clear error naming the file, the field and the fix, a non-zero exit code, and
+// never damages what is already stored.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+using nlohmann::json;
+using test::run_gputune;
+
+class BadInput : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  size_t measurements_before = 0;
+
+  void SetUp() override {
+    // A database with real content that no bad input may damage.
+    auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() + "' --no-gpu --db '" + db +
+                         "' --cache-dir '" + (dir / "cache").string() + "'");
+    ASSERT_EQ(r.exit_code, 3) << r.out;
+    measurements_before = db::Store(db).measurements(0).size();
+    test::write_file(dir / "k.cu", "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = V; }");
+  }
+
+  json good() {
+    return json::parse(R"({
+      "ConfigurationSpace": {"TuningParameters": [{"Name": "V", "Type": "int", "Values": "[1, 2]"}]},
+      "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+        "LocalSize": {"X": "32"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  }
+
+  test::CommandResult run_job(const std::string& text, const std::string& extra = {}) {
+    test::write_file(dir / "job.json", text);
+    return run_gputune("run '" + (dir / "job.json").string() + "' --no-gpu --db '" + db + "' --cache-dir '" +
+                       (dir / "cache").string() + "'" + extra);
+  }
+
+  void expect_error(const test::CommandResult& r, std::initializer_list<const char*> needles) {
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    for (auto* n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << "missing '" << n << "' in:\n" << r.out;
+    EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+  }
+
+  void TearDown() override { EXPECT_EQ(db::Store(db).measurements(0).size() >= measurements_before, true); }
+};
+
+TEST_F(BadInput, MalformedJson) { expect_error(run_job("{ \"ConfigurationSpace\": [ }"), {"job.json", "malformed JSON", "line 1", "Fix:"}); }
+
+TEST_F(BadInput, UnknownField) {
+  json j = good();
+  j["KernelSpecification"]["LocalSise"] = j["KernelSpecification"]["LocalSize"];
+  expect_error(run_job(j.dump()), {"job.json", "KernelSpecification.LocalSise", "did you mean 'LocalSize'"});
+}
+
+TEST_F(BadInput, MissingField) {
+  json j = good();
+  j["KernelSpecification"].erase("LocalSize");
+  expect_error(run_job(j.dump()), {"KernelSpecification.LocalSize", "missing required field", "Fix:"});
+}
+
+TEST_F(BadInput, BadExpression) {
+  json j = good();
+  j["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[1, 2,, 3]";
+  expect_error(run_job(j.dump()), {"TuningParameters[0] (V).Values", "column", "Fix:"});
+}
+
+TEST_F(BadInput, MissingKernelFile) {
+  json j = good();
+  j["KernelSpecification"]["KernelFile"] = "nope.cu";
+  expect_error(run_job(j.dump()), {"KernelSpecification.KernelFile", "nope.cu", "Fix:"});
+}
+
+TEST_F(BadInput, EmptySpaceSaysWhichConditionRemovedWhat) {
+  json j = good();
+  j["ConfigurationSpace"]["Conditions"] = {{{"Expression", "V > 1"}, {"Parameters", {"V"}}},
+                                           {{"Expression", "V > 5"}, {"Parameters", {"V"}}}};
+  expect_error(run_job(j.dump()), {"ConfigurationSpace.Conditions", "\"V > 1\" removed 1", "\"V > 5\" removed 1"});
+}
+
+TEST_F(BadInput, KernelThatCompilesForNoConfiguration) {
+  test::write_file(dir / "k.cu", "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = W; }");
+  auto r = run_job(good().dump());
+  expect_error(r, {"does not compile for any of the 2 configurations", "identifier \"W\" is undefined", "Fix:"});
+  // The failures were stored with their logs.
+  db::Store store(db);
+  auto runs = store.runs(1);
+  ASSERT_EQ(runs.size(), 1u);
+  auto ms = store.measurements(runs[0].id);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].status, "compile");
+  EXPECT_NE(ms[0].log.find("\"W\""), std::string::npos);
+}
+
+TEST_F(BadInput, DatabaseThatIsNotOurs) {
+  test::write_file(dir / "notes.txt", "my precious notes, certainly not a database, but long enough to look like one");
+  auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() + "' --no-gpu --db '" +
+                       (dir / "notes.txt").string() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not a database"), std::string::npos) << r.out;
+  EXPECT_EQ(test::read_file(dir / "notes.txt").substr(0, 11), "my precious");
+}
+
+TEST_F(BadInput, BadOptionsAndArchitectures) {
+  expect_error(run_gputune("run --frobnicate x"), {"gputune run"});
+  expect_error(run_job(good().dump(), " --arch sm_11"), {"GPUTune.Device.Arch", "unknown compute capability"});
+  auto missing = run_gputune("run /nonexistent/job.json");
+  expect_error(missing, {"/nonexistent/job.json", "cannot open"});
+  expect_error(run_gputune("import '" + (dir / "k.cu").string() + "' --db '" + db + "'"), {"k.cu", "malformed JSON"});
+}
+
+TEST_F(BadInput, StoredDataSurvivesEveryBadInput) {
+  run_job("{ bad json");
+  run_job(good().dump(), " --arch sm_11");
+  EXPECT_EQ(db::Store(db).measurements(0).size(), measurements_before);
+}
+
+}  // namespace
+}  // namespace gputune

@@ -1,0 +1,102 @@
+// `gputune` end to end on a machine without a GPU (or with --no-gpu): everything up to timing runs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "db/store.h"
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+using test::run_gputune;
+
+TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  std::string args = "run '" + (test::examples_dir() / "vector_add.json").string() + "' --db '" + db +
+                     "' --cache-dir '" + (dir / "cache").string() + "' --no-gpu";
+  auto r = run_gputune(args);
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("nothing was timed because no CUDA device was found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compiled 24"), std::string::npos) << r.out;
+  db::Store store(db);
+  auto ms = store.measurements(0);
+  ASSERT_EQ(ms.size(), 48u);  // 24 configurations x 2 contexts
+  for (auto& m : ms) {
+    EXPECT_EQ(m.status, "compiled");
+    ASSERT_TRUE(m.registers);
+    EXPECT_GT(*m.registers, 0);
+    ASSERT_TRUE(m.occupancy);
+    EXPECT_GT(*m.occupancy, 0);
+    EXPECT_EQ(m.cubin_hash.size(), 64u);
+    EXPECT_FALSE(m.grid.empty());
+  }
+  auto run = store.run(ms[0].run_id);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "no_device");
+  EXPECT_EQ(store.contexts("vector_add").size(), 2u);
+  EXPECT_TRUE(store.winners("vector_add").empty());  // nothing timed, nothing wins
+  // Re-running serves every cubin from the cache.
+  auto again = run_gputune(args);
+  EXPECT_NE(again.out.find("(24 from cache)"), std::string::npos) << again.out;
+  EXPECT_EQ(store.runs().size(), 2u);
+}
+
+TEST(Cli, SpaceCountAndList) {
+  auto job = "'" + (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() + "'";
+  auto c = run_gputune("space " + job + " --count");
+  EXPECT_EQ(c.exit_code, 0);
+  EXPECT_EQ(c.out, "11130\n");
+  auto l = run_gputune("space " + job + " --list");
+  EXPECT_EQ(l.exit_code, 0);
+  std::istringstream in(l.out);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.size(), 8u);
+    ++n;
+  }
+  EXPECT_EQ(n, 11130u);
+  auto summary = run_gputune("space " + job);
+  EXPECT_NE(summary.out.find("\"tile_size_x > 1 or tile_stride_x == 0\" removed 1696"), std::string::npos) << summary.out;
+}
+
+TEST(Cli, ImportBestShowAndExport) {
+  test::TempDir dir;
+  std::string db = " --db '" + (dir / "g.db").string() + "'";
+  auto imp = run_gputune("import '" + (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() + "'" + db);
+  ASSERT_EQ(imp.exit_code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("imported 11130 measurements"), std::string::npos) << imp.out;
+  auto best = run_gputune("best dedispersion_kernel --json" + db);
+  ASSERT_EQ(best.exit_code, 0) << best.out;
+  auto j = nlohmann::json::parse(best.out);
+  EXPECT_EQ(j["device"], "NVIDIA RTX A4000");
+  EXPECT_EQ(j["configuration"].size(), 8u);
+  auto miss = run_gputune("best no_such_kernel" + db);
+  EXPECT_EQ(miss.exit_code, 2);
+  EXPECT_NE(miss.out.find("no winner stored"), std::string::npos);
+  auto show = run_gputune("show 1" + db);
+  EXPECT_EQ(show.exit_code, 0);
+  EXPECT_NE(show.out.find("correct: 11130"), std::string::npos) << show.out;
+  EXPECT_EQ(run_gputune("show 99" + db).exit_code, 2);
+  auto out = (dir / "t4.json").string();
+  auto ex = run_gputune("export --t4 --run 1 -o '" + out + "'" + db);
+  ASSERT_EQ(ex.exit_code, 0) << ex.out;
+  auto t4 = nlohmann::json::parse(test::read_file(out));
+  EXPECT_EQ(t4["results"].size(), 11130u);
+}
+
+TEST(Cli, StartsAndExplainsWithoutADriver) {
+  auto help = run_gputune("");
+  EXPECT_NE(help.out.find("usage: gputune COMMAND"), std::string::npos);
+  auto dev = run_gputune("devices");
+  EXPECT_NE(dev.out.find("NVRTC"), std::string::npos) << dev.out;
+  if (dev.exit_code == 3) EXPECT_NE(dev.out.find("no CUDA device"), std::string::npos) << dev.out;
+  EXPECT_EQ(run_gputune("frobnicate").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace gputune

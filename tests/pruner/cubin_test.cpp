@@ -1,0 +1,137 @@
+#include "pruner/cubin.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tuner/compile.h"
+
+namespace gputune::pruner {
+namespace {
+
+const char* kKernels = R"(
+extern "C" __global__ void with_smem(const float* a, float* c, int n) {
+  __shared__ float s[SMEM];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  s[threadIdx.x] = a[i];
+  __syncthreads();
+  if (i < n) c[i] = s[SMEM - 1 - threadIdx.x];
+}
+extern "C" __global__ void __launch_bounds__(128) bounded(float* c, int n) {
+  float loc[64];
+  for (int k = 0; k < 64; k++) loc[k] = c[k * n + threadIdx.x];
+  float s = 0;
+  for (int k = 0; k < n; k++) s += loc[(k * 7) % 64];
+  c[threadIdx.x] = s;
+}
+extern "C" __global__ void plain(float* c) { c[threadIdx.x] *= 2.0f; }
+template <int N> __global__ void templated(float* c) { c[threadIdx.x] += N; }
+template __global__ void templated<3>(float*);
+)";
+
+struct PtxasReport {
+  int registers = -1, smem = 0, stack = -1;
+};
+
+// Parses ptxas -v output for one entry function, independently of the code under test.
+PtxasReport ptxas_report(const std::string& log, const std::string& kernel) {
+  PtxasReport r;
+  auto pos = log.find("Compiling entry function '" + kernel + "'");
+  EXPECT_NE(pos, std::string::npos) << log;
+  std::string part = log.substr(pos);
+  auto next = part.find("Compiling entry function", 10);
+  if (next != std::string::npos) part = part.substr(0, next);
+  std::smatch m;
+  if (std::regex_search(part, m, std::regex(R"(Used (\d+) registers)"))) r.registers = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"((\d+) bytes smem)"))) r.smem = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"((\d+) bytes stack frame)"))) r.stack = std::stoi(m[1]);
+  return r;
+}
+
+tuner::CompiledVariant compile(const std::string& kernel, const std::string& arch, int smem = 256) {
+  Variant v;
+  v.kernel_name = kernel;
+  v.source = kKernels;
+  v.options = {"-DSMEM=" + std::to_string(smem)};
+  auto c = tuner::compile_variant(v, arch);
+  EXPECT_TRUE(c.ok) << c.log;
+  return c;
+}
+
+class CubinVsPtxas : public ::testing::TestWithParam<std::tuple<std::string, std::string, int>> {};
+
+TEST_P(CubinVsPtxas, ResourcesEqualWhatPtxasReports) {
+  auto [kernel, arch, smem] = GetParam();
+  auto c = compile(kernel, arch, smem);
+  Resources r = read_cubin_resources(c.cubin, c.lowered_name);
+  PtxasReport p = ptxas_report(c.log, c.lowered_name);
+  EXPECT_EQ(r.registers, p.registers) << c.log;
+  EXPECT_EQ(r.static_smem, p.smem) << c.log;
+  EXPECT_EQ(r.local_bytes, p.stack) << c.log;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CubinVsPtxas,
+                         ::testing::Values(std::make_tuple("with_smem", "sm_90", 256),
+                                           std::make_tuple("with_smem", "sm_90", 100),
+                                           std::make_tuple("with_smem", "sm_80", 1000),
+                                           std::make_tuple("with_smem", "sm_75", 64),
+                                           std::make_tuple("bounded", "sm_90", 256),
+                                           std::make_tuple("bounded", "sm_86", 256),
+                                           std::make_tuple("bounded", "sm_80", 256),
+                                           std::make_tuple("plain", "sm_90", 256),
+                                           std::make_tuple("plain", "sm_75", 256)));
+
+TEST(Cubin, LaunchBoundsAndReserve) {
+  auto c = compile("bounded", "sm_90");
+  Resources r = read_cubin_resources(c.cubin, "bounded");
+  EXPECT_EQ(r.max_threads, 128);
+  EXPECT_GE(r.local_bytes, 256);  // the 64-float local array lives in the stack frame
+  auto s = compile("with_smem", "sm_90", 256);
+  Resources rs = read_cubin_resources(s.cubin, "with_smem");
+  EXPECT_EQ(rs.static_smem, 1024);
+  EXPECT_EQ(rs.reserved_smem, 1024);  // sm_90 cubins carry the system reserve in the section
+  EXPECT_EQ(rs.max_threads, 0);
+  EXPECT_GT(rs.param_bytes, 0);
+}
+
+TEST(Cubin, TemplatedKernelsAreFoundByTheirLoweredName) {
+  auto c = compile("templated<3>", "sm_90");
+  EXPECT_EQ(c.lowered_name, "_Z9templatedILi3EEvPf");
+  Resources r = read_cubin_resources(c.cubin, c.lowered_name);
+  EXPECT_GT(r.registers, 0);
+}
+
+TEST(Cubin, SpillsComeFromThePtxasLog) {
+  auto c = compile("bounded", "sm_90");
+  Resources r = read_cubin_resources(c.cubin, "bounded");
+  EXPECT_EQ(r.spill_stores, -1);
+  apply_ptxas_log(r, c.log, "bounded");
+  EXPECT_EQ(r.spill_stores, 0);
+  EXPECT_EQ(r.spill_loads, 0);
+  Resources fake;
+  apply_ptxas_log(fake, "ptxas info    : Function properties for k\n    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n", "k");
+  EXPECT_EQ(fake.spill_stores, 12);
+  EXPECT_EQ(fake.spill_loads, 16);
+}
+
+TEST(Cubin, RejectsWhatIsNotACubin) {
+  EXPECT_THROW(read_cubin_resources("hello", "k"), CubinError);
+  EXPECT_THROW(read_cubin_resources(std::string("\x7f" "ELF\x02\x01", 6) + std::string(100, '\0'), "k"), CubinError);
+  auto c = compile("plain", "sm_90");
+  try {
+    read_cubin_resources(c.cubin, "nope");
+    FAIL();
+  } catch (const CubinError& e) {
+    EXPECT_NE(std::string(e.what()).find("plain"), std::string::npos) << e.what();
+  }
+  // Truncation anywhere must give an error, never a crash.
+  for (size_t n : {size_t{64}, c.cubin.size() / 2, c.cubin.size() - 1}) {
+    try {
+      read_cubin_resources(c.cubin.substr(0, n), "plain");
+    } catch (const CubinError&) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gputune::pruner

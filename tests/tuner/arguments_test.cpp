@@ -1,0 +1,102 @@
+#include "tuner/arguments.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "test_util.h"
+
+namespace gputune::tuner {
+namespace {
+
+TEST(Arguments, ElementTypes) {
+  EXPECT_EQ(parse_element_type("float").bytes(), 4);
+  EXPECT_EQ(parse_element_type("float4").bytes(), 16);
+  EXPECT_EQ(parse_element_type("double2").components, 2);
+  EXPECT_EQ(parse_element_type("half").bytes(), 2);
+  EXPECT_EQ(parse_element_type("uint64").kind, ScalarKind::U64);
+  EXPECT_THROW(parse_element_type("quad"), std::invalid_argument);
+}
+
+TEST(Arguments, SizedAndFilledFromTheJob) {
+  Job job = load_job(test::examples_dir() / "convolution.json");
+  auto args = make_arguments(job, job.contexts[0]);
+  ASSERT_EQ(args.size(), 5u);
+  EXPECT_TRUE(args[0].output);
+  EXPECT_EQ(args[0].elements, 4096u * 4096u);
+  EXPECT_EQ(args[1].elements, 4102u * 4102u);  // max(filter_width) over the parameter's values
+  EXPECT_EQ(args[2].elements, 49u);
+  // Random fill is in [0, FillValue) and reproducible.
+  double lo = 1e9, hi = -1e9;
+  for (std::uint64_t i = 0; i < 49; ++i) {
+    double v = read_scalar(args[2].type, args[2].data.data(), i);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  EXPECT_GE(lo, 0.0);
+  EXPECT_LT(hi, 1.0);
+  EXPECT_GT(hi - lo, 0.1);
+  auto again = make_arguments(job, job.contexts[0]);
+  EXPECT_EQ(again[2].data, args[2].data);
+  // Scalars hold their value.
+  EXPECT_FALSE(args[3].is_vector);
+  std::int32_t w;
+  std::memcpy(&w, args[3].data.data(), 4);
+  EXPECT_EQ(w, 4096);
+}
+
+TEST(Arguments, CompareWithTolerance) {
+  HostArgument a;
+  a.name = "out";
+  a.type = parse_element_type("float");
+  a.elements = 4;
+  auto bytes = [](std::vector<float> v) {
+    std::vector<unsigned char> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  auto exp = bytes({1, 2, 3, 4});
+  EXPECT_TRUE(compare_output(a, bytes({1, 2, 3, 4}), exp, 0, 0).ok);
+  EXPECT_TRUE(compare_output(a, bytes({1, 2, 3.0001f, 4}), exp, 0, 1e-4).ok);
+  auto bad = compare_output(a, bytes({1, 2, 3.1f, 5}), exp, 1e-3, 1e-4);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.mismatches, 2u);
+  EXPECT_EQ(bad.first_bad, 2u);
+  EXPECT_NEAR(bad.max_abs_error, 1.0, 1e-6);
+  EXPECT_NE(bad.describe("out").find("index 2"), std::string::npos);
+  EXPECT_FALSE(compare_output(a, bytes({1, 2, NAN, 4}), exp, 1, 1).ok);
+  a.threshold = 0.5;
+  EXPECT_TRUE(compare_output(a, bytes({1.4f, 2, 3, 4}), exp, 0, 0).ok);
+}
+
+TEST(Arguments, ReferenceArgumentsAndRawFiles) {
+  test::TempDir dir;
+  std::vector<float> raw = {1, 2, 3, 4};
+  test::write_file(dir / "in.bin", std::string(reinterpret_cast<const char*>(raw.data()), 16));
+  test::write_file(dir / "k.cu", "");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "b", "Type": "int", "Values": "[1]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "1"}, "GlobalSize": {"X": "1"},
+      "Arguments": [{"Name": "x", "Type": "float", "MemoryType": "Vector", "Size": 4, "FillType": "BinaryRaw", "DataSource": "in.bin"},
+                    {"Name": "y", "Type": "float", "MemoryType": "Vector", "Size": 4, "FillType": "Constant", "FillValue": 0}],
+      "ReferenceArguments": [{"Name": "ref", "TargetName": "y", "FillType": "Constant", "FillValue": 7.5,
+                              "ValidationMethod": "AbsoluteDifference", "ValidationThreshold": 0.1}]}})");
+  Job job = load_job(dir / "job.json");
+  auto args = make_arguments(job, job.contexts[0]);
+  EXPECT_EQ(read_scalar(args[0].type, args[0].data.data(), 3), 4.0);
+  EXPECT_TRUE(args[1].output);
+  EXPECT_EQ(read_scalar(args[1].type, args[1].reference.data(), 2), 7.5);
+  EXPECT_EQ(*args[1].threshold, 0.1);
+  // A raw file of the wrong size names the field and both sizes.
+  test::write_file(dir / "in.bin", "12345");
+  try {
+    make_arguments(job, job.contexts[0]);
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_NE(e.field.find("DataSource"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("5 bytes"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gputune::tuner

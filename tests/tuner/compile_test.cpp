@@ -1,0 +1,90 @@
+#include "tuner/compile.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "test_util.h"
+
+namespace gputune::tuner {
+namespace {
+
+Variant variant(const std::string& body, std::vector<std::string> opts = {}) {
+  Variant v;
+  v.kernel_name = "k";
+  v.source = "extern \"C\" __global__ void k(float* p) { " + body + " }";
+  v.options = std::move(opts);
+  return v;
+}
+
+TEST(Compile, ProducesACubinAndTheLoweredName) {
+  auto c = compile_variant(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=3.0f"}), "sm_90");
+  ASSERT_TRUE(c.ok) << c.log;
+  EXPECT_EQ(c.cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(c.lowered_name, "k");
+  EXPECT_EQ(c.cubin_hash.size(), 64u);
+  EXPECT_NE(c.log.find("Used"), std::string::npos) << "ptxas -v output expected in the log";
+}
+
+TEST(Compile, FailureIsAResultWithTheLog) {
+  auto c = compile_variant(variant("p[threadIdx.x] = undefined_thing;"), "sm_90");
+  EXPECT_FALSE(c.ok);
+  EXPECT_TRUE(c.cubin.empty());
+  EXPECT_NE(c.log.find("undefined_thing"), std::string::npos) << c.log;
+}
+
+TEST(Compile, DefinesChangeTheCodeAndTheCacheKey) {
+  auto a = variant("p[threadIdx.x] = VALUE;", {"-DVALUE=1.0f"});
+  auto b = variant("p[threadIdx.x] = VALUE;", {"-DVALUE=2.0f"});
+  EXPECT_NE(CubinCache::key(a, "sm_90"), CubinCache::key(b, "sm_90"));
+  EXPECT_NE(CubinCache::key(a, "sm_90"), CubinCache::key(a, "sm_80"));
+  EXPECT_EQ(CubinCache::key(a, "sm_90"), CubinCache::key(a, "sm_90"));
+  EXPECT_NE(compile_variant(a, "sm_90").cubin_hash, compile_variant(b, "sm_90").cubin_hash);
+}
+
+TEST(Compile, CacheServesIdenticalCubinsAndSurvivesCorruption) {
+  test::TempDir dir;
+  CubinCache cache(dir.path());
+  std::vector<Variant> vs;
+  for (int i = 0; i < 6; ++i) vs.push_back(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=" + std::to_string(i) + ".0f"}));
+  vs.push_back(variant("this does not compile;"));
+  std::atomic<int> callbacks{0};
+  auto cold = compile_all(vs, "sm_90", cache, 3, [&](size_t, const CompiledVariant&) { ++callbacks; });
+  EXPECT_EQ(callbacks.load(), 7);
+  auto warm = compile_all(vs, "sm_90", cache, 2);
+  for (size_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(cold[i].ok);
+    EXPECT_FALSE(cold[i].cached);
+    EXPECT_TRUE(warm[i].cached);
+    EXPECT_EQ(warm[i].cubin, cold[i].cubin);
+    EXPECT_EQ(warm[i].lowered_name, "k");
+  }
+  EXPECT_FALSE(warm[6].ok);  // failures are not cached: they are compiled (and fail) again
+  EXPECT_FALSE(warm[6].cached);
+  // A corrupt entry is ignored and recompiled.
+  auto key = CubinCache::key(vs[0], "sm_90");
+  test::write_file(dir.path() / key.substr(0, 2) / (key + ".cubin"), "garbage");
+  EXPECT_FALSE(cache.get(key).has_value());
+  auto again = compile_all({vs[0]}, "sm_90", cache, 1);
+  EXPECT_TRUE(again[0].ok);
+  EXPECT_FALSE(again[0].cached);
+  EXPECT_TRUE(cache.get(key).has_value());
+}
+
+TEST(Compile, DisabledCacheNeverStores) {
+  CubinCache none{std::filesystem::path()};
+  auto v = variant("p[0] = 1.0f;");
+  auto r = compile_all({v, v}, "sm_90", none, 2);
+  EXPECT_FALSE(r[0].cached);
+  EXPECT_FALSE(r[1].cached);
+  EXPECT_FALSE(none.get(r[0].key).has_value());
+}
+
+TEST(Compile, NvrtcVersionIsReported) {
+  EXPECT_NE(nvrtc_version().find('.'), std::string::npos);
+  EXPECT_GE(default_compile_threads(), 1);
+  EXPECT_LE(default_compile_threads(), 8);
+}
+
+}  // namespace
+}  // namespace gputune::tuner

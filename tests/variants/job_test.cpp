@@ -1,0 +1,172 @@
+#include "variants/job.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+using nlohmann::json;
+
+json minimal() {
+  return json::parse(R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "block_size_x", "Type": "int", "Values": "[32, 64]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "block_size_x"}, "GlobalSize": {"X": "ProblemSize[0] // block_size_x"}, "GlobalSizeType": "CUDA"}
+  })");
+}
+
+std::string error_of(const json& doc) {
+  try {
+    parse_job(doc, "job.json");
+  } catch (const JobError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Job, ReadsTheRealDedispersionFile) {
+  Job j = load_job(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json");
+  EXPECT_EQ(j.name, "dedispersion_milo");
+  EXPECT_EQ(j.kernel_name, "dedispersion_kernel");
+  ASSERT_EQ(j.parameters.size(), 8u);
+  EXPECT_EQ(j.parameters[1].name, "block_size_y");
+  EXPECT_EQ(j.parameters[1].values.size(), 29u);
+  EXPECT_EQ(j.parameters[1].default_value->as_int(), 32);
+  ASSERT_EQ(j.conditions.size(), 3u);
+  EXPECT_EQ(j.conditions[0].expression, "32 <= block_size_x * block_size_y <= 1024");
+  EXPECT_TRUE(j.use_grid_div);
+  EXPECT_EQ(j.grid_div[0], (std::vector<std::string>{"block_size_x", "tile_size_x"}));
+  ASSERT_EQ(j.contexts.size(), 1u);
+  EXPECT_EQ(j.contexts[0].problem_size[0].as_int(), 25000);
+  ASSERT_EQ(j.arguments.size(), 3u);
+  EXPECT_TRUE(j.arguments[1].output);
+  EXPECT_EQ(j.arguments[1].size_expr, "ProblemSize[0]*ProblemSize[1]");
+  EXPECT_EQ(j.compiler_options, std::vector<std::string>{"-std=c++11"});
+  // The reader says what it tolerated: the non-schema keys real files carry.
+  bool noted = false;
+  for (auto& n : j.notes) noted = noted || n.find("GridDivX") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Job, ReadsTheGputuneExtension) {
+  json d = minimal();
+  d["GPUTune"] = json::parse(R"({
+    "Contexts": [[1024], {"Name": "big", "ProblemSize": [4096, 2], "Values": {"alpha": 2.5}}],
+    "Device": {"Arch": "sm_80"}, "Search": {"Strategy": "random", "Seed": 7},
+    "Budget": {"Configurations": 10, "Seconds": 30},
+    "Verification": {"AbsoluteTolerance": 0.01, "RelativeTolerance": 0.001},
+    "Measurement": {"WarmUp": 1, "Repeats": 5, "FlushL2": true, "ReMeasureTop": 2, "TimeoutSeconds": 3},
+    "Work": {"Flops": "2*ProblemSize[0]"}, "Database": "x.db", "CompileThreads": 3})");
+  Job j = parse_job(d, "job.json");
+  ASSERT_EQ(j.contexts.size(), 2u);
+  EXPECT_EQ(j.contexts[0].name, "1024");
+  EXPECT_EQ(j.contexts[1].name, "big");
+  EXPECT_EQ(j.contexts[1].problem_size[1].as_int(), 2);
+  EXPECT_EQ(j.contexts[1].values[0].first, "alpha");
+  EXPECT_EQ(j.target_arch, "sm_80");
+  EXPECT_EQ(j.strategy, "random");
+  EXPECT_EQ(j.seed, 7u);
+  EXPECT_EQ(*j.budget.max_configurations, 10u);
+  EXPECT_DOUBLE_EQ(*j.budget.max_seconds, 30);
+  EXPECT_DOUBLE_EQ(j.abs_tolerance, 0.01);
+  EXPECT_EQ(j.measure.repeats, 5);
+  EXPECT_TRUE(j.measure.flush_l2);
+  EXPECT_EQ(j.flops_expr, "2*ProblemSize[0]");
+  EXPECT_EQ(j.compile_threads, 3);
+}
+
+TEST(Job, ReadsT1SearchAndBudget) {
+  json d = minimal();
+  d["Search"] = {{"Name", "Random"}, {"Attributes", {{{"Name", "Seed"}, {"Value", 5}}}}};
+  d["Budget"] = {{{"Type", "ConfigurationCount"}, {"BudgetValue", 3}}, {{"Type", "TuningDuration"}, {"BudgetValue", 9}}};
+  Job j = parse_job(d, "job.json");
+  EXPECT_EQ(j.strategy, "random");
+  EXPECT_EQ(j.seed, 5u);
+  EXPECT_EQ(*j.budget.max_configurations, 3u);
+  EXPECT_DOUBLE_EQ(*j.budget.max_seconds, 9);
+}
+
+TEST(JobErrors, UnknownFieldSuggestsTheClosest) {
+  json d = minimal();
+  d["KernelSpecification"]["KernelNmae"] = "x";
+  std::string e = error_of(d);
+  EXPECT_NE(e.find("job.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("KernelSpecification.KernelNmae"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'KernelName'"), std::string::npos) << e;
+}
+
+TEST(JobErrors, MissingFieldSaysWhatToAdd) {
+  json d = minimal();
+  d["KernelSpecification"].erase("KernelName");
+  std::string e = error_of(d);
+  EXPECT_NE(e.find("KernelSpecification.KernelName"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing required field"), std::string::npos) << e;
+  EXPECT_NE(e.find("Fix:"), std::string::npos) << e;
+}
+
+TEST(JobErrors, BadExpressionsNameTheField) {
+  json d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[32, 64";
+  EXPECT_NE(error_of(d).find("TuningParameters[0] (block_size_x).Values"), std::string::npos);
+  d = minimal();
+  d["KernelSpecification"]["LocalSize"]["X"] = "block_size_x +";
+  EXPECT_NE(error_of(d).find("KernelSpecification.LocalSize.X"), std::string::npos);
+  d = minimal();
+  d["ConfigurationSpace"]["Conditions"] = {{{"Expression", "block_size_y > 2"}, {"Parameters", json::array()}}};
+  std::string e = error_of(d);
+  EXPECT_NE(e.find("'block_size_y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("not a tuning parameter"), std::string::npos) << e;
+}
+
+TEST(JobErrors, TypeAndValueChecks) {
+  json d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[32, 'a']";
+  EXPECT_NE(error_of(d).find("does not match Type 'int'"), std::string::npos);
+  d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 48;
+  EXPECT_NE(error_of(d).find("not among the Values"), std::string::npos);
+  d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"].push_back(d["ConfigurationSpace"]["TuningParameters"][0]);
+  EXPECT_NE(error_of(d).find("defined twice"), std::string::npos);
+  d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[]";
+  EXPECT_NE(error_of(d).find("empty"), std::string::npos);
+  d = minimal();
+  d["KernelSpecification"]["Language"] = "OpenCL";
+  EXPECT_NE(error_of(d).find("not supported"), std::string::npos);
+  d = minimal();
+  d["GPUTune"] = {{"Device", {{"Arch", "hopper"}}}};
+  EXPECT_NE(error_of(d).find("GPUTune.Device.Arch"), std::string::npos);
+}
+
+TEST(JobErrors, MalformedJsonGivesLineAndColumn) {
+  test::TempDir dir;
+  test::write_file(dir / "bad.json", "{\n  \"ConfigurationSpace\": {,\n}");
+  try {
+    load_job(dir / "bad.json");
+    FAIL();
+  } catch (const JobError& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("bad.json"), std::string::npos) << w;
+    EXPECT_NE(w.find("line 2"), std::string::npos) << w;
+  }
+  EXPECT_THROW(load_job(dir / "missing.json"), JobError);
+}
+
+TEST(JobErrors, MissingKernelFileIsReportedOnlyWhenNeeded) {
+  Job j = parse_job(minimal(), "/nonexistent/job.json");
+  try {
+    load_kernel_source(j);
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.field, "KernelSpecification.KernelFile");
+    EXPECT_NE(std::string(e.what()).find("k.cu"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gputune

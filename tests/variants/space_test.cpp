@@ -1,0 +1,102 @@
+#include "variants/space.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "db/interchange.h"
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+using nlohmann::json;
+
+Job job_with(const std::string& params, const std::string& conditions) {
+  json d = json::parse(R"({"KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "1"}, "GlobalSize": {"X": "1"}}})");
+  d["ConfigurationSpace"]["TuningParameters"] = json::parse(params);
+  d["ConfigurationSpace"]["Conditions"] = json::parse(conditions);
+  return parse_job(d, "job.json");
+}
+
+TEST(Space, DedispersionMatchesKernelTunerExactly) {
+  Job job = load_job(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json");
+  Space s = build_space(job);
+  ASSERT_EQ(s.size(), 11130u);
+  EXPECT_EQ(s.cartesian_size, 22272u);
+  auto doc = nlohmann::ordered_json::parse(db::read_maybe_gzip(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz"));
+  std::vector<std::string> kt;
+  for (auto it = doc["cache"].begin(); it != doc["cache"].end(); ++it) kt.push_back(it.key());
+  ASSERT_EQ(kt.size(), s.size());
+  std::set<std::string> ours;
+  for (size_t i = 0; i < s.size(); ++i) ours.insert(s.config(i).key());
+  EXPECT_EQ(ours, std::set<std::string>(kt.begin(), kt.end()));
+  // Same order as Kernel Tuner's itertools.product walk.
+  for (size_t i = 0; i < s.size(); ++i) ASSERT_EQ(s.config(i).key(), kt[i]) << "at " << i;
+  // Removal counts add up.
+  std::uint64_t removed = 0;
+  for (auto& c : s.conditions) removed += c.removed;
+  EXPECT_EQ(removed + s.size(), s.cartesian_size);
+}
+
+TEST(Space, FindsConfigurationsByKey) {
+  Job job = load_job(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json");
+  Space s = build_space(job);
+  for (size_t i : {size_t{0}, size_t{17}, size_t{5000}, s.size() - 1})
+    EXPECT_EQ(s.find(s.config(i).key()), static_cast<long>(i));
+  EXPECT_EQ(s.find("1,32,1,1,1,1,0,0"), -1);  // removed by a condition
+  EXPECT_EQ(s.find("nonsense"), -1);
+}
+
+TEST(Space, ConditionsAreCheckedWhenTheirParametersAreBound) {
+  Job job = job_with(R"([{"Name": "a", "Type": "int", "Values": "[1,2,3,4]"},
+                         {"Name": "b", "Type": "int", "Values": "[1,2,3,4]"},
+                         {"Name": "c", "Type": "int", "Values": "[0,1]"}])",
+                     R"([{"Expression": "a % 2 == 0", "Parameters": ["a"]},
+                         {"Expression": "a * b <= 8", "Parameters": ["a", "b"]}])");
+  Space s = build_space(job);
+  // a in {2,4}; a=2: b 1..4; a=4: b 1..2 -> 6 pairs x 2 values of c.
+  EXPECT_EQ(s.size(), 12u);
+  EXPECT_EQ(s.conditions[0].removed, 16u);  // a=1,3: 2*4*2 configurations rejected at depth 1
+  EXPECT_EQ(s.conditions[1].removed, 4u);   // a=4,b=3..4 -> 2*2
+  EXPECT_EQ(s.config(0).key(), "2,1,0");
+  EXPECT_EQ(s.config(11).key(), "4,2,1");
+  EXPECT_EQ(s.config(0).json(), R"({"a": 2, "b": 1, "c": 0})");
+}
+
+TEST(Space, EmptySpaceIsExplained) {
+  Job job = job_with(R"([{"Name": "a", "Type": "int", "Values": "[1,2]"}])",
+                     R"([{"Expression": "a > 5", "Parameters": ["a"]}])");
+  Space s = build_space(job);
+  EXPECT_TRUE(s.empty());
+  std::string why = s.explain_empty();
+  EXPECT_NE(why.find("\"a > 5\" removed 2"), std::string::npos) << why;
+}
+
+TEST(Space, ConditionErrorsNameTheCondition) {
+  Job job = job_with(R"([{"Name": "a", "Type": "int", "Values": "[0,1]"}])",
+                     R"([{"Expression": "10 // a > 1", "Parameters": ["a"]}])");
+  try {
+    build_space(job);
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.field, "ConfigurationSpace.Conditions[0]");
+    EXPECT_NE(std::string(e.what()).find("a=0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Space, StringAndFloatParametersFormatLikePython) {
+  Job job = job_with(R"([{"Name": "t", "Type": "string", "Values": "['float', 'half']"},
+                         {"Name": "f", "Type": "float", "Values": "[0.5, 1.0]"}])",
+                     "[]");
+  Space s = build_space(job);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s.config(1).key(), "float,1.0");
+  EXPECT_EQ(s.config(2).json(), R"({"t": "half", "f": 0.5})");
+}
+
+}  // namespace
+}  // namespace gputune
