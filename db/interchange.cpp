@@ -21,7 +21,8 @@ std::string read_maybe_gzip(const std::string& path) {
   const char* msg = gzerror(f, &err);
   std::string why = msg ? msg : "";
   gzclose(f);
-  if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) throw std::runtime_error(path + ": read error: " + why);
+  if (n < 0 || (err != Z_OK && err != Z_STREAM_END))
+    throw std::runtime_error(path + ": read error: " + why);
   return out;
 }
 
@@ -52,7 +53,8 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   }
   auto need = [&](const char* key) -> const json& {
     if (!doc.contains(key))
-      throw std::runtime_error(path + ": field '" + key + "' is missing: not a Kernel Tuner cache file");
+      throw std::runtime_error(path + ": field '" + key +
+                               "' is missing: not a Kernel Tuner cache file");
     return doc[key];
   };
   ImportSummary sum;
@@ -64,8 +66,7 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   json ps = doc.value("problem_size", json::array({1}));
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
-  for (size_t i = 0; i < ps.size(); ++i)
-    sum.context += (i ? "x" : "") + value_text(ps[i]);
+  for (size_t i = 0; i < ps.size(); ++i) sum.context += (i ? "x" : "") + value_text(ps[i]);
 
   Transaction t(store.db());
   DeviceRecord dev;
@@ -93,7 +94,8 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
     for (size_t i = 0; i < keys.size(); ++i) {
       std::string k = keys[i].get<std::string>();
       if (!e.contains(k))
-        throw std::runtime_error(path + ": cache entry '" + it.key() + "' lacks parameter '" + k + "'");
+        throw std::runtime_error(path + ": cache entry '" + it.key() + "' lacks parameter '" + k +
+                                 "'");
       params[k] = e[k];
       key += (i ? "," : "") + value_text(e[k]);
     }
@@ -116,7 +118,8 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
       m.reason = "Kernel Tuner: " + err;
       ++sum.failed;
     }
-    if (e.contains("compile_time") && e["compile_time"].is_number()) m.compile_ms = e["compile_time"].get<double>();
+    if (e.contains("compile_time") && e["compile_time"].is_number())
+      m.compile_ms = e["compile_time"].get<double>();
     std::int64_t mid = store.add_measurement(m);
     ++sum.measurements;
     if (m.status == "correct" && (best_id == 0 || *m.time_ms < sum.best_ms))

@@ -16,7 +16,8 @@ Database::Database(const std::string& path) : path_(path) {
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   db_.reset(raw);
   if (rc != SQLITE_OK)
-    throw DbError(path + ": cannot open database: " + (raw ? sqlite3_errmsg(raw) : "out of memory"), rc);
+    throw DbError(path + ": cannot open database: " + (raw ? sqlite3_errmsg(raw) : "out of memory"),
+                  rc);
   sqlite3_busy_timeout(raw, 10000);
   sqlite3_extended_result_codes(raw, 1);
 }
@@ -64,7 +65,8 @@ Statement& Statement::bind(int i, double v) {
   return *this;
 }
 Statement& Statement::bind(int i, const std::string& v) {
-  db_->check(sqlite3_bind_text(stmt_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC), "bind");
+  db_->check(sqlite3_bind_text(stmt_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC),
+             "bind");
   return *this;
 }
 Statement& Statement::bind_null(int i) {
@@ -93,7 +95,8 @@ std::int64_t Statement::int64(int c) const { return sqlite3_column_int64(stmt_.g
 double Statement::real(int c) const { return sqlite3_column_double(stmt_.get(), c); }
 std::string Statement::text(int c) const {
   auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), c));
-  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), c))) : std::string();
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), c)))
+           : std::string();
 }
 
 Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }

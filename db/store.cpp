@@ -5,10 +5,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "variants/hash.h"
 
@@ -133,7 +132,8 @@ void Store::migrate() {
   const int target = static_cast<int>(std::size(kMigrations));
   if (version > target)
     throw DbError(db_.path() + ": database schema version " + std::to_string(version) +
-                  " is newer than this gputune (" + std::to_string(target) + "). Fix: upgrade gputune");
+                  " is newer than this gputune (" + std::to_string(target) +
+                  "). Fix: upgrade gputune");
   for (; version < target; ++version) {
     Transaction t(db_);
     db_.exec(kMigrations[version]);
@@ -179,10 +179,10 @@ std::int64_t Store::upsert_kernel(const std::string& name, const std::string& ha
 std::int64_t Store::upsert_job(const std::string& name, const std::string& file,
                                const std::string& document) {
   std::string hash = sha256_hex(document);
-  return upsert(db_,
-                "INSERT INTO jobs(hash,name,file,document) VALUES(?,?,?,?) ON CONFLICT(hash) DO NOTHING",
-                "SELECT id FROM jobs WHERE hash=?", hash,
-                [&](Statement& s) { s.bind(2, name).bind(3, file).bind(4, document); });
+  return upsert(
+      db_, "INSERT INTO jobs(hash,name,file,document) VALUES(?,?,?,?) ON CONFLICT(hash) DO NOTHING",
+      "SELECT id FROM jobs WHERE hash=?", hash,
+      [&](Statement& s) { s.bind(2, name).bind(3, file).bind(4, document); });
 }
 
 std::int64_t Store::upsert_context(ContextRecord c) {
@@ -192,19 +192,20 @@ std::int64_t Store::upsert_context(ContextRecord c) {
     Statement d(db_, "SELECT uid FROM devices WHERE id=?");
     d.bind(1, c.device_id);
     if (!k.step() || !d.step()) throw DbError("context refers to an unknown kernel or device");
-    c.hash = sha256_hex(k.text(0) + "|" + d.text(0) + "|" + c.problem_size_json + "|" + c.values_json +
-                        "|" + c.arch + "|" + std::to_string(c.driver_version) + "|" + c.toolkit_version +
-                        "|" + c.nvrtc_version);
+    c.hash = sha256_hex(k.text(0) + "|" + d.text(0) + "|" + c.problem_size_json + "|" +
+                        c.values_json + "|" + c.arch + "|" + std::to_string(c.driver_version) +
+                        "|" + c.toolkit_version + "|" + c.nvrtc_version);
   }
-  return upsert(db_,
-                "INSERT INTO contexts(hash,kernel_id,device_id,label,problem_size,input_values,arch,"
-                "driver_version,toolkit_version,nvrtc_version) VALUES(?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(hash) DO NOTHING",
-                "SELECT id FROM contexts WHERE hash=?", c.hash, [&](Statement& s) {
-                  s.bind(2, c.kernel_id).bind(3, c.device_id).bind(4, c.label);
-                  s.bind(5, c.problem_size_json).bind(6, c.values_json).bind(7, c.arch);
-                  s.bind(8, c.driver_version).bind(9, c.toolkit_version).bind(10, c.nvrtc_version);
-                });
+  return upsert(
+      db_,
+      "INSERT INTO contexts(hash,kernel_id,device_id,label,problem_size,input_values,arch,"
+      "driver_version,toolkit_version,nvrtc_version) VALUES(?,?,?,?,?,?,?,?,?,?) "
+      "ON CONFLICT(hash) DO NOTHING",
+      "SELECT id FROM contexts WHERE hash=?", c.hash, [&](Statement& s) {
+        s.bind(2, c.kernel_id).bind(3, c.device_id).bind(4, c.label);
+        s.bind(5, c.problem_size_json).bind(6, c.values_json).bind(7, c.arch);
+        s.bind(8, c.driver_version).bind(9, c.toolkit_version).bind(10, c.nvrtc_version);
+      });
 }
 
 std::int64_t Store::upsert_variant(std::int64_t kernel_id, const std::string& config_key,
@@ -216,11 +217,13 @@ std::int64_t Store::upsert_variant(std::int64_t kernel_id, const std::string& co
   return upsert(db_,
                 "INSERT INTO variants(hash,kernel_id,config_key,params) VALUES(?,?,?,?) "
                 "ON CONFLICT(hash) DO NOTHING",
-                "SELECT id FROM variants WHERE hash=?", hash,
-                [&](Statement& s) { s.bind(2, kernel_id).bind(3, config_key).bind(4, params_json); });
+                "SELECT id FROM variants WHERE hash=?", hash, [&](Statement& s) {
+                  s.bind(2, kernel_id).bind(3, config_key).bind(4, params_json);
+                });
 }
 
-std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total) {
+std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy,
+                              std::int64_t total) {
   Statement s(db_, "INSERT INTO runs(uid,job_id,strategy,status,total) VALUES(?,?,?,'running',?)");
   std::string uid = random_uid();
   s.bind(1, uid).bind(2, job_id).bind(3, strategy).bind(4, total);
@@ -235,9 +238,10 @@ void Store::update_run_progress(std::int64_t run_id, std::int64_t done) {
 }
 
 void Store::finish_run(std::int64_t run_id, const std::string& status, const std::string& message) {
-  Statement s(db_,
-              "UPDATE runs SET status=?, message=?, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') "
-              "WHERE id=?");
+  Statement s(
+      db_,
+      "UPDATE runs SET status=?, message=?, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') "
+      "WHERE id=?");
   s.bind(1, status).bind(2, message).bind(3, run_id);
   s.run();
 }
@@ -246,10 +250,11 @@ std::int64_t Store::add_measurement(const MeasurementRecord& m) {
   bool known = false;
   for (auto* st : kStatuses) known = known || m.status == st;
   if (!known) throw DbError("unknown measurement status '" + m.status + "'");
-  Statement s(db_,
-              "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
-              "compile_ms,registers,static_smem,local_bytes,spill_bytes,occupancy,gflops,gbps,"
-              "cubin_hash,grid,block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement s(
+      db_,
+      "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
+      "compile_ms,registers,static_smem,local_bytes,spill_bytes,occupancy,gflops,gbps,"
+      "cubin_hash,grid,block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   std::string samples = nlohmann::json(m.samples_ms).dump();
   s.bind(1, m.run_id).bind(2, m.context_id).bind(3, m.variant_id).bind(4, m.status);
   s.bind(5, m.reason).bind(6, m.log).bind(7, m.time_ms).bind(8, samples).bind(9, m.compile_ms);
@@ -270,10 +275,11 @@ bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id) {
                 "WHERE w.context_id=?");
   cur.bind(1, context_id);
   if (cur.step() && cur.real(0) <= t) return false;
-  Statement up(db_,
-               "INSERT INTO winners(context_id,measurement_id) VALUES(?,?) ON CONFLICT(context_id) DO "
-               "UPDATE SET measurement_id=excluded.measurement_id, "
-               "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+  Statement up(
+      db_,
+      "INSERT INTO winners(context_id,measurement_id) VALUES(?,?) ON CONFLICT(context_id) DO "
+      "UPDATE SET measurement_id=excluded.measurement_id, "
+      "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
   up.bind(1, context_id).bind(2, measurement_id);
   up.run();
   return true;
@@ -287,7 +293,8 @@ std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::stri
               "JOIN measurements m ON m.id=w.measurement_id JOIN contexts c ON c.id=w.context_id "
               "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
               "JOIN variants v ON v.id=m.variant_id "
-              "WHERE (k.name=?1 OR k.hash LIKE ?1 || '%') AND (?2='' OR c.label=?2) AND (?3='' OR d.name=?3) "
+              "WHERE (k.name=?1 OR k.hash LIKE ?1 || '%') AND (?2='' OR c.label=?2) AND (?3='' OR "
+              "d.name=?3) "
               "ORDER BY c.label, d.name");
   s.bind(1, kernel).bind(2, label).bind(3, device);
   std::vector<WinnerRow> out;
@@ -334,17 +341,23 @@ std::vector<RunRow> Store::runs(int limit) {
 }
 
 std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_t context_id) {
-  Statement s(db_,
-              "SELECT m.id, m.run_id, m.context_id, m.variant_id, m.status, m.reason, m.log, m.time_ms, "
-              "m.samples, m.compile_ms, m.registers, m.static_smem, m.local_bytes, m.spill_bytes, "
-              "m.occupancy, m.gflops, m.gbps, m.cubin_hash, m.grid, m.block, v.config_key, v.params, "
-              "c.label, m.created_at FROM measurements m JOIN variants v ON v.id=m.variant_id "
-              "JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND (?2=0 OR m.context_id=?2) "
-              "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
+  Statement s(
+      db_,
+      "SELECT m.id, m.run_id, m.context_id, m.variant_id, m.status, m.reason, m.log, m.time_ms, "
+      "m.samples, m.compile_ms, m.registers, m.static_smem, m.local_bytes, m.spill_bytes, "
+      "m.occupancy, m.gflops, m.gbps, m.cubin_hash, m.grid, m.block, v.config_key, v.params, "
+      "c.label, m.created_at FROM measurements m JOIN variants v ON v.id=m.variant_id "
+      "JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND (?2=0 OR "
+      "m.context_id=?2) "
+      "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
   s.bind(1, run_id).bind(2, context_id);
   std::vector<MeasurementRow> out;
-  auto opt_int = [&](int c) { return s.is_null(c) ? std::nullopt : std::optional<int>(static_cast<int>(s.int64(c))); };
-  auto opt_real = [&](int c) { return s.is_null(c) ? std::nullopt : std::optional<double>(s.real(c)); };
+  auto opt_int = [&](int c) {
+    return s.is_null(c) ? std::nullopt : std::optional<int>(static_cast<int>(s.int64(c)));
+  };
+  auto opt_real = [&](int c) {
+    return s.is_null(c) ? std::nullopt : std::optional<double>(s.real(c));
+  };
   while (s.step()) {
     MeasurementRow m;
     m.id = s.int64(0), m.run_id = s.int64(1), m.context_id = s.int64(2), m.variant_id = s.int64(3);

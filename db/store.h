@@ -20,7 +20,7 @@ namespace gputune::db {
 
 /// T4 failure categories, plus "compiled" for a variant compiled and inspected but not timed.
 /// Only "correct" measurements can win.
-inline constexpr const char* kStatuses[] = {"correct", "compile", "runtime", "correctness",
+inline constexpr const char* kStatuses[] = {"correct", "compile",     "runtime", "correctness",
                                             "timeout", "constraints", "compiled"};
 
 struct DeviceRecord {
@@ -40,14 +40,14 @@ struct ContextRecord {
   std::string arch;                ///< sm_90
   int driver_version = 0;          ///< 0: none
   std::string toolkit_version, nvrtc_version;
-  std::string hash;                ///< computed by the store when empty
+  std::string hash;  ///< computed by the store when empty
 };
 
 struct MeasurementRecord {
   std::int64_t run_id = 0, context_id = 0, variant_id = 0;
-  std::string status;  ///< one of kStatuses
-  std::string reason;  ///< failure reason or note
-  std::string log;     ///< compile log for failures
+  std::string status;             ///< one of kStatuses
+  std::string reason;             ///< failure reason or note
+  std::string log;                ///< compile log for failures
   std::optional<double> time_ms;  ///< median
   std::vector<double> samples_ms;
   std::optional<double> compile_ms;
@@ -89,8 +89,10 @@ class Store {
   Database& db() { return db_; }
 
   std::int64_t upsert_device(const DeviceRecord& d);
-  std::int64_t upsert_kernel(const std::string& name, const std::string& hash, const std::string& source);
-  std::int64_t upsert_job(const std::string& name, const std::string& file, const std::string& document);
+  std::int64_t upsert_kernel(const std::string& name, const std::string& hash,
+                             const std::string& source);
+  std::int64_t upsert_job(const std::string& name, const std::string& file,
+                          const std::string& document);
   std::int64_t upsert_context(ContextRecord c);
   std::int64_t upsert_variant(std::int64_t kernel_id, const std::string& config_key,
                               const std::string& params_json);

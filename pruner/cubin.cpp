@@ -11,7 +11,8 @@ namespace {
 // ELF64 little-endian structures, read field by field (no <elf.h> needed, no alignment games).
 template <typename T>
 T rd(std::string_view b, size_t off) {
-  if (off + sizeof(T) > b.size()) throw CubinError("cubin truncated (offset " + std::to_string(off) + ")");
+  if (off + sizeof(T) > b.size())
+    throw CubinError("cubin truncated (offset " + std::to_string(off) + ")");
   T v;
   std::memcpy(&v, b.data() + off, sizeof(T));
   return v;
@@ -36,7 +37,10 @@ struct Elf {
 };
 
 Elf parse_elf(std::string_view b) {
-  if (b.size() < 64 || std::memcmp(b.data(), "\x7f" "ELF", 4) != 0)
+  if (b.size() < 64 || std::memcmp(b.data(),
+                                   "\x7f"
+                                   "ELF",
+                                   4) != 0)
     throw CubinError("not an ELF file (a cubin starts with \\x7fELF)");
   if (b[4] != 2 || b[5] != 1) throw CubinError("not a 64-bit little-endian ELF");
   if (rd<std::uint16_t>(b, 0x12) != 190) throw CubinError("ELF machine is not NVIDIA CUDA (190)");
@@ -65,7 +69,8 @@ Elf parse_elf(std::string_view b) {
     return std::string(b.substr(off, end == std::string_view::npos ? b.size() - off : end - off));
   };
   const Section& shstr = e.sections[shstrndx];
-  for (size_t i = 0; i < e.sections.size(); ++i) e.sections[i].name = cstr(shstr.offset + name_off[i]);
+  for (size_t i = 0; i < e.sections.size(); ++i)
+    e.sections[i].name = cstr(shstr.offset + name_off[i]);
   for (auto& s : e.sections) {
     if (s.type != 2) continue;  // SHT_SYMTAB
     const Section& strtab = e.sections.at(s.link);
@@ -133,8 +138,9 @@ Resources read_cubin_resources(std::string_view b, const std::string& kernel) {
     } else if (s.name == ".nv.info." + kernel) {
       for_each_attr(b, s, [&](std::uint8_t attr, size_t off, size_t sz) {
         if (attr == EIATTR_MAX_THREADS && sz >= 12)
-          r.max_threads = static_cast<int>(rd<std::uint32_t>(b, off) * rd<std::uint32_t>(b, off + 4) *
-                                           rd<std::uint32_t>(b, off + 8));
+          r.max_threads =
+              static_cast<int>(rd<std::uint32_t>(b, off) * rd<std::uint32_t>(b, off + 4) *
+                               rd<std::uint32_t>(b, off + 8));
         if (attr == EIATTR_PARAM_CBANK_SIZE && sz >= 2) r.param_bytes = rd<std::uint16_t>(b, off);
       });
     } else if (s.name == ".nv.shared." + kernel) {

@@ -16,13 +16,13 @@
 namespace gputune::pruner {
 
 struct Resources {
-  int registers = 0;            ///< per thread
-  int static_smem = 0;          ///< bytes, user-declared __shared__ (what ptxas reports as smem)
-  int reserved_smem = 0;        ///< bytes the system reserves per block inside the cubin (sm_90)
-  int local_bytes = 0;          ///< stack frame per thread (spills and local arrays)
-  int max_threads = 0;          ///< __launch_bounds__ / maxntid product; 0 when not set
-  int param_bytes = 0;          ///< kernel parameter block size
-  int spill_stores = -1;        ///< bytes, from the ptxas log; -1 when unknown
+  int registers = 0;      ///< per thread
+  int static_smem = 0;    ///< bytes, user-declared __shared__ (what ptxas reports as smem)
+  int reserved_smem = 0;  ///< bytes the system reserves per block inside the cubin (sm_90)
+  int local_bytes = 0;    ///< stack frame per thread (spills and local arrays)
+  int max_threads = 0;    ///< __launch_bounds__ / maxntid product; 0 when not set
+  int param_bytes = 0;    ///< kernel parameter block size
+  int spill_stores = -1;  ///< bytes, from the ptxas log; -1 when unknown
   int spill_loads = -1;
   bool operator==(const Resources&) const = default;
 };

@@ -2,8 +2,8 @@
  * Owns: device limits (per compute capability, or read from a driver by tuner/) and theoretical
  * occupancy of one variant on one device, as the CUDA occupancy calculator computes it, plus the
  * resource-feasibility check (would this launch fail for resources?).
- * Consumes: Resources (cubin.h), block size, dynamic shared memory, DeviceLimits. Produces: Occupancy.
- * Must not: include cuda.h, launch anything, or touch the database. */
+ * Consumes: Resources (cubin.h), block size, dynamic shared memory, DeviceLimits. Produces:
+ * Occupancy. Must not: include cuda.h, launch anything, or touch the database. */
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ namespace gputune::pruner {
 
 struct DeviceLimits {
   int cc_major = 9, cc_minor = 0;
-  int sm_count = 0;                       ///< 0 when unknown (no device)
+  int sm_count = 0;  ///< 0 when unknown (no device)
   int max_threads_per_block = 1024;
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
@@ -24,9 +24,9 @@ struct DeviceLimits {
   int regs_per_sm = 65536;
   int regs_per_block = 65536;
   int max_regs_per_thread = 255;
-  int reg_alloc_unit = 256;               ///< registers, allocated per warp
-  int smem_per_sm = 233472;               ///< bytes
-  int smem_per_block = 49152;             ///< without opt-in
+  int reg_alloc_unit = 256;    ///< registers, allocated per warp
+  int smem_per_sm = 233472;    ///< bytes
+  int smem_per_block = 49152;  ///< without opt-in
   int smem_per_block_optin = 232448;
   int smem_reserved_per_block = 1024;
   int smem_alloc_unit = 128;
@@ -44,8 +44,8 @@ struct Occupancy {
   std::string infeasible_reason;  ///< which resource exceeds which limit
   int blocks_per_sm = 0;
   int active_warps = 0;
-  double occupancy = 0;           ///< active warps / max warps per SM
-  std::string limiter;            ///< warps, registers, shared memory, blocks
+  double occupancy = 0;  ///< active warps / max warps per SM
+  std::string limiter;   ///< warps, registers, shared memory, blocks
 };
 
 /// Theoretical occupancy. The dynamic shared memory is the launch's.

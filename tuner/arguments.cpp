@@ -22,8 +22,8 @@ ElementType parse_element_type(const std::string& t) {
     }
   }
   static const std::pair<const char*, ElementType> table[] = {
-      {"bool", {ScalarKind::Bool, 1, 1}}, {"int8", {ScalarKind::I8, 1, 1}},
-      {"uint8", {ScalarKind::U8, 1, 1}},  {"int16", {ScalarKind::I16, 1, 2}},
+      {"bool", {ScalarKind::Bool, 1, 1}},  {"int8", {ScalarKind::I8, 1, 1}},
+      {"uint8", {ScalarKind::U8, 1, 1}},   {"int16", {ScalarKind::I16, 1, 2}},
       {"uint16", {ScalarKind::U16, 1, 2}}, {"int32", {ScalarKind::I32, 1, 4}},
       {"uint32", {ScalarKind::U32, 1, 4}}, {"int64", {ScalarKind::I64, 1, 8}},
       {"uint64", {ScalarKind::U64, 1, 8}}, {"half", {ScalarKind::F16, 1, 2}},
@@ -46,7 +46,8 @@ std::uint16_t float_to_half(float f) {
   std::uint32_t sign = (x >> 16) & 0x8000u;
   int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
   std::uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<std::uint16_t>(sign);
@@ -64,7 +65,8 @@ std::uint16_t float_to_half(float f) {
 float half_to_float(std::uint16_t h) {
   std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
   if (exp == 0) {
-    if (mant == 0) x = sign;
+    if (mant == 0)
+      x = sign;
     else {
       exp = 127 - 15 + 1;
       while (!(mant & 0x400u)) mant <<= 1, --exp;
@@ -88,18 +90,42 @@ void put(unsigned char* p, T v) {
 void write_scalar(const ElementType& t, unsigned char* data, std::uint64_t i, double v) {
   unsigned char* p = data + i * static_cast<std::uint64_t>(t.scalar_bytes);
   switch (t.kind) {
-    case ScalarKind::Bool: put<std::uint8_t>(p, v != 0); break;
-    case ScalarKind::I8: put(p, static_cast<std::int8_t>(v)); break;
-    case ScalarKind::U8: put(p, static_cast<std::uint8_t>(v)); break;
-    case ScalarKind::I16: put(p, static_cast<std::int16_t>(v)); break;
-    case ScalarKind::U16: put(p, static_cast<std::uint16_t>(v)); break;
-    case ScalarKind::I32: put(p, static_cast<std::int32_t>(v)); break;
-    case ScalarKind::U32: put(p, static_cast<std::uint32_t>(v)); break;
-    case ScalarKind::I64: put(p, static_cast<std::int64_t>(v)); break;
-    case ScalarKind::U64: put(p, static_cast<std::uint64_t>(v)); break;
-    case ScalarKind::F16: put(p, float_to_half(static_cast<float>(v))); break;
-    case ScalarKind::F32: put(p, static_cast<float>(v)); break;
-    case ScalarKind::F64: put(p, v); break;
+    case ScalarKind::Bool:
+      put<std::uint8_t>(p, v != 0);
+      break;
+    case ScalarKind::I8:
+      put(p, static_cast<std::int8_t>(v));
+      break;
+    case ScalarKind::U8:
+      put(p, static_cast<std::uint8_t>(v));
+      break;
+    case ScalarKind::I16:
+      put(p, static_cast<std::int16_t>(v));
+      break;
+    case ScalarKind::U16:
+      put(p, static_cast<std::uint16_t>(v));
+      break;
+    case ScalarKind::I32:
+      put(p, static_cast<std::int32_t>(v));
+      break;
+    case ScalarKind::U32:
+      put(p, static_cast<std::uint32_t>(v));
+      break;
+    case ScalarKind::I64:
+      put(p, static_cast<std::int64_t>(v));
+      break;
+    case ScalarKind::U64:
+      put(p, static_cast<std::uint64_t>(v));
+      break;
+    case ScalarKind::F16:
+      put(p, float_to_half(static_cast<float>(v)));
+      break;
+    case ScalarKind::F32:
+      put(p, static_cast<float>(v));
+      break;
+    case ScalarKind::F64:
+      put(p, v);
+      break;
   }
 }
 
@@ -110,18 +136,21 @@ T get(const unsigned char* p) {
   return v;
 }
 
-std::vector<unsigned char> read_raw(const Job& job, const std::string& field, const std::string& file,
-                                    std::uint64_t bytes) {
-  auto path = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file) : job.file.parent_path() / file;
+std::vector<unsigned char> read_raw(const Job& job, const std::string& field,
+                                    const std::string& file, std::uint64_t bytes) {
+  auto path = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
+                                                        : job.file.parent_path() / file;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw JobError(job.file.string(), field, "cannot read '" + path.string() + "'", "give a path relative to the job file");
+  if (!in)
+    throw JobError(job.file.string(), field, "cannot read '" + path.string() + "'",
+                   "give a path relative to the job file");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
   if (s.size() != bytes)
     throw JobError(job.file.string(), field,
-                   "'" + path.string() + "' has " + std::to_string(s.size()) + " bytes, the argument needs " +
-                       std::to_string(bytes),
+                   "'" + path.string() + "' has " + std::to_string(s.size()) +
+                       " bytes, the argument needs " + std::to_string(bytes),
                    "write exactly Size x element-size bytes");
   return {s.begin(), s.end()};
 }
@@ -131,18 +160,30 @@ std::vector<unsigned char> read_raw(const Job& job, const std::string& field, co
 double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_t i) {
   const unsigned char* p = data + i * static_cast<std::uint64_t>(t.scalar_bytes);
   switch (t.kind) {
-    case ScalarKind::Bool: return get<std::uint8_t>(p) ? 1 : 0;
-    case ScalarKind::I8: return get<std::int8_t>(p);
-    case ScalarKind::U8: return get<std::uint8_t>(p);
-    case ScalarKind::I16: return get<std::int16_t>(p);
-    case ScalarKind::U16: return get<std::uint16_t>(p);
-    case ScalarKind::I32: return get<std::int32_t>(p);
-    case ScalarKind::U32: return get<std::uint32_t>(p);
-    case ScalarKind::I64: return static_cast<double>(get<std::int64_t>(p));
-    case ScalarKind::U64: return static_cast<double>(get<std::uint64_t>(p));
-    case ScalarKind::F16: return half_to_float(get<std::uint16_t>(p));
-    case ScalarKind::F32: return get<float>(p);
-    case ScalarKind::F64: return get<double>(p);
+    case ScalarKind::Bool:
+      return get<std::uint8_t>(p) ? 1 : 0;
+    case ScalarKind::I8:
+      return get<std::int8_t>(p);
+    case ScalarKind::U8:
+      return get<std::uint8_t>(p);
+    case ScalarKind::I16:
+      return get<std::int16_t>(p);
+    case ScalarKind::U16:
+      return get<std::uint16_t>(p);
+    case ScalarKind::I32:
+      return get<std::int32_t>(p);
+    case ScalarKind::U32:
+      return get<std::uint32_t>(p);
+    case ScalarKind::I64:
+      return static_cast<double>(get<std::int64_t>(p));
+    case ScalarKind::U64:
+      return static_cast<double>(get<std::uint64_t>(p));
+    case ScalarKind::F16:
+      return half_to_float(get<std::uint16_t>(p));
+    case ScalarKind::F32:
+      return get<float>(p);
+    case ScalarKind::F64:
+      return get<double>(p);
   }
   return 0;
 }
@@ -155,7 +196,8 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
     try {
       return eval_expression(e, bindings);
     } catch (const ExprError& err) {
-      throw JobError(job.file.string(), field, err.what(), "use ProblemSize[i], context Values or parameter value lists");
+      throw JobError(job.file.string(), field, err.what(),
+                     "use ProblemSize[i], context Values or parameter value lists");
     }
   };
   std::vector<HostArgument> out;
@@ -170,13 +212,15 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
     h.written = a.access != "ReadOnly";
     Value size = h.is_vector ? eval(a.size_expr, path + ".Size") : Value(1);
     if (!(size.is_int() || size.is_bool()) || size.as_int() < 1)
-      throw JobError(job.file.string(), path + ".Size", "evaluates to " + size.repr() + " in context " + ctx.name,
+      throw JobError(job.file.string(), path + ".Size",
+                     "evaluates to " + size.repr() + " in context " + ctx.name,
                      "give a positive integer number of elements");
     h.elements = static_cast<std::uint64_t>(size.as_int());
     std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
     std::uint64_t bytes = scalars * static_cast<std::uint64_t>(h.type.scalar_bytes);
     if (bytes > (std::uint64_t{1} << 40))
-      throw JobError(job.file.string(), path + ".Size", "needs " + std::to_string(bytes) + " bytes", "use a smaller size");
+      throw JobError(job.file.string(), path + ".Size", "needs " + std::to_string(bytes) + " bytes",
+                     "use a smaller size");
     if (a.fill_type == "BinaryRaw") {
       h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {
@@ -186,7 +230,8 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
         for (std::uint64_t k = 0; k < scalars; ++k) write_scalar(h.type, h.data.data(), k, fill);
       } else {  // Random: uniform in [0, FillValue), reproducible per argument
         std::mt19937_64 rng(a.seed.value_or(job.seed * 1000003u + i));
-        bool integral = h.type.kind != ScalarKind::F16 && h.type.kind != ScalarKind::F32 && h.type.kind != ScalarKind::F64;
+        bool integral = h.type.kind != ScalarKind::F16 && h.type.kind != ScalarKind::F32 &&
+                        h.type.kind != ScalarKind::F64;
         std::uniform_real_distribution<double> dist(0.0, fill == 0 ? 1.0 : fill);
         for (std::uint64_t k = 0; k < scalars; ++k) {
           double v = dist(rng);
@@ -198,12 +243,14 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
   }
   for (size_t i = 0; i < job.references.size(); ++i) {
     const ReferenceArgument& r = job.references[i];
-    std::string path = "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "] (" + r.name + ")";
+    std::string path =
+        "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "] (" + r.name + ")";
     for (auto& h : out) {
       if (h.name != r.target) continue;
       std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
       if (r.fill_type == "BinaryRaw") {
-        h.reference = read_raw(job, path + ".DataSource", r.data_source, scalars * static_cast<std::uint64_t>(h.type.scalar_bytes));
+        h.reference = read_raw(job, path + ".DataSource", r.data_source,
+                               scalars * static_cast<std::uint64_t>(h.type.scalar_bytes));
       } else {
         double v = eval(r.fill_value, path + ".FillValue").as_double();
         h.reference.assign(h.data.size(), 0);
@@ -219,14 +266,15 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
 std::string Comparison::describe(const std::string& arg) const {
   if (ok) return {};
   std::ostringstream s;
-  s << "output '" << arg << "' differs from the reference at " << mismatches << " element(s); first at index "
-    << first_bad << ": got " << actual_at_first << ", expected " << expected_at_first
-    << " (max abs error " << max_abs_error << ")";
+  s << "output '" << arg << "' differs from the reference at " << mismatches
+    << " element(s); first at index " << first_bad << ": got " << actual_at_first << ", expected "
+    << expected_at_first << " (max abs error " << max_abs_error << ")";
   return s.str();
 }
 
 Comparison compare_output(const HostArgument& arg, const std::vector<unsigned char>& actual,
-                          const std::vector<unsigned char>& expected, double abs_tol, double rel_tol) {
+                          const std::vector<unsigned char>& expected, double abs_tol,
+                          double rel_tol) {
   Comparison c;
   std::uint64_t n = arg.elements * static_cast<std::uint64_t>(arg.type.components);
   if (actual.size() != expected.size()) {

@@ -32,9 +32,9 @@ struct HostArgument {
   ElementType type;
   bool is_vector = true;
   bool output = false;
-  bool written = false;                  ///< WriteOnly / ReadWrite: re-upload before each variant
-  std::uint64_t elements = 0;            ///< vector elements (each `components` scalars)
-  std::vector<unsigned char> data;       ///< initial contents (scalar: its value)
+  bool written = false;             ///< WriteOnly / ReadWrite: re-upload before each variant
+  std::uint64_t elements = 0;       ///< vector elements (each `components` scalars)
+  std::vector<unsigned char> data;  ///< initial contents (scalar: its value)
   /// Expected output (ReferenceArguments); empty when the default configuration's output is used.
   std::vector<unsigned char> reference;
   std::string validation_method = "AbsoluteDifference";
@@ -62,6 +62,7 @@ struct Comparison {
 /// a number; NaN matches NaN). With a ReferenceArgument threshold, AbsoluteDifference uses
 /// |a-e| <= threshold and SideBySideRelativeComparison |a-e| <= threshold*|e|.
 Comparison compare_output(const HostArgument& arg, const std::vector<unsigned char>& actual,
-                          const std::vector<unsigned char>& expected, double abs_tol, double rel_tol);
+                          const std::vector<unsigned char>& expected, double abs_tol,
+                          double rel_tol);
 
 }  // namespace gputune::tuner

@@ -6,10 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "variants/hash.h"
 
@@ -69,7 +68,8 @@ CompiledVariant compile_variant(const Variant& v, const std::string& arch) {
   for (auto& o : opts) argv.push_back(o.c_str());
   nvrtcResult rc = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
   c.log = program_log(prog.get());
-  c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (rc != NVRTC_SUCCESS) {
     if (c.log.empty()) c.log = nvrtcGetErrorString(rc);
     return c;
@@ -94,13 +94,16 @@ CompiledVariant compile_variant(const Variant& v, const std::string& arch) {
 
 std::filesystem::path CubinCache::default_dir() {
   if (const char* d = std::getenv("GPUTUNE_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "gputune";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "gputune";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "gputune";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::filesystem::path(h) / ".cache" / "gputune";
   return ".gputune-cache";
 }
 
 std::string CubinCache::key(const Variant& v, const std::string& arch) {
-  std::string k = "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
+  std::string k =
+      "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
   for (auto& o : nvrtc_options(v, arch)) k += "opt " + o + "\n";
   return sha256_hex(k + "source\n" + v.source);
 }
@@ -116,7 +119,8 @@ std::optional<CompiledVariant> CubinCache::get(const std::string& key) const {
     auto m = nlohmann::json::parse(meta);
     CompiledVariant c;
     c.cubin = ss.str();
-    if (sha256_hex(c.cubin) != m.at("cubin_hash").get<std::string>()) return std::nullopt;  // torn/corrupt
+    if (sha256_hex(c.cubin) != m.at("cubin_hash").get<std::string>())
+      return std::nullopt;  // torn/corrupt
     c.ok = true;
     c.cached = true;
     c.key = key;
@@ -145,7 +149,8 @@ void CubinCache::put(const CompiledVariant& c) const {
     }
     std::filesystem::rename(tmp, sub / (c.key + ext), ec);
   };
-  nlohmann::json m = {{"cubin_hash", c.cubin_hash}, {"lowered_name", c.lowered_name}, {"log", c.log}};
+  nlohmann::json m = {
+      {"cubin_hash", c.cubin_hash}, {"lowered_name", c.lowered_name}, {"log", c.log}};
   write(".cubin", c.cubin);
   write(".json", m.dump());
 }
@@ -155,13 +160,14 @@ int default_compile_threads() {
   return static_cast<int>(std::clamp(n == 0 ? 1u : n, 1u, 8u));
 }
 
-std::vector<CompiledVariant> compile_all(const std::vector<Variant>& variants, const std::string& arch,
-                                         const CubinCache& cache, int threads,
-                                         const std::function<void(size_t, const CompiledVariant&)>& on_done) {
+std::vector<CompiledVariant> compile_all(
+    const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
+    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done) {
   std::vector<CompiledVariant> out(variants.size());
   std::atomic<size_t> next{0};
   if (threads <= 0) threads = default_compile_threads();
-  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(variants.size(), 1)));
+  threads = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(variants.size(), 1)));
   std::mutex err_mu;
   std::exception_ptr first_error;
   auto worker = [&] {

@@ -25,8 +25,8 @@ struct CompiledVariant {
   std::string log;           ///< NVRTC log (ptxas -v info included)
   double compile_ms = 0;     ///< 0 when served from the cache
   bool cached = false;
-  std::string key;           ///< cache key (SHA-256)
-  std::string cubin_hash;    ///< SHA-256 of the cubin (equal hashes: identical code)
+  std::string key;         ///< cache key (SHA-256)
+  std::string cubin_hash;  ///< SHA-256 of the cubin (equal hashes: identical code)
 };
 
 /// "13.0"
@@ -60,9 +60,8 @@ int default_compile_threads();
 
 /// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`
 /// is called from worker threads (serialise inside it) as each finishes.
-std::vector<CompiledVariant> compile_all(const std::vector<Variant>& variants,
-                                         const std::string& arch, const CubinCache& cache,
-                                         int threads,
-                                         const std::function<void(size_t, const CompiledVariant&)>& on_done = {});
+std::vector<CompiledVariant> compile_all(
+    const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
+    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done = {});
 
 }  // namespace gputune::tuner

@@ -68,11 +68,14 @@ const Driver& Driver::instance() {
     load(d.cuEventRecord, "cuEventRecord");
     load(d.cuEventSynchronize, "cuEventSynchronize");
     load(d.cuEventQuery, "cuEventQuery");
-    d.cuEventElapsedTime = reinterpret_cast<decltype(d.cuEventElapsedTime)>(dlsym(d.handle_, "cuEventElapsedTime_v2"));
-    if (!d.cuEventElapsedTime) load(d.cuEventElapsedTime, "cuEventElapsedTime");  // drivers before 12.8
+    d.cuEventElapsedTime =
+        reinterpret_cast<decltype(d.cuEventElapsedTime)>(dlsym(d.handle_, "cuEventElapsedTime_v2"));
+    if (!d.cuEventElapsedTime)
+      load(d.cuEventElapsedTime, "cuEventElapsedTime");  // drivers before 12.8
     load(d.cuGetErrorName, "cuGetErrorName");
     load(d.cuGetErrorString, "cuGetErrorString");
-    load(d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    load(d.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     if (missing) {
       d.why_ = std::string("the CUDA driver library lacks ") + missing_name + " (driver too old?)";
       return;
@@ -111,7 +114,9 @@ void Driver::check(CUresult rc, const char* call, const std::string& context) co
 namespace {
 const Driver& drv() {
   const Driver& d = Driver::instance();
-  if (!d.available()) throw CudaError("CUDA driver unavailable: " + d.unavailable_reason(), CUDA_ERROR_NOT_INITIALIZED);
+  if (!d.available())
+    throw CudaError("CUDA driver unavailable: " + d.unavailable_reason(),
+                    CUDA_ERROR_NOT_INITIALIZED);
   return d;
 }
 int attr(CUdevice dev, CUdevice_attribute a) {
@@ -174,10 +179,13 @@ PrimaryContext::PrimaryContext(int device) {
 PrimaryContext::~PrimaryContext() {
   if (!ctx_) return;
   CUresult rc = Driver::instance().cuDevicePrimaryCtxRelease(dev_);
-  if (rc != CUDA_SUCCESS) std::fprintf(stderr, "gputune: warning: releasing the CUDA context failed (%d)\n", rc);
+  if (rc != CUDA_SUCCESS)
+    std::fprintf(stderr, "gputune: warning: releasing the CUDA context failed (%d)\n", rc);
 }
 
-void PrimaryContext::make_current() const { drv().check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+void PrimaryContext::make_current() const {
+  drv().check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
 
 void PrimaryContext::reset() {
   const Driver& d = drv();
@@ -209,7 +217,8 @@ int Module::attribute(CUfunction_attribute a) const {
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  drv().check(drv().cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc", std::to_string(bytes) + " bytes");
+  drv().check(drv().cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc",
+              std::to_string(bytes) + " bytes");
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {

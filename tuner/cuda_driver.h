@@ -6,13 +6,13 @@
  * Must not: touch the database or parse jobs. Only tuner/ includes cuda.h. */
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
-
-#include <cuda.h>
 
 #include "pruner/occupancy.h"
 

@@ -1,10 +1,9 @@
 // gputune: the command line. A thin shell over the libraries: it parses options, calls one
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <fstream>
 #include <iostream>
-
-#include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
 #include "db/interchange.h"
@@ -42,13 +41,17 @@ std::string db_of(const cxxopts::ParseResult& r) {
 }
 
 int cmd_run(int argc, char** argv) {
-  cxxopts::Options o("gputune run", "Tune a T1 job: compile, inspect, verify and time its configurations");
+  cxxopts::Options o("gputune run",
+                     "Tune a T1 job: compile, inspect, verify and time its configurations");
   o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
-      "db", "database file (default: job's GPUTune.Database, $GPUTUNE_DB, ./gputune.db)", cxxopts::value<std::string>())(
-      "arch", "target architecture, e.g. sm_90 (default: the device's)", cxxopts::value<std::string>())(
+      "db", "database file (default: job's GPUTune.Database, $GPUTUNE_DB, ./gputune.db)",
+      cxxopts::value<std::string>())("arch",
+                                     "target architecture, e.g. sm_90 (default: the device's)",
+                                     cxxopts::value<std::string>())(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
-      "no-gpu", "do not use a GPU even if one is present")("q,quiet", "no progress line")("h,help", "help");
+      "no-gpu", "do not use a GPU even if one is present")("q,quiet", "no progress line")("h,help",
+                                                                                          "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -71,7 +74,8 @@ int cmd_run(int argc, char** argv) {
 
 int cmd_space(int argc, char** argv) {
   cxxopts::Options o("gputune space", "Build a job's search space");
-  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())("count", "print the number of valid configurations")(
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
+      "count", "print the number of valid configurations")(
       "list", "print each configuration as a JSON line")("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
@@ -92,7 +96,8 @@ int cmd_space(int argc, char** argv) {
   }
   if (r.count("count") || !r.count("list")) std::cout << s.size() << "\n";
   if (!r.count("list") && !r.count("count")) {
-    std::cerr << "gputune: " << s.size() << " valid of " << s.cartesian_size << " (Cartesian product)\n";
+    std::cerr << "gputune: " << s.size() << " valid of " << s.cartesian_size
+              << " (Cartesian product)\n";
     for (auto& c : s.conditions)
       std::cerr << "gputune:   \"" << c.expression << "\" removed " << c.removed << "\n";
   }
@@ -126,13 +131,14 @@ int cmd_best(int argc, char** argv) {
   }
   for (auto& w : ws) {
     if (r.count("json")) {
-      nlohmann::json j = {{"kernel", w.kernel},   {"context", w.context_label},
-                          {"device", w.device},   {"configuration", nlohmann::json::parse(w.params_json)},
-                          {"time_ms", w.time_ms}, {"run", w.run_id}};
+      nlohmann::json j = {
+          {"kernel", w.kernel},   {"context", w.context_label},
+          {"device", w.device},   {"configuration", nlohmann::json::parse(w.params_json)},
+          {"time_ms", w.time_ms}, {"run", w.run_id}};
       std::cout << j.dump() << "\n";
     } else {
-      std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms << " ms  "
-                << w.params_json << "\n";
+      std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
+                << " ms  " << w.params_json << "\n";
     }
   }
   return 0;
@@ -140,7 +146,8 @@ int cmd_best(int argc, char** argv) {
 
 int cmd_show(int argc, char** argv) {
   cxxopts::Options o("gputune show", "Show a run and its measurements");
-  o.add_options()("run", "run id", cxxopts::value<long>())("db", "database file", cxxopts::value<std::string>())(
+  o.add_options()("run", "run id", cxxopts::value<long>())("db", "database file",
+                                                           cxxopts::value<std::string>())(
       "n,limit", "measurements to list", cxxopts::value<int>()->default_value("20"))(
       "failures", "list failures with their reasons")("h,help", "help");
   o.parse_positional({"run"});
@@ -152,12 +159,15 @@ int cmd_show(int argc, char** argv) {
   db::Store store(db_of(r));
   auto run = store.run(r["run"].as<long>());
   if (!run) {
-    std::cerr << "gputune: no run " << r["run"].as<long>() << " in " << db_of(r) << " (see `gputune runs`)\n";
+    std::cerr << "gputune: no run " << r["run"].as<long>() << " in " << db_of(r)
+              << " (see `gputune runs`)\n";
     return 2;
   }
-  std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " [" << run->job_file << "]\n"
-            << "status " << run->status << ", strategy " << run->strategy << ", " << run->done << "/" << run->total
-            << " measured, started " << run->started_at << ", finished " << run->finished_at << "\n"
+  std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " ["
+            << run->job_file << "]\n"
+            << "status " << run->status << ", strategy " << run->strategy << ", " << run->done
+            << "/" << run->total << " measured, started " << run->started_at << ", finished "
+            << run->finished_at << "\n"
             << run->message << "\n";
   auto ms = store.measurements(run->id);
   std::map<std::string, int> counts;
@@ -190,15 +200,15 @@ int cmd_runs(int argc, char** argv) {
   }
   db::Store store(db_of(r));
   for (auto& run : store.runs(r["limit"].as<int>()))
-    std::cout << run.id << "  " << run.status << "  " << run.job_name << "  " << run.done << "/" << run.total << "  "
-              << run.started_at << "\n";
+    std::cout << run.id << "  " << run.status << "  " << run.job_name << "  " << run.done << "/"
+              << run.total << "  " << run.started_at << "\n";
   return 0;
 }
 
 int cmd_export(int argc, char** argv) {
   cxxopts::Options o("gputune export", "Export results");
-  o.add_options()("t4", "T4 format (the only one so far)")("run", "run id (default: all runs)",
-                                                           cxxopts::value<long>()->default_value("0"))(
+  o.add_options()("t4", "T4 format (the only one so far)")(
+      "run", "run id (default: all runs)", cxxopts::value<long>()->default_value("0"))(
       "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
@@ -246,9 +256,10 @@ int cmd_import(int argc, char** argv) {
     std::cerr << "gputune: error: " << e.what() << " (nothing was imported)\n";
     return tuner::kExitBadInput;
   }
-  std::cout << "imported " << s.measurements << " measurements (" << s.correct << " correct, " << s.failed
-            << " failed) of " << s.kernel << " on " << s.device << ", context " << s.context << ", as run "
-            << s.run_id << "; best " << s.best_ms << " ms at " << s.best_key << "\n";
+  std::cout << "imported " << s.measurements << " measurements (" << s.correct << " correct, "
+            << s.failed << " failed) of " << s.kernel << " on " << s.device << ", context "
+            << s.context << ", as run " << s.run_id << "; best " << s.best_ms << " ms at "
+            << s.best_key << "\n";
   return 0;
 }
 
@@ -257,15 +268,16 @@ int cmd_devices() {
   std::cout << "NVRTC " << tuner::nvrtc_version() << "\n";
   if (!d.available()) {
     std::cout << "no CUDA device: " << d.unavailable_reason() << "\n"
-              << "gputune can still build spaces, compile and inspect variants (`gputune run` stores them "
+              << "gputune can still build spaces, compile and inspect variants (`gputune run` "
+                 "stores them "
                  "and exits with code 3), import and export results.\n";
     return tuner::kExitNoDevice;
   }
   std::cout << "driver " << d.version() << "\n";
   for (int i = 0; i < d.device_count(); ++i) {
     auto info = tuner::query_device(i);
-    std::cout << i << ": " << info.name << "  " << info.limits.arch() << "  " << info.limits.sm_count << " SMs  "
-              << info.total_mem / (1 << 20) << " MiB\n";
+    std::cout << i << ": " << info.name << "  " << info.limits.arch() << "  "
+              << info.limits.sm_count << " SMs  " << info.total_mem / (1 << 20) << " MiB\n";
   }
   return 0;
 }
@@ -273,7 +285,8 @@ int cmd_devices() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
+  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help" ||
+      std::string(argv[1]) == "help") {
     std::cout << kUsage << "\n";
     return argc < 2 ? tuner::kExitBadInput : 0;
   }

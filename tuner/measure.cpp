@@ -14,7 +14,12 @@ double median(std::vector<double> v) {
 
 Measurer::Measurer(PrimaryContext& ctx, const DeviceInfo& dev, std::vector<HostArgument> args,
                    const MeasureSettings& settings, double abs_tol, double rel_tol)
-    : ctx_(ctx), dev_(dev), args_(std::move(args)), settings_(settings), abs_tol_(abs_tol), rel_tol_(rel_tol) {
+    : ctx_(ctx),
+      dev_(dev),
+      args_(std::move(args)),
+      settings_(settings),
+      abs_tol_(abs_tol),
+      rel_tol_(rel_tol) {
   allocate();
 }
 
@@ -27,12 +32,14 @@ void Measurer::allocate() {
     buffers_.emplace_back(a.is_vector ? DeviceBuffer(a.data.size()) : DeviceBuffer());
     if (a.is_vector) buffers_.back().upload(a.data.data(), a.data.size());
   }
-  if (settings_.flush_l2 && dev_.l2_bytes > 0) flush_ = DeviceBuffer(static_cast<size_t>(dev_.l2_bytes) * 2);
+  if (settings_.flush_l2 && dev_.l2_bytes > 0)
+    flush_ = DeviceBuffer(static_cast<size_t>(dev_.l2_bytes) * 2);
 }
 
 void Measurer::restore_inputs() {
   for (size_t i = 0; i < args_.size(); ++i)
-    if (args_[i].is_vector && args_[i].written) buffers_[i].upload(args_[i].data.data(), args_[i].data.size());
+    if (args_[i].is_vector && args_[i].written)
+      buffers_[i].upload(args_[i].data.data(), args_[i].data.size());
 }
 
 Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
@@ -65,11 +72,13 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       }
     }
     auto launch = [&] {
-      d.check(d.cuLaunchKernel(mod.function(), static_cast<unsigned>(g.grid[0]), static_cast<unsigned>(g.grid[1]),
-                               static_cast<unsigned>(g.grid[2]), static_cast<unsigned>(g.block[0]),
-                               static_cast<unsigned>(g.block[1]), static_cast<unsigned>(g.block[2]),
-                               static_cast<unsigned>(g.dynamic_smem), nullptr, params.data(), nullptr),
-              "cuLaunchKernel", v.config.key());
+      d.check(
+          d.cuLaunchKernel(mod.function(), static_cast<unsigned>(g.grid[0]),
+                           static_cast<unsigned>(g.grid[1]), static_cast<unsigned>(g.grid[2]),
+                           static_cast<unsigned>(g.block[0]), static_cast<unsigned>(g.block[1]),
+                           static_cast<unsigned>(g.block[2]), static_cast<unsigned>(g.dynamic_smem),
+                           nullptr, params.data(), nullptr),
+          "cuLaunchKernel", v.config.key());
     };
     // 1. One launch for correctness.
     auto t0 = std::chrono::steady_clock::now();
@@ -81,8 +90,10 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       std::vector<unsigned char> out(args_[i].data.size());
       buffers_[i].download(out.data(), out.size());
       const std::vector<unsigned char>* ref = nullptr;
-      if (!args_[i].reference.empty()) ref = &args_[i].reference;
-      else if (expected && i < expected->size() && !(*expected)[i].empty()) ref = &(*expected)[i];
+      if (!args_[i].reference.empty())
+        ref = &args_[i].reference;
+      else if (expected && i < expected->size() && !(*expected)[i].empty())
+        ref = &(*expected)[i];
       if (ref) {
         Comparison c = compare_output(args_[i], out, *ref, abs_tol_, rel_tol_);
         if (!c.ok) {
@@ -107,7 +118,9 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
     Event start, stop;
     auto budget_start = std::chrono::steady_clock::now();
     for (int r = 0; r < repeats; ++r) {
-      if (flush_.size()) d.check(d.cuMemsetD8(flush_.get(), static_cast<unsigned char>(r), flush_.size()), "cuMemsetD8");
+      if (flush_.size())
+        d.check(d.cuMemsetD8(flush_.get(), static_cast<unsigned char>(r), flush_.size()),
+                "cuMemsetD8");
       d.check(d.cuEventRecord(start.get(), nullptr), "cuEventRecord");
       launch();
       d.check(d.cuEventRecord(stop.get(), nullptr), "cuEventRecord");
@@ -115,7 +128,8 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       float ms = 0;
       d.check(d.cuEventElapsedTime(&ms, start.get(), stop.get()), "cuEventElapsedTime");
       o.samples_ms.push_back(ms);
-      double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count();
+      double spent =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count();
       if (spent > settings_.timeout_seconds) break;  // keep what was measured; fewer samples
     }
     o.median_ms = median(o.samples_ms);

@@ -25,7 +25,8 @@ struct Outcome {
   std::string reason;
   std::vector<double> samples_ms;
   double median_ms = 0;
-  int driver_registers = -1, driver_static_smem = -1, driver_local_bytes = -1, driver_max_threads = -1;
+  int driver_registers = -1, driver_static_smem = -1, driver_local_bytes = -1,
+      driver_max_threads = -1;
 };
 
 double median(std::vector<double> v);

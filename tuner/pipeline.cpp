@@ -9,9 +9,8 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "db/store.h"
 #include "pruner/cubin.h"
@@ -39,7 +38,8 @@ using Clock = std::chrono::steady_clock;
 /// Logs a stage; with GPUTUNE_TIME_STAGES set, also how long it took.
 class Stage {
  public:
-  Stage(std::ostream& log, std::string name) : log_(log), name_(std::move(name)), t0_(Clock::now()) {}
+  Stage(std::ostream& log, std::string name)
+      : log_(log), name_(std::move(name)), t0_(Clock::now()) {}
   ~Stage() {
     if (std::getenv("GPUTUNE_TIME_STAGES"))
       log_ << "gputune: stage " << name_ << " took "
@@ -77,8 +77,8 @@ long default_index(const Job& job, const std::vector<Config>& configs) {
 }
 
 struct Inspected {
-  bool ok = false;            // compiled and resources read
-  std::string reason;         // when !ok
+  bool ok = false;     // compiled and resources read
+  std::string reason;  // when !ok
   pruner::Resources res;
 };
 
@@ -100,7 +100,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                    "relax the conditions or widen the parameter values");
 
   // 2. Database (fails fast on a file that is not ours, before any work).
-  rep.db_path = !opt.db_path.empty() ? opt.db_path
+  rep.db_path = !opt.db_path.empty()    ? opt.db_path
                 : !job.database.empty() ? (job.file.parent_path() / job.database).string()
                                         : db::default_database_path();
   db::Store store(rep.db_path);
@@ -115,20 +115,21 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   } else {
     dev = query_device(job.device_index);
   }
-  rep.arch = !opt.arch.empty()      ? opt.arch
-             : dev                  ? dev->limits.arch()
+  rep.arch = !opt.arch.empty()          ? opt.arch
+             : dev                      ? dev->limits.arch()
              : !job.target_arch.empty() ? job.target_arch
                                         : "sm_90";
   pruner::DeviceLimits limits;
   try {
     limits = dev && opt.arch.empty() ? dev->limits : pruner::limits_for_arch(rep.arch);
   } catch (const std::invalid_argument& e) {
-    throw JobError(job.file.string(), "GPUTune.Device.Arch", e.what(), "use an architecture such as sm_90");
+    throw JobError(job.file.string(), "GPUTune.Device.Arch", e.what(),
+                   "use an architecture such as sm_90");
   }
   rep.device = dev ? dev->name : "none";
   log << "gputune: " << job.name << ": " << space.size() << " valid configurations of "
-      << space.cartesian_size << "; device " << (dev ? dev->name : "none (" + no_device_reason + ")")
-      << "; target " << rep.arch << "\n";
+      << space.cartesian_size << "; device "
+      << (dev ? dev->name : "none (" + no_device_reason + ")") << "; target " << rep.arch << "\n";
   for (auto& n : job.notes) log << "gputune: note: " << n << "\n";
 
   // 4. Plan: which configurations, in which order.
@@ -150,7 +151,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     v.options = compile_options(job, c);
     variants.push_back(std::move(v));
   }
-  CubinCache cache(opt.cache_dir == "-" ? std::filesystem::path()
+  CubinCache cache(opt.cache_dir == "-"    ? std::filesystem::path()
                    : opt.cache_dir.empty() ? CubinCache::default_dir()
                                            : opt.cache_dir);
   int threads = opt.threads ? opt.threads : job.compile_threads;
@@ -160,12 +161,13 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     Progress prog("compile", variants.size(), opt.progress);
     std::mutex mu;
     size_t done = 0, failed = 0;
-    compiled = compile_all(variants, rep.arch, cache, threads, [&](size_t, const CompiledVariant& c) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (!c.ok) ++failed;
-      prog.update(done, failed, std::nullopt);
-    });
+    compiled =
+        compile_all(variants, rep.arch, cache, threads, [&](size_t, const CompiledVariant& c) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++done;
+          if (!c.ok) ++failed;
+          prog.update(done, failed, std::nullopt);
+        });
     prog.finish();
   }
   std::vector<Inspected> inspected(compiled.size());
@@ -195,7 +197,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   {
     db::Transaction t(store.db());
     job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job_doc);
-    kernel_id = store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
+    kernel_id =
+        store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
     db::DeviceRecord dr;
     if (dev) {
       dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
@@ -205,7 +208,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       dr.source = "target";
     }
     device_id = store.upsert_device(dr);
-    run_id = store.begin_run(job_id, job.strategy, static_cast<std::int64_t>(configs.size() * job.contexts.size()));
+    run_id = store.begin_run(job_id, job.strategy,
+                             static_cast<std::int64_t>(configs.size() * job.contexts.size()));
     for (size_t i = 0; i < configs.size(); ++i)
       variant_ids[i] = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
     t.commit();
@@ -225,7 +229,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     db::ContextRecord cr;
     cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = job.contexts[0].name;
     cr.problem_size_json = value_to_json(Value(job.contexts[0].problem_size)).dump();
-    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION, cr.nvrtc_version = nvrtc_version();
+    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
+    cr.nvrtc_version = nvrtc_version();
     std::int64_t ctx_id = store.upsert_context(cr);
     for (size_t i = 0; i < configs.size(); ++i) {
       db::MeasurementRecord m;
@@ -238,7 +243,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
     throw JobError(job.file.string(), "KernelSpecification.KernelFile",
                    "the kernel does not compile for any of the " + std::to_string(configs.size()) +
-                       " configurations (run " + std::to_string(run_id) + " keeps every log). First log:\n" + first_log,
+                       " configurations (run " + std::to_string(run_id) +
+                       " keeps every log). First log:\n" + first_log,
                    "fix the compile errors above");
   }
 
@@ -246,10 +252,11 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   std::unique_ptr<PrimaryContext> gpu;
   if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
   long def = default_index(job, configs);
-  auto deadline = job.budget.max_seconds
-                      ? std::optional<Clock::time_point>(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                                            std::chrono::duration<double>(*job.budget.max_seconds)))
-                      : std::nullopt;
+  // The time budget, as a deadline (max() when the job sets none).
+  Clock::time_point deadline = Clock::time_point::max();
+  if (job.budget.max_seconds)
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(*job.budget.max_seconds));
   std::int64_t done_total = 0;
   for (const ContextSpec& ctx : job.contexts) {
     Stage stage(log, "context " + ctx.name);
@@ -259,7 +266,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     nlohmann::json vals = nlohmann::json::object();
     for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
     cr.values_json = vals.dump();
-    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION, cr.nvrtc_version = nvrtc_version();
+    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
+    cr.nvrtc_version = nvrtc_version();
     cr.driver_version = dev ? Driver::instance().version() : 0;
     std::int64_t ctx_id = store.upsert_context(cr);
 
@@ -273,7 +281,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     std::optional<double> default_ms;
     bool need_reference = false;
     if (measurer)
-      for (auto& a : measurer->arguments()) need_reference = need_reference || (a.output && a.reference.empty());
+      for (auto& a : measurer->arguments())
+        need_reference = need_reference || (a.output && a.reference.empty());
 
     struct Row {
       size_t i;
@@ -287,8 +296,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       try {
         rows[i].v = instantiate(job, source, configs[i], ctx);
         if (inspected[i].ok)
-          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
-                                                  rows[i].v->geometry.dynamic_smem, limits);
+          rows[i].occ =
+              pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
+                                        rows[i].v->geometry.dynamic_smem, limits);
       } catch (const JobError& e) {
         rows[i].geometry_error = e.problem;
       }
@@ -304,7 +314,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         if (r.spill_stores >= 0) m.spill_bytes = r.spill_stores + r.spill_loads;
         m.occupancy = rows[i].occ.occupancy;
       }
-      if (rows[i].v) m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
+      if (rows[i].v)
+        m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
       return m;
     };
     auto prefail = [&](size_t i, db::MeasurementRecord& m) {
@@ -338,12 +349,14 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     for (size_t k = 0; k < configs.size(); ++k) run_order[k] = k;
     if (measurer && need_reference) {
       long ref = def;
-      if (ref < 0 || !inspected[static_cast<size_t>(ref)].ok || !rows[static_cast<size_t>(ref)].geometry_error.empty()) {
+      if (ref < 0 || !inspected[static_cast<size_t>(ref)].ok ||
+          !rows[static_cast<size_t>(ref)].geometry_error.empty()) {
         ref = -1;
         for (size_t k = 0; k < configs.size() && ref < 0; ++k)
           if (inspected[k].ok && rows[k].geometry_error.empty()) ref = static_cast<long>(k);
-        reference_note = "the default configuration is not available; reference outputs come from " +
-                         (ref >= 0 ? configs[static_cast<size_t>(ref)].key() : std::string("nothing"));
+        reference_note =
+            "the default configuration is not available; reference outputs come from " +
+            (ref >= 0 ? configs[static_cast<size_t>(ref)].key() : std::string("nothing"));
       }
       if (ref >= 0) {
         std::swap(run_order[0], run_order[static_cast<size_t>(ref)]);
@@ -360,15 +373,17 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         if (!measurer) {
           m.status = "compiled";
           m.reason = "not timed: no CUDA device (" + no_device_reason + ")";
-          if (!rows[i].occ.feasible) m.reason += "; predicted launch failure: " + rows[i].occ.infeasible_reason;
-        } else if (out_of_time || (deadline && Clock::now() > *deadline)) {
+          if (!rows[i].occ.feasible)
+            m.reason += "; predicted launch failure: " + rows[i].occ.infeasible_reason;
+        } else if (out_of_time || Clock::now() > deadline) {
           out_of_time = true;
           m.status = "timeout";
           m.reason = "not run: the job's time budget was spent";
         } else {
           bool is_ref = need_reference && k == 0 && reference.empty();
-          Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
-                                    is_ref ? &reference : nullptr, job.measure.repeats);
+          Outcome o =
+              measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
+                            is_ref ? &reference : nullptr, job.measure.repeats);
           m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
           if (o.status == "correct") {
             m.time_ms = o.median_ms;
@@ -376,13 +391,16 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
             correct.emplace_back(o.median_ms, i);
             if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
             if (static_cast<long>(i) == def) default_ms = o.median_ms;
-            if (is_ref && need_reference && reference.empty()) reference_note = "reference outputs could not be captured";
+            if (is_ref && need_reference && reference.empty())
+              reference_note = "reference outputs could not be captured";
           } else if (!rows[i].occ.feasible) {
-            m.reason += " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
+            m.reason +=
+                " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
           }
           if (is_ref && o.status != "correct") {
             reference.clear();
-            log << "gputune: warning: the reference configuration " << configs[i].key() << " failed (" << o.reason
+            log << "gputune: warning: the reference configuration " << configs[i].key()
+                << " failed (" << o.reason
                 << "); outputs of later variants are not verified against it\n";
           }
         }
@@ -404,23 +422,26 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       size_t winner_i = correct[0].second;
       for (size_t t = 0; t < top; ++t) {
         size_t i = correct[t].second;
-        Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference, nullptr,
-                                  job.measure.repeats);
+        Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
+                                  nullptr, job.measure.repeats);
         db::MeasurementRecord m = base_record(i);
         m.status = o.status, m.samples_ms = o.samples_ms;
-        m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" + (o.reason.empty() ? "" : ": " + o.reason);
+        m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
+                   (o.reason.empty() ? "" : ": " + o.reason);
         if (o.status == "correct") {
           m.time_ms = o.median_ms;
           work(m, *rows[i].v, o.median_ms);
         }
         std::int64_t mid = store.add_measurement(m);
         if (o.status == "correct" && (t == 0 || o.median_ms < winner_ms)) {
-          if (t == 0 || o.median_ms < winner_ms) winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
+          if (t == 0 || o.median_ms < winner_ms)
+            winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
         }
       }
       store.offer_winner(ctx_id, winner_mid);
       BestRow b;
-      b.context = ctx.name, b.config_key = configs[winner_i].key(), b.params_json = configs[winner_i].json();
+      b.context = ctx.name, b.config_key = configs[winner_i].key(),
+      b.params_json = configs[winner_i].json();
       b.time_ms = winner_ms;
       if (rows[winner_i].v->flops) b.gflops = *rows[winner_i].v->flops / (winner_ms * 1e-3) / 1e9;
       if (rows[winner_i].v->bytes) b.gbps = *rows[winner_i].v->bytes / (winner_ms * 1e-3) / 1e9;
@@ -436,17 +457,19 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   rep.timed = dev.has_value();
   if (!dev) {
     rep.exit_code = kExitNoDevice;
-    rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " + std::to_string(rep.planned) +
-                  " variants for " + rep.arch + " and stored them in " + rep.db_path + " (run " +
-                  std::to_string(run_id) + "); nothing was timed because no CUDA device was found: " + no_device_reason;
+    rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " +
+                  std::to_string(rep.planned) + " variants for " + rep.arch +
+                  " and stored them in " + rep.db_path + " (run " + std::to_string(run_id) +
+                  "); nothing was timed because no CUDA device was found: " + no_device_reason;
     store.finish_run(run_id, "no_device", rep.message);
   } else if (rep.correct == 0) {
     rep.exit_code = kExitNoCorrect;
-    rep.message = "no variant produced a correct result; see `gputune show " + std::to_string(run_id) + "`";
+    rep.message =
+        "no variant produced a correct result; see `gputune show " + std::to_string(run_id) + "`";
     store.finish_run(run_id, "failed", rep.message);
   } else {
-    rep.message = "tuned " + std::to_string(job.contexts.size()) + " context(s) on " + dev->name + "; run " +
-                  std::to_string(run_id) + " in " + rep.db_path;
+    rep.message = "tuned " + std::to_string(job.contexts.size()) + " context(s) on " + dev->name +
+                  "; run " + std::to_string(run_id) + " in " + rep.db_path;
     store.finish_run(run_id, "done", rep.message);
   }
   store.update_run_progress(run_id, done_total);
@@ -454,27 +477,33 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
 }
 
 void print_report(const RunReport& r, std::ostream& out) {
-  out << "space " << r.space_size << " configurations, planned " << r.planned << ", compiled " << r.compiled_ok
-      << " (" << r.cached << " from cache), compile failures " << r.compile_failed << "\n";
+  out << "space " << r.space_size << " configurations, planned " << r.planned << ", compiled "
+      << r.compiled_ok << " (" << r.cached << " from cache), compile failures " << r.compile_failed
+      << "\n";
   if (!r.best.empty()) {
-    out << std::left << std::setw(14) << "context" << std::setw(12) << "time (ms)" << std::setw(11) << "GFLOP/s"
-        << std::setw(9) << "GB/s" << std::setw(6) << "regs" << std::setw(6) << "occ" << std::setw(9) << "speedup"
+    out << std::left << std::setw(14) << "context" << std::setw(12) << "time (ms)" << std::setw(11)
+        << "GFLOP/s" << std::setw(9) << "GB/s" << std::setw(6) << "regs" << std::setw(6) << "occ"
+        << std::setw(9) << "speedup"
         << "configuration\n";
     for (auto& b : r.best) {
       auto opt = [](const std::optional<double>& v) {
         std::ostringstream s;
-        if (v) s << std::fixed << std::setprecision(1) << *v;
-        else s << "-";
+        if (v)
+          s << std::fixed << std::setprecision(1) << *v;
+        else
+          s << "-";
         return s.str();
       };
       std::ostringstream t, occ, sp;
       t << std::setprecision(4) << b.time_ms;
       occ << std::fixed << std::setprecision(2) << b.occupancy;
-      if (b.default_ms) sp << std::fixed << std::setprecision(2) << *b.default_ms / b.time_ms << "x";
-      else sp << "-";
-      out << std::left << std::setw(14) << b.context << std::setw(12) << t.str() << std::setw(11) << opt(b.gflops)
-          << std::setw(9) << opt(b.gbps) << std::setw(6) << b.registers << std::setw(6) << occ.str() << std::setw(9)
-          << sp.str() << b.params_json << "\n";
+      if (b.default_ms)
+        sp << std::fixed << std::setprecision(2) << *b.default_ms / b.time_ms << "x";
+      else
+        sp << "-";
+      out << std::left << std::setw(14) << b.context << std::setw(12) << t.str() << std::setw(11)
+          << opt(b.gflops) << std::setw(9) << opt(b.gbps) << std::setw(6) << b.registers
+          << std::setw(6) << occ.str() << std::setw(9) << sp.str() << b.params_json << "\n";
     }
   }
   out << r.message << "\n";

@@ -28,13 +28,13 @@ enum ExitCode : int {
 };
 
 struct RunOptions {
-  std::string db_path;                 ///< empty: job's GPUTune.Database, else the default
-  std::string arch;                    ///< override the target architecture
-  std::filesystem::path cache_dir;     ///< empty: CubinCache::default_dir(); "-": no cache
-  int threads = 0;                     ///< compile workers (0: job's or default)
-  bool progress = false;               ///< live progress line on stderr
-  bool no_gpu = false;                 ///< behave as if no device were present
-  std::ostream* log = nullptr;         ///< stage log (stderr when null)
+  std::string db_path;              ///< empty: job's GPUTune.Database, else the default
+  std::string arch;                 ///< override the target architecture
+  std::filesystem::path cache_dir;  ///< empty: CubinCache::default_dir(); "-": no cache
+  int threads = 0;                  ///< compile workers (0: job's or default)
+  bool progress = false;            ///< live progress line on stderr
+  bool no_gpu = false;              ///< behave as if no device were present
+  std::ostream* log = nullptr;      ///< stage log (stderr when null)
 };
 
 struct BestRow {
@@ -51,8 +51,8 @@ struct RunReport {
   int exit_code = kExitOk;
   std::int64_t run_id = 0;
   std::string db_path;
-  std::string message;        ///< one line for the user
-  std::string device;         ///< name, or "none"
+  std::string message;  ///< one line for the user
+  std::string device;   ///< name, or "none"
   std::string arch;
   std::size_t space_size = 0, planned = 0, compiled_ok = 0, compile_failed = 0, cached = 0;
   std::size_t correct = 0, failed = 0;

@@ -12,7 +12,8 @@ namespace {
 
 class Ordered : public Strategy {
  public:
-  Ordered(std::vector<size_t> order, std::string name) : order_(std::move(order)), name_(std::move(name)) {}
+  Ordered(std::vector<size_t> order, std::string name)
+      : order_(std::move(order)), name_(std::move(name)) {}
   std::optional<size_t> next() override {
     if (pos_ >= order_.size()) return std::nullopt;
     return order_[pos_++];
@@ -54,7 +55,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t n, std::
 size_t budget_configurations(const Budget& b, size_t n) {
   size_t limit = n;
   if (b.max_configurations) limit = std::min<size_t>(limit, *b.max_configurations);
-  if (b.fraction) limit = std::min<size_t>(limit, static_cast<size_t>(std::ceil(*b.fraction * static_cast<double>(n))));
+  if (b.fraction)
+    limit = std::min<size_t>(limit,
+                             static_cast<size_t>(std::ceil(*b.fraction * static_cast<double>(n))));
   return limit;
 }
 

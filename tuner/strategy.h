@@ -30,7 +30,8 @@ std::unique_ptr<Strategy> make_brute_force(size_t space_size);
 /// A uniformly random permutation (seeded: the same seed gives the same order).
 std::unique_ptr<Strategy> make_random(size_t space_size, std::uint64_t seed);
 /// By the job's strategy name ("brute_force", "random"). Throws std::invalid_argument.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t space_size, std::uint64_t seed);
+std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t space_size,
+                                        std::uint64_t seed);
 
 /// How many configurations the budget allows at most (count and fraction; seconds are checked while
 /// running).

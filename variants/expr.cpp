@@ -24,8 +24,33 @@ int Symbols::find(const std::string& name) const {
 namespace detail {
 
 enum class Op {
-  Const, Name, List, Comp, Call, Subscript, Slice, Neg, Pos, Invert, Not, And, Or, IfElse, Compare,
-  Add, Sub, Mul, Div, FloorDiv, Mod, Pow, BitAnd, BitOr, BitXor, Shl, Shr
+  Const,
+  Name,
+  List,
+  Comp,
+  Call,
+  Subscript,
+  Slice,
+  Neg,
+  Pos,
+  Invert,
+  Not,
+  And,
+  Or,
+  IfElse,
+  Compare,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr
 };
 enum class Cmp { Lt, Le, Gt, Ge, Eq, Ne, In, NotIn, Is, IsNot };
 enum class Builtin { Range, Min, Max, Len, Int, Float, Bool, Str, Abs, Sum, Round, ListFn };
@@ -94,7 +119,8 @@ std::vector<Token> tokenize(std::string_view s) {
         i += 2;
         while (i < s.size() && std::isxdigit(static_cast<unsigned char>(s[i]))) ++i;
         std::string t(s.substr(start, i - start));
-        out.push_back({Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t, nullptr, 16)))});
+        out.push_back(
+            {Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t, nullptr, 16)))});
         continue;
       }
       bool is_float = false;
@@ -148,9 +174,9 @@ std::vector<Token> tokenize(std::string_view s) {
       out.push_back({Tok::Str, str, start, Value(str)});
       continue;
     }
-    static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>", "+", "-", "*", "/",
-                                "%",  "<",  ">",  "(",  ")",  "[",  "]",  ",",  ":", "~", "&", "|",
-                                "^"};
+    static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "<<", ">>", "+",
+                                "-",  "*",  "/",  "%",  "<",  ">",  "(",  ")",  "[",
+                                "]",  ",",  ":",  "~",  "&",  "|",  "^"};
     bool matched = false;
     for (const char* op : ops) {
       size_t n = std::char_traits<char>::length(op);
@@ -202,8 +228,7 @@ class Parser {
   [[noreturn]] void fail(const std::string& what) const {
     const Token& t = peek();
     throw ExprError("bad expression \"" + std::string(text_) + "\": " + what + " at column " +
-                    std::to_string(t.pos + 1) +
-                    (t.kind == Tok::End ? " (end of expression)" : ""));
+                    std::to_string(t.pos + 1) + (t.kind == Tok::End ? " (end of expression)" : ""));
   }
   void expect(const char* o) {
     if (!is_op(o)) fail(std::string("expected '") + o + "'");
@@ -284,7 +309,8 @@ class Parser {
     } while (cmp_op(c));
     return n;
   }
-  NodePtr binary_level(NodePtr (Parser::*next)(), std::initializer_list<std::pair<const char*, Op>> ops) {
+  NodePtr binary_level(NodePtr (Parser::*next)(),
+                       std::initializer_list<std::pair<const char*, Op>> ops) {
     auto l = (this->*next)();
     for (;;) {
       bool found = false;
@@ -305,20 +331,22 @@ class Parser {
   NodePtr bitor_expr() { return binary_level(&Parser::bitxor_expr, {{"|", Op::BitOr}}); }
   NodePtr bitxor_expr() { return binary_level(&Parser::bitand_expr, {{"^", Op::BitXor}}); }
   NodePtr bitand_expr() { return binary_level(&Parser::shift_expr, {{"&", Op::BitAnd}}); }
-  NodePtr shift_expr() {
-    return binary_level(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}});
-  }
+  NodePtr shift_expr() { return binary_level(&Parser::arith, {{"<<", Op::Shl}, {">>", Op::Shr}}); }
   NodePtr arith() { return binary_level(&Parser::term, {{"+", Op::Add}, {"-", Op::Sub}}); }
   NodePtr term() {
-    return binary_level(&Parser::unary, {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div},
-                                         {"%", Op::Mod}});
+    return binary_level(&Parser::unary,
+                        {{"*", Op::Mul}, {"//", Op::FloorDiv}, {"/", Op::Div}, {"%", Op::Mod}});
   }
   NodePtr unary() {
     Op op;
-    if (is_op("-")) op = Op::Neg;
-    else if (is_op("+")) op = Op::Pos;
-    else if (is_op("~")) op = Op::Invert;
-    else return power();
+    if (is_op("-"))
+      op = Op::Neg;
+    else if (is_op("+"))
+      op = Op::Pos;
+    else if (is_op("~"))
+      op = Op::Invert;
+    else
+      return power();
     ++p_;
     auto n = make(op);
     n->kids.push_back(unary());
@@ -438,8 +466,8 @@ class Parser {
           ++p_;
           return n;
         }
-        static const std::set<std::string> reserved = {"and", "or", "not", "in", "is", "if",
-                                                       "else", "for", "lambda", "import"};
+        static const std::set<std::string> reserved = {"and", "or",   "not", "in",     "is",
+                                                       "if",  "else", "for", "lambda", "import"};
         if (reserved.count(t.text)) fail("unexpected keyword '" + t.text + "'");
         if (is_op("(", 1)) return call();
         auto n = make(Op::Name);
@@ -594,12 +622,18 @@ Value arith(Op op, const Value& a, const Value& b) {
   if (!ints) type_error("bitwise operator on a float");
   std::int64_t x = a.as_int(), y = b.as_int();
   switch (op) {
-    case Op::BitAnd: return Value(x & y);
-    case Op::BitOr: return Value(x | y);
-    case Op::BitXor: return Value(x ^ y);
-    case Op::Shl: return Value(x << y);
-    case Op::Shr: return Value(x >> y);
-    default: type_error("unknown operator");
+    case Op::BitAnd:
+      return Value(x & y);
+    case Op::BitOr:
+      return Value(x | y);
+    case Op::BitXor:
+      return Value(x ^ y);
+    case Op::Shl:
+      return Value(x << y);
+    case Op::Shr:
+      return Value(x >> y);
+    default:
+      type_error("unknown operator");
   }
 }
 
@@ -616,16 +650,26 @@ bool contains(const Value& container, const Value& item) {
 
 bool compare(Cmp c, const Value& a, const Value& b) {
   switch (c) {
-    case Cmp::Lt: return py_less(a, b);
-    case Cmp::Gt: return py_less(b, a);
-    case Cmp::Le: return !py_less(b, a);
-    case Cmp::Ge: return !py_less(a, b);
-    case Cmp::Eq: return py_equal(a, b);
-    case Cmp::Ne: return !py_equal(a, b);
-    case Cmp::In: return contains(b, a);
-    case Cmp::NotIn: return !contains(b, a);
-    case Cmp::Is: return a.v.index() == b.v.index() && py_equal(a, b);
-    case Cmp::IsNot: return !(a.v.index() == b.v.index() && py_equal(a, b));
+    case Cmp::Lt:
+      return py_less(a, b);
+    case Cmp::Gt:
+      return py_less(b, a);
+    case Cmp::Le:
+      return !py_less(b, a);
+    case Cmp::Ge:
+      return !py_less(a, b);
+    case Cmp::Eq:
+      return py_equal(a, b);
+    case Cmp::Ne:
+      return !py_equal(a, b);
+    case Cmp::In:
+      return contains(b, a);
+    case Cmp::NotIn:
+      return !contains(b, a);
+    case Cmp::Is:
+      return a.v.index() == b.v.index() && py_equal(a, b);
+    case Cmp::IsNot:
+      return !(a.v.index() == b.v.index() && py_equal(a, b));
   }
   return false;
 }
@@ -646,7 +690,8 @@ class Evaluator {
 
   Value eval(const Node& n) {
     switch (n.op) {
-      case Op::Const: return n.constant;
+      case Op::Const:
+        return n.constant;
       case Op::Name: {
         auto s = static_cast<size_t>(n.slot);
         if (s >= env_.bound.size() || !env_.bound[s])
@@ -664,7 +709,8 @@ class Evaluator {
         comp(n, 0, out);
         return Value(std::move(out));
       }
-      case Op::Call: return call(n);
+      case Op::Call:
+        return call(n);
       case Op::Subscript: {
         Value c = eval(*n.kids[0]);
         Value i = eval(*n.kids[1]);
@@ -676,9 +722,11 @@ class Evaluator {
           if (k < 0 || k >= sz) type_error("string index out of range");
           return Value(std::string(1, c.as_str()[static_cast<size_t>(k)]));
         }
-        const List& l = c.is_list() ? c.as_list() : (type_error(std::string("'") + c.type_name() +
-                                                                "' object is not subscriptable"),
-                                                     c.as_list());
+        const List& l =
+            c.is_list()
+                ? c.as_list()
+                : (type_error(std::string("'") + c.type_name() + "' object is not subscriptable"),
+                   c.as_list());
         std::int64_t sz = static_cast<std::int64_t>(l.size());
         if (k < 0) k += sz;
         if (k < 0 || k >= sz)
@@ -697,7 +745,10 @@ class Evaluator {
           return std::clamp<std::int64_t>(v, 0, sz);
         };
         std::int64_t lo = bound(n.kids[1], 0), hi = bound(n.kids[2], sz);
-        if (c.is_str()) return Value(lo < hi ? c.as_str().substr(static_cast<size_t>(lo), static_cast<size_t>(hi - lo)) : "");
+        if (c.is_str())
+          return Value(
+              lo < hi ? c.as_str().substr(static_cast<size_t>(lo), static_cast<size_t>(hi - lo))
+                      : "");
         List out;
         for (std::int64_t k = lo; k < hi; ++k) out.push_back(l[static_cast<size_t>(k)]);
         return Value(std::move(out));
@@ -710,11 +761,14 @@ class Evaluator {
       }
       case Op::Pos: {
         Value a = eval(*n.kids[0]);
-        if (!a.is_number()) type_error(std::string("bad operand type for unary +: '") + a.type_name() + "'");
+        if (!a.is_number())
+          type_error(std::string("bad operand type for unary +: '") + a.type_name() + "'");
         return a.is_bool() ? Value(a.as_int()) : a;
       }
-      case Op::Invert: return Value(~eval(*n.kids[0]).as_int());
-      case Op::Not: return Value(!eval(*n.kids[0]).truthy());
+      case Op::Invert:
+        return Value(~eval(*n.kids[0]).as_int());
+      case Op::Not:
+        return Value(!eval(*n.kids[0]).truthy());
       case Op::And: {
         Value a = eval(*n.kids[0]);
         return a.truthy() ? eval(*n.kids[1]) : a;
@@ -723,7 +777,8 @@ class Evaluator {
         Value a = eval(*n.kids[0]);
         return a.truthy() ? a : eval(*n.kids[1]);
       }
-      case Op::IfElse: return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
+      case Op::IfElse:
+        return eval(*n.kids[0]).truthy() ? eval(*n.kids[1]) : eval(*n.kids[2]);
       case Op::Compare: {
         Value left = eval(*n.kids[0]);
         for (size_t i = 0; i < n.cmps.size(); ++i) {
@@ -733,7 +788,8 @@ class Evaluator {
         }
         return Value(true);
       }
-      default: return arith(n.op, eval(*n.kids[0]), eval(*n.kids[1]));
+      default:
+        return arith(n.op, eval(*n.kids[0]), eval(*n.kids[1]));
     }
   }
 
@@ -779,13 +835,16 @@ class Evaluator {
       case Builtin::Range: {
         need(1, 3, "range");
         std::int64_t start = 0, stop, step = 1;
-        if (args.size() == 1) stop = args[0].as_int();
-        else start = args[0].as_int(), stop = args[1].as_int();
+        if (args.size() == 1)
+          stop = args[0].as_int();
+        else
+          start = args[0].as_int(), stop = args[1].as_int();
         if (args.size() == 3) step = args[2].as_int();
         if (step == 0) type_error("range() arg 3 must not be zero");
         if ((stop - start) / step > 100'000'000) type_error("range() too large");
         List l;
-        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value(i));
+        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+          l.push_back(Value(i));
         return Value(std::move(l));
       }
       case Builtin::Min:
@@ -796,7 +855,8 @@ class Evaluator {
         if (items.empty()) type_error(std::string(nm) + "() arg is an empty sequence");
         Value best = items[0];
         for (size_t i = 1; i < items.size(); ++i) {
-          bool better = n.builtin == Builtin::Min ? py_less(items[i], best) : py_less(best, items[i]);
+          bool better =
+              n.builtin == Builtin::Min ? py_less(items[i], best) : py_less(best, items[i]);
           if (better) best = items[i];
         }
         return best;
@@ -807,7 +867,8 @@ class Evaluator {
         return Value(static_cast<std::int64_t>(iterate(args[0]).size()));
       case Builtin::Int:
         need(1, 1, "int");
-        if (args[0].is_float()) return Value(static_cast<std::int64_t>(std::trunc(args[0].as_double())));
+        if (args[0].is_float())
+          return Value(static_cast<std::int64_t>(std::trunc(args[0].as_double())));
         if (args[0].is_str()) {
           try {
             return Value(static_cast<std::int64_t>(std::stoll(args[0].as_str())));
@@ -826,8 +887,12 @@ class Evaluator {
           }
         }
         return Value(args[0].as_double());
-      case Builtin::Bool: need(1, 1, "bool"); return Value(args[0].truthy());
-      case Builtin::Str: need(1, 1, "str"); return Value(args[0].str());
+      case Builtin::Bool:
+        need(1, 1, "bool");
+        return Value(args[0].truthy());
+      case Builtin::Str:
+        need(1, 1, "str");
+        return Value(args[0].str());
       case Builtin::Abs:
         need(1, 1, "abs");
         if (args[0].is_float()) return Value(std::fabs(args[0].as_double()));

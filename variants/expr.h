@@ -1,8 +1,8 @@
 /** \file variants/expr.h
- * Owns: the safe evaluator for the Python-expression subset that T1 files use in `Values`, `Expression`,
- * sizes and launch geometry: int/float/bool/str/None literals, lists and tuples, list comprehensions
- * (also as a call's only argument), `range`, `+ - * / // % **`, bitwise ops, chained comparisons,
- * `in`/`not in`, `and/or/not`, `x if c else y`, subscripts, and the builtins
+ * Owns: the safe evaluator for the Python-expression subset that T1 files use in `Values`,
+ * `Expression`, sizes and launch geometry: int/float/bool/str/None literals, lists and tuples, list
+ * comprehensions (also as a call's only argument), `range`, `+ - * / // % **`, bitwise ops, chained
+ * comparisons, `in`/`not in`, `and/or/not`, `x if c else y`, subscripts, and the builtins
  * min/max/len/int/float/bool/str/abs/sum/round/list. Never calls an interpreter.
  * Consumes: expression text and a Symbols table. Produces: Expr, evaluated against an Env.
  * Names are resolved to slots at parse time so that evaluating a condition for millions of points
@@ -30,8 +30,8 @@ class ExprError : public std::runtime_error {
 /// Name -> slot table shared by the expressions evaluated against one Env.
 class Symbols {
  public:
-  int slot(const std::string& name);                 ///< get or create
-  int find(const std::string& name) const;           ///< -1 when absent
+  int slot(const std::string& name);        ///< get or create
+  int find(const std::string& name) const;  ///< -1 when absent
   const std::string& name(int slot) const { return names_[static_cast<size_t>(slot)]; }
   size_t size() const { return names_.size(); }
 

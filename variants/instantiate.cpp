@@ -47,7 +47,8 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
   };
   for (int d = 0; d < 3; ++d) {
     std::string f = std::string("KernelSpecification.LocalSize.") + axis[d];
-    g.block[static_cast<size_t>(d)] = positive(eval_in_context(job, job.local_size[d], f, &config, ctx), f);
+    g.block[static_cast<size_t>(d)] =
+        positive(eval_in_context(job, job.local_size[d], f, &config, ctx), f);
   }
   for (int d = 0; d < 3; ++d) {
     auto ud = static_cast<size_t>(d);
@@ -57,7 +58,8 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
       std::string f = std::string("KernelSpecification.GridDiv") + axis[d];
       std::int64_t div = 1;
       if (!job.grid_div[ud].empty()) {
-        for (auto& e : job.grid_div[ud]) div *= positive(eval_in_context(job, e, f, &config, ctx), f);
+        for (auto& e : job.grid_div[ud])
+          div *= positive(eval_in_context(job, e, f, &config, ctx), f);
       } else {
         static const char* bs[] = {"block_size_x", "block_size_y", "block_size_z"};
         for (size_t i = 0; i < config.names->size(); ++i)
@@ -71,10 +73,12 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
       g.grid[ud] = job.global_size_type == "CUDA" ? gs : (gs + g.block[ud] - 1) / g.block[ud];
     }
   }
-  Value smem = eval_in_context(job, job.shared_memory_expr, "KernelSpecification.SharedMemory", &config, ctx);
+  Value smem = eval_in_context(job, job.shared_memory_expr, "KernelSpecification.SharedMemory",
+                               &config, ctx);
   g.dynamic_smem = smem.as_int();
   if (g.dynamic_smem < 0)
-    throw JobError(job.file.string(), "KernelSpecification.SharedMemory", "is negative", "give bytes >= 0");
+    throw JobError(job.file.string(), "KernelSpecification.SharedMemory", "is negative",
+                   "give bytes >= 0");
   return g;
 }
 

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "variants/expr.h"
 
@@ -14,8 +13,8 @@ namespace gputune {
 
 using nlohmann::json;
 
-JobError::JobError(const std::string& file_, const std::string& field_,
-                   const std::string& problem_, const std::string& fix_)
+JobError::JobError(const std::string& file_, const std::string& field_, const std::string& problem_,
+                   const std::string& fix_)
     : std::runtime_error(file_ + ": " + (field_.empty() ? "" : "field '" + field_ + "': ") +
                          problem_ + (fix_.empty() ? "" : ". Fix: " + fix_)),
       file(file_),
@@ -144,34 +143,36 @@ class Reader {
   Job& job_;
 };
 
-const std::set<std::string> kTopKeys = {"General", "ConfigurationSpace", "KernelSpecification",
-                                        "Search", "Budget", "GPUTune", "$schema"};
+const std::set<std::string> kTopKeys = {
+    "General", "ConfigurationSpace", "KernelSpecification", "Search", "Budget", "GPUTune",
+    "$schema"};
 const std::set<std::string> kGeneralKeys = {"BenchmarkName", "OutputFormat", "FormatVersion",
-                                            "LoggingLevel", "TimeUnit", "OutputFile"};
+                                            "LoggingLevel",  "TimeUnit",     "OutputFile"};
 const std::set<std::string> kSpaceKeys = {"TuningParameters", "Conditions"};
 const std::set<std::string> kParamKeys = {"Name", "Type", "Values", "Default"};
 const std::set<std::string> kCondKeys = {"Expression", "Parameters"};
 const std::set<std::string> kKernelKeys = {
-    "Language",    "CompilerOptions", "BenchmarkName",  "KernelName",        "KernelFile",
-    "GlobalSizeType", "LocalSize",    "GlobalSize",     "GridDivX",          "GridDivY",
-    "GridDivZ",    "ProblemSize",     "SharedMemory",   "Stream",            "Arguments",
-    "ReferenceArguments", "Device",   "Profiling",      "SimulationInput",   "BenchmarkConfig"};
-const std::set<std::string> kNonSchemaKernelKeys = {"GridDivX", "GridDivY", "GridDivZ",
-                                                    "ProblemSize", "BenchmarkConfig",
-                                                    "BenchmarkName", "Stream"};
+    "Language",           "CompilerOptions", "BenchmarkName", "KernelName",      "KernelFile",
+    "GlobalSizeType",     "LocalSize",       "GlobalSize",    "GridDivX",        "GridDivY",
+    "GridDivZ",           "ProblemSize",     "SharedMemory",  "Stream",          "Arguments",
+    "ReferenceArguments", "Device",          "Profiling",     "SimulationInput", "BenchmarkConfig"};
+const std::set<std::string> kNonSchemaKernelKeys = {
+    "GridDivX",        "GridDivY",      "GridDivZ", "ProblemSize",
+    "BenchmarkConfig", "BenchmarkName", "Stream"};
 const std::set<std::string> kDimKeys = {"X", "Y", "Z"};
-const std::set<std::string> kArgKeys = {"Name",       "Type",       "MemoryType", "AccessType",
-                                        "FillType",   "Size",       "FillValue",  "DataSource",
-                                        "RandomSeed", "TypeSize",   "Output",     "MemType"};
-const std::set<std::string> kRefKeys = {"Name",       "TargetName",          "FillType",
-                                        "FillValue",  "DataSource",          "RandomSeed",
-                                        "ValidationMethod", "ValidationThreshold"};
-const std::set<std::string> kExtKeys = {"Contexts", "Device", "Search", "Budget", "Verification",
-                                        "Measurement", "Work", "Database", "CompileThreads"};
+const std::set<std::string> kArgKeys = {"Name",       "Type",     "MemoryType", "AccessType",
+                                        "FillType",   "Size",     "FillValue",  "DataSource",
+                                        "RandomSeed", "TypeSize", "Output",     "MemType"};
+const std::set<std::string> kRefKeys = {
+    "Name",       "TargetName", "FillType",         "FillValue",
+    "DataSource", "RandomSeed", "ValidationMethod", "ValidationThreshold"};
+const std::set<std::string> kExtKeys = {"Contexts", "Device",       "Search",
+                                        "Budget",   "Verification", "Measurement",
+                                        "Work",     "Database",     "CompileThreads"};
 
 void read_parameters(Reader& r, const json& space, Job& job) {
-  const json& params = r.require(space, "ConfigurationSpace", "TuningParameters",
-                                 "a list of {Name, Type, Values}");
+  const json& params =
+      r.require(space, "ConfigurationSpace", "TuningParameters", "a list of {Name, Type, Values}");
   if (!params.is_array() || params.empty())
     r.fail("ConfigurationSpace.TuningParameters", "expected a non-empty list of parameters");
   std::set<std::string> seen;
@@ -183,9 +184,11 @@ void read_parameters(Reader& r, const json& space, Job& job) {
     Parameter par;
     par.name = r.get_string(r.require(p, path, "Name", "the parameter's name"), path + ".Name");
     path += " (" + par.name + ")";
-    if (par.name.empty() || !(std::isalpha(static_cast<unsigned char>(par.name[0])) || par.name[0] == '_') ||
-        !std::all_of(par.name.begin(), par.name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+    if (par.name.empty() ||
+        !(std::isalpha(static_cast<unsigned char>(par.name[0])) || par.name[0] == '_') ||
+        !std::all_of(par.name.begin(), par.name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        }))
       r.fail(path + ".Name", "'" + par.name + "' is not a valid identifier",
              "use letters, digits and '_' (it becomes a -D macro)");
     if (!seen.insert(par.name).second)
@@ -193,8 +196,10 @@ void read_parameters(Reader& r, const json& space, Job& job) {
     par.type = p.contains("Type") ? r.get_string(p["Type"], path + ".Type") : "int";
     static const std::set<std::string> types = {"int", "uint", "float", "bool", "string"};
     if (!types.count(par.type))
-      r.fail(path + ".Type", "unknown type '" + par.type + "'", "use one of int, uint, float, bool, string");
-    const json& vals = r.require(p, path, "Values", "a Python list expression such as \"[1, 2, 4]\"");
+      r.fail(path + ".Type", "unknown type '" + par.type + "'",
+             "use one of int, uint, float, bool, string");
+    const json& vals =
+        r.require(p, path, "Values", "a Python list expression such as \"[1, 2, 4]\"");
     Value v;
     if (vals.is_string()) {
       try {
@@ -265,9 +270,10 @@ void read_conditions(Reader& r, const json& space, Job& job) {
     Expr e = Expr::parse(cond.expression, syms);
     for (int s : e.free_slots())
       if (!names.count(syms.name(s)))
-        r.fail(path + ".Expression",
-               "name '" + syms.name(s) + "' in \"" + cond.expression + "\" is not a tuning parameter",
-               "conditions may only use tuning parameters");
+        r.fail(
+            path + ".Expression",
+            "name '" + syms.name(s) + "' in \"" + cond.expression + "\" is not a tuning parameter",
+            "conditions may only use tuning parameters");
     job.conditions.push_back(std::move(cond));
   }
 }
@@ -284,9 +290,9 @@ Dim3Expr read_dim3(Reader& r, const json& obj, const std::string& path) {
 
 const std::set<std::string>& argument_types() {
   static const std::set<std::string> t = {
-      "bool",  "int8",   "uint8",  "int16",  "uint16",  "int32",   "uint32",  "int64",  "uint64",
-      "half",  "half2",  "half4",  "half8",  "half16",  "float",   "float2",  "float4", "float8",
-      "float16", "double", "double2", "double4", "double8", "double16"};
+      "bool",   "int8",   "uint8",   "int16",  "uint16",  "int32",   "uint32",  "int64",
+      "uint64", "half",   "half2",   "half4",  "half8",   "half16",  "float",   "float2",
+      "float4", "float8", "float16", "double", "double2", "double4", "double8", "double16"};
   return t;
 }
 
@@ -301,12 +307,16 @@ void read_arguments(Reader& r, const json& ks, Job& job) {
     if (!a.is_object()) r.fail(path, "expected an object");
     r.check_keys(a, path, kArgKeys);
     Argument arg;
-    arg.name = a.contains("Name") ? r.get_string(a["Name"], path + ".Name") : "arg" + std::to_string(i);
+    arg.name =
+        a.contains("Name") ? r.get_string(a["Name"], path + ".Name") : "arg" + std::to_string(i);
     if (!seen.insert(arg.name).second)
-      r.fail(path + ".Name", "argument '" + arg.name + "' appears twice", "give each a unique Name");
-    arg.type = r.get_string(r.require(a, path, "Type", "an element type such as \"float\""), path + ".Type");
+      r.fail(path + ".Name", "argument '" + arg.name + "' appears twice",
+             "give each a unique Name");
+    arg.type = r.get_string(r.require(a, path, "Type", "an element type such as \"float\""),
+                            path + ".Type");
     if (arg.type == "custom")
-      r.fail(path + ".Type", "type 'custom' cannot be filled by gputune", "use a concrete type such as float");
+      r.fail(path + ".Type", "type 'custom' cannot be filled by gputune",
+             "use a concrete type such as float");
     if (!argument_types().count(arg.type))
       r.fail(path + ".Type", "unknown type '" + arg.type + "'", "use float, double, int32, ...");
     arg.memory_type = r.get_string(r.require(a, path, "MemoryType", "\"Vector\" or \"Scalar\""),
@@ -314,7 +324,8 @@ void read_arguments(Reader& r, const json& ks, Job& job) {
     if (arg.memory_type != "Vector" && arg.memory_type != "Scalar")
       r.fail(path + ".MemoryType", "'" + arg.memory_type + "' is not supported",
              "use Vector (device buffer) or Scalar (by value)");
-    arg.access = a.contains("AccessType") ? r.get_string(a["AccessType"], path + ".AccessType") : "ReadWrite";
+    arg.access = a.contains("AccessType") ? r.get_string(a["AccessType"], path + ".AccessType")
+                                          : "ReadWrite";
     if (arg.access != "ReadOnly" && arg.access != "WriteOnly" && arg.access != "ReadWrite")
       r.fail(path + ".AccessType", "'" + arg.access + "' is not ReadOnly, WriteOnly or ReadWrite");
     if (a.contains("Size")) arg.size_expr = r.get_expr(a["Size"], path + ".Size");
@@ -322,11 +333,15 @@ void read_arguments(Reader& r, const json& ks, Job& job) {
     if (arg.fill_type != "Constant" && arg.fill_type != "Random" && arg.fill_type != "BinaryRaw")
       r.fail(path + ".FillType", "fill type '" + arg.fill_type + "' is not supported",
              "use Constant, Random or BinaryRaw (with DataSource)");
-    if (a.contains("FillValue")) arg.fill_value = r.get_expr(a["FillValue"], path + ".FillValue");
-    else if (arg.fill_type == "Random") arg.fill_value = "1.0";
-    if (a.contains("DataSource")) arg.data_source = r.get_string(a["DataSource"], path + ".DataSource");
+    if (a.contains("FillValue"))
+      arg.fill_value = r.get_expr(a["FillValue"], path + ".FillValue");
+    else if (arg.fill_type == "Random")
+      arg.fill_value = "1.0";
+    if (a.contains("DataSource"))
+      arg.data_source = r.get_string(a["DataSource"], path + ".DataSource");
     if (arg.fill_type == "BinaryRaw" && arg.data_source.empty())
-      r.fail(path + ".DataSource", "FillType BinaryRaw needs a DataSource", "name the raw binary file");
+      r.fail(path + ".DataSource", "FillType BinaryRaw needs a DataSource",
+             "name the raw binary file");
     if (a.contains("RandomSeed")) {
       if (!a["RandomSeed"].is_number_integer()) r.fail(path + ".RandomSeed", "expected an integer");
       arg.seed = a["RandomSeed"].get<std::uint64_t>();
@@ -361,14 +376,17 @@ void read_references(Reader& r, const json& ks, Job& job) {
       r.fail(path + ".TargetName", "no argument named '" + ref.target + "'",
              "use the Name of a Vector argument");
     if (it->memory_type != "Vector")
-      r.fail(path + ".TargetName", "'" + ref.target + "' is a Scalar", "reference a Vector argument");
+      r.fail(path + ".TargetName", "'" + ref.target + "' is a Scalar",
+             "reference a Vector argument");
     it->output = true;
-    ref.fill_type = r.get_string(r.require(a, path, "FillType", "Constant or BinaryRaw"), path + ".FillType");
+    ref.fill_type =
+        r.get_string(r.require(a, path, "FillType", "Constant or BinaryRaw"), path + ".FillType");
     if (ref.fill_type != "Constant" && ref.fill_type != "BinaryRaw")
       r.fail(path + ".FillType", "reference fill type '" + ref.fill_type + "' is not supported",
              "use Constant or BinaryRaw (with DataSource)");
     if (a.contains("FillValue")) ref.fill_value = r.get_expr(a["FillValue"], path + ".FillValue");
-    if (a.contains("DataSource")) ref.data_source = r.get_string(a["DataSource"], path + ".DataSource");
+    if (a.contains("DataSource"))
+      ref.data_source = r.get_string(a["DataSource"], path + ".DataSource");
     if (ref.fill_type == "BinaryRaw" && ref.data_source.empty())
       r.fail(path + ".DataSource", "FillType BinaryRaw needs a DataSource");
     if (a.contains("ValidationMethod")) {
@@ -380,7 +398,8 @@ void read_references(Reader& r, const json& ks, Job& job) {
                "use AbsoluteDifference, SideBySideComparison or SideBySideRelativeComparison");
     }
     if (a.contains("ValidationThreshold")) {
-      if (!a["ValidationThreshold"].is_number()) r.fail(path + ".ValidationThreshold", "expected a number");
+      if (!a["ValidationThreshold"].is_number())
+        r.fail(path + ".ValidationThreshold", "expected a number");
       ref.threshold = a["ValidationThreshold"].get<double>();
     }
     job.references.push_back(std::move(ref));
@@ -403,8 +422,9 @@ List read_problem_size(Reader& r, const json& j, const std::string& path) {
 std::string context_label(const List& ps) {
   std::string s;
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (i && ps[i].as_int() == 1 && std::all_of(ps.begin() + static_cast<long>(i), ps.end(),
-                                                [](const Value& v) { return v.as_int() == 1; }))
+    if (i && ps[i].as_int() == 1 &&
+        std::all_of(ps.begin() + static_cast<long>(i), ps.end(),
+                    [](const Value& v) { return v.as_int() == 1; }))
       break;
     s += (i ? "x" : "") + ps[i].str();
   }
@@ -416,7 +436,8 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
     const json& s = doc["Search"];
     if (!s.is_object()) r.fail("Search", "expected an object {Name, Attributes}");
     r.check_keys(s, "Search", {"Name", "Attributes"});
-    std::string name = r.get_string(r.require(s, "Search", "Name", "BruteForce or Random"), "Search.Name");
+    std::string name =
+        r.get_string(r.require(s, "Search", "Name", "BruteForce or Random"), "Search.Name");
     std::string lower;
     for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower == "bruteforce" || lower == "brute_force" || lower == "exhaustive")
@@ -426,9 +447,11 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
     else
       r.fail("Search.Name", "unknown search '" + name + "'", "use BruteForce or Random");
     if (s.contains("Attributes")) {
-      if (!s["Attributes"].is_array()) r.fail("Search.Attributes", "expected a list of {Name, Value}");
+      if (!s["Attributes"].is_array())
+        r.fail("Search.Attributes", "expected a list of {Name, Value}");
       for (auto& a : s["Attributes"]) {
-        if (!a.is_object() || !a.contains("Name")) r.fail("Search.Attributes", "expected {Name, Value}");
+        if (!a.is_object() || !a.contains("Name"))
+          r.fail("Search.Attributes", "expected {Name, Value}");
         if (a["Name"] == "Seed" || a["Name"] == "seed") {
           if (!a.contains("Value") || !a["Value"].is_number_integer())
             r.fail("Search.Attributes.Seed", "expected an integer Value");
@@ -446,11 +469,17 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
       std::string path = "Budget[" + std::to_string(i) + "]";
       if (!b[i].is_object()) r.fail(path, "expected {Type, BudgetValue}");
       r.check_keys(b[i], path, {"Type", "BudgetValue"});
-      std::string type = r.get_string(r.require(b[i], path, "Type", "ConfigurationCount, TuningDuration or ConfigurationFraction"), path + ".Type");
+      std::string type =
+          r.get_string(r.require(b[i], path, "Type",
+                                 "ConfigurationCount, TuningDuration or ConfigurationFraction"),
+                       path + ".Type");
       const json& v = r.require(b[i], path, "BudgetValue", "a positive number");
-      if (!v.is_number() || v.get<double>() <= 0) r.fail(path + ".BudgetValue", "expected a positive number");
-      if (type == "ConfigurationCount") job.budget.max_configurations = static_cast<std::uint64_t>(v.get<double>());
-      else if (type == "TuningDuration") job.budget.max_seconds = v.get<double>();
+      if (!v.is_number() || v.get<double>() <= 0)
+        r.fail(path + ".BudgetValue", "expected a positive number");
+      if (type == "ConfigurationCount")
+        job.budget.max_configurations = static_cast<std::uint64_t>(v.get<double>());
+      else if (type == "TuningDuration")
+        job.budget.max_seconds = v.get<double>();
       else if (type == "ConfigurationFraction") {
         if (v.get<double>() > 1) r.fail(path + ".BudgetValue", "a fraction must be in (0, 1]");
         job.budget.fraction = v.get<double>();
@@ -466,12 +495,14 @@ void read_extension(Reader& r, const json& ext, Job& job) {
   r.check_keys(ext, "GPUTune", kExtKeys);
   auto num = [&](const json& j, const std::string& f, double lo, double hi) {
     if (!j.is_number() || j.get<double>() < lo || j.get<double>() > hi)
-      r.fail(f, "expected a number in [" + Value(lo).str() + ", " + Value(hi).str() + "], got " + j.dump());
+      r.fail(f, "expected a number in [" + Value(lo).str() + ", " + Value(hi).str() + "], got " +
+                    j.dump());
     return j.get<double>();
   };
   if (ext.contains("Contexts")) {
     const json& cs = ext["Contexts"];
-    if (!cs.is_array() || cs.empty()) r.fail("GPUTune.Contexts", "expected a non-empty list of contexts");
+    if (!cs.is_array() || cs.empty())
+      r.fail("GPUTune.Contexts", "expected a non-empty list of contexts");
     job.contexts.clear();
     for (size_t i = 0; i < cs.size(); ++i) {
       std::string path = "GPUTune.Contexts[" + std::to_string(i) + "]";
@@ -481,10 +512,12 @@ void read_extension(Reader& r, const json& ext, Job& job) {
         ctx.problem_size = read_problem_size(r, c, path);
       } else if (c.is_object()) {
         r.check_keys(c, path, {"Name", "ProblemSize", "Values"});
-        ctx.problem_size = read_problem_size(r, r.require(c, path, "ProblemSize", "a list of sizes"), path + ".ProblemSize");
+        ctx.problem_size = read_problem_size(
+            r, r.require(c, path, "ProblemSize", "a list of sizes"), path + ".ProblemSize");
         if (c.contains("Name")) ctx.name = r.get_string(c["Name"], path + ".Name");
         if (c.contains("Values")) {
-          if (!c["Values"].is_object()) r.fail(path + ".Values", "expected an object of name: value");
+          if (!c["Values"].is_object())
+            r.fail(path + ".Values", "expected an object of name: value");
           for (auto it = c["Values"].begin(); it != c["Values"].end(); ++it)
             ctx.values.emplace_back(it.key(), json_to_value(it.value()));
         }
@@ -501,9 +534,11 @@ void read_extension(Reader& r, const json& ext, Job& job) {
     if (d.contains("Arch")) {
       job.target_arch = r.get_string(d["Arch"], "GPUTune.Device.Arch");
       if (job.target_arch.rfind("sm_", 0) != 0 || job.target_arch.size() < 5)
-        r.fail("GPUTune.Device.Arch", "'" + job.target_arch + "' is not an architecture", "write e.g. \"sm_90\"");
+        r.fail("GPUTune.Device.Arch", "'" + job.target_arch + "' is not an architecture",
+               "write e.g. \"sm_90\"");
     }
-    if (d.contains("Index")) job.device_index = static_cast<int>(num(d["Index"], "GPUTune.Device.Index", 0, 64));
+    if (d.contains("Index"))
+      job.device_index = static_cast<int>(num(d["Index"], "GPUTune.Device.Index", 0, 64));
   }
   if (ext.contains("Search")) {
     const json& s = ext["Search"];
@@ -511,35 +546,53 @@ void read_extension(Reader& r, const json& ext, Job& job) {
     if (s.contains("Strategy")) {
       std::string st = r.get_string(s["Strategy"], "GPUTune.Search.Strategy");
       if (st != "brute_force" && st != "random")
-        r.fail("GPUTune.Search.Strategy", "unknown strategy '" + st + "'", "use brute_force or random");
+        r.fail("GPUTune.Search.Strategy", "unknown strategy '" + st + "'",
+               "use brute_force or random");
       job.strategy = st;
     }
-    if (s.contains("Seed")) job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
+    if (s.contains("Seed"))
+      job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
   }
   if (ext.contains("Budget")) {
     const json& b = ext["Budget"];
     r.check_keys(b, "GPUTune.Budget", {"Configurations", "Seconds"});
     if (b.contains("Configurations"))
-      job.budget.max_configurations = static_cast<std::uint64_t>(num(b["Configurations"], "GPUTune.Budget.Configurations", 1, 1e12));
-    if (b.contains("Seconds")) job.budget.max_seconds = num(b["Seconds"], "GPUTune.Budget.Seconds", 0.001, 1e9);
+      job.budget.max_configurations = static_cast<std::uint64_t>(
+          num(b["Configurations"], "GPUTune.Budget.Configurations", 1, 1e12));
+    if (b.contains("Seconds"))
+      job.budget.max_seconds = num(b["Seconds"], "GPUTune.Budget.Seconds", 0.001, 1e9);
   }
   if (ext.contains("Verification")) {
     const json& v = ext["Verification"];
     r.check_keys(v, "GPUTune.Verification", {"AbsoluteTolerance", "RelativeTolerance"});
-    if (v.contains("AbsoluteTolerance")) job.abs_tolerance = num(v["AbsoluteTolerance"], "GPUTune.Verification.AbsoluteTolerance", 0, 1e30);
-    if (v.contains("RelativeTolerance")) job.rel_tolerance = num(v["RelativeTolerance"], "GPUTune.Verification.RelativeTolerance", 0, 1e30);
+    if (v.contains("AbsoluteTolerance"))
+      job.abs_tolerance =
+          num(v["AbsoluteTolerance"], "GPUTune.Verification.AbsoluteTolerance", 0, 1e30);
+    if (v.contains("RelativeTolerance"))
+      job.rel_tolerance =
+          num(v["RelativeTolerance"], "GPUTune.Verification.RelativeTolerance", 0, 1e30);
   }
   if (ext.contains("Measurement")) {
     const json& m = ext["Measurement"];
-    r.check_keys(m, "GPUTune.Measurement", {"WarmUp", "Repeats", "FlushL2", "ReMeasureTop", "TimeoutSeconds"});
-    if (m.contains("WarmUp")) job.measure.warmup = static_cast<int>(num(m["WarmUp"], "GPUTune.Measurement.WarmUp", 0, 1000));
-    if (m.contains("Repeats")) job.measure.repeats = static_cast<int>(num(m["Repeats"], "GPUTune.Measurement.Repeats", 1, 100000));
+    r.check_keys(m, "GPUTune.Measurement",
+                 {"WarmUp", "Repeats", "FlushL2", "ReMeasureTop", "TimeoutSeconds"});
+    if (m.contains("WarmUp"))
+      job.measure.warmup =
+          static_cast<int>(num(m["WarmUp"], "GPUTune.Measurement.WarmUp", 0, 1000));
+    if (m.contains("Repeats"))
+      job.measure.repeats =
+          static_cast<int>(num(m["Repeats"], "GPUTune.Measurement.Repeats", 1, 100000));
     if (m.contains("FlushL2")) {
-      if (!m["FlushL2"].is_boolean()) r.fail("GPUTune.Measurement.FlushL2", "expected true or false");
+      if (!m["FlushL2"].is_boolean())
+        r.fail("GPUTune.Measurement.FlushL2", "expected true or false");
       job.measure.flush_l2 = m["FlushL2"].get<bool>();
     }
-    if (m.contains("ReMeasureTop")) job.measure.remeasure_top = static_cast<int>(num(m["ReMeasureTop"], "GPUTune.Measurement.ReMeasureTop", 0, 1000));
-    if (m.contains("TimeoutSeconds")) job.measure.timeout_seconds = num(m["TimeoutSeconds"], "GPUTune.Measurement.TimeoutSeconds", 0.001, 86400);
+    if (m.contains("ReMeasureTop"))
+      job.measure.remeasure_top =
+          static_cast<int>(num(m["ReMeasureTop"], "GPUTune.Measurement.ReMeasureTop", 0, 1000));
+    if (m.contains("TimeoutSeconds"))
+      job.measure.timeout_seconds =
+          num(m["TimeoutSeconds"], "GPUTune.Measurement.TimeoutSeconds", 0.001, 86400);
   }
   if (ext.contains("Work")) {
     const json& w = ext["Work"];
@@ -549,7 +602,8 @@ void read_extension(Reader& r, const json& ext, Job& job) {
   }
   if (ext.contains("Database")) job.database = r.get_string(ext["Database"], "GPUTune.Database");
   if (ext.contains("CompileThreads"))
-    job.compile_threads = static_cast<int>(num(ext["CompileThreads"], "GPUTune.CompileThreads", 0, 256));
+    job.compile_threads =
+        static_cast<int>(num(ext["CompileThreads"], "GPUTune.CompileThreads", 0, 256));
 }
 
 }  // namespace
@@ -558,7 +612,9 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   Job job;
   job.file = file;
   Reader r(file.string(), job);
-  if (!doc.is_object()) r.fail("", "the document is not a JSON object", "a T1 job is an object with ConfigurationSpace and KernelSpecification");
+  if (!doc.is_object())
+    r.fail("", "the document is not a JSON object",
+           "a T1 job is an object with ConfigurationSpace and KernelSpecification");
   r.check_keys(doc, "", kTopKeys);
   if (doc.contains("General")) {
     r.check_keys(doc["General"], "General", kGeneralKeys);
@@ -573,56 +629,78 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   read_parameters(r, space, job);
   read_conditions(r, space, job);
 
-  const json& ks = r.require(doc, "", "KernelSpecification", "an object with KernelName, KernelFile, LocalSize, GlobalSize");
+  const json& ks = r.require(doc, "", "KernelSpecification",
+                             "an object with KernelName, KernelFile, LocalSize, GlobalSize");
   if (!ks.is_object()) r.fail("KernelSpecification", "expected an object");
   r.check_keys(ks, "KernelSpecification", kKernelKeys);
   for (auto& k : kNonSchemaKernelKeys)
-    if (ks.contains(k)) r.note("KernelSpecification." + k + " is not in the T1 schema (Kernel Tuner key, accepted)");
+    if (ks.contains(k))
+      r.note("KernelSpecification." + k + " is not in the T1 schema (Kernel Tuner key, accepted)");
   if (ks.contains("Language")) {
     job.language = r.get_string(ks["Language"], "KernelSpecification.Language");
     if (job.language != "CUDA")
-      r.fail("KernelSpecification.Language", "language '" + job.language + "' is not supported", "gputune tunes CUDA kernels: set \"CUDA\"");
+      r.fail("KernelSpecification.Language", "language '" + job.language + "' is not supported",
+             "gputune tunes CUDA kernels: set \"CUDA\"");
   }
-  job.kernel_name = r.get_string(r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
-                                 "KernelSpecification.KernelName");
-  std::string kf = r.get_string(r.require(ks, "KernelSpecification", "KernelFile", "the path of the .cu file"),
-                                "KernelSpecification.KernelFile");
-  job.kernel_file = std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
-  if (job.name.empty() && ks.contains("BenchmarkName")) job.name = r.get_string(ks["BenchmarkName"], "KernelSpecification.BenchmarkName");
+  job.kernel_name = r.get_string(
+      r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
+      "KernelSpecification.KernelName");
+  std::string kf =
+      r.get_string(r.require(ks, "KernelSpecification", "KernelFile", "the path of the .cu file"),
+                   "KernelSpecification.KernelFile");
+  job.kernel_file =
+      std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
+  if (job.name.empty() && ks.contains("BenchmarkName"))
+    job.name = r.get_string(ks["BenchmarkName"], "KernelSpecification.BenchmarkName");
   if (job.name.empty()) job.name = file.stem().string();
   if (ks.contains("CompilerOptions")) {
-    if (!ks["CompilerOptions"].is_array()) r.fail("KernelSpecification.CompilerOptions", "expected a list of strings");
-    for (auto& o : ks["CompilerOptions"]) job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
+    if (!ks["CompilerOptions"].is_array())
+      r.fail("KernelSpecification.CompilerOptions", "expected a list of strings");
+    for (auto& o : ks["CompilerOptions"])
+      job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
   }
-  job.local_size = read_dim3(r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"), "KernelSpecification.LocalSize");
-  if (ks.contains("GlobalSize")) job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
+  job.local_size = read_dim3(
+      r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"),
+      "KernelSpecification.LocalSize");
+  if (ks.contains("GlobalSize"))
+    job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
   if (ks.contains("GlobalSizeType")) {
     job.global_size_type = r.get_string(ks["GlobalSizeType"], "KernelSpecification.GlobalSizeType");
     if (job.global_size_type != "CUDA" && job.global_size_type != "OpenCL")
-      r.fail("KernelSpecification.GlobalSizeType", "'" + job.global_size_type + "' is not supported", "use CUDA (GlobalSize counts blocks) or OpenCL (counts threads)");
+      r.fail("KernelSpecification.GlobalSizeType",
+             "'" + job.global_size_type + "' is not supported",
+             "use CUDA (GlobalSize counts blocks) or OpenCL (counts threads)");
   }
   const char* div_keys[3] = {"GridDivX", "GridDivY", "GridDivZ"};
   for (int d = 0; d < 3; ++d) {
     if (!ks.contains(div_keys[d])) continue;
     std::string path = std::string("KernelSpecification.") + div_keys[d];
     if (!ks[div_keys[d]].is_array()) r.fail(path, "expected a list of expressions");
-    for (auto& e : ks[div_keys[d]]) job.grid_div[static_cast<size_t>(d)].push_back(r.get_expr(e, path));
+    for (auto& e : ks[div_keys[d]])
+      job.grid_div[static_cast<size_t>(d)].push_back(r.get_expr(e, path));
     job.use_grid_div = true;
   }
-  if (ks.contains("SharedMemory")) job.shared_memory_expr = r.get_expr(ks["SharedMemory"], "KernelSpecification.SharedMemory");
+  if (ks.contains("SharedMemory"))
+    job.shared_memory_expr = r.get_expr(ks["SharedMemory"], "KernelSpecification.SharedMemory");
   if (ks.contains("ProblemSize"))
-    job.contexts.push_back({"", read_problem_size(r, ks["ProblemSize"], "KernelSpecification.ProblemSize"), {}});
+    job.contexts.push_back(
+        {"", read_problem_size(r, ks["ProblemSize"], "KernelSpecification.ProblemSize"), {}});
   read_arguments(r, ks, job);
   read_references(r, ks, job);
   read_search_and_budget(r, doc, job);
   if (doc.contains("GPUTune")) read_extension(r, doc["GPUTune"], job);
   if (!ks.contains("GlobalSize") && !job.use_grid_div)
-    r.fail("KernelSpecification.GlobalSize", "missing required field", "add GlobalSize {X, Y, Z} (or Kernel Tuner's GridDivX with ProblemSize)");
+    r.fail("KernelSpecification.GlobalSize", "missing required field",
+           "add GlobalSize {X, Y, Z} (or Kernel Tuner's GridDivX with ProblemSize)");
   if (job.use_grid_div && job.contexts.empty())
-    r.fail("KernelSpecification.ProblemSize", "GridDivX/Y/Z need a ProblemSize", "add ProblemSize or GPUTune.Contexts");
+    r.fail("KernelSpecification.ProblemSize", "GridDivX/Y/Z need a ProblemSize",
+           "add ProblemSize or GPUTune.Contexts");
   if (job.use_grid_div && ks.contains("GlobalSize"))
-    r.note("both GlobalSize and GridDivX/Y/Z given: the grid is ProblemSize / GridDiv, as Kernel Tuner computes it");
-  if (job.contexts.empty()) job.contexts.push_back({"default", List{Value(1), Value(1), Value(1)}, {}});
+    r.note(
+        "both GlobalSize and GridDivX/Y/Z given: the grid is ProblemSize / GridDiv, as Kernel "
+        "Tuner computes it");
+  if (job.contexts.empty())
+    job.contexts.push_back({"default", List{Value(1), Value(1), Value(1)}, {}});
   for (auto& c : job.contexts)
     if (c.name.empty()) c.name = context_label(c.problem_size);
   return job;
@@ -641,11 +719,15 @@ Job load_job(const std::filesystem::path& file) {
     std::string text = ss.str();
     size_t line = 1, col = 1;
     for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') ++line, col = 1;
-      else ++col;
+      if (text[i] == '\n')
+        ++line, col = 1;
+      else
+        ++col;
     }
-    throw JobError(file.string(), "", "malformed JSON at line " + std::to_string(line) + ", column " +
-                   std::to_string(col) + " (" + e.what() + ")", "fix the JSON syntax there");
+    throw JobError(file.string(), "",
+                   "malformed JSON at line " + std::to_string(line) + ", column " +
+                       std::to_string(col) + " (" + e.what() + ")",
+                   "fix the JSON syntax there");
   }
   return parse_job(doc, file);
 }

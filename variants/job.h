@@ -1,19 +1,18 @@
 /** \file variants/job.h
  * Owns: Job, what the user asked for, read from a T1 file plus gputune's extension key "GPUTune";
  * JobError, the user's-fault error that names the file, the field and the fix.
- * Consumes: a JSON file. Produces: Job (plain data; expressions kept as text and checked for syntax).
- * Runs first; space.h and instantiate.h run after it.
- * Must not: compile, launch, or touch the database. */
+ * Consumes: a JSON file. Produces: Job (plain data; expressions kept as text and checked for
+ * syntax). Runs first; space.h and instantiate.h run after it. Must not: compile, launch, or touch
+ * the database. */
 #pragma once
 
 #include <array>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "variants/value.h"
 
@@ -47,10 +46,10 @@ struct Dim3Expr {
 
 struct Argument {
   std::string name;
-  std::string type;         // T1 type: float, int32, double, float4, ...
-  std::string memory_type;  // Vector or Scalar
-  std::string access;       // ReadOnly, WriteOnly, ReadWrite
-  std::string size_expr = "1";   // number of elements (Vector)
+  std::string type;             // T1 type: float, int32, double, float4, ...
+  std::string memory_type;      // Vector or Scalar
+  std::string access;           // ReadOnly, WriteOnly, ReadWrite
+  std::string size_expr = "1";  // number of elements (Vector)
   std::string fill_type = "Constant";
   std::string fill_value = "0";  // expression text (numbers become their text)
   std::string data_source;       // BinaryRaw file, resolved against the job's folder
@@ -71,9 +70,9 @@ struct ReferenceArgument {
 
 /// One input context to tune for: problem sizes and named input values.
 struct ContextSpec {
-  std::string name;                                  // label, e.g. "4096x4096"
-  List problem_size;                                 // ProblemSize[i] in expressions
-  std::vector<std::pair<std::string, Value>> values; // extra names visible to expressions
+  std::string name;                                   // label, e.g. "4096x4096"
+  List problem_size;                                  // ProblemSize[i] in expressions
+  std::vector<std::pair<std::string, Value>> values;  // extra names visible to expressions
 };
 
 struct Budget {
@@ -104,10 +103,10 @@ struct Job {
   // Launch geometry
   Dim3Expr local_size;
   Dim3Expr global_size;
-  std::string global_size_type = "OpenCL";  // OpenCL: total threads; CUDA: blocks
+  std::string global_size_type = "OpenCL";           // OpenCL: total threads; CUDA: blocks
   std::array<std::vector<std::string>, 3> grid_div;  // Kernel Tuner's GridDivX/Y/Z
-  bool use_grid_div = false;                          // ProblemSize / prod(GridDiv) defines the grid
-  std::string shared_memory_expr = "0";               // dynamic shared memory bytes
+  bool use_grid_div = false;                         // ProblemSize / prod(GridDiv) defines the grid
+  std::string shared_memory_expr = "0";              // dynamic shared memory bytes
   // Data
   std::vector<Argument> arguments;
   std::vector<ReferenceArgument> references;
@@ -125,9 +124,9 @@ struct Job {
   int device_index = 0;
   // Work per launch, for GFLOP/s and GB/s (expressions; empty when not given)
   std::string flops_expr, bytes_expr;
-  std::string database;  // empty: default
+  std::string database;     // empty: default
   int compile_threads = 0;  // 0: one per core, capped
-  std::string output_file;   // T1 General.OutputFile (informational)
+  std::string output_file;  // T1 General.OutputFile (informational)
   /// What the reader tolerated in the file (non-schema keys, quirks), to show the user.
   std::vector<std::string> notes;
 };

@@ -68,16 +68,18 @@ long Space::find(const std::string& key) const {
       cmp = a < idx[p] ? -1 : a > idx[p] ? 1 : 0;
     }
     if (cmp == 0) return static_cast<long>(mid);
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
+    if (cmp < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return -1;
 }
 
 std::string Space::explain_empty() const {
   if (!empty()) return {};
-  std::string out = "the conditions leave no valid configuration out of " +
-                    std::to_string(cartesian_size) + ":";
+  std::string out =
+      "the conditions leave no valid configuration out of " + std::to_string(cartesian_size) + ":";
   for (auto& c : conditions)
     out += "\n  \"" + c.expression + "\" removed " + std::to_string(c.removed);
   return out;
@@ -108,7 +110,8 @@ Space build_space(const Job& job) {
       for (size_t p = 0; p < n; ++p)
         if (slot_of_param[p] == slot) depth = std::max(depth, p + 1), found = true;
       if (!found)
-        throw JobError(job.file.string(), "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
+        throw JobError(job.file.string(),
+                       "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
                        "name '" + syms.name(slot) + "' is not a tuning parameter");
     }
     at_depth[depth].push_back(c);
@@ -129,7 +132,8 @@ Space build_space(const Job& job) {
         std::string at;
         for (size_t p = 0; p < depth; ++p)
           at += (p ? ", " : "") + (*names)[p] + "=" + s.values[p][idx[p]].repr();
-        throw JobError(job.file.string(), "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
+        throw JobError(job.file.string(),
+                       "ConfigurationSpace.Conditions[" + std::to_string(c) + "]",
                        std::string(e.what()) + (at.empty() ? "" : " (at " + at + ")"),
                        "make the condition valid for every combination of values");
       }

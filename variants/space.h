@@ -1,10 +1,9 @@
 /** \file variants/space.h
- * Owns: the search space: every configuration of the tuning parameters that satisfies all conditions,
- * in Kernel Tuner's order (the Cartesian product in parameter order), and Config, one point of it.
- * Construction is a depth-first walk that checks each condition as soon as its last parameter is
- * bound, so pruned subtrees are never expanded.
- * Consumes: Job (parameters, conditions). Produces: Space.
- * Must not: compile, launch, or touch the database. */
+ * Owns: the search space: every configuration of the tuning parameters that satisfies all
+ * conditions, in Kernel Tuner's order (the Cartesian product in parameter order), and Config, one
+ * point of it. Construction is a depth-first walk that checks each condition as soon as its last
+ * parameter is bound, so pruned subtrees are never expanded. Consumes: Job (parameters,
+ * conditions). Produces: Space. Must not: compile, launch, or touch the database. */
 #pragma once
 
 #include <cstdint>
@@ -38,8 +37,8 @@ struct ConditionReport {
 class Space {
  public:
   std::shared_ptr<const std::vector<std::string>> names;
-  std::vector<List> values;                ///< per parameter
-  std::vector<ConditionReport> conditions; ///< in the job's order
+  std::vector<List> values;                 ///< per parameter
+  std::vector<ConditionReport> conditions;  ///< in the job's order
   std::uint64_t cartesian_size = 0;
 
   size_t size() const { return names->empty() ? 0 : points_.size() / names->size(); }

@@ -8,23 +8,35 @@ namespace gputune {
 
 const char* Value::type_name() const {
   switch (v.index()) {
-    case 0: return "NoneType";
-    case 1: return "bool";
-    case 2: return "int";
-    case 3: return "float";
-    case 4: return "str";
-    default: return "list";
+    case 0:
+      return "NoneType";
+    case 1:
+      return "bool";
+    case 2:
+      return "int";
+    case 3:
+      return "float";
+    case 4:
+      return "str";
+    default:
+      return "list";
   }
 }
 
 bool Value::truthy() const {
   switch (v.index()) {
-    case 0: return false;
-    case 1: return std::get<bool>(v);
-    case 2: return std::get<std::int64_t>(v) != 0;
-    case 3: return std::get<double>(v) != 0.0;
-    case 4: return !std::get<std::string>(v).empty();
-    default: return !std::get<ListPtr>(v)->empty();
+    case 0:
+      return false;
+    case 1:
+      return std::get<bool>(v);
+    case 2:
+      return std::get<std::int64_t>(v) != 0;
+    case 3:
+      return std::get<double>(v) != 0.0;
+    case 4:
+      return !std::get<std::string>(v).empty();
+    default:
+      return !std::get<ListPtr>(v)->empty();
   }
 }
 
@@ -73,11 +85,16 @@ std::string format_python_float(double d) {
 
 std::string Value::str() const {
   switch (v.index()) {
-    case 0: return "None";
-    case 1: return std::get<bool>(v) ? "True" : "False";
-    case 2: return std::to_string(std::get<std::int64_t>(v));
-    case 3: return format_python_float(std::get<double>(v));
-    case 4: return std::get<std::string>(v);
+    case 0:
+      return "None";
+    case 1:
+      return std::get<bool>(v) ? "True" : "False";
+    case 2:
+      return std::to_string(std::get<std::int64_t>(v));
+    case 3:
+      return format_python_float(std::get<double>(v));
+    case 4:
+      return std::get<std::string>(v);
     default: {
       std::string out = "[";
       const auto& l = *std::get<ListPtr>(v);

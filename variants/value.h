@@ -1,8 +1,8 @@
 /** \file variants/value.h
- * Owns: Value, the dynamically typed value of T1 expressions (Python semantics for the subset T1 files
- * use: None, bool, int, float, str, list) and its Python-compatible formatting.
- * Consumes: nothing. Produces: Value, used by expr.h, space.h and every stage that carries parameters.
- * Must not: know about CUDA, NVRTC or SQLite. */
+ * Owns: Value, the dynamically typed value of T1 expressions (Python semantics for the subset T1
+ * files use: None, bool, int, float, str, list) and its Python-compatible formatting. Consumes:
+ * nothing. Produces: Value, used by expr.h, space.h and every stage that carries parameters. Must
+ * not: know about CUDA, NVRTC or SQLite. */
 #pragma once
 
 #include <cstdint>

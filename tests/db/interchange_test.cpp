@@ -23,7 +23,8 @@ TEST(Import, KernelTunerCacheBecomesMeasurementsOfItsDevice) {
   double best = 1e30;
   std::string best_key;
   for (auto it = doc["cache"].begin(); it != doc["cache"].end(); ++it)
-    if (it.value()["time"].get<double>() < best) best = it.value()["time"].get<double>(), best_key = it.key();
+    if (it.value()["time"].get<double>() < best)
+      best = it.value()["time"].get<double>(), best_key = it.key();
   EXPECT_DOUBLE_EQ(s.best_ms, best);
   EXPECT_EQ(s.best_key, best_key);
   auto w = store.winners("dedispersion_kernel", "", "NVIDIA RTX A4000");
@@ -41,7 +42,8 @@ TEST(Import, KernelTunerCacheBecomesMeasurementsOfItsDevice) {
 TEST(Import, ErrorsStoreNothing) {
   test::TempDir dir;
   Store store((dir / "g.db").string());
-  test::write_file(dir / "bad.json", R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
+  test::write_file(dir / "bad.json",
+                   R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
     "cache": {"1": {"a": 1, "time": 1.0}, "2": {"time": 2.0}}})");
   try {
     import_kernel_tuner_cache(store, (dir / "bad.json").string());
@@ -52,13 +54,15 @@ TEST(Import, ErrorsStoreNothing) {
   EXPECT_TRUE(store.runs().empty());  // the transaction rolled back
   test::write_file(dir / "notkt.json", R"({"hello": 1})");
   EXPECT_THROW(import_kernel_tuner_cache(store, (dir / "notkt.json").string()), std::runtime_error);
-  EXPECT_THROW(import_kernel_tuner_cache(store, (dir / "missing.json").string()), std::runtime_error);
+  EXPECT_THROW(import_kernel_tuner_cache(store, (dir / "missing.json").string()),
+               std::runtime_error);
 }
 
 TEST(Import, FailedConfigurationsKeepTheirCategory) {
   test::TempDir dir;
   Store store((dir / "g.db").string());
-  test::write_file(dir / "c.json", R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
+  test::write_file(dir / "c.json",
+                   R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
     "problem_size": [10], "cache": {"1": {"a": 1, "time": "CompilationFailedConfig"},
     "2": {"a": 2, "time": "RuntimeFailedConfig"}, "3": {"a": 3, "time": 0.5, "times": [0.5]}}})");
   auto s = import_kernel_tuner_cache(store, (dir / "c.json").string());
@@ -73,7 +77,8 @@ TEST(Import, FailedConfigurationsKeepTheirCategory) {
 TEST(Export, T4ResultsFollowTheSchema) {
   test::TempDir dir;
   Store store((dir / "g.db").string());
-  test::write_file(dir / "c.json", R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a", "b"],
+  test::write_file(dir / "c.json",
+                   R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a", "b"],
     "cache": {"1,x": {"a": 1, "b": "x", "time": "RuntimeFailedConfig"}, "3,y": {"a": 3, "b": "y", "time": 0.5, "times": [0.5, 0.6]}}})");
   auto s = import_kernel_tuner_cache(store, (dir / "c.json").string());
   auto doc = nlohmann::json::parse(export_t4(store, s.run_id));
@@ -89,7 +94,8 @@ TEST(Export, T4ResultsFollowTheSchema) {
   EXPECT_EQ(doc["results"][1]["invalidity"], "runtime");
   EXPECT_EQ(doc["results"][1]["correctness"], 0);
   for (auto& r : doc["results"])
-    for (auto* key : {"configuration", "times", "invalidity", "correctness"}) EXPECT_TRUE(r.contains(key)) << key;
+    for (auto* key : {"configuration", "times", "invalidity", "correctness"})
+      EXPECT_TRUE(r.contains(key)) << key;
 }
 
 }  // namespace

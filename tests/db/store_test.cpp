@@ -18,7 +18,8 @@ struct Fixture {
     d.cc_major = 9, d.sm_count = 132;
     device = store.upsert_device(d);
     ContextRecord c;
-    c.kernel_id = kernel, c.device_id = device, c.label = "4096", c.problem_size_json = "[4096,1,1]";
+    c.kernel_id = kernel, c.device_id = device, c.label = "4096",
+    c.problem_size_json = "[4096,1,1]";
     c.arch = "sm_90", c.toolkit_version = "13.0", c.nvrtc_version = "13.0";
     context = store.upsert_context(c);
     std::int64_t job = store.upsert_job("matmul", "/x/matmul.json", "{}");
@@ -42,7 +43,8 @@ TEST(Store, UpsertsAreIdempotentByContentHash) {
   d.name = "NVIDIA H100";
   d.cc_major = 9, d.sm_count = 132;
   EXPECT_EQ(f.store.upsert_device(d), f.device);
-  EXPECT_EQ(f.store.upsert_job("matmul", "/x/matmul.json", "{}"), f.store.upsert_job("m", "other", "{}"));
+  EXPECT_EQ(f.store.upsert_job("matmul", "/x/matmul.json", "{}"),
+            f.store.upsert_job("m", "other", "{}"));
 }
 
 TEST(Store, WinnerIsTheFastestCorrectMeasurement) {
@@ -120,12 +122,15 @@ TEST(Store, ReopeningKeepsDataAndSchema) {
 
 TEST(Store, RefusesFilesThatAreNotOursWithoutTouchingThem) {
   test::TempDir dir;
-  test::write_file(dir / "text.db", "this is not a database, just some text that is long enough to matter......");
+  test::write_file(dir / "text.db",
+                   "this is not a database, just some text that is long enough to matter......");
   EXPECT_THROW(Store((dir / "text.db").string()), DbError);
   EXPECT_EQ(test::read_file(dir / "text.db").substr(0, 12), "this is not ");
   {
     Database other((dir / "other.db").string());
-    other.exec("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) VALUES('x')");
+    other.exec(
+        "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers(name) "
+        "VALUES('x')");
   }
   try {
     Store s((dir / "other.db").string());

@@ -13,10 +13,10 @@
 namespace gputune {
 namespace {
 
-#define REQUIRE_GPU()                                                                   \
-  do {                                                                                  \
-    const auto& d = tuner::Driver::instance();                                          \
-    if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason();   \
+#define REQUIRE_GPU()                                                                 \
+  do {                                                                                \
+    const auto& d = tuner::Driver::instance();                                        \
+    if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason(); \
   } while (0)
 
 class Examples : public ::testing::TestWithParam<std::string> {};
@@ -51,7 +51,8 @@ TEST_P(Examples, TunesEndToEndAndEveryCorrectVariantIsVerified) {
   EXPECT_EQ(store.winners(job.kernel_name).size(), job.contexts.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, Examples, ::testing::Values("vector_add", "matmul", "transpose", "convolution"));
+INSTANTIATE_TEST_SUITE_P(Gpu, Examples,
+                         ::testing::Values("vector_add", "matmul", "transpose", "convolution"));
 
 TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
   REQUIRE_GPU();
@@ -80,12 +81,14 @@ TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
     EXPECT_EQ(r.registers, m.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)) << "smem " << smem;
     EXPECT_EQ(r.static_smem, m.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)) << "smem " << smem;
     EXPECT_EQ(r.local_bytes, m.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)) << "smem " << smem;
-    EXPECT_EQ(r.max_threads, m.attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)) << "smem " << smem;
+    EXPECT_EQ(r.max_threads, m.attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
+        << "smem " << smem;
     // Occupancy as the driver computes it.
     for (int threads : {64, 128, 256}) {
       int blocks = 0;
       const auto& d = tuner::Driver::instance();
-      d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m.function(), threads, 0), "occupancy");
+      d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m.function(), threads, 0),
+              "occupancy");
       auto o = pruner::compute_occupancy(r, threads, 0, info.limits);
       EXPECT_EQ(o.blocks_per_sm, blocks) << "threads " << threads << " smem " << smem;
     }

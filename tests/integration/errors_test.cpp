@@ -21,11 +21,13 @@ class BadInput : public ::testing::Test {
 
   void SetUp() override {
     // A database with real content that no bad input may damage.
-    auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() + "' --no-gpu --db '" + db +
-                         "' --cache-dir '" + (dir / "cache").string() + "'");
+    auto r =
+        run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() +
+                    "' --no-gpu --db '" + db + "' --cache-dir '" + (dir / "cache").string() + "'");
     ASSERT_EQ(r.exit_code, 3) << r.out;
     measurements_before = db::Store(db).measurements(0).size();
-    test::write_file(dir / "k.cu", "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = V; }");
+    test::write_file(dir / "k.cu",
+                     "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = V; }");
   }
 
   json good() {
@@ -37,31 +39,39 @@ class BadInput : public ::testing::Test {
 
   test::CommandResult run_job(const std::string& text, const std::string& extra = {}) {
     test::write_file(dir / "job.json", text);
-    return run_gputune("run '" + (dir / "job.json").string() + "' --no-gpu --db '" + db + "' --cache-dir '" +
-                       (dir / "cache").string() + "'" + extra);
+    return run_gputune("run '" + (dir / "job.json").string() + "' --no-gpu --db '" + db +
+                       "' --cache-dir '" + (dir / "cache").string() + "'" + extra);
   }
 
   void expect_error(const test::CommandResult& r, std::initializer_list<const char*> needles) {
     EXPECT_EQ(r.exit_code, 2) << r.out;
-    for (auto* n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << "missing '" << n << "' in:\n" << r.out;
+    for (auto* n : needles)
+      EXPECT_NE(r.out.find(n), std::string::npos) << "missing '" << n << "' in:\n" << r.out;
     EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
   }
 
-  void TearDown() override { EXPECT_EQ(db::Store(db).measurements(0).size() >= measurements_before, true); }
+  void TearDown() override {
+    EXPECT_EQ(db::Store(db).measurements(0).size() >= measurements_before, true);
+  }
 };
 
-TEST_F(BadInput, MalformedJson) { expect_error(run_job("{ \"ConfigurationSpace\": [ }"), {"job.json", "malformed JSON", "line 1", "Fix:"}); }
+TEST_F(BadInput, MalformedJson) {
+  expect_error(run_job("{ \"ConfigurationSpace\": [ }"),
+               {"job.json", "malformed JSON", "line 1", "Fix:"});
+}
 
 TEST_F(BadInput, UnknownField) {
   json j = good();
   j["KernelSpecification"]["LocalSise"] = j["KernelSpecification"]["LocalSize"];
-  expect_error(run_job(j.dump()), {"job.json", "KernelSpecification.LocalSise", "did you mean 'LocalSize'"});
+  expect_error(run_job(j.dump()),
+               {"job.json", "KernelSpecification.LocalSise", "did you mean 'LocalSize'"});
 }
 
 TEST_F(BadInput, MissingField) {
   json j = good();
   j["KernelSpecification"].erase("LocalSize");
-  expect_error(run_job(j.dump()), {"KernelSpecification.LocalSize", "missing required field", "Fix:"});
+  expect_error(run_job(j.dump()),
+               {"KernelSpecification.LocalSize", "missing required field", "Fix:"});
 }
 
 TEST_F(BadInput, BadExpression) {
@@ -80,13 +90,16 @@ TEST_F(BadInput, EmptySpaceSaysWhichConditionRemovedWhat) {
   json j = good();
   j["ConfigurationSpace"]["Conditions"] = {{{"Expression", "V > 1"}, {"Parameters", {"V"}}},
                                            {{"Expression", "V > 5"}, {"Parameters", {"V"}}}};
-  expect_error(run_job(j.dump()), {"ConfigurationSpace.Conditions", "\"V > 1\" removed 1", "\"V > 5\" removed 1"});
+  expect_error(run_job(j.dump()),
+               {"ConfigurationSpace.Conditions", "\"V > 1\" removed 1", "\"V > 5\" removed 1"});
 }
 
 TEST_F(BadInput, KernelThatCompilesForNoConfiguration) {
-  test::write_file(dir / "k.cu", "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = W; }");
+  test::write_file(dir / "k.cu",
+                   "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = W; }");
   auto r = run_job(good().dump());
-  expect_error(r, {"does not compile for any of the 2 configurations", "identifier \"W\" is undefined", "Fix:"});
+  expect_error(r, {"does not compile for any of the 2 configurations",
+                   "identifier \"W\" is undefined", "Fix:"});
   // The failures were stored with their logs.
   db::Store store(db);
   auto runs = store.runs(1);
@@ -98,9 +111,10 @@ TEST_F(BadInput, KernelThatCompilesForNoConfiguration) {
 }
 
 TEST_F(BadInput, DatabaseThatIsNotOurs) {
-  test::write_file(dir / "notes.txt", "my precious notes, certainly not a database, but long enough to look like one");
-  auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() + "' --no-gpu --db '" +
-                       (dir / "notes.txt").string() + "'");
+  test::write_file(dir / "notes.txt",
+                   "my precious notes, certainly not a database, but long enough to look like one");
+  auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() +
+                       "' --no-gpu --db '" + (dir / "notes.txt").string() + "'");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("not a database"), std::string::npos) << r.out;
   EXPECT_EQ(test::read_file(dir / "notes.txt").substr(0, 11), "my precious");
@@ -108,10 +122,12 @@ TEST_F(BadInput, DatabaseThatIsNotOurs) {
 
 TEST_F(BadInput, BadOptionsAndArchitectures) {
   expect_error(run_gputune("run --frobnicate x"), {"gputune run"});
-  expect_error(run_job(good().dump(), " --arch sm_11"), {"GPUTune.Device.Arch", "unknown compute capability"});
+  expect_error(run_job(good().dump(), " --arch sm_11"),
+               {"GPUTune.Device.Arch", "unknown compute capability"});
   auto missing = run_gputune("run /nonexistent/job.json");
   expect_error(missing, {"/nonexistent/job.json", "cannot open"});
-  expect_error(run_gputune("import '" + (dir / "k.cu").string() + "' --db '" + db + "'"), {"k.cu", "malformed JSON"});
+  expect_error(run_gputune("import '" + (dir / "k.cu").string() + "' --db '" + db + "'"),
+               {"k.cu", "malformed JSON"});
 }
 
 TEST_F(BadInput, StoredDataSurvivesEveryBadInput) {

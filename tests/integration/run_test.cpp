@@ -15,11 +15,12 @@ using test::run_gputune;
 TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   test::TempDir dir;
   std::string db = (dir / "g.db").string();
-  std::string args = "run '" + (test::examples_dir() / "vector_add.json").string() + "' --db '" + db +
-                     "' --cache-dir '" + (dir / "cache").string() + "' --no-gpu";
+  std::string args = "run '" + (test::examples_dir() / "vector_add.json").string() + "' --db '" +
+                     db + "' --cache-dir '" + (dir / "cache").string() + "' --no-gpu";
   auto r = run_gputune(args);
   EXPECT_EQ(r.exit_code, 3) << r.out;
-  EXPECT_NE(r.out.find("nothing was timed because no CUDA device was found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing was timed because no CUDA device was found"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("compiled 24"), std::string::npos) << r.out;
   db::Store store(db);
   auto ms = store.measurements(0);
@@ -45,7 +46,9 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
 }
 
 TEST(Cli, SpaceCountAndList) {
-  auto job = "'" + (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() + "'";
+  auto job = "'" +
+             (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() +
+             "'";
   auto c = run_gputune("space " + job + " --count");
   EXPECT_EQ(c.exit_code, 0);
   EXPECT_EQ(c.out, "11130\n");
@@ -61,13 +64,18 @@ TEST(Cli, SpaceCountAndList) {
   }
   EXPECT_EQ(n, 11130u);
   auto summary = run_gputune("space " + job);
-  EXPECT_NE(summary.out.find("\"tile_size_x > 1 or tile_stride_x == 0\" removed 1696"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("\"tile_size_x > 1 or tile_stride_x == 0\" removed 1696"),
+            std::string::npos)
+      << summary.out;
 }
 
 TEST(Cli, ImportBestShowAndExport) {
   test::TempDir dir;
   std::string db = " --db '" + (dir / "g.db").string() + "'";
-  auto imp = run_gputune("import '" + (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() + "'" + db);
+  auto imp = run_gputune(
+      "import '" +
+      (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() + "'" +
+      db);
   ASSERT_EQ(imp.exit_code, 0) << imp.out;
   EXPECT_NE(imp.out.find("imported 11130 measurements"), std::string::npos) << imp.out;
   auto best = run_gputune("best dedispersion_kernel --json" + db);
@@ -94,7 +102,9 @@ TEST(Cli, StartsAndExplainsWithoutADriver) {
   EXPECT_NE(help.out.find("usage: gputune COMMAND"), std::string::npos);
   auto dev = run_gputune("devices");
   EXPECT_NE(dev.out.find("NVRTC"), std::string::npos) << dev.out;
-  if (dev.exit_code == 3) EXPECT_NE(dev.out.find("no CUDA device"), std::string::npos) << dev.out;
+  if (dev.exit_code == 3) {
+    EXPECT_NE(dev.out.find("no CUDA device"), std::string::npos) << dev.out;
+  }
   EXPECT_EQ(run_gputune("frobnicate").exit_code, 2);
 }
 

@@ -42,9 +42,11 @@ PtxasReport ptxas_report(const std::string& log, const std::string& kernel) {
   auto next = part.find("Compiling entry function", 10);
   if (next != std::string::npos) part = part.substr(0, next);
   std::smatch m;
-  if (std::regex_search(part, m, std::regex(R"(Used (\d+) registers)"))) r.registers = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"(Used (\d+) registers)")))
+    r.registers = std::stoi(m[1]);
   if (std::regex_search(part, m, std::regex(R"((\d+) bytes smem)"))) r.smem = std::stoi(m[1]);
-  if (std::regex_search(part, m, std::regex(R"((\d+) bytes stack frame)"))) r.stack = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"((\d+) bytes stack frame)")))
+    r.stack = std::stoi(m[1]);
   return r;
 }
 
@@ -109,14 +111,22 @@ TEST(Cubin, SpillsComeFromThePtxasLog) {
   EXPECT_EQ(r.spill_stores, 0);
   EXPECT_EQ(r.spill_loads, 0);
   Resources fake;
-  apply_ptxas_log(fake, "ptxas info    : Function properties for k\n    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n", "k");
+  apply_ptxas_log(fake,
+                  "ptxas info    : Function properties for k\n    8 bytes stack frame, 12 bytes "
+                  "spill stores, 16 bytes spill loads\n",
+                  "k");
   EXPECT_EQ(fake.spill_stores, 12);
   EXPECT_EQ(fake.spill_loads, 16);
 }
 
 TEST(Cubin, RejectsWhatIsNotACubin) {
   EXPECT_THROW(read_cubin_resources("hello", "k"), CubinError);
-  EXPECT_THROW(read_cubin_resources(std::string("\x7f" "ELF\x02\x01", 6) + std::string(100, '\0'), "k"), CubinError);
+  EXPECT_THROW(read_cubin_resources(std::string("\x7f"
+                                                "ELF\x02\x01",
+                                                6) +
+                                        std::string(100, '\0'),
+                                    "k"),
+               CubinError);
   auto c = compile("plain", "sm_90");
   try {
     read_cubin_resources(c.cubin, "nope");

@@ -20,7 +20,9 @@ Variant variant(const std::string& body, std::vector<std::string> opts = {}) {
 TEST(Compile, ProducesACubinAndTheLoweredName) {
   auto c = compile_variant(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=3.0f"}), "sm_90");
   ASSERT_TRUE(c.ok) << c.log;
-  EXPECT_EQ(c.cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(c.cubin.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(c.lowered_name, "k");
   EXPECT_EQ(c.cubin_hash.size(), 64u);
   EXPECT_NE(c.log.find("Used"), std::string::npos) << "ptxas -v output expected in the log";
@@ -46,10 +48,12 @@ TEST(Compile, CacheServesIdenticalCubinsAndSurvivesCorruption) {
   test::TempDir dir;
   CubinCache cache(dir.path());
   std::vector<Variant> vs;
-  for (int i = 0; i < 6; ++i) vs.push_back(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=" + std::to_string(i) + ".0f"}));
+  for (int i = 0; i < 6; ++i)
+    vs.push_back(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=" + std::to_string(i) + ".0f"}));
   vs.push_back(variant("this does not compile;"));
   std::atomic<int> callbacks{0};
-  auto cold = compile_all(vs, "sm_90", cache, 3, [&](size_t, const CompiledVariant&) { ++callbacks; });
+  auto cold =
+      compile_all(vs, "sm_90", cache, 3, [&](size_t, const CompiledVariant&) { ++callbacks; });
   EXPECT_EQ(callbacks.load(), 7);
   auto warm = compile_all(vs, "sm_90", cache, 2);
   for (size_t i = 0; i < 6; ++i) {

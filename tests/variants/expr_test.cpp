@@ -15,7 +15,7 @@ TEST(Expr, IntegerArithmeticFollowsPython) {
   EXPECT_EQ(ev("-7 % 3").as_int(), 2);
   EXPECT_EQ(ev("7 % -3").as_int(), -2);
   EXPECT_EQ(ev("2 ** 10").as_int(), 1024);
-  EXPECT_EQ(ev("-2 ** 2").as_int(), -4);  // ** binds tighter than unary minus
+  EXPECT_EQ(ev("-2 ** 2").as_int(), -4);       // ** binds tighter than unary minus
   EXPECT_EQ(ev("2 ** 3 ** 2").as_int(), 512);  // right-associative
   EXPECT_EQ(ev("1 + 2 * 3 - 4").as_int(), 3);
   EXPECT_EQ(ev("(262144 // 16) // 3").as_int(), 5461);
@@ -89,7 +89,7 @@ TEST(Expr, BuiltinsAndMembership) {
   EXPECT_TRUE(ev("'ab' in 'cabd'").truthy());
   EXPECT_EQ(ev("'a' + 'b'").as_str(), "ab");
   EXPECT_EQ(ev("ProblemSize[0] + max(fw) - 1", {{"ProblemSize", Value(List{Value(100), Value(1)})},
-                                              {"fw", Value(List{Value(3), Value(7)})}})
+                                                {"fw", Value(List{Value(3), Value(7)})}})
                 .as_int(),
             106);
   EXPECT_EQ(ev("x if x > 2 else -x", {{"x", Value(1)}}).as_int(), -1);
@@ -138,7 +138,8 @@ TEST(Expr, RuntimeErrorsAreReported) {
   try {
     ev("block + 1");
   } catch (const ExprError& e) {
-    EXPECT_NE(std::string(e.what()).find("name 'block' is not defined"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("name 'block' is not defined"), std::string::npos)
+        << e.what();
   }
 }
 

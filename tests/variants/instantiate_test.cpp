@@ -26,7 +26,8 @@ TEST(Instantiate, CudaGlobalSizeIsTheGrid) {
   Space s = build_space(job);
   long i = s.find("32,8,2,4,32,1,4");
   ASSERT_GE(i, 0);
-  LaunchGeometry g = launch_geometry(job, s.config(static_cast<size_t>(i)), job.contexts[0]);  // n = 1000
+  LaunchGeometry g =
+      launch_geometry(job, s.config(static_cast<size_t>(i)), job.contexts[0]);  // n = 1000
   EXPECT_EQ(g.block, (std::array<std::int64_t, 3>{32, 8, 1}));
   EXPECT_EQ(g.grid, (std::array<std::int64_t, 3>{16, 32, 1}));  // ceil(1000/64), ceil(1000/32)
   Variant v = instantiate(job, "src", s.config(static_cast<size_t>(i)), job.contexts[1]);

@@ -82,7 +82,8 @@ TEST(Job, ReadsTheGputuneExtension) {
 TEST(Job, ReadsT1SearchAndBudget) {
   json d = minimal();
   d["Search"] = {{"Name", "Random"}, {"Attributes", {{{"Name", "Seed"}, {"Value", 5}}}}};
-  d["Budget"] = {{{"Type", "ConfigurationCount"}, {"BudgetValue", 3}}, {{"Type", "TuningDuration"}, {"BudgetValue", 9}}};
+  d["Budget"] = {{{"Type", "ConfigurationCount"}, {"BudgetValue", 3}},
+                 {{"Type", "TuningDuration"}, {"BudgetValue", 9}}};
   Job j = parse_job(d, "job.json");
   EXPECT_EQ(j.strategy, "random");
   EXPECT_EQ(j.seed, 5u);
@@ -116,7 +117,8 @@ TEST(JobErrors, BadExpressionsNameTheField) {
   d["KernelSpecification"]["LocalSize"]["X"] = "block_size_x +";
   EXPECT_NE(error_of(d).find("KernelSpecification.LocalSize.X"), std::string::npos);
   d = minimal();
-  d["ConfigurationSpace"]["Conditions"] = {{{"Expression", "block_size_y > 2"}, {"Parameters", json::array()}}};
+  d["ConfigurationSpace"]["Conditions"] = {
+      {{"Expression", "block_size_y > 2"}, {"Parameters", json::array()}}};
   std::string e = error_of(d);
   EXPECT_NE(e.find("'block_size_y'"), std::string::npos) << e;
   EXPECT_NE(e.find("not a tuning parameter"), std::string::npos) << e;
@@ -130,7 +132,8 @@ TEST(JobErrors, TypeAndValueChecks) {
   d["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 48;
   EXPECT_NE(error_of(d).find("not among the Values"), std::string::npos);
   d = minimal();
-  d["ConfigurationSpace"]["TuningParameters"].push_back(d["ConfigurationSpace"]["TuningParameters"][0]);
+  d["ConfigurationSpace"]["TuningParameters"].push_back(
+      d["ConfigurationSpace"]["TuningParameters"][0]);
   EXPECT_NE(error_of(d).find("defined twice"), std::string::npos);
   d = minimal();
   d["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[]";

@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "db/interchange.h"
 #include "test_util.h"
@@ -15,7 +14,8 @@ namespace {
 using nlohmann::json;
 
 Job job_with(const std::string& params, const std::string& conditions) {
-  json d = json::parse(R"({"KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+  json d = json::parse(
+      R"({"KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
       "LocalSize": {"X": "1"}, "GlobalSize": {"X": "1"}}})");
   d["ConfigurationSpace"]["TuningParameters"] = json::parse(params);
   d["ConfigurationSpace"]["Conditions"] = json::parse(conditions);
@@ -27,7 +27,8 @@ TEST(Space, DedispersionMatchesKernelTunerExactly) {
   Space s = build_space(job);
   ASSERT_EQ(s.size(), 11130u);
   EXPECT_EQ(s.cartesian_size, 22272u);
-  auto doc = nlohmann::ordered_json::parse(db::read_maybe_gzip(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz"));
+  auto doc = nlohmann::ordered_json::parse(db::read_maybe_gzip(
+      test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz"));
   std::vector<std::string> kt;
   for (auto it = doc["cache"].begin(); it != doc["cache"].end(); ++it) kt.push_back(it.key());
   ASSERT_EQ(kt.size(), s.size());

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: end-to-end variants/s and the tuned matmul next to cuBLAS SGEMM
+# at 4096^3, written to bench/results/gpu-<device>-<date>.md. Usage: bench/run_gpu_benchmarks.sh [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+date=$(date -u +%Y-%m-%d)
+tmp=$(mktemp)
+"$build/bench/gpu_bench" 4096 | tee "$tmp"
+dev=$(sed -n 's/^device: \([^(]*\).*/\1/p' "$tmp" | tr -c 'A-Za-z0-9\n' '-' | sed 's/-*$//')
+out=$root/bench/results/gpu-${dev:-unknown}-$date.md
+{
+  echo "# GPU benchmarks, $date"
+  echo
+  echo "- command: \`bench/run_gpu_benchmarks.sh\` (\`$build/bench/gpu_bench 4096\`)"
+  echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
+  echo
+  echo '```'
+  cat "$tmp"
+  echo '```'
+} > "$out"
+rm -f "$tmp"
+echo "wrote $out"

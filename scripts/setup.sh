@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gputune needs (only the missing ones) and builds it into build/.
+# Needs the CUDA toolkit at /usr/local/cuda (or CUDAToolkit_ROOT). Sourced by run-example.sh and test.sh.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+packages=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libcxxopts-dev libgtest-dev
+          libbenchmark-dev libssl-dev zlib1g-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "gputune setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ! -x "${CUDAToolkit_ROOT:-/usr/local/cuda}/bin/nvcc" ] && ! command -v nvcc >/dev/null; then
+  echo "gputune setup: the CUDA toolkit was not found at ${CUDAToolkit_ROOT:-/usr/local/cuda}." >&2
+  echo "Install the CUDA toolkit (NVRTC and headers are needed; a GPU driver is not) or set CUDAToolkit_ROOT." >&2
+  exit 2
+fi
+export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUTUNE_WERROR=$werror >/dev/null
+cmake --build "$root/build" -j "$(nproc)"
