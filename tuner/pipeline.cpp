@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -63,14 +64,19 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-/// Index in `configs` of the job's default configuration (parameter Defaults, else first values),
-/// or -1 when it was not planned.
-long default_index(const Job& job, const std::vector<Config>& configs) {
+/// Key of the job's default configuration: parameter Defaults, else each parameter's first value.
+std::string default_key(const Job& job) {
   std::string key;
   for (size_t i = 0; i < job.parameters.size(); ++i) {
     auto& p = job.parameters[i];
     key += (i ? "," : "") + (p.default_value ? *p.default_value : p.values.front()).str();
   }
+  return key;
+}
+
+/// Index in `configs` of the job's default configuration, or -1 when it is not among them.
+long default_index(const Job& job, const std::vector<Config>& configs) {
+  std::string key = default_key(job);
   for (size_t i = 0; i < configs.size(); ++i)
     if (configs[i].key() == key) return static_cast<long>(i);
   return -1;
@@ -135,6 +141,16 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   // 4. Plan: which configurations, in which order.
   auto strategy = make_strategy(job.strategy, space.size(), job.seed);
   std::vector<size_t> order = plan(*strategy, budget_configurations(job.budget, space.size()));
+  // The default configuration is the reference for verification and the baseline for the speedup:
+  // it is always run, first, even when the strategy did not pick it.
+  if (long d = space.find(default_key(job)); d >= 0) {
+    auto it = std::find(order.begin(), order.end(), static_cast<size_t>(d));
+    if (it == order.end()) {
+      order.insert(order.begin(), static_cast<size_t>(d));
+      log << "gputune: note: the default configuration " << default_key(job)
+          << " was added to the plan as the reference and baseline\n";
+    }
+  }
   rep.planned = order.size();
   std::vector<Config> configs;
   configs.reserve(order.size());

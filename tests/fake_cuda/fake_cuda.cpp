@@ -1,0 +1,267 @@
+// A fake CUDA driver (libcuda.so.1) for testing gputune's GPU path on machines without a GPU.
+//
+// It implements the driver entry points gputune loads, with host memory for device memory and a
+// C++ implementation of one kernel, `vector_add` (configs/examples/vector_add.cu), so that a whole
+// `gputune run` can verify and time variants. Its behaviour depends on the launch geometry, which
+// is how tests tell configurations apart:
+//   - time: a deterministic fake clock advances by a cost that is lowest for 128 threads per block
+//     and 2 elements per thread (the expected winner);
+//   - blockDim.x == 1024: the launch faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky until the primary
+//     context is reset), as a crashing kernel would;
+//   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored).
+// It never stands in for a GPU measurement: the tests that use it check orchestration only.
+#include <cuda.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace {
+
+bool g_init = false;
+CUresult g_sticky = CUDA_SUCCESS;
+double g_clock_ms = 0;
+std::set<void*> g_allocations;
+
+struct FakeModule {
+  std::string image;
+};
+struct FakeFunction {
+  std::string name;
+};
+struct FakeEvent {
+  double t = 0;
+};
+
+CUresult guard() {
+  if (!g_init) return CUDA_ERROR_NOT_INITIALIZED;
+  return g_sticky;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned int) {
+  if (std::getenv("FAKE_CUDA_NO_DEVICE")) return CUDA_ERROR_NO_DEVICE;
+  g_init = true;
+  return CUDA_SUCCESS;
+}
+CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int* n) {
+  *n = 1;
+  return guard();
+}
+CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "Fake GPU (gputune test driver)", static_cast<size_t>(len));
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *v = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *v = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *v = 132;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *v = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *v = 2048;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      *v = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *v = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+      *v = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+      *v = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      *v = 233472;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      *v = 49152;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *v = 232448;
+      break;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+      *v = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      *v = 50 * 1024 * 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *v = 1980000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      *v = 2619000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      *v = 5120;
+      break;
+    default:
+      *v = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice) {
+  *bytes = size_t{80} << 30;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  static int dummy;
+  *c = reinterpret_cast<CUcontext>(&dummy);
+  return guard();
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
+  for (void* p : g_allocations) std::free(p);
+  g_allocations.clear();
+  g_sticky = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext) { return guard(); }
+CUresult cuCtxSynchronize() { return guard(); }
+CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  if (CUresult rc = guard()) return rc;
+  if (std::memcmp(image,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(new FakeModule{});
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule m) {
+  delete reinterpret_cast<FakeModule*>(m);
+  return g_sticky;
+}
+CUresult cuModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
+  if (CUresult rc = guard()) return rc;
+  if (std::string(name) != "vector_add") return CUDA_ERROR_NOT_FOUND;
+  static FakeFunction fn{"vector_add"};
+  *f = reinterpret_cast<CUfunction>(&fn);
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) {
+  if (CUresult rc = guard()) return rc;
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS                ? 16
+       : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
+                                                      : 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return guard(); }
+
+CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
+                        unsigned, unsigned, CUstream, void** params, void**) {
+  if (CUresult rc = guard()) return rc;
+  auto* c = *reinterpret_cast<float**>(params[0]);
+  auto* a = *reinterpret_cast<float**>(params[1]);
+  auto* b = *reinterpret_cast<float**>(params[2]);
+  int n = *reinterpret_cast<int*>(params[3]);
+  long tile = std::lround(std::ceil(static_cast<double>(n) / (static_cast<double>(gx) * bx)));
+  if (bx == 1024) {
+    g_sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+    return CUDA_SUCCESS;  // like a real fault: reported by the next synchronising call
+  }
+  bool wrong = bx == 512 && tile == 8;
+  for (int j = 0; j < n; ++j) c[j] = wrong ? a[j] : a[j] + b[j];
+  g_clock_ms += 1.0 + 0.1 * std::fabs(std::log2(bx) - 7.0) +
+                0.05 * std::fabs(static_cast<double>(tile) - 2.0) + 1e-9 * n;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  if (CUresult rc = guard()) return rc;
+  void* m = std::malloc(bytes);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_allocations.insert(m);
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  void* m = reinterpret_cast<void*>(p);
+  if (g_allocations.erase(m)) std::free(m);
+  return g_sticky;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  if (CUresult rc = guard()) return rc;
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  if (CUresult rc = guard()) return rc;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) {
+  if (CUresult rc = guard()) return rc;
+  std::memset(reinterpret_cast<void*>(p), v, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventCreate(CUevent* e, unsigned) {
+  if (CUresult rc = guard()) return rc;
+  *e = reinterpret_cast<CUevent>(new FakeEvent{});
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+  delete reinterpret_cast<FakeEvent*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream) {
+  if (CUresult rc = guard()) return rc;
+  reinterpret_cast<FakeEvent*>(e)->t = g_clock_ms;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent) { return guard(); }
+CUresult cuEventQuery(CUevent) { return guard(); }
+CUresult cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
+  if (CUresult rc = guard()) return rc;
+  *ms = static_cast<float>(reinterpret_cast<FakeEvent*>(b)->t - reinterpret_cast<FakeEvent*>(a)->t);
+  return CUDA_SUCCESS;
+}
+#undef cuEventElapsedTime  // cuda.h maps it to _v2; drivers before 12.8 export only this name
+CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  return cuEventElapsedTime_v2(ms, a, b);
+}
+CUresult cuGetErrorName(CUresult e, const char** s) {
+  *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+       : e == CUDA_ERROR_NO_DEVICE     ? "CUDA_ERROR_NO_DEVICE"
+                                       : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult, const char** s) {
+  *s = "fake driver error";
+  return CUDA_SUCCESS;
+}
+// NVRTC itself dlopens libcuda.so.1 and asks for export tables; the fake has none.
+CUresult cuGetExportTable(const void** table, const CUuuid*) {
+  *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction, int, size_t) {
+  *n = 1;
+  return guard();
+}
+
+}  // extern "C"

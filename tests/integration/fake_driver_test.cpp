@@ -1,0 +1,124 @@
+// The GPU half of the pipeline (driver loading, buffers, reference, verification, event timing,
+// fault recovery, re-measurement, winners) run against a fake libcuda.so.1 (tests/fake_cuda), so it
+// is tested on machines without a GPU. The real-device tests are in tests/gpu/.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+std::string with_fake(const std::string& env = {}) {
+  return std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env + " '" + GPUTUNE_BINARY +
+         "' ";
+}
+
+test::CommandResult sh(const std::string& cmd) {
+  test::CommandResult r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  auto r = sh(with_fake() + "run '" + (test::examples_dir() / "vector_add.json").string() +
+              "' --db '" + db + "' --cache-dir '" + (dir / "cache").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Fake GPU (gputune test driver)"), std::string::npos) << r.out;
+  db::Store store(db);
+  auto winners = store.winners("vector_add");
+  ASSERT_EQ(winners.size(), 2u);
+  for (auto& w : winners) {
+    EXPECT_EQ(w.config_key, "128,2") << w.context_label;  // the fake clock's cheapest geometry
+    EXPECT_EQ(w.device, "Fake GPU (gputune test driver)");
+    ASSERT_TRUE(w.gbps);
+    EXPECT_GT(*w.gbps, 0);
+  }
+  std::map<std::string, int> by_status;
+  for (auto& m : store.measurements(0)) {
+    auto params = nlohmann::json::parse(m.params_json);
+    int bs = params["block_size_x"], tile = params["tile_size_x"];
+    by_status[m.status]++;
+    if (bs == 1024) {
+      EXPECT_EQ(m.status, "runtime") << m.params_json;
+      EXPECT_NE(m.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << m.reason;
+      EXPECT_NE(m.reason.find("context was reset"), std::string::npos) << m.reason;
+    } else if (bs == 512 && tile == 8) {
+      EXPECT_EQ(m.status, "correctness") << m.params_json;
+      EXPECT_NE(m.reason.find("differs from the reference"), std::string::npos) << m.reason;
+    } else {
+      EXPECT_EQ(m.status, "correct") << m.params_json << " " << m.reason;
+      EXPECT_EQ(m.samples_ms.size(), 20u);  // Measurement.Repeats default
+      ASSERT_TRUE(m.time_ms);
+      EXPECT_GT(*m.time_ms, 0.9);
+    }
+  }
+  EXPECT_EQ(by_status["runtime"], 8);       // 4 tile sizes x 2 contexts
+  EXPECT_EQ(by_status["correctness"], 2);   // 1 configuration x 2 contexts
+  EXPECT_EQ(by_status["correct"], 38 + 6);  // 19 per context, plus 3 re-measurements per context
+  auto best = test::run_gputune("best vector_add --context 16M --db '" + db + "'");
+  EXPECT_NE(best.out.find("\"block_size_x\": 128, \"tile_size_x\": 2"), std::string::npos)
+      << best.out;
+}
+
+TEST(FakeDriver, DevicesAndNoDevice) {
+  auto d = sh(with_fake() + "devices");
+  EXPECT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_NE(d.out.find("0: Fake GPU (gputune test driver)  sm_90  132 SMs"), std::string::npos)
+      << d.out;
+  auto none = sh(with_fake("FAKE_CUDA_NO_DEVICE=1") + "devices");
+  EXPECT_EQ(none.exit_code, 3) << none.out;
+  EXPECT_NE(none.out.find("cuInit failed: CUDA_ERROR_NO_DEVICE"), std::string::npos) << none.out;
+}
+
+TEST(FakeDriver, TimeBudgetStopsMeasuring) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Budget"] = {{"Seconds", 0.001}};
+  test::write_file(dir / "job.json", job.dump());
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+              (dir / "g.db").string() + "'");
+  db::Store store((dir / "g.db").string());
+  int skipped = 0;
+  for (auto& m : store.measurements(0))
+    skipped += m.reason.find("time budget") != std::string::npos;
+  EXPECT_GT(skipped, 0) << r.out;
+}
+
+TEST(FakeDriver, DefaultConfigurationIsAlwaysTheReference) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{1000}};
+  job["GPUTune"]["Search"] = {{"Strategy", "random"}, {"Seed", 3}};
+  job["GPUTune"]["Budget"] = {{"Configurations", 3}};
+  test::write_file(dir / "job.json", job.dump());
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+              (dir / "g.db").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  db::Store store((dir / "g.db").string());
+  auto ms = store.measurements(0);
+  bool has_default = false;
+  for (auto& m : ms) has_default = has_default || m.config_key == "256,1";
+  EXPECT_TRUE(has_default) << r.out;
+  size_t first_pass = 0;
+  for (auto& m : ms) first_pass += m.reason.find("re-measurement") == std::string::npos;
+  EXPECT_LE(first_pass, 4u);  // the 3 the budget allows, plus the default when random missed it
+  EXPECT_GE(first_pass, 3u);
+  EXPECT_NE(r.out.find("x    {"), std::string::npos) << "a speedup over the default is shown\n"
+                                                     << r.out;
+}
+
+}  // namespace
+}  // namespace gputune
