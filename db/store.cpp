@@ -384,4 +384,20 @@ std::vector<Store::ContextRow> Store::contexts(const std::string& kernel) {
   return out;
 }
 
+std::vector<DeviceRecord> Store::devices(std::int64_t run_id) {
+  Statement s(db_,
+              "SELECT DISTINCT d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_mem, d.source FROM devices d "
+              "WHERE ?1=0 OR d.id IN (SELECT c.device_id FROM measurements m JOIN contexts c ON c.id=m.context_id "
+              "WHERE m.run_id=?1) ORDER BY d.id");
+  s.bind(1, run_id);
+  std::vector<DeviceRecord> out;
+  while (s.step()) {
+    DeviceRecord d;
+    d.name = s.text(0), d.cc_major = static_cast<int>(s.int64(1)), d.cc_minor = static_cast<int>(s.int64(2));
+    d.sm_count = static_cast<int>(s.int64(3)), d.total_mem = s.int64(4), d.source = s.text(5);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace gputune::db

@@ -119,6 +119,8 @@ class Store {
     std::string label, device, problem_size_json, arch;
   };
   std::vector<ContextRow> contexts(const std::string& kernel);
+  /// Devices measured in a run (all devices when run_id is 0).
+  std::vector<DeviceRecord> devices(std::int64_t run_id = 0);
 
  private:
   void migrate();

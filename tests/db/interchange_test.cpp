@@ -83,6 +83,8 @@ TEST(Export, T4ResultsFollowTheSchema) {
   auto s = import_kernel_tuner_cache(store, (dir / "c.json").string());
   auto doc = nlohmann::json::parse(export_t4(store, s.run_id));
   EXPECT_EQ(doc["schema_version"], "1.0.0");
+  EXPECT_EQ(doc["metadata"]["environment"]["device_query"]["devices"][0]["name"], "d");
+  EXPECT_TRUE(doc["metadata"]["hardware"]["operating_system"].is_string());
   ASSERT_EQ(doc["results"].size(), 2u);
   auto& ok = doc["results"][0];
   EXPECT_EQ(ok["invalidity"], "correct");
