@@ -53,9 +53,9 @@ struct CommandResult {
   std::string out;  // stdout and stderr together
 };
 
-/// Runs the gputune binary with arguments (shell-quoted by the caller where needed).
-inline CommandResult run_gputune(const std::string& args) {
-  std::string cmd = std::string("'") + GPUTUNE_BINARY + "' " + args + " 2>&1";
+/// Runs a shell command, capturing stdout and stderr together.
+inline CommandResult run_command(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -65,6 +65,11 @@ inline CommandResult run_gputune(const std::string& args) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Runs the gputune binary with arguments (shell-quoted by the caller where needed).
+inline CommandResult run_gputune(const std::string& args) {
+  return run_command(std::string("'") + GPUTUNE_BINARY + "' " + args);
 }
 
 }  // namespace gputune::test

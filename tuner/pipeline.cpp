@@ -293,7 +293,6 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                                             job.abs_tolerance, job.rel_tolerance);
     // Reference outputs: ReferenceArguments, else the default configuration's outputs.
     std::vector<std::vector<unsigned char>> reference;
-    std::string reference_note;
     std::optional<double> default_ms;
     bool need_reference = false;
     if (measurer)
@@ -360,26 +359,13 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     std::vector<std::pair<double, size_t>> correct;  // (median, config index)
     std::map<size_t, std::int64_t> measurement_of;
 
-    // The reference run comes first so every later variant is verified against it.
+    // The default configuration runs first: without ReferenceArguments its outputs are the
+    // reference every later variant is verified against. If it fails, the first variant that runs
+    // correctly becomes the reference (and the log says so).
     std::vector<size_t> run_order(configs.size());
     for (size_t k = 0; k < configs.size(); ++k) run_order[k] = k;
-    if (measurer && need_reference) {
-      long ref = def;
-      if (ref < 0 || !inspected[static_cast<size_t>(ref)].ok ||
-          !rows[static_cast<size_t>(ref)].geometry_error.empty()) {
-        ref = -1;
-        for (size_t k = 0; k < configs.size() && ref < 0; ++k)
-          if (inspected[k].ok && rows[k].geometry_error.empty()) ref = static_cast<long>(k);
-        reference_note =
-            "the default configuration is not available; reference outputs come from " +
-            (ref >= 0 ? configs[static_cast<size_t>(ref)].key() : std::string("nothing"));
-      }
-      if (ref >= 0) {
-        std::swap(run_order[0], run_order[static_cast<size_t>(ref)]);
-        if (static_cast<size_t>(ref) != 0) std::sort(run_order.begin() + 1, run_order.end());
-      }
-      if (!reference_note.empty()) log << "gputune: note: " << reference_note << "\n";
-    }
+    if (def > 0)
+      std::rotate(run_order.begin(), run_order.begin() + def, run_order.begin() + def + 1);
 
     bool out_of_time = false;
     for (size_t k = 0; k < run_order.size(); ++k) {
@@ -396,10 +382,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           m.status = "timeout";
           m.reason = "not run: the job's time budget was spent";
         } else {
-          bool is_ref = need_reference && k == 0 && reference.empty();
-          Outcome o =
-              measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
-                            is_ref ? &reference : nullptr, job.measure.repeats);
+          bool is_ref = need_reference && reference.empty();
+          Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
+                                    is_ref ? &reference : nullptr, job.measure.repeats);
           m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
           if (o.status == "correct") {
             m.time_ms = o.median_ms;
@@ -407,17 +392,18 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
             correct.emplace_back(o.median_ms, i);
             if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
             if (static_cast<long>(i) == def) default_ms = o.median_ms;
-            if (is_ref && need_reference && reference.empty())
-              reference_note = "reference outputs could not be captured";
-          } else if (!rows[i].occ.feasible) {
-            m.reason +=
-                " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
-          }
-          if (is_ref && o.status != "correct") {
-            reference.clear();
-            log << "gputune: warning: the reference configuration " << configs[i].key()
-                << " failed (" << o.reason
-                << "); outputs of later variants are not verified against it\n";
+            if (is_ref) {
+              m.reason = "reference: later variants are verified against these outputs";
+              if (static_cast<long>(i) != def)
+                log << "gputune: note: the default configuration is not available; reference "
+                       "outputs come from "
+                    << configs[i].key() << "\n";
+            }
+          } else {
+            if (is_ref) reference.clear();  // outputs captured before a later failure
+            if (!rows[i].occ.feasible)
+              m.reason +=
+                  " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
           }
         }
       }
@@ -433,9 +419,11 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (measurer && !correct.empty()) {
       std::sort(correct.begin(), correct.end());
       size_t top = std::min<size_t>(correct.size(), static_cast<size_t>(job.measure.remeasure_top));
+      // Until a fresh median exists, the first pass's fastest is the winner.
       std::int64_t winner_mid = measurement_of[correct[0].second];
       double winner_ms = correct[0].first;
       size_t winner_i = correct[0].second;
+      bool fresh = false;
       for (size_t t = 0; t < top; ++t) {
         size_t i = correct[t].second;
         Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
@@ -449,9 +437,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           work(m, *rows[i].v, o.median_ms);
         }
         std::int64_t mid = store.add_measurement(m);
-        if (o.status == "correct" && (t == 0 || o.median_ms < winner_ms)) {
-          if (t == 0 || o.median_ms < winner_ms)
-            winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
+        if (o.status == "correct" && (!fresh || o.median_ms < winner_ms)) {
+          winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
+          fresh = true;
         }
       }
       store.offer_winner(ctx_id, winner_mid);

@@ -17,16 +17,7 @@ std::string with_fake(const std::string& env = {}) {
          "' ";
 }
 
-test::CommandResult sh(const std::string& cmd) {
-  test::CommandResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); }
 
 TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   test::TempDir dir;
@@ -118,6 +109,23 @@ TEST(FakeDriver, DefaultConfigurationIsAlwaysTheReference) {
   EXPECT_GE(first_pass, 3u);
   EXPECT_NE(r.out.find("x    {"), std::string::npos) << "a speedup over the default is shown\n"
                                                      << r.out;
+}
+
+TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{4096}};
+  job["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 1024;  // faults in the fake driver
+  test::write_file(dir / "job.json", job.dump());
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+              (dir / "g.db").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("reference outputs come from 32,1"), std::string::npos) << r.out;
+  db::Store store((dir / "g.db").string());
+  int wrong = 0;
+  for (auto& m : store.measurements(0)) wrong += m.status == "correctness";
+  EXPECT_EQ(wrong, 1);  // 512,8 is still caught
 }
 
 }  // namespace
