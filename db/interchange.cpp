@@ -158,19 +158,22 @@ std::string export_t4(Store& store, std::int64_t run_id) {
   }
   json devices = json::array();
   for (auto& d : store.devices(run_id))
-    devices.push_back({{"name", d.name},
-                       {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-                       {"multiprocessors", d.sm_count},
-                       {"total_memory_bytes", d.total_mem},
-                       {"source", d.source}});
+    devices.push_back(
+        {{"name", d.name},
+         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+         {"multiprocessors", d.sm_count},
+         {"total_memory_bytes", d.total_mem},
+         {"source", d.source}});
   struct utsname u {};
-  std::string os = uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
+  std::string os =
+      uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
   json doc = {{"schema_version", "1.0.0"},
               {"metadata",
                {{"timeunit", "milliseconds"},
                 {"generator", "gputune"},
                 {"hardware", {{"operating_system", os}, {"hardware_description", json::array()}}},
-                {"environment", {{"device_query", {{"devices", devices}}}, {"requirements", json::array()}}}}},
+                {"environment",
+                 {{"device_query", {{"devices", devices}}}, {"requirements", json::array()}}}}},
               {"results", results}};
   return doc.dump(1);
 }

@@ -90,6 +90,36 @@ CREATE TABLE winners(
   measurement_id INTEGER NOT NULL REFERENCES measurements(id),
   updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
 )SQL",
+    // 2: the daemon's job queue (lives in the database so a restart resumes it), the variant a
+    // worker is measuring (to blame a crash or hang on it), model predictions, and indexes for
+    // the dashboard's sortable, paged measurement lists.
+    R"SQL(
+ALTER TABLE measurements ADD COLUMN predicted_ms REAL;
+ALTER TABLE measurements ADD COLUMN is_default INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE queue(
+  id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  job_file TEXT NOT NULL,
+  document TEXT NOT NULL,
+  kernel_file TEXT NOT NULL,
+  kernel_source TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','cancelled','no_device')),
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  run_id INTEGER REFERENCES runs(id),
+  worker TEXT NOT NULL DEFAULT '',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  message TEXT NOT NULL DEFAULT '',
+  inflight_context_id INTEGER, inflight_variant_id INTEGER, inflight_since REAL,
+  submitted_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  started_at TEXT, finished_at TEXT);
+CREATE INDEX queue_status ON queue(status, id);
+CREATE INDEX measurements_run_registers ON measurements(run_id, registers);
+CREATE INDEX measurements_run_occupancy ON measurements(run_id, occupancy);
+CREATE INDEX measurements_run_compile ON measurements(run_id, compile_ms);
+CREATE INDEX measurements_run_time ON measurements(run_id, time_ms);
+CREATE INDEX measurements_variant ON measurements(variant_id);
+)SQL",
 };
 
 std::string random_uid() {
@@ -100,6 +130,11 @@ std::string random_uid() {
 }
 
 }  // namespace
+
+const std::vector<std::string>& schema_migrations() {
+  static const std::vector<std::string> m(std::begin(kMigrations), std::end(kMigrations));
+  return m;
+}
 
 Store::Store(const std::string& path) : db_(path) {
   // Reading the header first distinguishes "not a database" from "someone else's database".
@@ -254,13 +289,14 @@ std::int64_t Store::add_measurement(const MeasurementRecord& m) {
       db_,
       "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
       "compile_ms,registers,static_smem,local_bytes,spill_bytes,occupancy,gflops,gbps,"
-      "cubin_hash,grid,block) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "cubin_hash,grid,block,predicted_ms,is_default) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   std::string samples = nlohmann::json(m.samples_ms).dump();
   s.bind(1, m.run_id).bind(2, m.context_id).bind(3, m.variant_id).bind(4, m.status);
   s.bind(5, m.reason).bind(6, m.log).bind(7, m.time_ms).bind(8, samples).bind(9, m.compile_ms);
   s.bind(10, m.registers).bind(11, m.static_smem).bind(12, m.local_bytes).bind(13, m.spill_bytes);
   s.bind(14, m.occupancy).bind(15, m.gflops).bind(16, m.gbps).bind(17, m.cubin_hash);
-  s.bind(18, m.grid).bind(19, m.block);
+  s.bind(18, m.grid).bind(19, m.block).bind(20, m.predicted_ms).bind(21, m.is_default ? 1 : 0);
   s.run();
   return db_.last_insert_rowid();
 }
@@ -386,17 +422,155 @@ std::vector<Store::ContextRow> Store::contexts(const std::string& kernel) {
 
 std::vector<DeviceRecord> Store::devices(std::int64_t run_id) {
   Statement s(db_,
-              "SELECT DISTINCT d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_mem, d.source FROM devices d "
-              "WHERE ?1=0 OR d.id IN (SELECT c.device_id FROM measurements m JOIN contexts c ON c.id=m.context_id "
+              "SELECT DISTINCT d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_mem, d.source "
+              "FROM devices d "
+              "WHERE ?1=0 OR d.id IN (SELECT c.device_id FROM measurements m JOIN contexts c ON "
+              "c.id=m.context_id "
               "WHERE m.run_id=?1) ORDER BY d.id");
   s.bind(1, run_id);
   std::vector<DeviceRecord> out;
   while (s.step()) {
     DeviceRecord d;
-    d.name = s.text(0), d.cc_major = static_cast<int>(s.int64(1)), d.cc_minor = static_cast<int>(s.int64(2));
+    d.name = s.text(0), d.cc_major = static_cast<int>(s.int64(1)),
+    d.cc_minor = static_cast<int>(s.int64(2));
     d.sm_count = static_cast<int>(s.int64(3)), d.total_mem = s.int64(4), d.source = s.text(5);
     out.push_back(std::move(d));
   }
+  return out;
+}
+
+namespace {
+const char* kQueueSelect =
+    "SELECT id, uid, name, job_file, document, kernel_file, kernel_source, status, "
+    "cancel_requested, run_id, "
+    "worker, attempts, message, submitted_at, coalesce(started_at,''), coalesce(finished_at,''), "
+    "inflight_context_id, inflight_variant_id, inflight_since FROM queue ";
+QueueItem read_queue(Statement& s) {
+  QueueItem q;
+  q.id = s.int64(0), q.uid = s.text(1), q.name = s.text(2), q.job_file = s.text(3),
+  q.document = s.text(4);
+  q.kernel_file = s.text(5), q.kernel_source = s.text(6), q.status = s.text(7),
+  q.cancel_requested = s.int64(8) != 0;
+  if (!s.is_null(9)) q.run_id = s.int64(9);
+  q.worker = s.text(10), q.attempts = static_cast<int>(s.int64(11)), q.message = s.text(12);
+  q.submitted_at = s.text(13), q.started_at = s.text(14), q.finished_at = s.text(15);
+  if (!s.is_null(16)) q.inflight_context_id = s.int64(16);
+  if (!s.is_null(17)) q.inflight_variant_id = s.int64(17);
+  if (!s.is_null(18)) q.inflight_since = s.real(18);
+  return q;
+}
+}  // namespace
+
+std::int64_t Store::enqueue(const QueueItem& q) {
+  Statement s(db_,
+              "INSERT INTO queue(uid,name,job_file,document,kernel_file,kernel_source,status) "
+              "VALUES(?,?,?,?,?,?,'queued')");
+  std::string uid = q.uid.empty() ? random_uid() : q.uid;
+  s.bind(1, uid).bind(2, q.name).bind(3, q.job_file).bind(4, q.document).bind(5, q.kernel_file);
+  s.bind(6, q.kernel_source);
+  s.run();
+  return db_.last_insert_rowid();
+}
+
+std::optional<QueueItem> Store::claim_next(const std::string& worker) {
+  Statement s(db_,
+              "UPDATE queue SET status='running', worker=?1, attempts=attempts+1, "
+              "started_at=coalesce(started_at, strftime('%Y-%m-%dT%H:%M:%fZ','now')) "
+              "WHERE id=(SELECT id FROM queue WHERE status='queued' AND cancel_requested=0 ORDER "
+              "BY id LIMIT 1) "
+              "RETURNING id");
+  s.bind(1, worker);
+  if (!s.step()) return std::nullopt;
+  std::int64_t id = s.int64(0);
+  s.run();
+  return queue_item(id);
+}
+
+std::optional<QueueItem> Store::queue_item(std::int64_t id) {
+  Statement s(db_, std::string(kQueueSelect) + "WHERE id=?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_queue(s);
+}
+
+std::vector<QueueItem> Store::queue(int limit, bool include_finished) {
+  Statement s(db_, std::string(kQueueSelect) +
+                       "WHERE ?2 OR status IN ('queued','running') ORDER BY id DESC LIMIT ?1");
+  s.bind(1, limit).bind(2, include_finished ? 1 : 0);
+  std::vector<QueueItem> out;
+  while (s.step()) out.push_back(read_queue(s));
+  return out;
+}
+
+void Store::set_queue_run(std::int64_t id, std::int64_t run_id) {
+  Statement s(db_, "UPDATE queue SET run_id=? WHERE id=?");
+  s.bind(1, run_id).bind(2, id);
+  s.run();
+}
+
+void Store::finish_queue(std::int64_t id, const std::string& status, const std::string& message) {
+  Statement s(
+      db_,
+      "UPDATE queue SET status=?, message=?, inflight_context_id=NULL, inflight_variant_id=NULL, "
+      "inflight_since=NULL, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
+  s.bind(1, status).bind(2, message).bind(3, id);
+  s.run();
+}
+
+bool Store::request_cancel(std::int64_t id) {
+  Statement q(db_,
+              "UPDATE queue SET status='cancelled', cancel_requested=1, message='cancelled before "
+              "it started', "
+              "finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=? AND status='queued'");
+  q.bind(1, id);
+  q.run();
+  if (sqlite3_changes(db_.get()) > 0) return true;
+  Statement r(db_, "UPDATE queue SET cancel_requested=1 WHERE id=? AND status='running'");
+  r.bind(1, id);
+  r.run();
+  return sqlite3_changes(db_.get()) > 0;
+}
+
+bool Store::cancel_requested(std::int64_t id) {
+  Statement s(db_, "SELECT cancel_requested FROM queue WHERE id=?");
+  s.bind(1, id);
+  return s.step() && s.int64(0) != 0;
+}
+
+std::vector<std::int64_t> Store::requeue_running(const std::string& worker) {
+  Statement s(db_,
+              "UPDATE queue SET status='queued', worker='', message='interrupted; resumed', "
+              "inflight_context_id=NULL, inflight_variant_id=NULL, inflight_since=NULL "
+              "WHERE status='running' AND (?1='' OR worker=?1) RETURNING id");
+  s.bind(1, worker);
+  std::vector<std::int64_t> out;
+  while (s.step()) out.push_back(s.int64(0));
+  return out;
+}
+
+void Store::set_in_flight(std::int64_t queue_id, std::int64_t context_id, std::int64_t variant_id) {
+  Statement s(db_,
+              "UPDATE queue SET inflight_context_id=?, inflight_variant_id=?, "
+              "inflight_since=(julianday('now')-2440587.5)*86400.0 WHERE id=?");
+  s.bind(1, context_id).bind(2, variant_id).bind(3, queue_id);
+  s.run();
+}
+
+void Store::clear_in_flight(std::int64_t queue_id) {
+  Statement s(db_,
+              "UPDATE queue SET inflight_context_id=NULL, inflight_variant_id=NULL, "
+              "inflight_since=NULL WHERE id=?");
+  s.bind(1, queue_id);
+  s.run();
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> Store::measured_pairs(std::int64_t run_id) {
+  Statement s(db_,
+              "SELECT DISTINCT context_id, variant_id FROM measurements WHERE run_id=? "
+              "AND reason NOT LIKE 're-measurement%'");
+  s.bind(1, run_id);
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  while (s.step()) out.emplace_back(s.int64(0), s.int64(1));
   return out;
 }
 

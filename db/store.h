@@ -55,7 +55,9 @@ struct MeasurementRecord {
   std::optional<double> occupancy;
   std::optional<double> gflops, gbps;
   std::string cubin_hash;
-  std::string grid, block;  ///< "x,y,z"
+  std::string grid, block;             ///< "x,y,z"
+  std::optional<double> predicted_ms;  ///< the model's prediction, when a model ran
+  bool is_default = false;             ///< the job's default configuration (speedup baseline)
 };
 
 struct MeasurementRow : MeasurementRecord {
@@ -78,9 +80,23 @@ struct RunRow {
   std::int64_t total = 0, done = 0;
 };
 
+/// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source
+/// travel together so a worker can run it anywhere.
+struct QueueItem {
+  std::int64_t id = 0;
+  std::string uid, name, job_file, document, kernel_file, kernel_source;
+  std::string status = "queued";  ///< queued, running, done, failed, cancelled, no_device
+  bool cancel_requested = false;
+  std::optional<std::int64_t> run_id;
+  std::string worker, message, submitted_at, started_at, finished_at;
+  int attempts = 0;
+  std::optional<std::int64_t> inflight_context_id, inflight_variant_id;
+  std::optional<double> inflight_since;  ///< unix seconds
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -122,10 +138,32 @@ class Store {
   /// Devices measured in a run (all devices when run_id is 0).
   std::vector<DeviceRecord> devices(std::int64_t run_id = 0);
 
+  // --- The daemon's queue ---------------------------------------------------------------------
+  std::int64_t enqueue(const QueueItem& item);
+  /// Atomically takes the oldest queued job for `worker` (status -> running, attempts + 1).
+  std::optional<QueueItem> claim_next(const std::string& worker);
+  std::optional<QueueItem> queue_item(std::int64_t id);
+  std::vector<QueueItem> queue(int limit = 50, bool include_finished = true);
+  void set_queue_run(std::int64_t id, std::int64_t run_id);
+  void finish_queue(std::int64_t id, const std::string& status, const std::string& message);
+  /// Queued jobs are cancelled at once; running ones when their worker next checks. False when
+  /// the job is unknown or already finished.
+  bool request_cancel(std::int64_t id);
+  bool cancel_requested(std::int64_t id);
+  /// Puts running jobs back in the queue (after a daemon restart or a worker fault); returns them.
+  std::vector<std::int64_t> requeue_running(const std::string& worker = {});
+  void set_in_flight(std::int64_t queue_id, std::int64_t context_id, std::int64_t variant_id);
+  void clear_in_flight(std::int64_t queue_id);
+  /// (context_id, variant_id) pairs a run has measured in its first pass (not re-measurements).
+  std::vector<std::pair<std::int64_t, std::int64_t>> measured_pairs(std::int64_t run_id);
+
  private:
   void migrate();
   Database db_;
 };
+
+/// The schema migrations, in order (migration i takes user_version i to i+1). For tests.
+const std::vector<std::string>& schema_migrations();
 
 /// The default database file: $GPUTUNE_DB, else ./gputune.db.
 std::string default_database_path();

@@ -2,6 +2,7 @@
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,9 +11,11 @@
 #include "db/store.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
+#include "tuner/daemon.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
 #include "variants/space.h"
+#include "web/client.h"
 
 using namespace gputune;
 
@@ -31,10 +34,13 @@ commands:
   export --t4        T4 results of a run (--run ID, -o FILE)
   import FILE        a Kernel Tuner cache file (.json or .json.gz) as measurements of its device
   devices            the CUDA devices the driver reports (or why there are none)
+  serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs
+  submit JOB         queue a job on a running daemon (--server URL)
+  cancel ID          cancel a queued or running job (--server URL)
 
 Run `gputune COMMAND --help` for a command's options.
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 no CUDA device (compiled, stored, not timed),
-            4 no correct variant)";
+            4 no correct variant, 5 interrupted)";
 
 std::string db_of(const cxxopts::ParseResult& r) {
   return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
@@ -282,6 +288,117 @@ int cmd_devices() {
   return 0;
 }
 
+std::string token_for(const cxxopts::ParseResult& r) {
+  if (r.count("token")) return r["token"].as<std::string>();
+  if (const char* t = std::getenv("GPUTUNE_TOKEN"); t && *t) return t;
+  std::ifstream in(r["token-file"].as<std::string>());
+  std::string t;
+  std::getline(in, t);
+  return t;
+}
+
+int cmd_serve(int argc, char** argv) {
+  cxxopts::Options o(
+      "gputune serve",
+      "Daemon: HTTP API and dashboard; one worker process per GPU tunes queued jobs");
+  o.add_options()("db", "database file", cxxopts::value<std::string>())(
+      "port", "TCP port", cxxopts::value<int>()->default_value("8080"))(
+      "bind", "address to listen on (loopback by default)",
+      cxxopts::value<std::string>()->default_value("127.0.0.1"))(
+      "kernel-timeout", "seconds a single measurement may take before its worker is killed",
+      cxxopts::value<double>()->default_value("120"))("cache-dir", "cubin cache folder",
+                                                      cxxopts::value<std::string>())(
+      "no-gpu", "start no workers")("h,help", "help");
+  auto r = o.parse(argc, argv);
+  if (r.count("help")) {
+    std::cout << o.help() << "\n";
+    return 0;
+  }
+  tuner::ServeOptions so;
+  so.db_path = db_of(r);
+  so.port = r["port"].as<int>();
+  so.bind = r["bind"].as<std::string>();
+  so.kernel_timeout_s = r["kernel-timeout"].as<double>();
+  if (so.port < 0 || so.port > 65535) throw std::invalid_argument("--port must be 0..65535");
+  if (so.kernel_timeout_s <= 0) throw std::invalid_argument("--kernel-timeout must be positive");
+  if (r.count("cache-dir")) so.cache_dir = r["cache-dir"].as<std::string>();
+  so.no_gpu = r.count("no-gpu") > 0;
+  so.self_exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  return tuner::serve(so);
+}
+
+int cmd_worker(int argc, char** argv) {
+  cxxopts::Options o("gputune worker", "(internal) a daemon worker process for one GPU");
+  o.add_options()("db", "database file", cxxopts::value<std::string>())(
+      "device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))(
+      "cache-dir", "cubin cache folder", cxxopts::value<std::string>());
+  auto r = o.parse(argc, argv);
+  tuner::WorkerOptions wo;
+  wo.db_path = db_of(r);
+  wo.device = r["device"].as<int>();
+  if (r.count("cache-dir")) wo.cache_dir = r["cache-dir"].as<std::string>();
+  return tuner::run_worker(wo);
+}
+
+void add_client_options(cxxopts::Options& o) {
+  o.add_options()("server", "daemon URL",
+                  cxxopts::value<std::string>()->default_value("http://127.0.0.1:8080"))(
+      "token", "write token (default: $GPUTUNE_TOKEN, else --token-file)",
+      cxxopts::value<std::string>())("token-file", "file holding the token",
+                                     cxxopts::value<std::string>()->default_value(
+                                         db::default_database_path() + ".token"))("h,help", "help");
+}
+
+int print_reply(const web::Reply& rep, const std::string& what) {
+  if (rep.status == 200 || rep.status == 201) {
+    std::cout << what << ": " << rep.body.dump() << "\n";
+    return 0;
+  }
+  std::cerr << "gputune: " << what << " failed";
+  if (rep.status) std::cerr << " (HTTP " << rep.status << ")";
+  std::cerr << ": " << rep.body.value("error", rep.body.dump());
+  if (rep.body.contains("field") && !rep.body["field"].get<std::string>().empty())
+    std::cerr << " [field " << rep.body["field"].get<std::string>() << "]";
+  std::cerr << "\n";
+  return rep.status == 0 ? 1 : 2;
+}
+
+int cmd_submit(int argc, char** argv) {
+  cxxopts::Options o("gputune submit", "Queue a job on a running daemon");
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>());
+  add_client_options(o);
+  o.parse_positional({"job"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("job")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  std::string file = r["job"].as<std::string>();
+  Job job = load_job(file);  // the same checks as `gputune run`, before anything is sent
+  nlohmann::json body = {{"name", job.name},
+                         {"job_file", std::filesystem::absolute(file).string()},
+                         {"document", nlohmann::json::parse(std::ifstream(file))},
+                         {"kernel_source", load_kernel_source(job)}};
+  return print_reply(web::post_json(r["server"].as<std::string>(), "/api/jobs", token_for(r), body),
+                     "submitted");
+}
+
+int cmd_cancel(int argc, char** argv) {
+  cxxopts::Options o("gputune cancel", "Cancel a queued or running job");
+  o.add_options()("id", "job id (see the dashboard or /api/queue)", cxxopts::value<long>());
+  add_client_options(o);
+  o.parse_positional({"id"});
+  auto r = o.parse(argc, argv);
+  if (r.count("help") || !r.count("id")) {
+    std::cout << o.help() << "\n";
+    return r.count("help") ? 0 : tuner::kExitBadInput;
+  }
+  return print_reply(web::post_json(r["server"].as<std::string>(),
+                                    "/api/jobs/" + std::to_string(r["id"].as<long>()) + "/cancel",
+                                    token_for(r), {}),
+                     "cancel");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -300,6 +417,10 @@ int main(int argc, char** argv) {
     if (cmd == "export") return cmd_export(argc - 1, argv + 1);
     if (cmd == "import") return cmd_import(argc - 1, argv + 1);
     if (cmd == "devices") return cmd_devices();
+    if (cmd == "serve") return cmd_serve(argc - 1, argv + 1);
+    if (cmd == "worker") return cmd_worker(argc - 1, argv + 1);
+    if (cmd == "submit") return cmd_submit(argc - 1, argv + 1);
+    if (cmd == "cancel") return cmd_cancel(argc - 1, argv + 1);
     std::cerr << "gputune: unknown command '" << cmd << "'\n" << kUsage << "\n";
     return tuner::kExitBadInput;
   } catch (const JobError& e) {
@@ -310,6 +431,9 @@ int main(int argc, char** argv) {
     return tuner::kExitBadInput;
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << "gputune " << cmd << ": " << e.what() << " (see `gputune " << cmd << " --help`)\n";
+    return tuner::kExitBadInput;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gputune " << cmd << ": " << e.what() << "\n";
     return tuner::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "gputune: error: " << e.what() << "\n";

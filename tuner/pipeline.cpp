@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "db/store.h"
@@ -224,13 +225,27 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       dr.source = "target";
     }
     device_id = store.upsert_device(dr);
-    run_id = store.begin_run(job_id, job.strategy,
-                             static_cast<std::int64_t>(configs.size() * job.contexts.size()));
+    if (opt.resume_run) {
+      auto prev = store.run(*opt.resume_run);
+      if (!prev)
+        throw db::DbError("cannot resume run " + std::to_string(*opt.resume_run) +
+                          ": it does not exist");
+      run_id = *opt.resume_run;
+      store.finish_run(run_id, "running", "resumed");
+    } else {
+      run_id = store.begin_run(job_id, job.strategy,
+                               static_cast<std::int64_t>(configs.size() * job.contexts.size()));
+    }
     for (size_t i = 0; i < configs.size(); ++i)
       variant_ids[i] = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
     t.commit();
   }
   rep.run_id = run_id;
+  if (opt.on_run_started) opt.on_run_started(run_id);
+  // On resume: what this run already measured, per (context, variant).
+  std::set<std::pair<std::int64_t, std::int64_t>> already;
+  if (opt.resume_run)
+    for (auto& p : store.measured_pairs(run_id)) already.insert(p);
 
   // A compile failure of every variant is the job's fault: store the evidence, then say so.
   if (rep.compiled_ok == 0) {
@@ -331,6 +346,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       }
       if (rows[i].v)
         m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
+      m.is_default = static_cast<long>(i) == def;
       return m;
     };
     auto prefail = [&](size_t i, db::MeasurementRecord& m) {
@@ -367,9 +383,36 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (def > 0)
       std::rotate(run_order.begin(), run_order.begin() + def, run_order.begin() + def + 1);
 
+    // Outcomes measured before an interruption count as measured now (resume).
+    std::map<std::int64_t, size_t> index_of_variant;
+    for (size_t i = 0; i < configs.size(); ++i) index_of_variant[variant_ids[i]] = i;
+    if (!already.empty())
+      for (auto& m : store.measurements(run_id, ctx_id))
+        if (m.status == "correct" && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms &&
+            index_of_variant.count(m.variant_id)) {
+          size_t i = index_of_variant[m.variant_id];
+          correct.emplace_back(*m.time_ms, i);
+          measurement_of[i] = m.id;
+          if (!best_ms || *m.time_ms < *best_ms) best_ms = *m.time_ms;
+          if (static_cast<long>(i) == def) default_ms = *m.time_ms;
+        }
+
     bool out_of_time = false;
     for (size_t k = 0; k < run_order.size(); ++k) {
       size_t i = run_order[k];
+      if (opt.should_stop && opt.should_stop()) {
+        rep.interrupted = true;
+        break;
+      }
+      if (already.count({ctx_id, variant_ids[i]})) {
+        // Measured before the interruption. The reference outputs are not stored: recapture them.
+        if (measurer && need_reference && reference.empty() && measurement_of.count(i)) {
+          Outcome o = measurer->run(compiled[i], *rows[i].v, nullptr, &reference, 1);
+          if (o.status != "correct") reference.clear();
+        }
+        prog.update(k + 1, failures, best_ms);
+        continue;
+      }
       db::MeasurementRecord m = base_record(i);
       if (!prefail(i, m)) {
         if (!measurer) {
@@ -383,6 +426,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           m.reason = "not run: the job's time budget was spent";
         } else {
           bool is_ref = need_reference && reference.empty();
+          if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
           Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
                                     is_ref ? &reference : nullptr, job.measure.repeats);
           m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
@@ -415,6 +459,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     }
     prog.finish();
 
+    if (rep.interrupted) break;
     // 8. Re-measure the top few before naming a winner: the fastest of fresh medians wins.
     if (measurer && !correct.empty()) {
       std::sort(correct.begin(), correct.end());
@@ -426,6 +471,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       bool fresh = false;
       for (size_t t = 0; t < top; ++t) {
         size_t i = correct[t].second;
+        if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
         Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
                                   nullptr, job.measure.repeats);
         db::MeasurementRecord m = base_record(i);
@@ -459,7 +505,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   }
 
   rep.timed = dev.has_value();
-  if (!dev) {
+  if (rep.interrupted) {
+    rep.exit_code = kExitInterrupted;
+    rep.message = "interrupted after " + std::to_string(done_total) + " measurements; run " +
+                  std::to_string(run_id) + " can be resumed";
+    store.finish_run(run_id, "interrupted", rep.message);
+  } else if (!dev) {
     rep.exit_code = kExitNoDevice;
     rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " +
                   std::to_string(rep.planned) + " variants for " + rep.arch +

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -23,8 +24,9 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitInternal = 1,
   kExitBadInput = 2,
-  kExitNoDevice = 3,   ///< everything compiled, inspected and stored; nothing timed
-  kExitNoCorrect = 4,  ///< timed, but no variant produced a correct result
+  kExitNoDevice = 3,     ///< everything compiled, inspected and stored; nothing timed
+  kExitNoCorrect = 4,    ///< timed, but no variant produced a correct result
+  kExitInterrupted = 5,  ///< stopped early (cancelled, or the daemon is shutting down)
 };
 
 struct RunOptions {
@@ -35,6 +37,14 @@ struct RunOptions {
   bool progress = false;            ///< live progress line on stderr
   bool no_gpu = false;              ///< behave as if no device were present
   std::ostream* log = nullptr;      ///< stage log (stderr when null)
+  // Hooks for the daemon's workers.
+  std::optional<std::int64_t>
+      resume_run;  ///< continue this run, skipping measured (context, variant) pairs
+  std::function<void(std::int64_t run_id)> on_run_started;
+  /// Called before each variant is measured on the GPU (a crash or hang is blamed on it).
+  std::function<void(std::int64_t context_id, std::int64_t variant_id)> on_measure_start;
+  /// Checked between variants; true stops the run (status "interrupted").
+  std::function<bool()> should_stop;
 };
 
 struct BestRow {
@@ -57,6 +67,7 @@ struct RunReport {
   std::size_t space_size = 0, planned = 0, compiled_ok = 0, compile_failed = 0, cached = 0;
   std::size_t correct = 0, failed = 0;
   bool timed = false;
+  bool interrupted = false;
   std::vector<BestRow> best;  ///< per context
 };
 

@@ -1,0 +1,68 @@
+/** \file db/browse.h
+ * Owns: the read-only queries behind the HTTP API and dashboard, returning JSON: devices, kernels,
+ * a kernel's contexts x devices with winners and speedups, runs with progress,
+ * paged/sorted/filtered measurements, best-so-far series, parameter effects, predicted-vs-measured
+ * pairs, winners, a context's history across runs, and the queue. Consumes: a Store. Produces:
+ * nlohmann::json values (plain data; web/ renders them). Must not: write to the database, know
+ * about HTTP, or know about CUDA. */
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "db/store.h"
+
+namespace gputune::db {
+
+/// Thrown for a query parameter out of range; web/ turns it into a 400 naming `field`.
+class QueryError : public std::runtime_error {
+ public:
+  QueryError(std::string field_, const std::string& what)
+      : std::runtime_error(what), field(std::move(field_)) {}
+  std::string field;
+};
+
+struct MeasurementQuery {
+  std::int64_t run_id = 0;
+  std::int64_t context_id = 0;   ///< 0: all contexts
+  std::string status;            ///< empty: any
+  std::string search;            ///< substring of the configuration key
+  std::string sort = "time_ms";  ///< time_ms, registers, occupancy, compile_ms, status, id
+  bool descending = false;
+  int limit = 50;  ///< 1..1000
+  std::int64_t offset = 0;
+};
+
+class Browser {
+ public:
+  explicit Browser(Store& store) : s_(store) {}
+
+  nlohmann::json devices();
+  nlohmann::json kernels();
+  /// Kernel by id: its contexts x devices, each with the winner, its time and the speedup over
+  /// the default configuration. nullopt when unknown.
+  std::optional<nlohmann::json> kernel(std::int64_t id);
+  nlohmann::json runs(int limit, std::int64_t offset);
+  std::optional<nlohmann::json> run(std::int64_t id);
+  nlohmann::json measurements(const MeasurementQuery& q);
+  /// Best correct time so far, in the order measurements were stored.
+  nlohmann::json best_over_time(std::int64_t run_id);
+  /// For each parameter and value: count, best and median time of the correct measurements.
+  nlohmann::json parameter_effects(std::int64_t run_id, std::int64_t context_id = 0);
+  /// (predicted_ms, time_ms) of the correct measurements that have a prediction.
+  nlohmann::json predicted_vs_measured(std::int64_t run_id);
+  nlohmann::json winners(int limit);
+  /// Winning time per run for the context's kernel, device and label (nightly regressions).
+  std::optional<nlohmann::json> context_history(std::int64_t context_id);
+  nlohmann::json queue(int limit);
+
+ private:
+  Store& s_;
+};
+
+/// A queue item as JSON (without the document and kernel source).
+nlohmann::json queue_item_json(const QueueItem& q);
+
+}  // namespace gputune::db

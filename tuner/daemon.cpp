@@ -1,0 +1,312 @@
+#include "tuner/daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "db/store.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/pipeline.h"
+#include "web/server.h"
+
+namespace gputune::tuner {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_term(int) { g_stop = true; }
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string random_token() {
+  std::random_device rd;
+  std::ostringstream s;
+  for (int i = 0; i < 8; ++i) s << std::hex << rd();
+  std::string t = s.str();
+  while (t.size() < 64) t += "0";
+  return t.substr(0, 64);
+}
+
+}  // namespace
+
+std::string load_or_create_token(const std::string& db_path, bool& created) {
+  std::string path = db_path + ".token";
+  created = false;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd >= 0) {
+    std::string t = random_token();
+    bool ok = ::write(fd, t.data(), t.size()) == static_cast<ssize_t>(t.size());
+    ::close(fd);
+    if (!ok) throw std::runtime_error("cannot write the token file " + path);
+    created = true;
+    return t;
+  }
+  if (errno != EEXIST)
+    throw std::runtime_error("cannot create the token file " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077))
+    throw std::runtime_error(path + " is readable by others (mode " +
+                             std::to_string(st.st_mode & 0777) + "); fix: chmod 600 " + path);
+  std::ifstream in(path);
+  std::string t;
+  std::getline(in, t);
+  if (t.size() < 32)
+    throw std::runtime_error(path + " does not hold a token; delete it to make a new one");
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker
+
+int run_worker(const WorkerOptions& o) {
+  struct sigaction sa {};
+  sa.sa_handler = on_term;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  std::string name = "gpu" + std::to_string(o.device);
+  db::Store store(o.db_path);
+  std::cerr << "gputune worker " << name << " (pid " << getpid() << "): waiting for jobs\n";
+  while (!g_stop) {
+    auto item = store.claim_next(name);
+    if (!item) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      continue;
+    }
+    std::cerr << "gputune worker " << name << ": job " << item->id << " (" << item->name << ")\n";
+    // Materialise the job and its kernel next to each other, as `gputune run` expects them.
+    auto dir = std::filesystem::temp_directory_path() / "gputune-jobs" / item->uid;
+    std::filesystem::create_directories(dir);
+    std::string kernel_name = std::filesystem::path(item->kernel_file).filename().string();
+    {
+      std::ofstream(dir / kernel_name) << item->kernel_source;
+      auto doc = nlohmann::json::parse(item->document);
+      doc["KernelSpecification"]["KernelFile"] = kernel_name;
+      if (doc.contains("GPUTune")) doc["GPUTune"].erase("Database");
+      std::ofstream(dir / "job.json") << doc.dump(1);
+    }
+    std::string status = "failed", message;
+    try {
+      Job job = load_job(dir / "job.json");
+      job.device_index = o.device;
+      RunOptions ro;
+      ro.db_path = o.db_path;
+      ro.cache_dir = o.cache_dir;
+      ro.resume_run = item->run_id;
+      ro.on_run_started = [&](std::int64_t run) { store.set_queue_run(item->id, run); };
+      ro.on_measure_start = [&](std::int64_t ctx, std::int64_t var) {
+        store.set_in_flight(item->id, ctx, var);
+      };
+      ro.should_stop = [&] { return g_stop.load() || store.cancel_requested(item->id); };
+      RunReport rep = run_job(job, ro);
+      message = rep.message;
+      switch (rep.exit_code) {
+        case kExitOk:
+          status = "done";
+          break;
+        case kExitNoDevice:
+          status = "no_device";
+          break;
+        case kExitInterrupted:
+          status = store.cancel_requested(item->id) ? "cancelled" : "queued";
+          break;
+        default:
+          status = "failed";
+      }
+    } catch (const std::exception& e) {
+      message = e.what();
+    }
+    if (status == "queued") {
+      store.requeue_running(name);  // shutting down: the next start resumes it
+    } else {
+      store.finish_queue(item->id, status, message);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
+              << message << "\n";
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Supervisor
+
+namespace {
+
+struct WorkerProc {
+  int device = 0;
+  pid_t pid = -1;
+  std::string name;
+  std::string kill_reason;  // set when the supervisor killed it for a hang
+  int restarts = 0;
+};
+
+pid_t spawn_worker(const ServeOptions& o, int device) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t all;
+    sigemptyset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);
+    std::string dev = std::to_string(device), cache = o.cache_dir.string();
+    std::vector<const char*> argv = {o.self_exe.c_str(), "worker",   "--db",
+                                     o.db_path.c_str(),  "--device", dev.c_str()};
+    if (!cache.empty()) argv.insert(argv.end(), {"--cache-dir", cache.c_str()});
+    argv.push_back(nullptr);
+    execv(o.self_exe.c_str(), const_cast<char* const*>(argv.data()));
+    std::perror("gputune: exec worker");
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Blames the variant a dead worker was measuring and puts its job back in the queue.
+void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int max_attempts) {
+  std::string why =
+      !w.kill_reason.empty() ? w.kill_reason
+      : WIFSIGNALED(wait_status)
+          ? "worker process killed by signal " + std::to_string(WTERMSIG(wait_status))
+          : "worker process exited with code " + std::to_string(WEXITSTATUS(wait_status));
+  std::string status = w.kill_reason.empty() ? "runtime" : "timeout";
+  for (auto& item : store.queue(1000, false)) {
+    if (item.status != "running" || item.worker != w.name) continue;
+    if (item.run_id && item.inflight_context_id && item.inflight_variant_id) {
+      db::MeasurementRecord m;
+      m.run_id = *item.run_id, m.context_id = *item.inflight_context_id,
+      m.variant_id = *item.inflight_variant_id;
+      m.status = status;
+      m.reason = why + " while measuring this variant";
+      store.add_measurement(m);
+    }
+    if (item.attempts >= max_attempts) {
+      store.finish_queue(
+          item.id, "failed",
+          "its worker died " + std::to_string(item.attempts) + " times; last: " + why);
+    }
+  }
+  store.requeue_running(w.name);
+  std::cerr << "gputune serve: " << w.name << " (pid " << w.pid << ") died: " << why
+            << "; restarting it\n";
+}
+
+}  // namespace
+
+int serve(const ServeOptions& o) {
+  // Signals go to one watcher thread; every other thread blocks them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  db::Store store(o.db_path);
+  auto resumed = store.requeue_running();
+  bool created = false;
+  std::string token = load_or_create_token(o.db_path, created);
+
+  web::ServerOptions so;
+  so.db_path = o.db_path, so.token = token, so.bind = o.bind, so.port = o.port;
+  web::Server server(so);
+  int port = server.bind();
+
+  std::vector<WorkerProc> workers;
+  std::string gpu_note;
+  if (o.no_gpu) {
+    gpu_note = "no workers (--no-gpu)";
+  } else if (const Driver& d = Driver::instance(); !d.available()) {
+    gpu_note = "no workers: " + d.unavailable_reason() + "; jobs stay queued";
+  } else {
+    for (int i = 0; i < d.device_count(); ++i)
+      workers.push_back({i, -1, "gpu" + std::to_string(i), "", 0});
+    gpu_note = std::to_string(workers.size()) + " worker(s), one per GPU";
+  }
+  std::cout << "gputune serve: http://" << o.bind << ":" << port << "/ (database " << o.db_path
+            << "; " << gpu_note << ")\n";
+  if (!resumed.empty())
+    std::cout << "gputune serve: resuming " << resumed.size() << " interrupted job(s)\n";
+  if (created)
+    std::cout << "gputune serve: write token (printed only now, kept in " << o.db_path
+              << ".token, mode 0600): " << token << "\n";
+  else
+    std::cout << "gputune serve: write token in " << o.db_path << ".token\n";
+  std::cout.flush();
+
+  for (auto& w : workers) w.pid = spawn_worker(o, w.device);
+
+  std::atomic<bool> stopping{false};
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    stopping = true;
+    server.stop();
+  });
+  std::thread supervisor([&] {
+    db::Store s(o.db_path);
+    while (!stopping) {
+      for (auto& w : workers) {
+        int st = 0;
+        if (w.pid > 0 && waitpid(w.pid, &st, WNOHANG) == w.pid) {
+          handle_worker_death(s, w, st, o.max_attempts);
+          w.kill_reason.clear();
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          w.pid = stopping ? -1 : spawn_worker(o, w.device);
+          ++w.restarts;
+          continue;
+        }
+        for (auto& item : s.queue(1000, false))
+          if (item.status == "running" && item.worker == w.name && item.inflight_since &&
+              now_s() - *item.inflight_since > o.kernel_timeout_s && w.kill_reason.empty()) {
+            w.kill_reason = "measurement exceeded the per-kernel limit of " +
+                            std::to_string(o.kernel_timeout_s) + " s; worker killed";
+            kill(w.pid, SIGKILL);
+          }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  });
+
+  server.run();  // returns after stop()
+  stopping = true;
+  if (watcher.joinable()) {
+    pthread_kill(watcher.native_handle(),
+                 SIGTERM);  // wakes sigwait if the server stopped by itself
+    watcher.join();
+  }
+  supervisor.join();
+  // Workers finish the measurement in hand, store it, put their job back in the queue, and exit.
+  for (auto& w : workers)
+    if (w.pid > 0) kill(w.pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (auto& w : workers) {
+    while (w.pid > 0) {
+      int st;
+      pid_t r = waitpid(w.pid, &st, WNOHANG);
+      if (r == w.pid || r < 0) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(w.pid, SIGKILL);
+        waitpid(w.pid, &st, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  store.requeue_running();
+  std::cout << "gputune serve: stopped\n";
+  return 0;
+}
+
+}  // namespace gputune::tuner

@@ -1,0 +1,239 @@
+// gputune dashboard. Plain JavaScript, no network beyond this server. Every string from the
+// database is inserted with textContent (never innerHTML), so kernel names and logs stay text.
+'use strict';
+
+const params = new URLSearchParams(location.search);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k === 'style') e.style.cssText = v;  // CSSOM: allowed by the page's CSP
+    else if (k === 'href') e.setAttribute('href', v);
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+  return e;
+}
+
+async function api(path) {
+  const r = await fetch(path, {cache: 'no-store'});
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
+  return body;
+}
+
+function fmt(v, digits) {
+  if (v === null || v === undefined) return '-';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toPrecision(digits || 4);
+  return String(v);
+}
+
+function config(c) { return c ? JSON.stringify(c) : '-'; }
+
+function section(title, ...content) { return el('section', {}, el('h2', {}, title), ...content); }
+
+// A table whose rows sort in the browser when a header is clicked. columns: [{title, value(row),
+// render(row) -> node|string, num}]
+function sortableTable(id, columns, rows) {
+  const table = el('table', {id});
+  const thead = el('thead');
+  const tbody = el('tbody');
+  let sortCol = -1, asc = true;
+  function fill() {
+    tbody.textContent = '';
+    for (const r of rows) {
+      const tr = el('tr');
+      for (const c of columns) {
+        const content = c.render ? c.render(r) : fmt(c.value(r));
+        tr.appendChild(el('td', {class: (c.num ? 'num ' : '') + (c.cls ? c.cls(r) : '')}, content));
+      }
+      tbody.appendChild(tr);
+    }
+    if (!rows.length) tbody.appendChild(el('tr', {}, el('td', {colspan: columns.length, class: 'muted'}, 'none')));
+  }
+  const tr = el('tr');
+  columns.forEach((c, i) => {
+    const th = el('th', {onclick: () => {
+      asc = sortCol === i ? !asc : true;
+      sortCol = i;
+      rows.sort((a, b) => {
+        const x = c.value(a), y = c.value(b);
+        if (x === y) return 0;
+        if (x === null || x === undefined) return 1;
+        if (y === null || y === undefined) return -1;
+        return (x < y ? -1 : 1) * (asc ? 1 : -1);
+      });
+      for (const h of thead.querySelectorAll('th')) h.className = '';
+      th.className = asc ? 'sorted-asc' : 'sorted-desc';
+      fill();
+    }}, c.title);
+    tr.appendChild(th);
+  });
+  thead.appendChild(tr);
+  table.append(thead, tbody);
+  fill();
+  return table;
+}
+
+function link(href, text) { return el('a', {href}, text); }
+function runLink(id) { return id ? link('/run.html?id=' + encodeURIComponent(id), '#' + id) : '-'; }
+function statusCell(s) { return el('span', {class: 'status-' + s}, s); }
+
+async function overview(main) {
+  const [devices, queue, runs, winners, kernels] = await Promise.all([
+    api('/api/devices'), api('/api/queue?limit=20'), api('/api/runs?limit=20'), api('/api/winners?limit=20'),
+    api('/api/kernels')]);
+  main.textContent = '';
+  main.append(
+    section('Devices', sortableTable('devices', [
+      {title: 'name', value: d => d.name}, {title: 'compute capability', value: d => d.compute_capability},
+      {title: 'SMs', value: d => d.sm_count, num: true},
+      {title: 'memory (GiB)', value: d => d.total_mem / 2 ** 30, render: d => fmt(d.total_mem / 2 ** 30, 3), num: true},
+      {title: 'source', value: d => d.source}, {title: 'contexts', value: d => d.contexts, num: true}], devices)),
+    section('Queue', sortableTable('queue', [
+      {title: 'job', value: q => q.id, num: true}, {title: 'name', value: q => q.name},
+      {title: 'status', value: q => q.status, render: q => statusCell(q.status)},
+      {title: 'worker', value: q => q.worker}, {title: 'run', value: q => q.run_id, render: q => runLink(q.run_id)},
+      {title: 'submitted', value: q => q.submitted_at}, {title: 'message', value: q => q.message}], queue)),
+    section('Recent runs', sortableTable('runs', [
+      {title: 'run', value: r => r.id, render: r => runLink(r.id), num: true}, {title: 'job', value: r => r.job},
+      {title: 'status', value: r => r.status, render: r => statusCell(r.status)},
+      {title: 'progress', value: r => r.done, render: r => r.done + '/' + r.total, num: true},
+      {title: 'best (ms)', value: r => r.best_ms, num: true}, {title: 'started', value: r => r.started_at}], runs)),
+    section('Latest winners', sortableTable('winners', [
+      {title: 'kernel', value: w => w.kernel, render: w => link('/kernel.html?id=' + w.kernel_id, w.kernel)},
+      {title: 'context', value: w => w.context, render: w => link('/history.html?context=' + w.context_id, w.context)},
+      {title: 'device', value: w => w.device}, {title: 'time (ms)', value: w => w.time_ms, num: true},
+      {title: 'configuration', value: w => config(w.configuration)}, {title: 'run', value: w => w.run_id, render: w => runLink(w.run_id)}],
+      winners)),
+    section('Kernels', sortableTable('kernels', [
+      {title: 'kernel', value: k => k.name, render: k => link('/kernel.html?id=' + k.id, k.name)},
+      {title: 'hash', value: k => k.hash, render: k => el('code', {}, k.hash.slice(0, 12))},
+      {title: 'contexts', value: k => k.contexts, num: true}, {title: 'variants', value: k => k.variants, num: true},
+      {title: 'winners', value: k => k.winners, num: true}], kernels)));
+}
+
+async function kernelPage(main) {
+  const k = await api('/api/kernels/' + encodeURIComponent(params.get('id') || ''));
+  document.getElementById('crumb').textContent = 'kernel ' + k.name;
+  main.textContent = '';
+  main.append(section('Kernel ' + k.name, el('p', {class: 'muted'}, 'source hash ' + k.hash),
+    sortableTable('contexts', [
+      {title: 'context', value: c => c.context, render: c => link('/history.html?context=' + c.context_id, c.context)},
+      {title: 'device', value: c => c.device}, {title: 'arch', value: c => c.arch},
+      {title: 'winner (ms)', value: c => c.time_ms, num: true},
+      {title: 'default (ms)', value: c => c.default_ms, num: true},
+      {title: 'speedup', value: c => c.speedup, render: c => c.speedup ? fmt(c.speedup, 3) + 'x' : '-', num: true},
+      {title: 'GFLOP/s', value: c => c.gflops, num: true}, {title: 'GB/s', value: c => c.gbps, num: true},
+      {title: 'configuration', value: c => config(c.configuration)},
+      {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts)));
+}
+
+const runState = {sort: 'time_ms', order: 'asc', offset: 0, limit: 50, status: '', q: ''};
+
+async function runPage(main) {
+  const id = params.get('id') || '';
+  const run = await api('/api/runs/' + encodeURIComponent(id));
+  document.getElementById('crumb').textContent = 'run #' + run.id;
+  main.textContent = '';
+  const pct = run.total ? Math.min(100, Math.round(100 * run.done / run.total)) : 0;
+  const counts = Object.entries(run.counts).map(([s, n]) => s + ': ' + n).join(', ');
+  const stamp = Date.now();
+  main.append(
+    section('Run #' + run.id + ': ' + run.job,
+      el('p', {}, statusCell(run.status), ' ', el('span', {class: 'progress'}, el('div', {style: 'width:' + pct + '%'})),
+         ' ' + run.done + '/' + run.total + ' (' + pct + '%)'),
+      el('p', {id: 'counts'}, counts || 'no measurements yet'),
+      el('p', {class: 'muted'}, run.message),
+      run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null),
+    section('Charts', el('div', {class: 'charts'},
+      el('img', {src: '/api/runs/' + run.id + '/best.svg?t=' + stamp, alt: 'best so far'}),
+      el('img', {src: '/api/runs/' + run.id + '/scatter.svg?t=' + stamp, alt: 'measured vs predicted'}),
+      el('img', {src: '/api/runs/' + run.id + '/parameters.svg?t=' + stamp, alt: 'parameter effects'}))),
+    section('Variants', measurementControls(run), el('div', {id: 'measurements'})));
+  await loadMeasurements(run);
+  if (run.status === 'running') setTimeout(() => runPage(main).catch(showError), 2000);
+}
+
+function measurementControls(run) {
+  const status = el('select', {id: 'status-filter', onchange: e => { runState.status = e.target.value; runState.offset = 0; loadMeasurements(run); }},
+    ...['', 'correct', 'compile', 'runtime', 'correctness', 'timeout', 'constraints', 'compiled'].map(s => {
+      const o = el('option', {value: s}, s || 'any status');
+      if (s === runState.status) o.selected = true;
+      return o;
+    }));
+  const search = el('input', {id: 'search', placeholder: 'configuration contains...', value: runState.q});
+  search.addEventListener('change', e => { runState.q = e.target.value; runState.offset = 0; loadMeasurements(run); });
+  return el('div', {class: 'controls'}, status, search,
+    el('button', {id: 'prev', onclick: () => { runState.offset = Math.max(0, runState.offset - runState.limit); loadMeasurements(run); }}, '< prev'),
+    el('button', {id: 'next', onclick: () => { runState.offset += runState.limit; loadMeasurements(run); }}, 'next >'),
+    el('span', {id: 'page-info', class: 'muted'}));
+}
+
+async function loadMeasurements(run) {
+  const q = new URLSearchParams({sort: runState.sort, order: runState.order, offset: runState.offset, limit: runState.limit});
+  if (runState.status) q.set('status', runState.status);
+  if (runState.q) q.set('q', runState.q);
+  const page = await api('/api/runs/' + run.id + '/measurements?' + q);
+  const columns = [
+    ['context', null, m => m.context], ['status', 'status', m => statusCell(m.status)],
+    ['time (ms)', 'time_ms', m => fmt(m.time_ms)], ['GFLOP/s', null, m => fmt(m.gflops)], ['GB/s', null, m => fmt(m.gbps)],
+    ['regs', 'registers', m => fmt(m.registers)], ['occupancy', 'occupancy', m => fmt(m.occupancy, 3)],
+    ['predicted (ms)', null, m => fmt(m.predicted_ms)], ['configuration', null, m => el('code', {}, config(m.configuration))],
+    ['reason', null, m => m.reason]];
+  const table = el('table', {id: 'variants'});
+  const head = el('tr');
+  for (const [title, key] of columns) {
+    const cls = key === runState.sort ? (runState.order === 'asc' ? 'sorted-asc' : 'sorted-desc') : '';
+    head.appendChild(el('th', {class: cls, 'data-sort': key || '', onclick: () => {
+      if (!key) return;
+      runState.order = runState.sort === key && runState.order === 'asc' ? 'desc' : 'asc';
+      runState.sort = key;
+      runState.offset = 0;
+      loadMeasurements(run);
+    }}, title));
+  }
+  const body = el('tbody');
+  for (const m of page.items) {
+    const tr = el('tr');
+    columns.forEach(([, key, render], i) => tr.appendChild(el('td', {class: i >= 2 && i <= 7 ? 'num' : ''}, render(m))));
+    body.appendChild(tr);
+  }
+  table.append(el('thead', {}, head), body);
+  const holder = document.getElementById('measurements');
+  holder.textContent = '';
+  holder.appendChild(table);
+  document.getElementById('page-info').textContent =
+    page.total ? (page.offset + 1) + '-' + Math.min(page.total, page.offset + page.items.length) + ' of ' + page.total : 'no variants';
+  document.getElementById('next').disabled = page.offset + page.items.length >= page.total;
+  document.getElementById('prev').disabled = page.offset === 0;
+}
+
+async function historyPage(main) {
+  const id = params.get('context') || '';
+  const h = await api('/api/contexts/' + encodeURIComponent(id) + '/history');
+  document.getElementById('crumb').textContent = 'history of ' + h.kernel + ' ' + h.context;
+  main.textContent = '';
+  main.append(section('Winning time across runs: ' + h.kernel + ', ' + h.context + ', ' + h.device,
+    el('div', {class: 'charts'}, el('img', {src: '/api/contexts/' + encodeURIComponent(id) + '/history.svg', alt: 'history'})),
+    sortableTable('history', [
+      {title: 'run', value: r => r.run_id, render: r => runLink(r.run_id), num: true},
+      {title: 'started', value: r => r.started_at}, {title: 'best (ms)', value: r => r.best_ms, num: true},
+      {title: 'status', value: r => r.status, render: r => statusCell(r.status)}], h.runs)));
+}
+
+function showError(e) {
+  const main = document.getElementById('main');
+  main.textContent = '';
+  main.appendChild(el('p', {class: 'error', id: 'error'}, 'Error: ' + e.message));
+}
+
+const pages = {index: overview, kernel: kernelPage, run: runPage, history: historyPage};
+(pages[document.body.dataset.page] || overview)(document.getElementById('main'))
+  .then(() => document.body.setAttribute('data-loaded', '1'))
+  .catch(showError);

@@ -1,0 +1,29 @@
+#include "web/client.h"
+
+#include <httplib.h>
+
+namespace gputune::web {
+
+Reply post_json(const std::string& url, const std::string& path, const std::string& token,
+                const nlohmann::json& body) {
+  Reply r;
+  httplib::Client cli(url);
+  cli.set_connection_timeout(5);
+  cli.set_read_timeout(60);
+  httplib::Headers headers = {{"Authorization", "Bearer " + token}};
+  auto res = cli.Post(path.c_str(), headers, body.dump(), "application/json");
+  if (!res) {
+    r.body = {{"error", "cannot reach " + url + " (" + httplib::to_string(res.error()) +
+                            "); is `gputune serve` running?"}};
+    return r;
+  }
+  r.status = res->status;
+  try {
+    r.body = nlohmann::json::parse(res->body);
+  } catch (const nlohmann::json::exception&) {
+    r.body = {{"error", res->body}};
+  }
+  return r;
+}
+
+}  // namespace gputune::web

@@ -1,0 +1,383 @@
+#include "web/server.h"
+
+#include <httplib.h>
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "db/browse.h"
+#include "db/store.h"
+#include "variants/job.h"
+#include "variants/space.h"
+#include "web/assets.h"
+#include "web/charts.h"
+
+namespace gputune::web {
+
+using nlohmann::json;
+
+bool token_matches(const std::string& presented, const std::string& expected) {
+  if (expected.empty() || presented.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(presented[i] ^ expected[i]);
+  return diff == 0;
+}
+
+bool is_loopback(const std::string& a) {
+  return a.rfind("127.", 0) == 0 || a == "::1" || a.rfind("::ffff:127.", 0) == 0;
+}
+
+namespace {
+
+/// An error for the client: HTTP status, message, and the parameter it concerns.
+struct HttpError {
+  int status;
+  std::string message, field;
+};
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(body.dump(), "application/json");
+}
+
+std::int64_t int_param(const httplib::Request& req, const std::string& name, std::int64_t dflt,
+                       std::int64_t lo, std::int64_t hi) {
+  if (!req.has_param(name)) return dflt;
+  const std::string v = req.get_param_value(name);
+  static const std::regex digits("-?[0-9]{1,18}");
+  if (!std::regex_match(v, digits)) throw HttpError{400, name + " must be an integer", name};
+  std::int64_t x = std::stoll(v);
+  if (x < lo || x > hi)
+    throw HttpError{
+        400, name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi), name};
+  return x;
+}
+
+std::string str_param(const httplib::Request& req, const std::string& name, size_t max_len = 200) {
+  if (!req.has_param(name)) return {};
+  std::string v = req.get_param_value(name);
+  if (v.size() > max_len) throw HttpError{400, name + " is too long", name};
+  return v;
+}
+
+std::int64_t path_id(const httplib::Request& req, size_t i = 1) {
+  const std::string v = req.matches[static_cast<int>(i)];
+  if (v.size() > 18) throw HttpError{400, "id out of range", "id"};
+  return std::stoll(v);
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opt;
+  httplib::Server http;
+  std::mutex mu;
+
+  /// One connection per server thread (SQLite connections are not shared between threads).
+  db::Store& store() {
+    thread_local std::map<std::string, std::unique_ptr<db::Store>> stores;
+    auto& s = stores[opt.db_path];
+    if (!s) s = std::make_unique<db::Store>(opt.db_path);
+    return *s;
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    std::string h = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    return h.rfind(prefix, 0) == 0 && token_matches(h.substr(prefix.size()), opt.token);
+  }
+
+  /// Wraps a handler: access control, error translation.
+  httplib::Server::Handler wrap(
+      bool write, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+    return [this, write, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (write && !authorized(req))
+          throw HttpError{
+              401, "this endpoint needs the write token: send 'Authorization: Bearer TOKEN'", ""};
+        if (!write && !is_loopback(req.remote_addr) && !authorized(req))
+          throw HttpError{401, "reads from outside loopback need the token", ""};
+        fn(req, res);
+      } catch (const HttpError& e) {
+        send_json(res, e.status, {{"error", e.message}, {"field", e.field}});
+      } catch (const db::QueryError& e) {
+        send_json(res, 400, {{"error", e.what()}, {"field", e.field}});
+      } catch (const JobError& e) {
+        send_json(res, 400, {{"error", e.what()}, {"field", e.field}});
+      } catch (const json::exception& e) {
+        send_json(res, 400,
+                  {{"error", std::string("malformed JSON: ") + e.what()}, {"field", "body"}});
+      } catch (const std::exception& e) {
+        send_json(res, 500, {{"error", e.what()}, {"field", ""}});
+      }
+    };
+  }
+
+  void get(const std::string& pattern,
+           std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+    http.Get(pattern, wrap(false, std::move(fn)));
+  }
+
+  void routes();
+  void static_files();
+};
+
+void Server::Impl::static_files() {
+  for (const Asset& a : assets()) {
+    std::string path = a.path;
+    auto serve = [this, &a](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self' data:; style-src 'self'");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_content(a.data, a.size, a.mime);
+    };
+    get("/" + path, serve);
+    if (path == "index.html") get("/", serve);
+  }
+}
+
+void Server::Impl::routes() {
+  get("/api/devices", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, db::Browser(store()).devices());
+  });
+  get("/api/kernels", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, db::Browser(store()).kernels());
+  });
+  get(R"(/api/kernels/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto k = db::Browser(store()).kernel(path_id(req));
+    if (!k) throw HttpError{404, "no such kernel", "id"};
+    send_json(res, 200, *k);
+  });
+  get("/api/contexts", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string kernel = str_param(req, "kernel");
+    if (kernel.empty()) throw HttpError{400, "kernel is required", "kernel"};
+    json out = json::array();
+    for (auto& c : store().contexts(kernel))
+      out.push_back({{"id", c.id},
+                     {"label", c.label},
+                     {"device", c.device},
+                     {"problem_size", json::parse(c.problem_size_json)},
+                     {"arch", c.arch}});
+    send_json(res, 200, out);
+  });
+  get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200,
+              db::Browser(store()).runs(static_cast<int>(int_param(req, "limit", 20, 1, 1000)),
+                                        int_param(req, "offset", 0, 0, INT64_MAX / 2)));
+  });
+  get(R"(/api/runs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto r = db::Browser(store()).run(path_id(req));
+    if (!r) throw HttpError{404, "no such run", "id"};
+    send_json(res, 200, *r);
+  });
+  get(R"(/api/runs/(\d+)/measurements)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        db::MeasurementQuery q;
+        q.run_id = path_id(req);
+        q.context_id = int_param(req, "context", 0, 0, INT64_MAX / 2);
+        q.status = str_param(req, "status", 20);
+        q.search = str_param(req, "q", 200);
+        if (req.has_param("sort")) q.sort = str_param(req, "sort", 20);
+        std::string order = req.has_param("order") ? str_param(req, "order", 4) : "asc";
+        if (order != "asc" && order != "desc")
+          throw HttpError{400, "order must be asc or desc", "order"};
+        q.descending = order == "desc";
+        q.limit = static_cast<int>(int_param(req, "limit", 50, 1, 1000));
+        q.offset = int_param(req, "offset", 0, 0, INT64_MAX / 2);
+        if (!store().run(q.run_id)) throw HttpError{404, "no such run", "id"};
+        send_json(res, 200, db::Browser(store()).measurements(q));
+      });
+  get(R"(/api/runs/(\d+)/best_over_time)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        send_json(res, 200, db::Browser(store()).best_over_time(path_id(req)));
+      });
+  get(R"(/api/runs/(\d+)/parameters)", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200,
+              db::Browser(store()).parameter_effects(
+                  path_id(req), int_param(req, "context", 0, 0, INT64_MAX / 2)));
+  });
+  get(R"(/api/runs/(\d+)/predicted)", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200, db::Browser(store()).predicted_vs_measured(path_id(req)));
+  });
+  get("/api/winners", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200,
+              db::Browser(store()).winners(static_cast<int>(int_param(req, "limit", 20, 1, 1000))));
+  });
+  get("/api/best", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string kernel = str_param(req, "kernel");
+    if (kernel.empty()) throw HttpError{400, "kernel is required", "kernel"};
+    auto ws = store().winners(kernel, str_param(req, "context"), str_param(req, "device"));
+    if (ws.empty()) throw HttpError{404, "no winner stored for this kernel and context", "kernel"};
+    json out = json::array();
+    for (auto& w : ws)
+      out.push_back({{"kernel", w.kernel},
+                     {"context", w.context_label},
+                     {"device", w.device},
+                     {"time_ms", w.time_ms},
+                     {"configuration", json::parse(w.params_json)},
+                     {"key", w.config_key},
+                     {"run_id", w.run_id}});
+    send_json(res, 200, out);
+  });
+  get(R"(/api/contexts/(\d+)/history)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        auto h = db::Browser(store()).context_history(path_id(req));
+        if (!h) throw HttpError{404, "no such context", "id"};
+        send_json(res, 200, *h);
+      });
+  get("/api/queue", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200,
+              db::Browser(store()).queue(static_cast<int>(int_param(req, "limit", 50, 1, 1000))));
+  });
+
+  // Charts (SVG).
+  auto svg = [](httplib::Response& res, const std::string& body) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(body, "image/svg+xml");
+  };
+  get(R"(/api/runs/(\d+)/best.svg)",
+      [this, svg](const httplib::Request& req, httplib::Response& res) {
+        db::Browser b(store());
+        std::int64_t id = path_id(req);
+        auto run = b.run(id);
+        if (!run) throw HttpError{404, "no such run", "id"};
+        std::map<std::int64_t, Series> by_ctx;
+        for (auto& p : b.best_over_time(id)) {
+          auto& s = by_ctx[p["context_id"].get<std::int64_t>()];
+          s.x.push_back(p["index"].get<double>());
+          s.y.push_back(p["best_ms"].get<double>());
+        }
+        std::vector<Series> series;
+        for (auto& c : (*run)["contexts"]) {
+          auto it = by_ctx.find(c["id"].get<std::int64_t>());
+          if (it == by_ctx.end()) continue;
+          it->second.name = c["label"].get<std::string>();
+          series.push_back(it->second);
+        }
+        svg(res, line_chart("Best time so far", series, "correct measurements", "ms", true));
+      });
+  get(R"(/api/runs/(\d+)/scatter.svg)",
+      [this, svg](const httplib::Request& req, httplib::Response& res) {
+        Series pts;
+        for (auto& p : db::Browser(store()).predicted_vs_measured(path_id(req))) {
+          pts.x.push_back(p["predicted_ms"].get<double>());
+          pts.y.push_back(p["time_ms"].get<double>());
+        }
+        svg(res,
+            pts.x.empty()
+                ? empty_chart("Measured vs predicted", "no model predictions stored for this run")
+                : scatter_chart("Measured vs predicted", pts, "predicted ms", "measured ms", true));
+      });
+  get(R"(/api/runs/(\d+)/parameters.svg)",
+      [this, svg](const httplib::Request& req, httplib::Response& res) {
+        std::vector<BarGroup> groups;
+        auto eff = db::Browser(store()).parameter_effects(
+            path_id(req), int_param(req, "context", 0, 0, INT64_MAX / 2));
+        for (auto& p : eff["parameters"]) {
+          if (p["values"].size() < 2) continue;  // a parameter with one value has no effect to show
+          BarGroup g;
+          g.name = p["parameter"].get<std::string>();
+          for (auto& v : p["values"]) {
+            g.labels.push_back(v["value"].is_string() ? v["value"].get<std::string>()
+                                                      : v["value"].dump());
+            g.values.push_back(v["best_ms"].get<double>());
+          }
+          groups.push_back(std::move(g));
+        }
+        svg(res, bar_chart("Best time per parameter value", groups, "best ms"));
+      });
+  get(R"(/api/contexts/(\d+)/history.svg)",
+      [this, svg](const httplib::Request& req, httplib::Response& res) {
+        auto h = db::Browser(store()).context_history(path_id(req));
+        if (!h) throw HttpError{404, "no such context", "id"};
+        Series s;
+        s.name = (*h)["context"].get<std::string>() + " on " + (*h)["device"].get<std::string>();
+        for (auto& p : (*h)["runs"]) {
+          s.x.push_back(p["run_id"].get<double>());
+          s.y.push_back(p["best_ms"].get<double>());
+        }
+        svg(res, line_chart("Winning time per run: " + (*h)["kernel"].get<std::string>(), {s},
+                            "run", "ms", false));
+      });
+
+  // Writes: the queue.
+  http.Post(
+      "/api/jobs", wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.body.size() > 16 * 1024 * 1024)
+          throw HttpError{413, "job too large (16 MiB at most)", "body"};
+        json body = json::parse(req.body);
+        if (!body.is_object()) throw HttpError{400, "expected a JSON object", "body"};
+        if (!body.contains("document") || !body["document"].is_object())
+          throw HttpError{400, "document (the T1 job as a JSON object) is required", "document"};
+        if (!body.contains("kernel_source") || !body["kernel_source"].is_string())
+          throw HttpError{400, "kernel_source (the kernel file's text) is required",
+                          "kernel_source"};
+        db::QueueItem q;
+        q.name = body.value("name", "");
+        q.job_file = body.value("job_file", "submitted.json");
+        // Validate the job as `gputune run` would, before it is queued.
+        Job job = parse_job(body["document"], q.job_file);
+        Space space = build_space(job);
+        if (space.empty())
+          throw HttpError{400, space.explain_empty(), "ConfigurationSpace.Conditions"};
+        if (q.name.empty()) q.name = job.name;
+        q.document = body["document"].dump();
+        q.kernel_file = job.kernel_file.filename().string();
+        q.kernel_source = body["kernel_source"].get<std::string>();
+        std::int64_t id = store().enqueue(q);
+        send_json(res, 201, {{"id", id}, {"status", "queued"}, {"configurations", space.size()}});
+      }));
+  http.Post(
+      R"(/api/jobs/(\d+)/cancel)",
+      wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
+        std::int64_t id = path_id(req);
+        auto item = store().queue_item(id);
+        if (!item) throw HttpError{404, "no such job", "id"};
+        if (!store().request_cancel(id))
+          throw HttpError{409, "job " + std::to_string(id) + " is already " + item->status, "id"};
+        send_json(res, 200, queue_item_json(*store().queue_item(id)));
+      }));
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(options);
+  db::Store probe(impl_->opt.db_path);  // fail now (bad file, not ours) rather than per request
+  impl_->routes();
+  impl_->static_files();
+  // Called for every status >= 400; handlers' own JSON errors have a body already.
+  impl_->http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (req.path.rfind("/api/", 0) == 0)
+      send_json(res, res.status,
+                {{"error", res.status == 404 ? "no such endpoint: " + req.path : "bad request"},
+                 {"field", ""}});
+    else
+      res.set_content(res.status == 404 ? "not found" : "bad request", "text/plain");
+  });
+  impl_->http.set_payload_max_length(16 * 1024 * 1024 + 1024);
+}
+
+Server::~Server() = default;
+
+int Server::bind() {
+  int port = impl_->opt.port;
+  if (port == 0) {
+    port = impl_->http.bind_to_any_port(impl_->opt.bind);
+    if (port < 0) throw std::runtime_error("cannot bind to " + impl_->opt.bind);
+  } else if (!impl_->http.bind_to_port(impl_->opt.bind, port)) {
+    throw std::runtime_error(
+        "cannot listen on " + impl_->opt.bind + ":" + std::to_string(port) +
+        " (in use, or not an address of this machine); pick another --port or --bind");
+  }
+  return port;
+}
+
+void Server::run() { impl_->http.listen_after_bind(); }
+
+void Server::stop() { impl_->http.stop(); }
+
+}  // namespace gputune::web

@@ -1,0 +1,46 @@
+/** \file web/server.h
+ * Owns: the HTTP API (JSON) and the dashboard (static HTML/JS/CSS compiled into the binary, SVG
+ * charts drawn here) of `gputune serve`. Reads through db/Browser; writes only the job queue
+ * (submit, cancel), and only with the write token.
+ * Security: binds to loopback unless told otherwise; write endpoints need "Authorization: Bearer
+ * TOKEN"; read endpoints are open on loopback and need the token from elsewhere; every parameter
+ * is validated (4xx with a JSON error); static files come from memory, so no path reaches the disk.
+ * Must not: touch the GPU, run jobs, or write SQL (db/ does). */
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace gputune::web {
+
+struct ServerOptions {
+  std::string db_path;
+  std::string token;  ///< write token (required for POST)
+  std::string bind = "127.0.0.1";
+  int port = 8080;  ///< 0: any free port
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  /// Binds; returns the port (useful with port 0). Throws std::runtime_error naming address and
+  /// port.
+  int bind();
+  /// Serves until stop() (blocks).
+  void run();
+  /// Thread-safe and signal-safe enough to call from a signal-watching thread.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Constant-time comparison of a presented token with the expected one.
+bool token_matches(const std::string& presented, const std::string& expected);
+/// True for 127.0.0.0/8 and ::1 (also IPv4-mapped).
+bool is_loopback(const std::string& address);
+
+}  // namespace gputune::web
