@@ -8,15 +8,21 @@
 //     and 2 elements per thread (the expected winner);
 //   - blockDim.x == 1024: the launch faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky until the primary
 //     context is reset), as a crashing kernel would;
-//   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored).
+//   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored);
+//   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
+//   driver);
+//   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel);
+//   - FAKE_CUDA_SLOW_MS=M: every launch takes M real milliseconds.
 // It never stands in for a GPU measurement: the tests that use it check orchestration only.
 #include <cuda.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -180,6 +186,15 @@ CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx
   auto* b = *reinterpret_cast<float**>(params[2]);
   int n = *reinterpret_cast<int*>(params[3]);
   long tile = std::lround(std::ceil(static_cast<double>(n) / (static_cast<double>(gx) * bx)));
+  auto knob = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::atol(v) : -1L;
+  };
+  if (static_cast<long>(bx) == knob("FAKE_CUDA_CRASH_BLOCK")) std::abort();
+  if (static_cast<long>(bx) == knob("FAKE_CUDA_HANG_BLOCK"))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (long ms = knob("FAKE_CUDA_SLOW_MS"); ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   if (bx == 1024) {
     g_sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
     return CUDA_SUCCESS;  // like a real fault: reported by the next synchronising call

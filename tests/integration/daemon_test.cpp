@@ -1,0 +1,217 @@
+// `gputune serve` end to end: the queue, workers (on the fake driver), crash and hang recovery,
+// restart and resume, cancellation, the write token, and the API's validation.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+
+#include "daemon_util.h"
+#include "db/store.h"
+
+namespace gputune {
+namespace {
+
+using nlohmann::json;
+
+const std::string kFakeEnv = std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_DIR;
+
+std::string job_file(const test::TempDir& dir, const json& contexts,
+                     const std::string& name = "job.json") {
+  auto job = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["GPUTune"]["Contexts"] = contexts;
+  job["GPUTune"]["Measurement"] = {{"Repeats", 5}, {"WarmUp", 1}};
+  test::write_file(dir / "vector_add.cu", test::read_file(test::examples_dir() / "vector_add.cu"));
+  test::write_file(dir / name, job.dump());
+  return (dir / name).string();
+}
+
+std::int64_t submit(const test::Daemon& d, const std::string& job) {
+  auto r = test::run_gputune("submit '" + job + "' --server " + d.url() + " --token " + d.token());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto pos = r.out.find('{');
+  if (pos == std::string::npos) return -1;
+  return json::parse(r.out.substr(pos))["id"].get<std::int64_t>();
+}
+
+/// Every (context, variant) of a run is measured once in the first pass (re-measurements aside).
+void expect_each_variant_once(db::Store& store, std::int64_t run) {
+  std::map<std::pair<std::int64_t, std::int64_t>, int> seen;
+  for (auto& m : store.measurements(run))
+    if (m.reason.rfind("re-measurement", 0) != 0) seen[{m.context_id, m.variant_id}]++;
+  for (auto& [k, n] : seen) EXPECT_EQ(n, 1) << "context " << k.first << " variant " << k.second;
+}
+
+TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  test::Daemon d(db, {"--kernel-timeout", "2", "--cache-dir", (dir / "cache").string()},
+                 {kFakeEnv, "FAKE_CUDA_CRASH_BLOCK=64", "FAKE_CUDA_HANG_BLOCK=32"});
+  ASSERT_FALSE(d.url().empty()) << d.output();
+  EXPECT_NE(d.output().find("1 worker(s), one per GPU"), std::string::npos) << d.output();
+  EXPECT_NE(d.output().find("write token (printed only now"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(stat((db + ".token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  std::int64_t id = submit(d, job_file(dir, {{4096}}));
+  json item = d.wait_for_job(id, 90);
+  ASSERT_EQ(item["status"], "done") << item.dump();
+  db::Store store(db);
+  std::int64_t run = item["run_id"].get<std::int64_t>();
+  int crashed = 0, hung = 0;
+  for (auto& m : store.measurements(run)) {
+    auto p = json::parse(m.params_json);
+    if (p["block_size_x"] == 64) {
+      ++crashed;
+      EXPECT_EQ(m.status, "runtime");
+      EXPECT_NE(m.reason.find("killed by signal 6"), std::string::npos) << m.reason;
+    }
+    if (p["block_size_x"] == 32) {
+      ++hung;
+      EXPECT_EQ(m.status, "timeout");
+      EXPECT_NE(m.reason.find("per-kernel limit"), std::string::npos) << m.reason;
+    }
+  }
+  EXPECT_EQ(crashed, 4);
+  EXPECT_EQ(hung, 4);
+  expect_each_variant_once(store, run);
+  auto best = d.get("/api/best?kernel=vector_add&context=4096");
+  ASSERT_TRUE(best.is_array()) << best.dump();
+  EXPECT_EQ(best[0]["key"], "128,2");
+  EXPECT_EQ(d.stop(), 0);
+}
+
+TEST(Daemon, QueueSurvivesRestartsAndInterruptedRunsResume) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  std::int64_t id;
+  {
+    test::Daemon idle(db, {"--no-gpu"});
+    EXPECT_NE(idle.output().find("no workers (--no-gpu)"), std::string::npos);
+    id = submit(idle, job_file(dir, {{1 << 16}, {1 << 17}}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(idle.get("/api/queue")[0]["status"], "queued");
+    EXPECT_EQ(idle.stop(), 0);
+  }
+  {
+    // Each launch takes 10 ms: stop the daemon part-way through the run.
+    test::Daemon busy(db, {"--cache-dir", (dir / "cache").string()},
+                      {kFakeEnv, "FAKE_CUDA_SLOW_MS=10"});
+    EXPECT_NE(busy.output().find("write token in"), std::string::npos)
+        << "the token is printed only once";
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+      auto q = busy.get("/api/queue");
+      if (!q[0]["run_id"].is_null()) {
+        auto run = busy.get("/api/runs/" + std::to_string(q[0]["run_id"].get<std::int64_t>()));
+        if (run["done"].get<int>() > 0 || !run["counts"].empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(busy.stop(), 0);
+  }
+  db::Store store(db);
+  auto item = store.queue_item(id);
+  ASSERT_TRUE(item);
+  EXPECT_EQ(item->status, "queued") << "an interrupted job goes back to the queue";
+  ASSERT_TRUE(item->run_id);
+  size_t before = store.measurements(*item->run_id).size();
+  EXPECT_GT(before, 0u);
+  EXPECT_LT(before, 48u);
+  {
+    test::Daemon again(db, {"--cache-dir", (dir / "cache").string()}, {kFakeEnv});
+    auto done = again.wait_for_job(id, 60);
+    EXPECT_EQ(done["status"], "done") << done.dump();
+    EXPECT_EQ(done["run_id"], *item->run_id) << "the same run continues";
+  }
+  expect_each_variant_once(store, *item->run_id);
+  EXPECT_EQ(store.winners("vector_add").size(), 2u);
+}
+
+TEST(Daemon, CancelAndWriteToken) {
+  test::TempDir dir;
+  test::Daemon d((dir / "g.db").string(), {"--no-gpu"});
+  std::int64_t id = submit(d, job_file(dir, {{1024}}));
+  auto bad =
+      test::run_gputune("cancel " + std::to_string(id) + " --server " + d.url() + " --token wrong");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("HTTP 401"), std::string::npos) << bad.out;
+  auto ok = test::run_gputune("cancel " + std::to_string(id) + " --server " + d.url() +
+                              " --token " + d.token());
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("\"status\":\"cancelled\""), std::string::npos) << ok.out;
+  auto again = test::run_gputune("cancel " + std::to_string(id) + " --server " + d.url() +
+                                 " --token " + d.token());
+  EXPECT_NE(again.out.find("HTTP 409"), std::string::npos) << again.out;
+  auto missing = test::run_gputune("cancel 999 --server " + d.url() + " --token " + d.token());
+  EXPECT_NE(missing.out.find("HTTP 404"), std::string::npos) << missing.out;
+  auto unreachable = test::run_gputune("cancel 1 --server http://127.0.0.1:1 --token x");
+  EXPECT_NE(unreachable.out.find("is `gputune serve` running?"), std::string::npos)
+      << unreachable.out;
+}
+
+TEST(Daemon, ApiValidatesEverything) {
+  test::TempDir dir;
+  test::Daemon d((dir / "g.db").string(), {"--no-gpu"});
+  httplib::Client c(d.url());
+  httplib::Headers auth = {{"Authorization", "Bearer " + d.token()}};
+  auto expect_json_error = [&](httplib::Result r, int status, const std::string& field) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    auto j = json::parse(r->body);
+    EXPECT_TRUE(j.contains("error")) << r->body;
+    if (!field.empty()) EXPECT_EQ(j["field"], field) << r->body;
+  };
+  expect_json_error(c.Get("/api/runs?limit=0"), 400, "limit");
+  expect_json_error(c.Get("/api/runs?limit=abc"), 400, "limit");
+  expect_json_error(c.Get("/api/runs?offset=-5"), 400, "offset");
+  expect_json_error(c.Get("/api/runs/99999999999999999999"), 400, "id");
+  expect_json_error(c.Get("/api/runs/1"), 404, "id");
+  expect_json_error(c.Get("/api/kernels/7"), 404, "id");
+  expect_json_error(c.Get("/api/best"), 400, "kernel");
+  expect_json_error(c.Get("/api/queue?limit=5000"), 400, "limit");
+  expect_json_error(c.Get("/api/nothing"), 404, "");
+  expect_json_error(c.Post("/api/jobs", "{}", "application/json"), 401, "");
+  expect_json_error(c.Post("/api/jobs", httplib::Headers{{"Authorization", "Bearer nope"}}, "{}",
+                           "application/json"),
+                    401, "");
+  expect_json_error(c.Post("/api/jobs", auth, "{not json", "application/json"), 400, "body");
+  expect_json_error(
+      c.Post("/api/jobs", auth, R"({"document": {}, "kernel_source": ""})", "application/json"),
+      400, "");
+  json doc = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  doc["ConfigurationSpace"]["Conditions"] = {
+      {{"Expression", "block_size_x > 4096"}, {"Parameters", {"block_size_x"}}}};
+  expect_json_error(
+      c.Post("/api/jobs", auth, json({{"document", doc}, {"kernel_source", "x"}}).dump(),
+             "application/json"),
+      400, "ConfigurationSpace.Conditions");
+  // Static files come from memory: no path reaches the disk.
+  for (const char* p : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
+                        "/app.js/../../../etc/passwd", "/etc/passwd"}) {
+    auto r = c.Get(p);
+    ASSERT_TRUE(r);
+    EXPECT_NE(r->status, 200) << p;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << p;
+  }
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
+}
+
+TEST(Daemon, RefusesATokenFileOthersCanRead) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  test::write_file(db + ".token", std::string(64, 'a'));
+  chmod((db + ".token").c_str(), 0644);
+  auto r = test::run_gputune("serve --db '" + db + "' --port 0 --no-gpu");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("chmod 600"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gputune
