@@ -5,6 +5,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libcxxopts-dev libgtest-dev
           libbenchmark-dev libssl-dev zlib1g-dev libcpp-httplib-dev)
+# shellcheck disable=SC2206
+packages+=(${GPUTUNE_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
