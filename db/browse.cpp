@@ -90,8 +90,8 @@ std::optional<json> Browser::kernel(std::int64_t id) {
       s_.db(),
       "SELECT c.id, c.label, d.id, d.name, c.arch, c.toolkit_version, m.time_ms, v.params, "
       "m.run_id, "
-      "(SELECT min(d2.time_ms) FROM measurements d2 WHERE d2.context_id=c.id AND d2.is_default=1 "
-      " AND d2.status='correct'), m.gflops, m.gbps "
+      "(SELECT min(d2.time_ms) FROM measurements d2 INDEXED BY measurements_default "
+      " WHERE d2.context_id=c.id AND d2.is_default=1 AND d2.status='correct'), m.gflops, m.gbps "
       "FROM contexts c JOIN devices d ON d.id=c.device_id "
       "LEFT JOIN winners w ON w.context_id=c.id LEFT JOIN measurements m ON m.id=w.measurement_id "
       "LEFT JOIN variants v ON v.id=m.variant_id WHERE c.kernel_id=? ORDER BY c.label, d.name");
@@ -141,7 +141,8 @@ std::optional<json> Browser::run(std::int64_t id) {
   auto r = s_.run(id);
   if (!r) return std::nullopt;
   json out = run_json(*r);
-  Statement c(s_.db(), "SELECT status, count(*) FROM measurements WHERE run_id=? GROUP BY status");
+  Statement c(s_.db(),
+              "SELECT status, sum(n) FROM measurement_counts WHERE run_id=? GROUP BY status");
   c.bind(1, id);
   json counts = json::object();
   while (c.step()) counts[c.text(0)] = c.int64(1);
@@ -151,7 +152,8 @@ std::optional<json> Browser::run(std::int64_t id) {
       "SELECT c.id, c.label, d.name, (SELECT min(time_ms) FROM measurements m WHERE m.run_id=?1 "
       "AND m.context_id=c.id AND m.status='correct'), k.name, k.id FROM contexts c "
       "JOIN devices d ON d.id=c.device_id JOIN kernels k ON k.id=c.kernel_id "
-      "WHERE c.id IN (SELECT DISTINCT context_id FROM measurements WHERE run_id=?1) ORDER BY c.id");
+      "WHERE c.id IN (SELECT DISTINCT context_id FROM measurement_counts WHERE run_id=?1) ORDER BY "
+      "c.id");
   ctx.bind(1, id);
   json contexts = json::array();
   while (ctx.step()) {
@@ -185,27 +187,35 @@ json Browser::measurements(const MeasurementQuery& q) {
   if (!q.status.empty() && std::none_of(std::begin(kStatuses), std::end(kStatuses),
                                         [&](const char* st) { return q.status == st; }))
     throw QueryError("status", "unknown status '" + q.status + "'");
-  std::string where =
-      "WHERE m.run_id=?1 AND (?2=0 OR m.context_id=?2) AND (?3='' OR m.status=?3) "
-      "AND (?4='' OR instr(v.config_key, ?4) > 0) ";
-  // NULL times sort last in both directions.
+  // Only the active filters go into the SQL, so SQLite can pick the index for each combination.
+  std::string where = "WHERE m.run_id=?1";
+  if (q.context_id) where += " AND m.context_id=?2";
+  if (!q.status.empty()) where += " AND m.status=?3";
+  if (!q.search.empty()) where += " AND instr(v.config_key, ?4) > 0";
   std::string dir = q.descending ? " DESC" : " ASC";
-  std::string order = "ORDER BY " + col->second + dir + " NULLS LAST, m.id" + dir;
+  std::string order = " ORDER BY " + col->second + dir + " NULLS LAST, m.id" + dir;
+  // The page's ids come from the index alone (rows skipped by OFFSET are never built); only the
+  // page's rows are then joined and read.
   Statement s(
       s_.db(),
       "SELECT m.id, m.context_id, c.label, v.config_key, v.params, m.status, m.reason, m.time_ms, "
       "m.registers, m.static_smem, m.local_bytes, m.spill_bytes, m.occupancy, m.gflops, m.gbps, "
       "m.compile_ms, m.grid, m.block, m.predicted_ms, m.is_default, m.created_at, "
       "json_array_length(m.samples) "
-      "FROM measurements m JOIN variants v ON v.id=m.variant_id JOIN contexts c ON "
-      "c.id=m.context_id " +
-          where + order + " LIMIT ?5 OFFSET ?6");
-  s.bind(1, q.run_id)
-      .bind(2, q.context_id)
-      .bind(3, q.status)
-      .bind(4, q.search)
-      .bind(5, q.limit)
-      .bind(6, q.offset);
+      "FROM (SELECT m.id FROM measurements m " +
+          std::string(q.search.empty() ? "" : "JOIN variants v ON v.id=m.variant_id ") + where +
+          order +
+          " LIMIT ?5 OFFSET ?6) page JOIN measurements m ON m.id=page.id "
+          "JOIN variants v ON v.id=m.variant_id JOIN contexts c ON c.id=m.context_id" +
+          order);
+  auto bind_filters = [&](Statement& st) {
+    st.bind(1, q.run_id);
+    if (q.context_id) st.bind(2, q.context_id);
+    if (!q.status.empty()) st.bind(3, q.status);
+    if (!q.search.empty()) st.bind(4, q.search);
+  };
+  bind_filters(s);
+  s.bind(5, q.limit).bind(6, q.offset);
   json items = json::array();
   while (s.step())
     items.push_back({{"id", s.int64(0)},
@@ -230,20 +240,37 @@ json Browser::measurements(const MeasurementQuery& q) {
                      {"is_default", s.int64(19) != 0},
                      {"created_at", s.text(20)},
                      {"samples", s.int64(21)}});
-  std::string count_sql = "SELECT count(*) FROM measurements m ";
-  if (!q.search.empty()) count_sql += "JOIN variants v ON v.id=m.variant_id ";
-  Statement c(s_.db(),
-              count_sql + (q.search.empty() ? "WHERE m.run_id=?1 AND (?2=0 OR m.context_id=?2) AND "
-                                              "(?3='' OR m.status=?3) AND ?4=''"
-                                            : where));
-  c.bind(1, q.run_id).bind(2, q.context_id).bind(3, q.status).bind(4, q.search);
-  c.step();
-  return {{"total", c.int64(0)},
+  // Totals without a search come from the trigger-maintained counts; a search counts rows.
+  std::int64_t total = 0;
+  if (q.search.empty()) {
+    std::string cw = "WHERE run_id=?1";
+    if (q.context_id) cw += " AND context_id=?2";
+    if (!q.status.empty()) cw += " AND status=?3";
+    Statement c(s_.db(), "SELECT coalesce(sum(n),0) FROM measurement_counts " + cw);
+    bind_filters(c);
+    c.step();
+    total = c.int64(0);
+  } else {
+    Statement c(
+        s_.db(),
+        "SELECT count(*) FROM measurements m JOIN variants v ON v.id=m.variant_id " + where);
+    bind_filters(c);
+    c.step();
+    total = c.int64(0);
+  }
+  return {{"total", total},
           {"offset", q.offset},
           {"limit", q.limit},
           {"sort", q.sort},
           {"order", q.descending ? "desc" : "asc"},
           {"items", items}};
+}
+
+std::int64_t Browser::run_version(std::int64_t run_id) {
+  Statement s(s_.db(), "SELECT coalesce(max(max_id),0) FROM measurement_counts WHERE run_id=?");
+  s.bind(1, run_id);
+  s.step();
+  return s.int64(0);
 }
 
 json Browser::best_over_time(std::int64_t run_id) {
@@ -308,11 +335,20 @@ json Browser::parameter_effects(std::int64_t run_id, std::int64_t context_id) {
 }
 
 json Browser::predicted_vs_measured(std::int64_t run_id) {
-  Statement s(s_.db(),
-              "SELECT m.predicted_ms, m.time_ms, v.config_key FROM measurements m JOIN variants v "
-              "ON v.id=m.variant_id "
-              "WHERE m.run_id=? AND m.status='correct' AND m.predicted_ms IS NOT NULL LIMIT 20000");
-  s.bind(1, run_id);
+  // At most about 2,000 points (taken evenly by id): enough for a scatter plot a browser draws
+  // fast.
+  Statement n(
+      s_.db(),
+      "SELECT coalesce(sum(n),0) FROM measurement_counts WHERE run_id=? AND status='correct'");
+  n.bind(1, run_id);
+  n.step();
+  std::int64_t step = std::max<std::int64_t>(1, n.int64(0) / 2000);
+  Statement s(
+      s_.db(),
+      "SELECT m.predicted_ms, m.time_ms, v.config_key FROM measurements m JOIN variants v ON "
+      "v.id=m.variant_id "
+      "WHERE m.run_id=? AND m.status='correct' AND m.predicted_ms IS NOT NULL AND m.id % ? = 0");
+  s.bind(1, run_id).bind(2, step);
   json out = json::array();
   while (s.step())
     out.push_back({{"predicted_ms", s.real(0)}, {"time_ms", s.real(1)}, {"key", s.text(2)}});
@@ -351,18 +387,27 @@ std::optional<json> Browser::context_history(std::int64_t context_id) {
   const std::string label = c.text(2);
   json out = {
       {"context_id", context_id}, {"context", label}, {"kernel", c.text(3)}, {"device", c.text(4)}};
+  // Runs from the counts table, each run's best from the (run, context, status, time) index.
   Statement s(s_.db(),
-              "SELECT m.run_id, r.started_at, min(m.time_ms), r.status FROM measurements m "
-              "JOIN contexts c ON c.id=m.context_id JOIN runs r ON r.id=m.run_id "
-              "WHERE c.kernel_id=? AND c.device_id=? AND c.label=? AND m.status='correct' "
-              "GROUP BY m.run_id ORDER BY m.run_id");
+              "SELECT mc.run_id, r.started_at, r.status, mc.context_id FROM measurement_counts mc "
+              "JOIN contexts c ON c.id=mc.context_id JOIN runs r ON r.id=mc.run_id "
+              "WHERE c.kernel_id=? AND c.device_id=? AND c.label=? AND mc.status='correct' ORDER "
+              "BY mc.run_id");
   s.bind(1, c.int64(0)).bind(2, c.int64(1)).bind(3, label);
+  Statement best(
+      s_.db(),
+      "SELECT min(time_ms) FROM measurements WHERE run_id=? AND context_id=? AND status='correct'");
   json points = json::array();
-  while (s.step())
+  while (s.step()) {
+    best.reset();
+    best.bind(1, s.int64(0)).bind(2, s.int64(3));
+    best.step();
+    if (best.is_null(0)) continue;
     points.push_back({{"run_id", s.int64(0)},
                       {"started_at", s.text(1)},
-                      {"best_ms", s.real(2)},
-                      {"status", s.text(3)}});
+                      {"best_ms", best.real(0)},
+                      {"status", s.text(2)}});
+  }
   out["runs"] = points;
   return out;
 }

@@ -51,12 +51,15 @@ class Browser {
   nlohmann::json best_over_time(std::int64_t run_id);
   /// For each parameter and value: count, best and median time of the correct measurements.
   nlohmann::json parameter_effects(std::int64_t run_id, std::int64_t context_id = 0);
-  /// (predicted_ms, time_ms) of the correct measurements that have a prediction.
+  /// (predicted_ms, time_ms) of the correct measurements that have a prediction (an even sample
+  /// of about 2,000 for large runs).
   nlohmann::json predicted_vs_measured(std::int64_t run_id);
   nlohmann::json winners(int limit);
   /// Winning time per run for the context's kernel, device and label (nightly regressions).
   std::optional<nlohmann::json> context_history(std::int64_t context_id);
   nlohmann::json queue(int limit);
+  /// Changes whenever a measurement is added to the run (for caching derived results).
+  std::int64_t run_version(std::int64_t run_id);
 
  private:
   Store& s_;

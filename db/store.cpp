@@ -120,6 +120,31 @@ CREATE INDEX measurements_run_compile ON measurements(run_id, compile_ms);
 CREATE INDEX measurements_run_time ON measurements(run_id, time_ms);
 CREATE INDEX measurements_variant ON measurements(variant_id);
 )SQL",
+    // 3: what the dashboard needs to stay fast on millions of measurements: per-run counts kept
+    // by triggers (page totals, run summaries, cache keys), a per-context index for best times,
+    // and a partial index for the default configuration's times.
+    R"SQL(
+CREATE TABLE measurement_counts(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  context_id INTEGER NOT NULL REFERENCES contexts(id),
+  status TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  max_id INTEGER NOT NULL,
+  PRIMARY KEY (run_id, context_id, status)) WITHOUT ROWID;
+INSERT INTO measurement_counts(run_id, context_id, status, n, max_id)
+  SELECT run_id, context_id, status, count(*), max(id) FROM measurements GROUP BY run_id, context_id, status;
+CREATE TRIGGER measurement_counts_insert AFTER INSERT ON measurements BEGIN
+  INSERT INTO measurement_counts(run_id, context_id, status, n, max_id)
+    VALUES (NEW.run_id, NEW.context_id, NEW.status, 1, NEW.id)
+    ON CONFLICT(run_id, context_id, status) DO UPDATE SET n = n + 1, max_id = max(max_id, NEW.id);
+END;
+CREATE TRIGGER measurement_counts_delete AFTER DELETE ON measurements BEGIN
+  UPDATE measurement_counts SET n = n - 1
+    WHERE run_id = OLD.run_id AND context_id = OLD.context_id AND status = OLD.status;
+END;
+CREATE INDEX measurements_run_context ON measurements(run_id, context_id, status, time_ms);
+CREATE INDEX measurements_default ON measurements(context_id, time_ms) WHERE is_default = 1 AND status = 'correct';
+)SQL",
 };
 
 std::string random_uid() {

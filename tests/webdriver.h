@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,19 +12,18 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 namespace gputune::test {
 
 inline const char* kElementKey = "element-6066-11e4-a52e-4f735466cecf";
 
 inline std::string base64_decode(const std::string& in) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const std::string chars =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   int val = 0, bits = -8;
   for (char c : in) {
@@ -42,7 +42,8 @@ inline std::string base64_decode(const std::string& in) {
 /// Finds chromium and chromedriver; empty reason when both are there.
 inline std::string browser_missing() {
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromedriver"})
-    if (!std::filesystem::exists(p)) return std::string(p) + " is not installed (Debian packages chromium, chromium-driver)";
+    if (!std::filesystem::exists(p))
+      return std::string(p) + " is not installed (Debian packages chromium, chromium-driver)";
   return {};
 }
 
@@ -64,13 +65,13 @@ class WebDriver {
       if (auto r = client_->Get("/status"); r && r->status == 200) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    nlohmann::json caps = {
-        {"capabilities",
-         {{"alwaysMatch",
-           {{"goog:chromeOptions",
-             {{"binary", "/usr/bin/chromium"},
-              {"args", {"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                        "--window-size=1300,1500"}}}}}}}}};
+    nlohmann::json caps = {{"capabilities",
+                            {{"alwaysMatch",
+                              {{"goog:chromeOptions",
+                                {{"binary", "/usr/bin/chromium"},
+                                 {"args",
+                                  {"--headless=new", "--no-sandbox", "--disable-gpu",
+                                   "--disable-dev-shm-usage", "--window-size=1300,1500"}}}}}}}}};
     auto r = call("POST", "/session", caps);
     session_ = r["value"]["sessionId"].get<std::string>();
   }
@@ -82,26 +83,32 @@ class WebDriver {
     }
   }
 
-  nlohmann::json call(const std::string& method, const std::string& path, const nlohmann::json& body = nlohmann::json::object()) {
-    httplib::Result r = method == "GET"      ? client_->Get(path.c_str())
-                        : method == "DELETE" ? client_->Delete(path.c_str())
-                                             : client_->Post(path.c_str(), body.dump(), "application/json");
+  nlohmann::json call(const std::string& method, const std::string& path,
+                      const nlohmann::json& body = nlohmann::json::object()) {
+    httplib::Result r = method == "GET" ? client_->Get(path.c_str())
+                        : method == "DELETE"
+                            ? client_->Delete(path.c_str())
+                            : client_->Post(path.c_str(), body.dump(), "application/json");
     if (!r) throw std::runtime_error("chromedriver did not answer " + method + " " + path);
     auto j = nlohmann::json::parse(r->body);
-    if (r->status != 200) throw std::runtime_error("webdriver " + path + ": " + r->body.substr(0, 500));
+    if (r->status != 200)
+      throw std::runtime_error("webdriver " + path + ": " + r->body.substr(0, 500));
     return j;
   }
   std::string s(const std::string& p) const { return "/session/" + session_ + p; }
 
   void go(const std::string& url) { call("POST", s("/url"), {{"url", url}}); }
   nlohmann::json script(const std::string& js) {
-    return call("POST", s("/execute/sync"), {{"script", js}, {"args", nlohmann::json::array()}})["value"];
+    return call("POST", s("/execute/sync"),
+                {{"script", js}, {"args", nlohmann::json::array()}})["value"];
   }
   /// Waits until the page's script marked it loaded (or showed an error); returns false on timeout.
   bool wait_loaded(double seconds = 20) {
     auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < until) {
-      auto v = script("return document.body && (document.body.getAttribute('data-loaded') || (document.getElementById('error') ? 'error' : null));");
+      auto v = script(
+          "return document.body && (document.body.getAttribute('data-loaded') || "
+          "(document.getElementById('error') ? 'error' : null));");
       if (!v.is_null()) return v == "1";
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "db/browse.h"
+#include "db/sqlite.h"
 #include "db/store.h"
 #include "variants/job.h"
 #include "variants/space.h"
@@ -117,9 +118,71 @@ struct Server::Impl {
     };
   }
 
+  // Derived results (series, aggregates, charts) of a run are cached until the run changes.
+  std::mutex cache_mu;
+  std::map<std::string, std::pair<std::int64_t, std::string>> cache;
+  std::string cached(const httplib::Request& req, std::int64_t version,
+                     const std::function<std::string()>& make) {
+    std::string key = req.path + "?";
+    for (auto& [k, v] : req.params)
+      if (k != "t") key += k + "=" + v + "&";  // t= only defeats the browser's cache
+    {
+      std::lock_guard<std::mutex> lock(cache_mu);
+      auto it = cache.find(key);
+      if (it != cache.end() && it->second.first == version) return it->second.second;
+    }
+    std::string body = make();
+    std::lock_guard<std::mutex> lock(cache_mu);
+    if (cache.size() > 512) cache.clear();
+    cache[key] = {version, body};
+    return body;
+  }
+  std::int64_t global_version() {
+    db::Statement s(store().db(), "SELECT coalesce(max(max_id),0) FROM measurement_counts");
+    s.step();
+    return s.int64(0);
+  }
+
+  enum Cache { kNoCache, kRunCache, kGlobalCache };
+  /// Derived results (series, aggregates, charts) are served from memory while the run (or, for a
+  /// context's history, the database) has no new measurement.
+  static Cache cache_kind(const std::string& pattern) {
+    static const std::map<std::string, Cache> kinds = {
+        {R"(/api/runs/(\d+)/best_over_time)", kRunCache},
+        {R"(/api/runs/(\d+)/parameters)", kRunCache},
+        {R"(/api/runs/(\d+)/predicted)", kRunCache},
+        {R"(/api/runs/(\d+)/best.svg)", kRunCache},
+        {R"(/api/runs/(\d+)/scatter.svg)", kRunCache},
+        {R"(/api/runs/(\d+)/parameters.svg)", kRunCache},
+        {R"(/api/contexts/(\d+)/history)", kGlobalCache},
+        {R"(/api/contexts/(\d+)/history.svg)", kGlobalCache}};
+    auto it = kinds.find(pattern);
+    return it == kinds.end() ? kNoCache : it->second;
+  }
+
   void get(const std::string& pattern,
            std::function<void(const httplib::Request&, httplib::Response&)> fn) {
-    http.Get(pattern, wrap(false, std::move(fn)));
+    Cache cache = cache_kind(pattern);
+    if (cache == kNoCache) {
+      http.Get(pattern, wrap(false, std::move(fn)));
+      return;
+    }
+    http.Get(
+        pattern,
+        wrap(false, [this, fn, cache](const httplib::Request& req, httplib::Response& res) {
+          std::int64_t version = cache == kRunCache ? db::Browser(store()).run_version(path_id(req))
+                                                    : global_version();
+          std::string body = cached(req, version, [&] {
+            fn(req, res);
+            if (res.status != -1 && res.status != 200)  // -1: the handler left the default (200)
+              throw HttpError{res.status, json::parse(res.body).value("error", "error"), ""};
+            return res.get_header_value("Content-Type") + "\n" + res.body;
+          });
+          auto nl = body.find('\n');
+          res.status = 200;
+          res.set_header("Cache-Control", "no-store");
+          res.set_content(body.substr(nl + 1), body.substr(0, nl));
+        }));
   }
 
   void routes();
@@ -359,6 +422,9 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
       res.set_content(res.status == 404 ? "not found" : "bad request", "text/plain");
   });
   impl_->http.set_payload_max_length(16 * 1024 * 1024 + 1024);
+  // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
+  // client's delayed ACK add ~40 ms to every keep-alive response.
+  impl_->http.set_tcp_nodelay(true);
 }
 
 Server::~Server() = default;

@@ -17,19 +17,24 @@ class Dashboard : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
     db_ = (*dir_ / "g.db").string();
-    // A tuned run on the fake driver, a large imported run, and a kernel name made to look like HTML.
-    auto r = test::run_command(std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' '" + GPUTUNE_BINARY + "' run '" +
-                               (test::examples_dir() / "vector_add.json").string() + "' -q --db '" + db_ + "' --cache-dir '" +
-                               (*dir_ / "cache").string() + "'");
+    // A tuned run on the fake driver, a large imported run, and a kernel name made to look like
+    // HTML.
+    auto r = test::run_command(std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' '" +
+                               GPUTUNE_BINARY + "' run '" +
+                               (test::examples_dir() / "vector_add.json").string() + "' -q --db '" +
+                               db_ + "' --cache-dir '" + (*dir_ / "cache").string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    r = test::run_gputune("import '" + (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() +
-                          "' --db '" + db_ + "'");
+    r = test::run_gputune(
+        "import '" +
+        (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() +
+        "' --db '" + db_ + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    test::write_file(*dir_ / "evil.json", json({{"kernel_name", "<img src=x id=pwned onerror=alert(1)>"},
-                                                 {"device_name", "<b id=bold>GPU</b>"},
-                                                 {"tune_params_keys", {"a"}},
-                                                 {"cache", {{"1", {{"a", "<script>x</script>"}, {"time", 1.5}}}}}})
-                                               .dump());
+    test::write_file(*dir_ / "evil.json",
+                     json({{"kernel_name", "<img src=x id=pwned onerror=alert(1)>"},
+                           {"device_name", "<b id=bold>GPU</b>"},
+                           {"tune_params_keys", {"a"}},
+                           {"cache", {{"1", {{"a", "<script>x</script>"}, {"time", 1.5}}}}}})
+                         .dump());
     r = test::run_gputune("import '" + (*dir_ / "evil.json").string() + "' --db '" + db_ + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out;
   }
@@ -39,7 +44,9 @@ class Dashboard : public ::testing::Test {
     if (auto why = test::browser_missing(); !why.empty()) GTEST_SKIP() << why;
   }
 
-  static std::string shot(const std::string& name) { return std::string(GPUTUNE_SCREENSHOT_DIR) + "/" + name; }
+  static std::string shot(const std::string& name) {
+    return std::string(GPUTUNE_SCREENSHOT_DIR) + "/" + name;
+  }
 
   static test::TempDir* dir_;
   static std::string db_;
@@ -59,7 +66,9 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_NE(wd.text("#devices").find("Fake GPU (gputune test driver)"), std::string::npos);
   // Strings from the database are text, never markup.
   EXPECT_NE(wd.text("#kernels").find("<img src=x id=pwned onerror=alert(1)>"), std::string::npos);
-  EXPECT_TRUE(wd.script("return document.getElementById('pwned') === null && document.getElementById('bold') === null;").get<bool>());
+  EXPECT_TRUE(wd.script("return document.getElementById('pwned') === null && "
+                        "document.getElementById('bold') === null;")
+                  .get<bool>());
   // Sorting: the runs table by run id, ascending then descending.
   wd.click("#runs th:nth-child(1)");
   EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#1");
@@ -68,8 +77,8 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   wd.screenshot(shot("overview.png"));
 
   // A submitted job appears in the queue.
-  auto r = test::run_gputune("submit '" + (test::examples_dir() / "vector_add.json").string() + "' --server " + d.url() +
-                             " --token " + d.token());
+  auto r = test::run_gputune("submit '" + (test::examples_dir() / "vector_add.json").string() +
+                             "' --server " + d.url() + " --token " + d.token());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   wd.go(d.url() + "/");
   ASSERT_TRUE(wd.wait_loaded());
@@ -83,7 +92,8 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   std::string contexts = wd.text("#contexts");
   EXPECT_NE(contexts.find("\"block_size_x\":128"), std::string::npos) << contexts;
   EXPECT_NE(contexts.find("x"), std::string::npos);
-  EXPECT_NE(wd.text("#contexts tbody tr:first-child td:nth-child(6)").find('x'), std::string::npos) << "speedup";
+  EXPECT_NE(wd.text("#contexts tbody tr:first-child td:nth-child(6)").find('x'), std::string::npos)
+      << "speedup";
   wd.screenshot(shot("kernel.png"));
 
   // Run page: a large run, paged and sorted by the server.
@@ -92,7 +102,10 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_EQ(wd.text("#page-info"), "1-50 of 11130");
   double fastest = std::stod(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
   wd.click("#variants th[data-sort=time_ms]");  // now descending
-  for (int i = 0; i < 50 && wd.script("return document.querySelector('#variants th.sorted-desc') !== null;") != true; ++i)
+  for (int i = 0;
+       i < 50 &&
+       wd.script("return document.querySelector('#variants th.sorted-desc') !== null;") != true;
+       ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   double slowest = std::stod(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
   EXPECT_GT(slowest, fastest);
@@ -100,7 +113,9 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   for (int i = 0; i < 50 && wd.text("#page-info") != "51-100 of 11130"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(wd.text("#page-info"), "51-100 of 11130");
-  EXPECT_TRUE(wd.script("return [...document.querySelectorAll('.charts img')].every(i => i.complete && i.naturalWidth > 0);").get<bool>());
+  EXPECT_TRUE(wd.script("return [...document.querySelectorAll('.charts img')].every(i => "
+                        "i.complete && i.naturalWidth > 0);")
+                  .get<bool>());
   wd.screenshot(shot("run.png"));
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());

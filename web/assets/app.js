@@ -235,5 +235,8 @@ function showError(e) {
 
 const pages = {index: overview, kernel: kernelPage, run: runPage, history: historyPage};
 (pages[document.body.dataset.page] || overview)(document.getElementById('main'))
-  .then(() => document.body.setAttribute('data-loaded', '1'))
+  .then(() => {
+    window.gputuneLoadedMs = performance.now();  // for the page-load benchmark
+    document.body.setAttribute('data-loaded', '1');
+  })
   .catch(showError);
