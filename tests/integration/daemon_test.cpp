@@ -152,6 +152,30 @@ TEST(Daemon, CancelAndWriteToken) {
       << unreachable.out;
 }
 
+TEST(Daemon, CancellingARunningJobStopsItAtTheNextVariant) {
+  test::TempDir dir;
+  std::string db = (dir / "g.db").string();
+  test::Daemon d(db, {"--cache-dir", (dir / "cache").string()}, {kFakeEnv, "FAKE_CUDA_SLOW_MS=20"});
+  std::int64_t id = submit(d, job_file(dir, {{1 << 16}, {1 << 17}}));
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    auto q = d.get("/api/queue")[0];
+    if (q["status"] == "running" && !q["run_id"].is_null() &&
+        !d.get("/api/runs/" + std::to_string(q["run_id"].get<std::int64_t>()))["counts"].empty())
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto r = test::run_gputune("cancel " + std::to_string(id) + " --server " + d.url() + " --token " +
+                             d.token());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto item = d.wait_for_job(id, 30);
+  EXPECT_EQ(item["status"], "cancelled") << item.dump();
+  auto run = d.get("/api/runs/" + std::to_string(item["run_id"].get<std::int64_t>()));
+  EXPECT_EQ(run["status"], "interrupted") << run.dump();
+  db::Store store(db);
+  EXPECT_LT(store.measurements(item["run_id"].get<std::int64_t>()).size(), 48u);
+}
+
 TEST(Daemon, ApiValidatesEverything) {
   test::TempDir dir;
   test::Daemon d((dir / "g.db").string(), {"--no-gpu"});
