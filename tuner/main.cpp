@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "db/interchange.h"
 #include "db/store.h"
@@ -42,6 +43,15 @@ Run `gputune COMMAND --help` for a command's options.
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 no CUDA device (compiled, stored, not timed),
             4 no correct variant, 5 interrupted)";
 
+/// --help, or a missing required option: print the command's help; the exit code to return.
+std::optional<int> help_or_missing(const cxxopts::Options& o, const cxxopts::ParseResult& r,
+                                   const char* required) {
+  bool help = r.count("help") > 0;
+  if (!help && (!required || r.count(required))) return std::nullopt;
+  std::cout << o.help() << "\n";
+  return help ? 0 : tuner::kExitBadInput;
+}
+
 std::string db_of(const cxxopts::ParseResult& r) {
   return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
 }
@@ -61,10 +71,7 @@ int cmd_run(int argc, char** argv) {
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("job")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = load_job(r["job"].as<std::string>());
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
@@ -85,10 +92,7 @@ int cmd_space(int argc, char** argv) {
       "list", "print each configuration as a JSON line")("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("job")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = load_job(r["job"].as<std::string>());
   Space s = build_space(job);
   if (r.count("list")) {
@@ -118,10 +122,7 @@ int cmd_best(int argc, char** argv) {
       "db", "database file", cxxopts::value<std::string>())("json", "print JSON")("h,help", "help");
   o.parse_positional({"kernel"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("kernel")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
   db::Store store(db_of(r));
   std::string kernel = r["kernel"].as<std::string>();
   auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
@@ -158,10 +159,7 @@ int cmd_show(int argc, char** argv) {
       "failures", "list failures with their reasons")("h,help", "help");
   o.parse_positional({"run"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("run")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "run")) return *rc;
   db::Store store(db_of(r));
   auto run = store.run(r["run"].as<long>());
   if (!run) {
@@ -200,10 +198,7 @@ int cmd_runs(int argc, char** argv) {
   o.add_options()("db", "database file", cxxopts::value<std::string>())(
       "n,limit", "how many", cxxopts::value<int>()->default_value("20"))("h,help", "help");
   auto r = o.parse(argc, argv);
-  if (r.count("help")) {
-    std::cout << o.help() << "\n";
-    return 0;
-  }
+  if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
   db::Store store(db_of(r));
   for (auto& run : store.runs(r["limit"].as<int>()))
     std::cout << run.id << "  " << run.status << "  " << run.job_name << "  " << run.done << "/"
@@ -218,10 +213,7 @@ int cmd_export(int argc, char** argv) {
       "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("t4")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "t4")) return *rc;
   db::Store store(db_of(r));
   long run = r["run"].as<long>();
   if (run && !store.run(run)) {
@@ -248,10 +240,7 @@ int cmd_import(int argc, char** argv) {
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   o.parse_positional({"file"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("file")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "file")) return *rc;
   db::Store store(db_of(r));
   db::ImportSummary s;
   try {
@@ -310,10 +299,7 @@ int cmd_serve(int argc, char** argv) {
                                                       cxxopts::value<std::string>())(
       "no-gpu", "start no workers")("h,help", "help");
   auto r = o.parse(argc, argv);
-  if (r.count("help")) {
-    std::cout << o.help() << "\n";
-    return 0;
-  }
+  if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
   tuner::ServeOptions so;
   so.db_path = db_of(r);
   so.port = r["port"].as<int>();
@@ -369,10 +355,7 @@ int cmd_submit(int argc, char** argv) {
   add_client_options(o);
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("job")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
   std::string file = r["job"].as<std::string>();
   Job job = load_job(file);  // the same checks as `gputune run`, before anything is sent
   nlohmann::json body = {{"name", job.name},
@@ -389,10 +372,7 @@ int cmd_cancel(int argc, char** argv) {
   add_client_options(o);
   o.parse_positional({"id"});
   auto r = o.parse(argc, argv);
-  if (r.count("help") || !r.count("id")) {
-    std::cout << o.help() << "\n";
-    return r.count("help") ? 0 : tuner::kExitBadInput;
-  }
+  if (auto rc = help_or_missing(o, r, "id")) return *rc;
   return print_reply(web::post_json(r["server"].as<std::string>(),
                                     "/api/jobs/" + std::to_string(r["id"].as<long>()) + "/cancel",
                                     token_for(r), {}),

@@ -199,7 +199,8 @@ void Server::Impl::static_files() {
       res.set_content(a.data, a.size, a.mime);
     };
     get("/" + path, serve);
-    if (path == "index.html") get("/", serve);
+    if (path == "index.html")  // one shell for every page: app.js draws by path
+      for (const char* page : {"/", "/kernel.html", "/run.html", "/history.html"}) get(page, serve);
   }
 }
 

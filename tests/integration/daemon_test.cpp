@@ -186,7 +186,9 @@ TEST(Daemon, ApiValidatesEverything) {
     EXPECT_EQ(r->status, status) << r->body;
     auto j = json::parse(r->body);
     EXPECT_TRUE(j.contains("error")) << r->body;
-    if (!field.empty()) EXPECT_EQ(j["field"], field) << r->body;
+    if (!field.empty()) {
+      EXPECT_EQ(j["field"], field) << r->body;
+    }
   };
   expect_json_error(c.Get("/api/runs?limit=0"), 400, "limit");
   expect_json_error(c.Get("/api/runs?limit=abc"), 400, "limit");

@@ -233,8 +233,12 @@ function showError(e) {
   main.appendChild(el('p', {class: 'error', id: 'error'}, 'Error: ' + e.message));
 }
 
-const pages = {index: overview, kernel: kernelPage, run: runPage, history: historyPage};
-(pages[document.body.dataset.page] || overview)(document.getElementById('main'))
+// One HTML shell serves every page; the path picks what to draw.
+const pages = {'/kernel.html': [kernelPage, 'Kernel'], '/run.html': [runPage, 'Run'],
+               '/history.html': [historyPage, 'History']};
+const [page, title] = pages[location.pathname] || [overview, 'Overview'];
+document.title = 'gputune: ' + title;
+page(document.getElementById('main'))
   .then(() => {
     window.gputuneLoadedMs = performance.now();  // for the page-load benchmark
     document.body.setAttribute('data-loaded', '1');
