@@ -120,6 +120,64 @@ TEST(Store, ReopeningKeepsDataAndSchema) {
   EXPECT_EQ(j.text(0), "wal");
 }
 
+TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
+  test::TempDir dir;
+  auto path = (dir / "old.db").string();
+  {
+    // A version-1 database, as the first release wrote it, with a measurement in it.
+    Database d(path);
+    d.exec(schema_migrations()[0]);
+    d.exec("PRAGMA application_id=" + std::to_string(Store::kApplicationId) +
+           "; PRAGMA user_version=1;");
+    d.exec(
+        "INSERT INTO devices(uid,name,cc_major,cc_minor,sm_count,total_mem,source) "
+        "VALUES('u','GPU',9,0,132,0,'driver');"
+        "INSERT INTO kernels(hash,name,source) VALUES('h','k','');"
+        "INSERT INTO jobs(hash,name,file,document) VALUES('j','k','k.json','{}');"
+        "INSERT INTO runs(uid,job_id,strategy,status) VALUES('r',1,'brute_force','done');"
+        "INSERT INTO "
+        "contexts(hash,kernel_id,device_id,label,problem_size,input_values,arch,driver_version,"
+        "toolkit_version,nvrtc_version) "
+        "VALUES('c',1,1,'4096','[4096]','{}','sm_90',0,'13.0','13.0');"
+        "INSERT INTO variants(hash,kernel_id,config_key,params) VALUES('v',1,'1','{\"a\": 1}');"
+        "INSERT INTO measurements(run_id,context_id,variant_id,status,time_ms) "
+        "VALUES(1,1,1,'correct',2.5);");
+  }
+  Store s(path);
+  Statement v(s.db(), "PRAGMA user_version");
+  v.step();
+  EXPECT_EQ(v.int64(0), Store::kSchemaVersion);
+  auto ms = s.measurements(1);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_DOUBLE_EQ(*ms[0].time_ms, 2.5);
+  // The counts added by a later migration include the old row, and new rows keep them current.
+  Statement c(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
+  ASSERT_TRUE(c.step());
+  EXPECT_EQ(c.int64(0), 1);
+  MeasurementRecord m;
+  m.run_id = 1, m.context_id = 1, m.variant_id = 1, m.status = "correct", m.time_ms = 2.0;
+  s.add_measurement(m);
+  Statement c2(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
+  c2.step();
+  EXPECT_EQ(c2.int64(0), 2);
+}
+
+TEST(Store, RefusesANewerSchema) {
+  test::TempDir dir;
+  auto path = (dir / "new.db").string();
+  { Store s(path); }
+  {
+    Database d(path);
+    d.exec("PRAGMA user_version=99");
+  }
+  try {
+    Store s(path);
+    FAIL();
+  } catch (const DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer than this gputune"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Store, RefusesFilesThatAreNotOursWithoutTouchingThem) {
   test::TempDir dir;
   test::write_file(dir / "text.db",
