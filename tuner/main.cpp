@@ -10,11 +10,13 @@
 
 #include "db/interchange.h"
 #include "db/store.h"
+#include "pruner/device_spec.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/daemon.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
+#include "tuner/prune.h"
 #include "variants/space.h"
 #include "web/client.h"
 
@@ -29,6 +31,7 @@ usage: gputune COMMAND [options]
 commands:
   run JOB            compile, verify and time every configuration of a T1 job; store it all
   space JOB          --count: number of valid configurations; --list: each as a JSON line
+  prune JOB          compile for a device (--device NAME, no GPU needed) and apply the pruning rules
   best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
   show RUN           a run's summary and its measurements
   runs               the most recent runs
@@ -111,6 +114,39 @@ int cmd_space(int argc, char** argv) {
     for (auto& c : s.conditions)
       std::cerr << "gputune:   \"" << c.expression << "\" removed " << c.removed << "\n";
   }
+  return 0;
+}
+
+int cmd_prune(int argc, char** argv) {
+  cxxopts::Options o("gputune prune",
+                     "Compile every configuration for a device and apply the pruning rules");
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
+      "device",
+      "a device of configs/devices (e.g. h100-sxm, rtx-a4000); default: the GPU present, else the "
+      "job's arch",
+      cxxopts::value<std::string>()->default_value(""))(
+      "context", "context label (default: the job's first)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "spill-limit", "spill bytes (stores + loads) above which a variant is pruned; -1 disables",
+      cxxopts::value<int>()->default_value("0"))("json", "one JSON object per configuration")(
+      "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
+      "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
+      "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))("h,help", "help");
+  o.parse_positional({"job"});
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
+  Job job = load_job(r["job"].as<std::string>());
+  tuner::PruneRunOptions po;
+  po.device = r["device"].as<std::string>();
+  po.context = r["context"].as<std::string>();
+  po.max_spill_bytes = r["spill-limit"].as<int>();
+  if (r.count("db")) po.db_path = r["db"].as<std::string>();
+  if (r.count("cache-dir")) po.cache_dir = r["cache-dir"].as<std::string>();
+  po.threads = r["threads"].as<int>();
+  po.store = !r.count("no-store");
+  po.progress = !r.count("json") && tuner::stderr_is_terminal();
+  auto rep = tuner::prune_job(job, po);
+  tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
   return 0;
 }
 
@@ -392,6 +428,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
     if (cmd == "space") return cmd_space(argc - 1, argv + 1);
     if (cmd == "best") return cmd_best(argc - 1, argv + 1);
+    if (cmd == "prune") return cmd_prune(argc - 1, argv + 1);
     if (cmd == "show") return cmd_show(argc - 1, argv + 1);
     if (cmd == "runs") return cmd_runs(argc - 1, argv + 1);
     if (cmd == "export") return cmd_export(argc - 1, argv + 1);
@@ -404,6 +441,9 @@ int main(int argc, char** argv) {
     std::cerr << "gputune: unknown command '" << cmd << "'\n" << kUsage << "\n";
     return tuner::kExitBadInput;
   } catch (const JobError& e) {
+    std::cerr << "gputune: error: " << e.what() << "\n";
+    return tuner::kExitBadInput;
+  } catch (const pruner::DeviceError& e) {
     std::cerr << "gputune: error: " << e.what() << "\n";
     return tuner::kExitBadInput;
   } catch (const db::DbError& e) {

@@ -20,6 +20,7 @@
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
+#include "tuner/inspect.h"
 #include "tuner/measure.h"
 #include "tuner/progress.h"
 #include "tuner/strategy.h"
@@ -82,12 +83,6 @@ long default_index(const Job& job, const std::vector<Config>& configs) {
     if (configs[i].key() == key) return static_cast<long>(i);
   return -1;
 }
-
-struct Inspected {
-  bool ok = false;     // compiled and resources read
-  std::string reason;  // when !ok
-  pruner::Resources res;
-};
 
 }  // namespace
 
@@ -158,54 +153,14 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   for (size_t i : order) configs.push_back(space.config(i));
 
   // 5. Compile every planned configuration once (options do not depend on the context).
-  std::vector<Variant> variants;
-  variants.reserve(configs.size());
-  for (auto& c : configs) {
-    Variant v;
-    v.config = c;
-    v.kernel_name = job.kernel_name;
-    v.source = source;
-    v.options = compile_options(job, c);
-    variants.push_back(std::move(v));
-  }
-  CubinCache cache(opt.cache_dir == "-"    ? std::filesystem::path()
-                   : opt.cache_dir.empty() ? CubinCache::default_dir()
-                                           : opt.cache_dir);
-  int threads = opt.threads ? opt.threads : job.compile_threads;
-  std::vector<CompiledVariant> compiled;
-  {
+  CompileReport cr = [&] {
     Stage s(log, "compile");
-    Progress prog("compile", variants.size(), opt.progress);
-    std::mutex mu;
-    size_t done = 0, failed = 0;
-    compiled =
-        compile_all(variants, rep.arch, cache, threads, [&](size_t, const CompiledVariant& c) {
-          std::lock_guard<std::mutex> lock(mu);
-          ++done;
-          if (!c.ok) ++failed;
-          prog.update(done, failed, std::nullopt);
-        });
-    prog.finish();
-  }
-  std::vector<Inspected> inspected(compiled.size());
-  for (size_t i = 0; i < compiled.size(); ++i) {
-    auto& c = compiled[i];
-    if (c.cached) ++rep.cached;
-    if (!c.ok) {
-      ++rep.compile_failed;
-      inspected[i].reason = "compile failed";
-      continue;
-    }
-    try {
-      inspected[i].res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
-      pruner::apply_ptxas_log(inspected[i].res, c.log, c.lowered_name);
-      inspected[i].ok = true;
-      ++rep.compiled_ok;
-    } catch (const pruner::CubinError& e) {
-      inspected[i].reason = std::string("cubin unreadable: ") + e.what();
-      ++rep.compile_failed;
-    }
-  }
+    return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
+                               opt.threads ? opt.threads : job.compile_threads, opt.progress);
+  }();
+  const std::vector<CompiledVariant>& compiled = cr.compiled;
+  const std::vector<Inspected>& inspected = cr.inspected;
+  rep.cached = cr.cached, rep.compiled_ok = cr.ok, rep.compile_failed = cr.failed;
 
   // 6. Records that identify this run.
   std::string job_doc = read_file(job.file);
@@ -272,11 +227,20 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     }
     t.commit();
     if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
+    // Parameters become -D macros, which CUDA's own headers also see: name the clash.
+    std::string fix = "fix the compile errors above";
+    if (first_log.find("__nv_nvrtc_builtin_header") != std::string::npos)
+      for (auto& p : job.parameters)
+        if (first_log.find(" " + p.name + "[") != std::string::npos ||
+            first_log.find(" " + p.name + ";") != std::string::npos ||
+            first_log.find(" " + p.name + " ") != std::string::npos)
+          fix = "parameter '" + p.name + "' becomes the macro -D" + p.name +
+                ", which clashes with an identifier in CUDA's headers; rename the parameter";
     throw JobError(job.file.string(), "KernelSpecification.KernelFile",
                    "the kernel does not compile for any of the " + std::to_string(configs.size()) +
                        " configurations (run " + std::to_string(run_id) +
                        " keeps every log). First log:\n" + first_log,
-                   "fix the compile errors above");
+                   fix);
   }
 
   // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.

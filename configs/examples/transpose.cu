@@ -1,6 +1,6 @@
 // Matrix transpose: out (width x height) = in (height x width)^T, row-major.
 // A block moves a tile of block_size_x columns x (block_size_y*tile_size_y) rows. With use_shared
-// the tile goes through shared memory (pitch padded by `pad` against bank conflicts) so both the
+// the tile goes through shared memory (pitch padded by `pad_shared` against bank conflicts) so both the
 // read and the write are coalesced; without it the write is strided.
 #define TH (block_size_y * tile_size_y)
 
@@ -8,7 +8,7 @@ extern "C" __global__ void transpose(float* __restrict__ out, const float* __res
                                      int height) {
   const int x0 = blockIdx.x * block_size_x, y0 = blockIdx.y * TH;
 #if use_shared
-  __shared__ float tile[TH][block_size_x + pad];
+  __shared__ float tile[TH][block_size_x + pad_shared];
 #pragma unroll
   for (int i = 0; i < tile_size_y; i++) {
     int y = y0 + threadIdx.y + i * block_size_y, x = x0 + threadIdx.x;

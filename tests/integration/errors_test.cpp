@@ -110,6 +110,15 @@ TEST_F(BadInput, KernelThatCompilesForNoConfiguration) {
   EXPECT_NE(ms[0].log.find("\"W\""), std::string::npos);
 }
 
+TEST_F(BadInput, ParameterNameThatClashesWithCudaHeaders) {
+  test::write_file(dir / "k.cu",
+                   "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = pad; }");
+  json j = good();
+  j["ConfigurationSpace"]["TuningParameters"][0]["Name"] = "pad";
+  expect_error(run_job(j.dump()),
+               {"parameter 'pad' becomes the macro -Dpad", "rename the parameter"});
+}
+
 TEST_F(BadInput, DatabaseThatIsNotOurs) {
   test::write_file(dir / "notes.txt",
                    "my precious notes, certainly not a database, but long enough to look like one");

@@ -97,6 +97,17 @@ TEST(Cli, ImportBestShowAndExport) {
   EXPECT_EQ(t4["results"].size(), 11130u);
 }
 
+TEST(Examples, EveryVariantOfEveryExampleCompiles) {
+  test::TempDir dir;
+  for (const char* ex : {"vector_add", "matmul", "transpose", "convolution"}) {
+    auto r = run_gputune(
+        std::string("prune '") + (test::examples_dir() / (std::string(ex) + ".json")).string() +
+        "' --device h100-sxm --no-store --cache-dir '" + (dir / "cache").string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << ex << ": " << r.out;
+    EXPECT_NE(r.out.find(", 0 failed to compile"), std::string::npos) << ex << ": " << r.out;
+  }
+}
+
 TEST(Cli, StartsAndExplainsWithoutADriver) {
   auto help = run_gputune("");
   EXPECT_NE(help.out.find("usage: gputune COMMAND"), std::string::npos);

@@ -1,0 +1,56 @@
+/** \file pruner/rules.h
+ * Owns: the pruning rules applied before anything runs, each reported with how many variants it
+ * removed: (1) resources: the launch would fail (threads, registers, shared memory against the
+ * device, with the allocation granularities the hardware uses); (2) spills: local-memory spill
+ * traffic above a threshold; (3) duplicates: identical cubin and launch geometry as a variant kept
+ * earlier (a parameter with no effect on the code), so equal variants are timed once.
+ * Consumes: Resources, cubin hashes, launch geometry, DeviceLimits. Produces: PruneResult.
+ * Must not: include cuda.h, launch anything, or touch the database. */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pruner/cubin.h"
+#include "pruner/occupancy.h"
+
+namespace gputune::pruner {
+
+struct RuleInput {
+  bool inspected = false;  ///< compiled and resources read; others are not judged here
+  Resources res;
+  std::string cubin_hash;
+  std::string geometry;  ///< launch geometry key (grid, block, dynamic smem)
+  std::int64_t threads_per_block = 0;
+  std::int64_t dynamic_smem = 0;
+};
+
+struct PruneOptions {
+  int max_spill_bytes = 0;  ///< spill stores + loads above this are pruned; < 0 disables
+  bool collapse_duplicates = true;
+};
+
+struct Decision {
+  bool kept = true;
+  std::string rule;  ///< "resources", "spills", "duplicate"; empty when kept
+  std::string reason;
+  long duplicate_of = -1;  ///< index of the identical variant kept
+  Occupancy occupancy;
+};
+
+struct RuleCount {
+  std::string rule;
+  std::size_t removed = 0;
+};
+
+struct PruneResult {
+  std::vector<Decision> decisions;  ///< one per input
+  std::vector<RuleCount> counts;    ///< in rule order
+  std::size_t kept = 0, judged = 0;
+};
+
+PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& limits,
+                        const PruneOptions& options);
+
+}  // namespace gputune::pruner

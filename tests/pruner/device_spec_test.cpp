@@ -1,0 +1,75 @@
+#include "pruner/device_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace gputune::pruner {
+namespace {
+
+TEST(DeviceSpec, EveryShippedDeviceLoadsWithSources) {
+  auto all = load_devices(test::source_dir() / "configs/devices");
+  ASSERT_EQ(all.size(), 10u);
+  for (auto& d : all) {
+    EXPECT_GT(d.limits.sm_count, 0) << d.key;
+    EXPECT_EQ(d.sources.size(), 6u) << d.key;  // one per figure
+  }
+  auto h100 = find_device("H100", test::source_dir() / "configs/devices");
+  EXPECT_EQ(h100.key, "h100-sxm");
+  EXPECT_EQ(h100.limits.sm_count, 132);
+  EXPECT_EQ(h100.limits.arch(), "sm_90");
+  EXPECT_DOUBLE_EQ(h100.memory_bandwidth_gbs, 3350);
+  auto a4000 = find_device("nvidia rtx a4000", test::source_dir() / "configs/devices");
+  EXPECT_EQ(a4000.limits.arch(), "sm_86");
+  EXPECT_EQ(a4000.limits.max_threads_per_sm, 1536);
+}
+
+TEST(DeviceSpec, UnknownNameListsTheKnownOnes) {
+  try {
+    find_device("H300", test::source_dir() / "configs/devices");
+    FAIL();
+  } catch (const DeviceError& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("unknown device 'H300'"), std::string::npos);
+    EXPECT_NE(w.find("rtx-2080-ti"), std::string::npos);
+    EXPECT_NE(w.find("l40s"), std::string::npos);
+  }
+}
+
+TEST(DeviceSpec, BadFilesNameTheFieldAndTheProblem) {
+  test::TempDir dir;
+  auto good =
+      nlohmann::json::parse(test::read_file(test::source_dir() / "configs/devices/rtx-3090.json"));
+  auto expect_error = [&](nlohmann::json doc, const std::string& needle) {
+    test::write_file(dir / "bad.json", doc.dump());
+    try {
+      load_device_file(dir / "bad.json");
+      FAIL() << needle;
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  };
+  auto d = good;
+  d.erase("sm_count");
+  expect_error(d, "field 'sm_count': missing");
+  d = good;
+  d["memory_bandwidth_gbs"] = -5;
+  expect_error(d, "field 'memory_bandwidth_gbs': value -5 is outside");
+  d = good;
+  d["sources"].erase("l2_cache_mib");
+  expect_error(d, "sources.l2_cache_mib");
+  d = good;
+  d["peak_fp32_tflops"] = 80.0;  // 82 SMs x 128 x 2 x 1.695 GHz = 35.6
+  expect_error(d, "disagrees with SMs x lanes x 2 x clock");
+  d = good;
+  d["compute_capability"] = "4.2";
+  expect_error(d, "unknown compute capability");
+  test::write_file(dir / "bad.json", "{ not json");
+  EXPECT_THROW(load_device_file(dir / "bad.json"), DeviceError);
+}
+
+}  // namespace
+}  // namespace gputune::pruner

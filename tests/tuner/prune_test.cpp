@@ -1,0 +1,121 @@
+#include "tuner/prune.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace gputune::tuner {
+namespace {
+
+Job small_job(const test::TempDir& dir, const std::string& kernel, const std::string& params) {
+  test::write_file(dir / "k.cu", kernel);
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": )" +
+                                         params + R"(},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  return load_job(dir / "job.json");
+}
+
+PruneRunOptions opts(const test::TempDir& dir, const std::string& device) {
+  PruneRunOptions o;
+  o.device = device;
+  o.store = false;
+  o.cache_dir = dir / "cache";
+  return o;
+}
+
+TEST(Prune, ParametersWithoutEffectAreCollapsed) {
+  test::TempDir dir;
+  Job job = small_job(dir, "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[64, 128]"},
+                          {"Name": "unused", "Type": "int", "Values": "[0, 1, 2]"}])");
+  auto r = prune_job(job, opts(dir, "h100-sxm"));
+  EXPECT_EQ(r.counts[2].rule, "duplicate");
+  EXPECT_EQ(r.counts[2].removed, 4u);  // per block size, 2 of the 3 identical cubins
+  EXPECT_EQ(r.kept, 2u);
+  EXPECT_EQ(r.rows[1].decision.duplicate_of, 0);
+  EXPECT_EQ(r.rows[3].decision.kept, true);  // bs=128: another launch geometry
+}
+
+TEST(Prune, ResourcesFollowTheDevice) {
+  test::TempDir dir;
+  // 1024 threads of a kernel using many registers: fine on no device with 64K registers per block
+  // unless registers x threads exceed it.
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* p) {
+      float a[24];
+      for (int i = 0; i < 24; i++) a[i] = p[i * blockDim.x + threadIdx.x];
+      float s = 0;
+      for (int i = 0; i < 24; i++) for (int j = 0; j < 24; j++) s += a[i] * a[(i * 7 + j) % 24];
+      p[threadIdx.x] = s; })",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[256, 1024]"}])");
+  auto r = prune_job(job, opts(dir, "rtx-2080-ti"));
+  ASSERT_EQ(r.rows.size(), 2u);
+  int regs = r.rows[1].registers;
+  ASSERT_GT(regs, 0);
+  bool fits = ((regs * 32 + 255) / 256 * 256) * 32 <= 65536;
+  EXPECT_EQ(r.rows[1].decision.kept, fits) << regs << " registers";
+  if (!fits) {
+    EXPECT_EQ(r.rows[1].decision.rule, "resources");
+    EXPECT_NE(r.rows[1].decision.reason.find("registers"), std::string::npos);
+  }
+  EXPECT_TRUE(r.rows[0].decision.kept);
+}
+
+TEST(Prune, SpillsAboveTheLimitArePruned) {
+  test::TempDir dir;
+  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* p, int n) {
+      float a[64];
+      for (int i = 0; i < 64; i++) a[i] = p[i * n + threadIdx.x];
+      float s = 0;
+      for (int i = 0; i < 64; i++) for (int j = 0; j < 64; j++) s += a[i] * a[j] + a[(i + j) & 63];
+      p[threadIdx.x] = s; })");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[128]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "CompilerOptions": ["--maxrregcount=16"],
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  Job job = load_job(dir / "job.json");
+  auto r = prune_job(job, opts(dir, "h100-sxm"));
+  ASSERT_GT(r.rows[0].spill_bytes, 0) << "16 registers for 64 live floats must spill";
+  EXPECT_EQ(r.rows[0].decision.rule, "spills");
+  auto o = opts(dir, "h100-sxm");
+  o.max_spill_bytes = -1;
+  EXPECT_TRUE(prune_job(job, o).rows[0].decision.kept);
+}
+
+TEST(Prune, JsonLinesAndStorage) {
+  test::TempDir dir;
+  Job job = small_job(dir, "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 2.0f; }",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[32, 2048]"}])");
+  auto o = opts(dir, "a100-sxm-80gb");
+  o.store = true;
+  o.db_path = (dir / "g.db").string();
+  auto r = prune_job(job, o);
+  EXPECT_GT(r.run_id, 0);
+  std::ostringstream out;
+  print_prune_report(r, out, true);
+  std::istringstream in(out.str());
+  std::string line;
+  std::getline(in, line);
+  auto first = nlohmann::json::parse(line);
+  EXPECT_EQ(first["parameters"]["bs"], 32);
+  EXPECT_EQ(first["kept"], true);
+  EXPECT_TRUE(first["rule"].is_null());
+  EXPECT_TRUE(first.contains("predicted_ms"));
+  EXPECT_GT(first["registers"].get<int>(), 0);
+  EXPECT_GT(first["occupancy"].get<double>(), 0);
+  std::getline(in, line);
+  auto second = nlohmann::json::parse(line);
+  EXPECT_EQ(second["kept"], false);
+  EXPECT_EQ(second["rule"], "resources");  // 2048 threads per block
+  std::ostringstream text;
+  print_prune_report(r, text, false);
+  EXPECT_NE(text.str().find("rule resources  removed 1"), std::string::npos) << text.str();
+}
+
+}  // namespace
+}  // namespace gputune::tuner

@@ -1,0 +1,63 @@
+#include "tuner/inspect.h"
+
+#include <mutex>
+
+#include "tuner/progress.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+CubinCache cache_for(const std::filesystem::path& option) {
+  if (option == "-") return CubinCache(std::filesystem::path());
+  return CubinCache(option.empty() ? CubinCache::default_dir() : option);
+}
+
+CompileReport compile_and_inspect(const Job& job, const std::string& source,
+                                  const std::vector<Config>& configs, const std::string& arch,
+                                  const CubinCache& cache, int threads, bool progress) {
+  std::vector<Variant> variants;
+  variants.reserve(configs.size());
+  for (auto& c : configs) {
+    Variant v;
+    v.config = c;
+    v.kernel_name = job.kernel_name;
+    v.source = source;
+    v.options = compile_options(job, c);
+    variants.push_back(std::move(v));
+  }
+  CompileReport r;
+  {
+    Progress prog("compile", variants.size(), progress);
+    std::mutex mu;
+    size_t done = 0, failed = 0;
+    r.compiled = compile_all(variants, arch, cache, threads, [&](size_t, const CompiledVariant& c) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      if (!c.ok) ++failed;
+      prog.update(done, failed, std::nullopt);
+    });
+    prog.finish();
+  }
+  r.inspected.resize(r.compiled.size());
+  for (size_t i = 0; i < r.compiled.size(); ++i) {
+    auto& c = r.compiled[i];
+    if (c.cached) ++r.cached;
+    if (!c.ok) {
+      ++r.failed;
+      r.inspected[i].reason = "compile failed";
+      continue;
+    }
+    try {
+      r.inspected[i].res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
+      pruner::apply_ptxas_log(r.inspected[i].res, c.log, c.lowered_name);
+      r.inspected[i].ok = true;
+      ++r.ok;
+    } catch (const pruner::CubinError& e) {
+      r.inspected[i].reason = std::string("cubin unreadable: ") + e.what();
+      ++r.failed;
+    }
+  }
+  return r;
+}
+
+}  // namespace gputune::tuner

@@ -1,0 +1,38 @@
+/** \file tuner/inspect.h
+ * Owns: the compile-and-inspect stage shared by `run` and `prune`: every configuration becomes a
+ * Variant (source + -D options), is compiled by the NVRTC pool through the cubin cache, and has
+ * its resources read from the cubin and the ptxas log.
+ * Consumes: Job, kernel source, Configs. Produces: CompileReport. Must not: launch or touch the db.
+ */
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "pruner/cubin.h"
+#include "tuner/compile.h"
+#include "variants/space.h"
+
+namespace gputune::tuner {
+
+struct Inspected {
+  bool ok = false;     ///< compiled and resources read
+  std::string reason;  ///< when !ok
+  pruner::Resources res;
+};
+
+struct CompileReport {
+  std::vector<CompiledVariant> compiled;
+  std::vector<Inspected> inspected;
+  std::size_t ok = 0, failed = 0, cached = 0;
+};
+
+/// The cubin cache for a --cache-dir option: "-" disables it, empty means the default folder.
+CubinCache cache_for(const std::filesystem::path& option);
+
+CompileReport compile_and_inspect(const Job& job, const std::string& source,
+                                  const std::vector<Config>& configs, const std::string& arch,
+                                  const CubinCache& cache, int threads, bool progress);
+
+}  // namespace gputune::tuner

@@ -1,0 +1,184 @@
+#include "tuner/prune.h"
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "db/store.h"
+#include "pruner/device_spec.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/inspect.h"
+#include "variants/hash.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
+  PruneReport rep;
+  std::string source = load_kernel_source(job);
+  Space space = build_space(job);
+  if (space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", space.explain_empty(),
+                   "relax the conditions or widen the parameter values");
+  rep.space_size = space.size();
+
+  // The device: a described one, the one present, or the job's architecture.
+  pruner::DeviceLimits limits;
+  db::DeviceRecord dr;
+  if (!o.device.empty()) {
+    pruner::DeviceSpec spec = pruner::find_device(o.device);
+    limits = spec.limits;
+    rep.device = spec.name;
+    dr.name = spec.name, dr.source = "target";
+    dr.total_mem = static_cast<std::int64_t>(spec.memory_gib * (1 << 30));
+  } else if (Driver::instance().available()) {
+    DeviceInfo info = query_device(job.device_index);
+    limits = info.limits;
+    rep.device = info.name;
+    dr.name = info.name, dr.source = "driver", dr.total_mem = info.total_mem;
+  } else {
+    std::string arch = job.target_arch.empty() ? "sm_90" : job.target_arch;
+    limits = pruner::limits_for_arch(arch);
+    rep.device = "target " + arch;
+    dr.name = rep.device, dr.source = "target";
+  }
+  dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor, dr.sm_count = limits.sm_count;
+  rep.arch = limits.arch();
+
+  const ContextSpec* ctx = &job.contexts.front();
+  if (!o.context.empty()) {
+    ctx = nullptr;
+    std::string known;
+    for (auto& c : job.contexts) {
+      if (c.name == o.context) ctx = &c;
+      known += " " + c.name;
+    }
+    if (!ctx)
+      throw JobError(job.file.string(), "GPUTune.Contexts", "no context '" + o.context + "'",
+                     "use one of:" + known);
+  }
+  rep.context = ctx->name;
+
+  std::vector<Config> configs;
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  CompileReport cr = compile_and_inspect(job, source, configs, rep.arch, cache_for(o.cache_dir),
+                                         o.threads ? o.threads : job.compile_threads, o.progress);
+  rep.compile_failed = cr.failed;
+  std::vector<pruner::RuleInput> inputs(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    auto& in = inputs[i];
+    in.inspected = cr.inspected[i].ok;
+    in.res = cr.inspected[i].res;
+    in.cubin_hash = cr.compiled[i].cubin_hash;
+    try {
+      LaunchGeometry g = launch_geometry(job, configs[i], *ctx);
+      in.threads_per_block = g.threads_per_block();
+      in.dynamic_smem = g.dynamic_smem;
+      std::ostringstream key;
+      key << g.grid[0] << "," << g.grid[1] << "," << g.grid[2] << "/" << g.block[0] << ","
+          << g.block[1] << "," << g.block[2] << "/" << g.dynamic_smem;
+      in.geometry = key.str();
+    } catch (const JobError&) {
+      in.inspected = false;  // no valid launch: reported as not judged
+    }
+  }
+  pruner::PruneOptions po;
+  po.max_spill_bytes = o.max_spill_bytes;
+  pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
+  rep.counts = pr.counts;
+  rep.kept = pr.kept;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    PruneRow row;
+    row.config = configs[i];
+    row.compiled = cr.inspected[i].ok;
+    row.decision = pr.decisions[i];
+    row.registers = cr.inspected[i].res.registers;
+    const auto& res = cr.inspected[i].res;
+    row.spill_bytes = res.spill_stores >= 0 ? res.spill_stores + res.spill_loads : 0;
+    rep.rows.push_back(std::move(row));
+  }
+
+  if (o.store) {
+    rep.db_path = !o.db_path.empty()      ? o.db_path
+                  : !job.database.empty() ? (job.file.parent_path() / job.database).string()
+                                          : db::default_database_path();
+    db::Store store(rep.db_path);
+    db::Transaction t(store.db());
+    std::ifstream in(job.file);
+    std::stringstream doc;
+    doc << in.rdbuf();
+    auto job_id =
+        store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), doc.str());
+    auto kernel_id =
+        store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
+    auto device_id = store.upsert_device(dr);
+    rep.run_id = store.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
+    db::ContextRecord c;
+    c.kernel_id = kernel_id, c.device_id = device_id, c.label = ctx->name;
+    c.problem_size_json = value_to_json(Value(ctx->problem_size)).dump();
+    c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = nvrtc_version();
+    auto ctx_id = store.upsert_context(c);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const auto& row = rep.rows[i];
+      db::MeasurementRecord m;
+      m.run_id = rep.run_id, m.context_id = ctx_id;
+      m.variant_id = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
+      m.cubin_hash = cr.compiled[i].cubin_hash;
+      m.compile_ms = cr.compiled[i].compile_ms;
+      if (!row.compiled) {
+        m.status = "compile", m.reason = cr.inspected[i].reason, m.log = cr.compiled[i].log;
+      } else {
+        m.registers = row.registers, m.static_smem = cr.inspected[i].res.static_smem;
+        m.local_bytes = cr.inspected[i].res.local_bytes, m.spill_bytes = row.spill_bytes;
+        m.occupancy = row.decision.occupancy.occupancy;
+        m.status = row.decision.kept ? "compiled" : "constraints";
+        m.reason = row.decision.kept
+                       ? "kept by the pruner"
+                       : "pruned by rule " + row.decision.rule + ": " + row.decision.reason;
+      }
+      store.add_measurement(m);
+    }
+    store.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
+    store.finish_run(rep.run_id, "done",
+                     "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
+                         std::to_string(configs.size()));
+    t.commit();
+  }
+  return rep;
+}
+
+void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
+  if (json) {
+    for (const auto& row : r.rows) {
+      nlohmann::json j = {
+          {"parameters", nlohmann::json::parse(row.config.json())},
+          {"kept", row.decision.kept},
+          {"rule",
+           row.decision.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.decision.rule)},
+          {"reason", row.decision.reason},
+          {"predicted_ms", nullptr},
+          {"registers", row.compiled ? nlohmann::json(row.registers) : nlohmann::json(nullptr)},
+          {"occupancy", row.compiled ? nlohmann::json(row.decision.occupancy.occupancy)
+                                     : nlohmann::json(nullptr)},
+          {"spill_bytes",
+           row.compiled ? nlohmann::json(row.spill_bytes) : nlohmann::json(nullptr)}};
+      if (row.decision.duplicate_of >= 0)
+        j["duplicate_of"] = r.rows[static_cast<size_t>(row.decision.duplicate_of)].config.key();
+      out << j.dump() << "\n";
+    }
+    return;
+  }
+  out << "pruned for " << r.device << " (" << r.arch << "), context " << r.context << ": "
+      << r.space_size << " configurations, " << r.compile_failed << " failed to compile\n";
+  for (auto& c : r.counts)
+    out << "  rule " << std::left << std::setw(10) << c.rule << " removed " << c.removed << "\n";
+  out << "  kept " << r.kept << " of " << r.space_size << " (" << std::fixed << std::setprecision(1)
+      << 100.0 * static_cast<double>(r.kept) /
+             static_cast<double>(std::max<size_t>(1, r.space_size))
+      << "%); the model ranking (rule 4) is not built yet, so kept variants are not ranked\n";
+  if (r.run_id) out << "stored as run " << r.run_id << " in " << r.db_path << "\n";
+}
+
+}  // namespace gputune::tuner

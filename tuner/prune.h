@@ -1,0 +1,54 @@
+/** \file tuner/prune.h
+ * Owns: `gputune prune`: compile every configuration for a device's architecture (present or
+ * described by configs/devices), apply the pruning rules (pruner/rules.h), and report and store
+ * which variants each rule removed. Needs no GPU.
+ * Must not: launch anything or write SQL. */
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pruner/rules.h"
+#include "variants/job.h"
+#include "variants/space.h"
+
+namespace gputune::tuner {
+
+struct PruneRunOptions {
+  std::string device;   ///< configs/devices name; empty: the GPU present, else the job's arch
+  std::string db_path;  ///< empty: job's GPUTune.Database, else the default
+  std::filesystem::path cache_dir;  ///< as RunOptions
+  int threads = 0;
+  int max_spill_bytes = 0;  ///< < 0 disables the spill rule
+  std::string context;      ///< context label (default: the job's first)
+  bool progress = false;
+  bool store = true;
+};
+
+struct PruneRow {
+  Config config;
+  bool compiled = false;
+  pruner::Decision decision;
+  int registers = 0, spill_bytes = 0;
+};
+
+struct PruneReport {
+  std::string device, arch, context;
+  std::size_t space_size = 0, compile_failed = 0, kept = 0;
+  std::vector<pruner::RuleCount> counts;
+  std::vector<PruneRow> rows;
+  std::int64_t run_id = 0;
+  std::string db_path;
+};
+
+PruneReport prune_job(const Job& job, const PruneRunOptions& options);
+
+/// The summary (counts per rule) and the kept variants; with `json`, one JSON object per
+/// configuration: parameters, kept, rule, reason, predicted_ms, registers, occupancy, spill_bytes.
+void print_prune_report(const PruneReport& r, std::ostream& out, bool json);
+
+}  // namespace gputune::tuner
