@@ -17,6 +17,7 @@
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
 #include "tuner/prune.h"
+#include "tuner/replay.h"
 #include "variants/space.h"
 #include "web/client.h"
 
@@ -32,6 +33,7 @@ commands:
   run JOB            compile, verify and time every configuration of a T1 job; store it all
   space JOB          --count: number of valid configurations; --list: each as a JSON line
   prune JOB          compile for a device (--device NAME, no GPU needed) and apply the pruning rules
+  replay JOB         score strategies (and the pruner) against recorded measurements (--measurements FILE)
   best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
   show RUN           a run's summary and its measurements
   runs               the most recent runs
@@ -147,6 +149,41 @@ int cmd_prune(int argc, char** argv) {
   po.progress = !r.count("json") && tuner::stderr_is_terminal();
   auto rep = tuner::prune_job(job, po);
   tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
+  return 0;
+}
+
+int cmd_replay(int argc, char** argv) {
+  cxxopts::Options o("gputune replay",
+                     "Score strategies and the pruner against recorded measurements");
+  o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
+      "measurements", "Kernel Tuner cache file (.json/.json.gz) or T4 file",
+      cxxopts::value<std::string>())("seeds", "random-search seeds",
+                                     cxxopts::value<int>()->default_value("100"))(
+      "device", "device for the pruner (configs/devices name)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "cache-dir", "cubin cache folder", cxxopts::value<std::string>())("h,help", "help");
+  o.parse_positional({"job"});
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
+  if (auto rc = help_or_missing(o, r, "measurements")) return *rc;
+  Job job = load_job(r["job"].as<std::string>());
+  tuner::ReplayOptions ro;
+  ro.seeds = r["seeds"].as<int>();
+  if (ro.seeds < 1 || ro.seeds > 100000) throw std::invalid_argument("--seeds must be 1..100000");
+  ro.device = r["device"].as<std::string>();
+  if (r.count("cache-dir")) ro.cache_dir = r["cache-dir"].as<std::string>();
+  tuner::ReplayReport rep;
+  try {
+    rep = tuner::replay(job, r["measurements"].as<std::string>(), ro);
+  } catch (const JobError&) {
+    throw;
+  } catch (const pruner::DeviceError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    std::cerr << "gputune: error: " << e.what() << "\n";
+    return tuner::kExitBadInput;
+  }
+  tuner::print_replay_report(rep, std::cout);
   return 0;
 }
 
@@ -429,6 +466,7 @@ int main(int argc, char** argv) {
     if (cmd == "space") return cmd_space(argc - 1, argv + 1);
     if (cmd == "best") return cmd_best(argc - 1, argv + 1);
     if (cmd == "prune") return cmd_prune(argc - 1, argv + 1);
+    if (cmd == "replay") return cmd_replay(argc - 1, argv + 1);
     if (cmd == "show") return cmd_show(argc - 1, argv + 1);
     if (cmd == "runs") return cmd_runs(argc - 1, argv + 1);
     if (cmd == "export") return cmd_export(argc - 1, argv + 1);

@@ -1,0 +1,94 @@
+#include "tuner/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace gputune::tuner {
+namespace {
+
+using nlohmann::json;
+
+TEST(Replay, MeasurementsToReach) {
+  std::vector<std::optional<double>> t = {5.0, std::nullopt, 1.04, 3.0, 1.0};
+  EXPECT_EQ(measurements_to_reach({0, 1, 2, 3, 4}, t, 1.0, 1.05), 3u);  // the failure counts too
+  EXPECT_EQ(measurements_to_reach({4, 0}, t, 1.0, 1.05), 1u);
+  EXPECT_EQ(measurements_to_reach({0, 3, 4}, t, 1.0, 1.01), 3u);
+}
+
+TEST(Replay, KernelTunerAndT4FilesOfTheSameRunAgree) {
+  Job job = load_job(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json");
+  ReplayOptions o;
+  o.seeds = 50;
+  auto kt = replay(
+      job, (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string(), o);
+  auto t4 = replay(
+      job, (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000_T4.json.gz").string(),
+      o);
+  EXPECT_EQ(kt.matched, 11130u);
+  EXPECT_EQ(t4.matched, 11130u);
+  EXPECT_DOUBLE_EQ(kt.optimum_ms, t4.optimum_ms);
+  EXPECT_EQ(kt.optimum_key, "8,96,1,1,6,0,1,0");
+  ASSERT_EQ(kt.strategies.size(), 2u);
+  EXPECT_EQ(kt.strategies[0].strategy, "brute_force");
+  EXPECT_EQ(kt.strategies[0].median_to_5, t4.strategies[0].median_to_5);
+  EXPECT_LE(kt.strategies[1].median_to_5, kt.strategies[1].p90_to_5);
+  EXPECT_LE(kt.strategies[1].median_to_10, kt.strategies[1].median_to_5);
+  EXPECT_FALSE(kt.pruner_scored);  // the kernel source is not shipped
+}
+
+TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
+  test::TempDir dir;
+  test::write_file(
+      dir / "k.cu",
+      "extern \"C\" __global__ void __launch_bounds__(256) k(float* p) { p[threadIdx.x] = 1.0f; }");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  test::write_file(dir / "cache.json",
+                   json({{"kernel_name", "k"},
+                         {"device_name", "d"},
+                         {"tune_params_keys", {"bs"}},
+                         {"cache",
+                          {{"64", {{"bs", 64}, {"time", 2.0}}},
+                           {"128", {{"bs", 128}, {"time", 1.0}}},
+                           {"256", {{"bs", 256}, {"time", 1.5}}},
+                           {"512", {{"bs", 512}, {"time", "RuntimeFailedConfig"}}}}}})
+                       .dump());
+  Job job = load_job(dir / "job.json");
+  ReplayOptions o;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  auto r = replay(job, (dir / "cache.json").string(), o);
+  ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
+  EXPECT_EQ(r.kept, 3u);
+  EXPECT_DOUBLE_EQ(r.fraction_pruned, 0.25);
+  EXPECT_DOUBLE_EQ(r.regret, 1.0);
+  EXPECT_EQ(r.failures_recorded, 1u);
+  EXPECT_EQ(r.failures_predicted, 1u);  // 512 threads > __launch_bounds__(256)
+  EXPECT_EQ(r.valid_rejected, 0u);
+}
+
+TEST(Replay, MeasurementsOfAnotherSpaceAreRefused) {
+  test::TempDir dir;
+  Job job = load_job(test::examples_dir() / "vector_add.json");
+  test::write_file(dir / "other.json",
+                   json({{"cache", {{"1", {{"x", 1}, {"time", 1.0}}}}}}).dump());
+  try {
+    replay(job, (dir / "other.json").string(), {});
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("none of its 1 configurations is in the job's space of 24"),
+        std::string::npos)
+        << e.what();
+  }
+  test::write_file(dir / "neither.json", "{\"hello\": 1}");
+  EXPECT_THROW(replay(job, (dir / "neither.json").string(), {}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace gputune::tuner

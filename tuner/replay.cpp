@@ -1,0 +1,205 @@
+#include "tuner/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "db/interchange.h"
+#include "tuner/prune.h"
+#include "tuner/strategy.h"
+
+namespace gputune::tuner {
+
+using nlohmann::json;
+
+namespace {
+
+std::string value_key(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_number_float()) return format_python_float(v.get<double>());
+  return v.dump();
+}
+
+}  // namespace
+
+std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
+                                                  std::size_t* entries) {
+  json doc;
+  try {
+    doc = json::parse(db::read_maybe_gzip(file));
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(file + ": malformed JSON (" + std::string(e.what()) + ")");
+  }
+  auto key_of = [&](const json& params) {
+    std::string k;
+    for (size_t i = 0; i < space.names->size(); ++i) {
+      const std::string& n = (*space.names)[i];
+      if (!params.contains(n)) return std::string();  // not this job's space
+      k += (i ? "," : "") + value_key(params[n]);
+    }
+    return k;
+  };
+  std::map<std::string, Recorded> out;
+  if (doc.contains("cache") && doc["cache"].is_object()) {  // Kernel Tuner cache file
+    if (entries) *entries = doc["cache"].size();
+    for (auto it = doc["cache"].begin(); it != doc["cache"].end(); ++it) {
+      const json& e = it.value();
+      std::string k = key_of(e);
+      if (k.empty()) continue;
+      Recorded r;
+      if (e.contains("time") && e["time"].is_number())
+        r.time_ms = e["time"].get<double>();
+      else
+        r.failure = e.contains("time") ? value_key(e["time"]) : "no time";
+      out[k] = r;
+    }
+  } else if (doc.contains("results") && doc["results"].is_array()) {  // T4
+    if (entries) *entries = doc["results"].size();
+    for (const json& e : doc["results"]) {
+      if (!e.contains("configuration")) continue;
+      std::string k = key_of(e["configuration"]);
+      if (k.empty()) continue;
+      Recorded r;
+      std::string inv = e.value("invalidity", "correct");
+      if (inv == "correct") {
+        for (auto& m : e.value("measurements", json::array()))
+          if (m.value("name", "") == "time" && m["value"].is_number())
+            r.time_ms = m["value"].get<double>();
+        if (!r.time_ms && e.contains("times") && e["times"].contains("runtimes") &&
+            !e["times"]["runtimes"].empty()) {
+          std::vector<double> rt = e["times"]["runtimes"].get<std::vector<double>>();
+          std::sort(rt.begin(), rt.end());
+          r.time_ms = rt[rt.size() / 2];
+        }
+      }
+      if (!r.time_ms) r.failure = inv;
+      out[k] = r;
+    }
+  } else {
+    throw std::runtime_error(
+        file + ": neither a Kernel Tuner cache file (key 'cache') nor a T4 file (key 'results')");
+  }
+  return out;
+}
+
+std::size_t measurements_to_reach(const std::vector<size_t>& order,
+                                  const std::vector<std::optional<double>>& time, double optimum,
+                                  double factor) {
+  std::size_t n = 0;
+  for (size_t i : order) {
+    if (i >= time.size()) continue;
+    ++n;
+    if (time[i] && *time[i] <= optimum * factor) return n;
+  }
+  return n;
+}
+
+ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions& o) {
+  ReplayReport rep;
+  Space space = build_space(job);
+  rep.space_size = space.size();
+  auto rec = read_measurements(file, space, &rep.recorded);
+  // Per space index: the recorded time (or failure); configurations without a record are left out.
+  std::vector<std::optional<double>> time(space.size());
+  std::vector<char> present(space.size(), 0);
+  rep.optimum_ms = INFINITY;
+  for (size_t i = 0; i < space.size(); ++i) {
+    auto it = rec.find(space.config(i).key());
+    if (it == rec.end()) continue;
+    present[i] = 1;
+    ++rep.matched;
+    time[i] = it->second.time_ms;
+    if (!time[i])
+      ++rep.failed;
+    else if (*time[i] < rep.optimum_ms)
+      rep.optimum_ms = *time[i], rep.optimum_key = it->first;
+  }
+  if (rep.matched == 0)
+    throw std::runtime_error(file + ": none of its " + std::to_string(rep.recorded) +
+                             " configurations is in the job's space of " +
+                             std::to_string(space.size()) + " (different parameters or values?)");
+  auto restrict_to_present = [&](std::vector<size_t> order) {
+    order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return !present[i]; }),
+                order.end());
+    return order;
+  };
+  auto percentile = [](std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1,
+                      static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  };
+  {
+    auto order = restrict_to_present(plan(*make_brute_force(space.size()), space.size()));
+    StrategyScore s{"brute_force", 1};
+    s.median_to_5 = s.p90_to_5 =
+        static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.05));
+    s.median_to_10 = s.p90_to_10 =
+        static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.10));
+    rep.strategies.push_back(s);
+  }
+  {
+    std::vector<double> to5, to10;
+    for (int seed = 1; seed <= o.seeds; ++seed) {
+      auto order = restrict_to_present(
+          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size()));
+      to5.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.05)));
+      to10.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.10)));
+    }
+    rep.strategies.push_back({"random", o.seeds, percentile(to5, 0.5), percentile(to10, 0.5),
+                              percentile(to5, 0.9), percentile(to10, 0.9)});
+  }
+  // The pruner needs the kernel source (to compile) and a device.
+  if (o.device.empty()) {
+    rep.pruner_note = "pruner not scored: give --device NAME";
+  } else if (!std::filesystem::exists(job.kernel_file)) {
+    rep.pruner_note =
+        "pruner not scored: the kernel source " + job.kernel_file.string() + " is not available";
+  } else {
+    PruneRunOptions po;
+    po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
+    PruneReport pr = prune_job(job, po);
+    rep.pruner_scored = true;
+    double best_kept = INFINITY;
+    for (size_t i = 0; i < space.size(); ++i) {
+      const auto& d = pr.rows[i].decision;
+      if (d.kept) ++rep.kept;
+      if (!present[i]) continue;
+      if (!time[i]) {
+        ++rep.failures_recorded;
+        if (d.rule == "resources") ++rep.failures_predicted;
+      } else {
+        if (d.rule == "resources") ++rep.valid_rejected;
+        if (d.kept && *time[i] < best_kept) best_kept = *time[i];
+      }
+    }
+    rep.fraction_pruned = 1.0 - static_cast<double>(rep.kept) / static_cast<double>(space.size());
+    rep.regret = best_kept / rep.optimum_ms;
+    rep.pruner_note = "no model yet: the ranking rule and Spearman correlation are not scored";
+  }
+  return rep;
+}
+
+void print_replay_report(const ReplayReport& r, std::ostream& out) {
+  out << "space " << r.space_size << " configurations; the measurements hold " << r.recorded
+      << ", of which " << r.matched << " match the space (" << r.failed << " failed)\n";
+  out << "optimum " << r.optimum_ms << " ms at " << r.optimum_key << "\n";
+  out << std::left << std::setw(14) << "strategy" << std::setw(8) << "seeds" << std::setw(16)
+      << "to 5% (median)" << std::setw(14) << "to 5% (p90)" << std::setw(17) << "to 10% (median)"
+      << "to 10% (p90)\n";
+  for (auto& s : r.strategies)
+    out << std::left << std::setw(14) << s.strategy << std::setw(8) << s.seeds << std::setw(16)
+        << s.median_to_5 << std::setw(14) << s.p90_to_5 << std::setw(17) << s.median_to_10
+        << s.p90_to_10 << "\n";
+  if (r.pruner_scored)
+    out << "pruner: kept " << r.kept << " (" << std::fixed << std::setprecision(1)
+        << 100 * r.fraction_pruned << "% pruned), regret " << std::setprecision(3) << r.regret
+        << ", recorded launch failures predicted " << r.failures_predicted << " of "
+        << r.failures_recorded << ", valid variants rejected for resources " << r.valid_rejected
+        << "\n";
+  out << r.pruner_note << "\n";
+}
+
+}  // namespace gputune::tuner

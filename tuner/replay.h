@@ -1,0 +1,71 @@
+/** \file tuner/replay.h
+ * Owns: `gputune replay`: scoring search strategies (and, when the kernel source is there, the
+ * pruning rules) against measurements taken elsewhere (a Kernel Tuner cache file or a T4 file),
+ * without a GPU: how many measurements each strategy needs to get within 5% and 10% of the
+ * optimum (median over many seeds), the fraction pruned, the regret pruning causes, and how many
+ * recorded launch failures the rules predicted.
+ * Must not: launch anything or write SQL. */
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+#include "variants/space.h"
+
+namespace gputune::tuner {
+
+/// One recorded outcome, keyed like the space (Kernel Tuner's comma-joined values).
+struct Recorded {
+  std::optional<double> time_ms;  ///< nullopt: the configuration failed
+  std::string failure;            ///< e.g. RuntimeFailedConfig, compile, runtime
+};
+
+/// Reads a Kernel Tuner cache file (.json/.json.gz) or a T4 file; keys follow `space`'s parameter
+/// order. Throws std::runtime_error naming the file for malformed input.
+/// `entries` (when given) receives how many entries the file holds, matching or not.
+std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
+                                                  std::size_t* entries = nullptr);
+
+struct StrategyScore {
+  std::string strategy;
+  int seeds = 0;
+  double median_to_5 = 0, median_to_10 = 0;  ///< measurements needed (median over seeds)
+  double p90_to_5 = 0, p90_to_10 = 0;
+};
+
+struct ReplayReport {
+  std::size_t space_size = 0, matched = 0, recorded = 0, failed = 0;
+  double optimum_ms = 0;
+  std::string optimum_key;
+  std::vector<StrategyScore> strategies;
+  // Pruner (only with the kernel source and a device).
+  bool pruner_scored = false;
+  std::string pruner_note;
+  std::size_t kept = 0;
+  double fraction_pruned = 0, regret = 0;  ///< regret: best kept / best overall
+  std::size_t failures_recorded = 0, failures_predicted = 0, valid_rejected = 0;
+};
+
+struct ReplayOptions {
+  int seeds = 100;
+  std::string device;  ///< for the pruner; empty: not scored
+  std::filesystem::path cache_dir;
+  int threads = 0;
+};
+
+ReplayReport replay(const Job& job, const std::string& measurements_file,
+                    const ReplayOptions& options);
+void print_replay_report(const ReplayReport& r, std::ostream& out);
+
+/// Measurements a visiting order needs until it has seen a time within `factor` of the optimum
+/// (configurations missing from the record are skipped, failures count as measurements).
+std::size_t measurements_to_reach(const std::vector<size_t>& order,
+                                  const std::vector<std::optional<double>>& time, double optimum,
+                                  double factor);
+
+}  // namespace gputune::tuner
