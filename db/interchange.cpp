@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "variants/hash.h"
+#include "variants/job.h"
 
 namespace gputune::db {
 
@@ -29,17 +30,14 @@ std::string read_maybe_gzip(const std::string& path) {
 
 namespace {
 
+/// Kernel Tuner keys configurations by Python's str() of each value.
+std::string kt_key_text(const json& v) { return json_to_value(v).str(); }
+
 std::string status_of_error(const std::string& e) {
   if (e == "CompilationFailedConfig") return "compile";
   if (e == "RuntimeFailedConfig") return "runtime";
   if (e == "InvalidConfig") return "constraints";
   return "runtime";
-}
-
-std::string value_text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  return v.dump();
 }
 
 }  // namespace
@@ -67,7 +65,7 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   json ps = doc.value("problem_size", json::array({1}));
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
-  for (size_t i = 0; i < ps.size(); ++i) sum.context += (i ? "x" : "") + value_text(ps[i]);
+  for (size_t i = 0; i < ps.size(); ++i) sum.context += (i ? "x" : "") + kt_key_text(ps[i]);
 
   Transaction t(store.db());
   DeviceRecord dev;
@@ -98,7 +96,7 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
         throw std::runtime_error(path + ": cache entry '" + it.key() + "' lacks parameter '" + k +
                                  "'");
       params[k] = e[k];
-      key += (i ? "," : "") + value_text(e[k]);
+      key += (i ? "," : "") + kt_key_text(e[k]);
     }
     std::int64_t variant_id = store.upsert_variant(kernel_id, key, params.dump());
     MeasurementRecord m;

@@ -16,12 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string value_key(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_number_float()) return format_python_float(v.get<double>());
-  return v.dump();
-}
+/// Kernel Tuner keys configurations by Python's str() of each value.
+std::string value_key(const json& v) { return json_to_value(v).str(); }
 
 }  // namespace
 
