@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,6 +12,13 @@
 #include <string>
 
 namespace gputune::test {
+
+/// Tests (and the gputune processes they start) never touch the user's cubin cache or database.
+inline const bool kIsolatedState = [] {
+  setenv("GPUTUNE_CACHE_DIR", GPUTUNE_TEST_STATE_DIR "/cubin-cache", 0);
+  setenv("GPUTUNE_DB", GPUTUNE_TEST_STATE_DIR "/default.db", 0);
+  return true;
+}();
 
 inline std::filesystem::path source_dir() { return GPUTUNE_SOURCE_DIR; }
 inline std::filesystem::path shared_dir() { return GPUTUNE_SHARED_DIR; }
