@@ -1,11 +1,8 @@
 #include "tuner/pipeline.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -24,7 +21,6 @@
 #include "tuner/measure.h"
 #include "tuner/progress.h"
 #include "tuner/strategy.h"
-#include "variants/hash.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
 
@@ -57,13 +53,6 @@ class Stage {
 
 std::string dims(const std::array<std::int64_t, 3>& d) {
   return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 /// Key of the job's default configuration: parameter Defaults, else each parameter's first value.
@@ -163,14 +152,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   rep.cached = cr.cached, rep.compiled_ok = cr.ok, rep.compile_failed = cr.failed;
 
   // 6. Records that identify this run.
-  std::string job_doc = read_file(job.file);
   std::int64_t job_id, kernel_id, device_id, run_id;
   std::vector<std::int64_t> variant_ids(configs.size());
   {
     db::Transaction t(store.db());
-    job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job_doc);
-    kernel_id =
-        store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
+    job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
+    kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
     db::DeviceRecord dr;
     if (dev) {
       dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
@@ -279,14 +266,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         need_reference = need_reference || (a.output && a.reference.empty());
 
     struct Row {
-      size_t i;
       std::optional<Variant> v;
       pruner::Occupancy occ;
       std::string geometry_error;
     };
     std::vector<Row> rows(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) {
-      rows[i].i = i;
       try {
         rows[i].v = instantiate(job, source, configs[i], ctx);
         if (inspected[i].ok)

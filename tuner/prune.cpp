@@ -1,6 +1,5 @@
 #include "tuner/prune.h"
 
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,7 +9,6 @@
 #include "pruner/device_spec.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
-#include "variants/hash.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -106,13 +104,9 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
                                           : db::default_database_path();
     db::Store store(rep.db_path);
     db::Transaction t(store.db());
-    std::ifstream in(job.file);
-    std::stringstream doc;
-    doc << in.rdbuf();
     auto job_id =
-        store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), doc.str());
-    auto kernel_id =
-        store.upsert_kernel(job.kernel_name, sha256_hex(job.kernel_name + "\n" + source), source);
+        store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
+    auto kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
     auto device_id = store.upsert_device(dr);
     rep.run_id = store.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
     db::ContextRecord c;

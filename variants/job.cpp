@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "variants/expr.h"
+#include "variants/hash.h"
 
 namespace gputune {
 
@@ -611,6 +612,7 @@ void read_extension(Reader& r, const json& ext, Job& job) {
 Job parse_job(const json& doc, const std::filesystem::path& file) {
   Job job;
   job.file = file;
+  job.document = doc.dump();
   Reader r(file.string(), job);
   if (!doc.is_object())
     r.fail("", "the document is not a JSON object",
@@ -729,7 +731,13 @@ Job load_job(const std::filesystem::path& file) {
                        std::to_string(col) + " (" + e.what() + ")",
                    "fix the JSON syntax there");
   }
-  return parse_job(doc, file);
+  Job job = parse_job(doc, file);
+  job.document = ss.str();
+  return job;
+}
+
+std::string kernel_hash(const Job& job, const std::string& source) {
+  return sha256_hex(job.kernel_name + "\n" + source);
 }
 
 std::string load_kernel_source(const Job& job) {

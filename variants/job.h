@@ -127,6 +127,7 @@ struct Job {
   std::string database;     // empty: default
   int compile_threads = 0;  // 0: one per core, capped
   std::string output_file;  // T1 General.OutputFile (informational)
+  std::string document;     // the job file's text, as read (stored with every run)
   /// What the reader tolerated in the file (non-schema keys, quirks), to show the user.
   std::vector<std::string> notes;
 };
@@ -138,6 +139,9 @@ Job parse_job(const nlohmann::json& doc, const std::filesystem::path& file);
 
 /// Reads the kernel source named by the job; JobError if it is missing or unreadable.
 std::string load_kernel_source(const Job& job);
+
+/// The kernel's identity in the database: a content hash of its name and source.
+std::string kernel_hash(const Job& job, const std::string& source);
 
 /// The expression environment names for a context: ProblemSize plus the context's values.
 std::vector<std::pair<std::string, Value>> context_bindings(const ContextSpec& ctx);
