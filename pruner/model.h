@@ -1,0 +1,79 @@
+/** \file pruner/model.h
+ * Owns: the performance model: predicted time of a variant from its traffic (traffic.h), flops,
+ * occupancy and wave quantization against a device's rates (a roofline with latency hiding), its
+ * calibration per device from measured times, and the rank correlation used to score it.
+ *   t = overhead + max(dram, l2, shared, flops) x waves / hiding, where
+ *   dram   = compulsory bytes / DRAM bandwidth            (each array's bytes, at most requested)
+ *   l2     = 32 B x global sectors / L2-to-SM bandwidth    (coalescing shows up here)
+ *   shared = wavefronts / (SMs x clock)                    (bank conflicts show up here)
+ *   flops  = flops / peak FP32 rate
+ *   hiding = min(1, resident warps per SM / saturating warps)
+ *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks   (tail effect)
+ * Calibration scales each term and fits the overhead and the saturating warp count by
+ * minimising the squared log error over measured variants.
+ * Must not: include cuda.h, launch anything, or touch the database. */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pruner/device_spec.h"
+#include "pruner/occupancy.h"
+#include "pruner/traffic.h"
+
+namespace gputune::pruner {
+
+struct DeviceRates {
+  int sm_count = 0;
+  double clock_ghz = 0;
+  double dram_gbs = 0;
+  double l2_gbs = 0;  ///< L2-to-SM bandwidth: 48 B per clock per SM unless measured
+  double fp32_gflops = 0;
+  bool valid() const { return sm_count > 0 && clock_ghz > 0 && dram_gbs > 0 && fp32_gflops > 0; }
+};
+
+DeviceRates rates_for(const DeviceSpec& d);
+/// From driver attributes (clock in kHz, memory clock in kHz, bus width in bits).
+DeviceRates rates_from_driver(const DeviceLimits& l, double clock_khz, double mem_clock_khz,
+                              int bus_width_bits);
+
+/// What the model needs of one variant in one context.
+struct ModelFeatures {
+  bool ok = false;
+  std::string reason;  ///< why there is no prediction (parse failure, infeasible launch)
+  double sectors = 0, compulsory_bytes = 0, shared_wavefronts = 0, flops = 0;
+  std::int64_t blocks = 0;
+  int warps_per_block = 0, blocks_per_sm = 0, active_warps = 0;
+};
+
+ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
+                            std::int64_t threads_per_block);
+
+struct Calibration {
+  double overhead_us = 4, dram = 1, l2 = 1, shared = 1, flops = 1, saturating_warps = 16;
+  int samples = 0;           ///< measurements it was fitted on (0: the defaults)
+  double rms_log_error = 0;  ///< of the fit, natural log
+  std::string json() const;
+  static Calibration from_json(const std::string& text);  ///< defaults for bad text
+};
+
+struct Prediction {
+  bool ok = false;
+  double ms = 0;
+  double dram_ms = 0, l2_ms = 0, shared_ms = 0, flops_ms = 0;
+  double hiding = 1, waves = 1;
+  std::string bound;  ///< dram, l2, shared, flops
+};
+
+Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibration& c);
+
+/// Fits a calibration to measured times (ms) of variants with features; needs at least 4 with
+/// ok features, else returns `start` unchanged.
+Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<double>& measured_ms,
+                      const DeviceRates& d, const Calibration& start = {});
+
+/// Spearman rank correlation (ties get their average rank); NaN for fewer than 2 pairs.
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace gputune::pruner

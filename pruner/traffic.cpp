@@ -1,0 +1,1395 @@
+// Memory-traffic analysis with clang libTooling: see traffic.h for what it owns and its limits.
+// Compiled with -fno-rtti (LLVM 14 is built without RTTI); only llvm::dyn_cast/isa are used.
+#include "pruner/traffic.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/RecordLayout.h>
+#include <clang/AST/Stmt.h>
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Frontend/ASTUnit.h>
+#include <clang/Tooling/Tooling.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#ifndef GPUTUNE_CLANG_RESOURCE_DIR
+#define GPUTUNE_CLANG_RESOURCE_DIR ""
+#endif
+
+namespace gputune::pruner {
+
+std::string clang_resource_dir() { return GPUTUNE_CLANG_RESOURCE_DIR; }
+
+namespace {
+
+using namespace clang;
+
+// What NVRTC provides without any include: the CUDA keywords, the builtin index variables, the
+// vector types and the device functions kernels commonly call. Only declarations: nothing here
+// is executed, it only has to parse. `#line 1` keeps the user's line numbers.
+constexpr const char* kPrelude = R"(
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __restrict__ __restrict
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __CUDACC_RTC__ 1
+struct __gt_uint3 { unsigned int x, y, z; };
+extern const __device__ __gt_uint3 threadIdx, blockIdx, blockDim, gridDim;
+extern const __device__ int warpSize;
+#define __GT_V1(T, A) struct __attribute__((aligned(A))) T##1 { T x; };
+#define __GT_V2(T, A) struct __attribute__((aligned(A))) T##2 { T x, y; };
+#define __GT_V3(T) struct T##3 { T x, y, z; };
+#define __GT_V4(T, A) struct __attribute__((aligned(A))) T##4 { T x, y, z, w; };
+typedef unsigned char uchar; typedef unsigned short ushort; typedef unsigned int uint;
+typedef unsigned long ulong; typedef long long longlong; typedef unsigned long long ulonglong;
+__GT_V1(char, 1) __GT_V2(char, 2) __GT_V3(char) __GT_V4(char, 4)
+__GT_V1(uchar, 1) __GT_V2(uchar, 2) __GT_V3(uchar) __GT_V4(uchar, 4)
+__GT_V1(short, 2) __GT_V2(short, 4) __GT_V3(short) __GT_V4(short, 8)
+__GT_V1(ushort, 2) __GT_V2(ushort, 4) __GT_V3(ushort) __GT_V4(ushort, 8)
+__GT_V1(int, 4) __GT_V2(int, 8) __GT_V3(int) __GT_V4(int, 16)
+__GT_V1(uint, 4) __GT_V2(uint, 8) __GT_V3(uint) __GT_V4(uint, 16)
+__GT_V1(float, 4) __GT_V2(float, 8) __GT_V3(float) __GT_V4(float, 16)
+__GT_V1(double, 8) __GT_V2(double, 16) __GT_V3(double) __GT_V4(double, 16)
+__GT_V1(longlong, 8) __GT_V2(longlong, 16)
+typedef struct uint3 dim3;
+typedef unsigned short __half_raw_gt;
+__device__ float2 make_float2(float, float); __device__ float3 make_float3(float, float, float);
+__device__ float4 make_float4(float, float, float, float); __device__ int2 make_int2(int, int);
+__device__ int4 make_int4(int, int, int, int); __device__ double2 make_double2(double, double);
+__device__ uint3 make_uint3(uint, uint, uint);
+__device__ void __syncthreads(); __device__ void __syncwarp(unsigned = 0xffffffff);
+__device__ int __syncthreads_count(int); __device__ int __syncthreads_or(int);
+__device__ int __syncthreads_and(int);
+__device__ void __threadfence(); __device__ void __threadfence_block();
+template <class T> __device__ T __ldg(const T*);
+template <class T> __device__ T __ldcg(const T*);
+template <class T> __device__ T __ldca(const T*);
+template <class T> __device__ T __ldcs(const T*);
+template <class T> __device__ void __stcg(T*, T);
+template <class T> __device__ void __stcs(T*, T);
+template <class T> __device__ T __shfl_sync(unsigned, T, int, int = 32);
+template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
+template <class T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);
+template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);
+__device__ unsigned __ballot_sync(unsigned, int); __device__ int __any_sync(unsigned, int);
+__device__ int __all_sync(unsigned, int); __device__ unsigned __activemask();
+__device__ int __popc(unsigned); __device__ int __popcll(unsigned long long);
+__device__ int __clz(int); __device__ int __ffs(int);
+__device__ int __mul24(int, int); __device__ unsigned __umul24(unsigned, unsigned);
+__device__ int __float2int_rn(float); __device__ int __float2int_rz(float);
+__device__ int __float2int_rd(float); __device__ int __float2int_ru(float);
+__device__ float __int2float_rn(int); __device__ float __int2float_rz(int);
+__device__ unsigned __float_as_uint(float); __device__ float __uint_as_float(unsigned);
+__device__ int __float_as_int(float); __device__ float __int_as_float(int);
+__device__ float __fdividef(float, float); __device__ float __expf(float);
+__device__ float __logf(float); __device__ float __sinf(float); __device__ float __cosf(float);
+__device__ float __powf(float, float); __device__ float __saturatef(float);
+__device__ float __fmaf_rn(float, float, float); __device__ float __fmul_rn(float, float);
+__device__ float __fadd_rn(float, float); __device__ double __fma_rn(double, double, double);
+__device__ int atomicAdd(int*, int); __device__ unsigned atomicAdd(unsigned*, unsigned);
+__device__ float atomicAdd(float*, float); __device__ double atomicAdd(double*, double);
+__device__ unsigned long long atomicAdd(unsigned long long*, unsigned long long);
+__device__ int atomicSub(int*, int); __device__ int atomicExch(int*, int);
+__device__ float atomicExch(float*, float); __device__ int atomicMin(int*, int);
+__device__ int atomicMax(int*, int); __device__ unsigned atomicInc(unsigned*, unsigned);
+__device__ int atomicCAS(int*, int, int); __device__ unsigned atomicCAS(unsigned*, unsigned, unsigned);
+__device__ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
+__device__ int atomicAnd(int*, int); __device__ int atomicOr(int*, int); __device__ int atomicXor(int*, int);
+__device__ int min(int, int); __device__ unsigned min(unsigned, unsigned);
+__device__ long long min(long long, long long); __device__ float min(float, float);
+__device__ double min(double, double); __device__ int max(int, int);
+__device__ unsigned max(unsigned, unsigned); __device__ long long max(long long, long long);
+__device__ float max(float, float); __device__ double max(double, double);
+__device__ int abs(int); __device__ long long llabs(long long); __device__ unsigned umin(unsigned, unsigned);
+__device__ unsigned umax(unsigned, unsigned);
+#define __GT_F1(f) __device__ float f##f(float); __device__ double f(double);
+#define __GT_F2(f) __device__ float f##f(float, float); __device__ double f(double, double);
+__GT_F1(sqrt) __GT_F1(rsqrt) __GT_F1(cbrt) __GT_F1(exp) __GT_F1(exp2) __GT_F1(exp10) __GT_F1(expm1)
+__GT_F1(log) __GT_F1(log2) __GT_F1(log10) __GT_F1(log1p) __GT_F1(sin) __GT_F1(cos) __GT_F1(tan)
+__GT_F1(asin) __GT_F1(acos) __GT_F1(atan) __GT_F1(sinh) __GT_F1(cosh) __GT_F1(tanh) __GT_F1(fabs)
+__GT_F1(floor) __GT_F1(ceil) __GT_F1(round) __GT_F1(trunc) __GT_F1(rint) __GT_F1(erf) __GT_F1(erfc)
+__GT_F1(lgamma) __GT_F1(tgamma) __GT_F1(rcbrt) __GT_F1(sinpi) __GT_F1(cospi)
+__GT_F2(pow) __GT_F2(fmin) __GT_F2(fmax) __GT_F2(atan2) __GT_F2(fmod) __GT_F2(hypot) __GT_F2(copysign)
+__GT_F2(fdim) __GT_F2(remainder)
+__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);
+__device__ void sincosf(float, float*, float*); __device__ int isnan(float); __device__ int isinf(float);
+__device__ int isfinite(float);
+#line 1 "kernel.cu"
+)";
+
+constexpr int W = 32;
+using Lanes = std::array<std::int64_t, W>;
+using Mask = std::uint32_t;
+
+struct Val {
+  enum Kind : std::uint8_t { Unknown, Uninit, Int, Ptr };
+  Kind k = Unknown;
+  int arr = -1;  // Ptr (and Unknown addresses into a known array): which array
+  Lanes v{};     // Int: values; Ptr: byte offsets from the array's start
+  static Val constant(std::int64_t c) {
+    Val r;
+    r.k = Int;
+    r.v.fill(c);
+    return r;
+  }
+};
+
+struct ArrayDesc {
+  std::string name;
+  std::string space;  // global, shared, local, constant
+  std::int64_t bytes = -1;
+};
+
+class Abort : public std::exception {
+ public:
+  explicit Abort(std::string m) : msg(std::move(m)) {}
+  const char* what() const noexcept override { return msg.c_str(); }
+  std::string msg;
+};
+
+class DiagCollector : public DiagnosticConsumer {
+ public:
+  void HandleDiagnostic(DiagnosticsEngine::Level level, const Diagnostic& info) override {
+    DiagnosticConsumer::HandleDiagnostic(level, info);
+    if (level < DiagnosticsEngine::Error || !first.empty()) return;
+    SmallString<256> text;
+    info.FormatDiagnostic(text);
+    std::string where;
+    if (info.hasSourceManager() && info.getLocation().isValid()) {
+      PresumedLoc p = info.getSourceManager().getPresumedLoc(info.getLocation());
+      if (p.isValid())
+        where = std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ":" +
+                std::to_string(p.getColumn()) + ": ";
+    }
+    first = where + std::string(text.str());
+  }
+  std::string first;
+};
+
+/// Variables assigned anywhere in a statement (assignment, ++/--, address taken).
+void assigned_vars(const Stmt* s, std::unordered_set<const VarDecl*>& out) {
+  if (!s) return;
+  auto target = [&](const Expr* e) {
+    e = e->IgnoreParenImpCasts();
+    if (auto* d = dyn_cast<DeclRefExpr>(e))
+      if (auto* v = dyn_cast<VarDecl>(d->getDecl())) out.insert(v);
+  };
+  if (auto* b = dyn_cast<BinaryOperator>(s)) {
+    if (b->isAssignmentOp()) target(b->getLHS());
+  } else if (auto* u = dyn_cast<UnaryOperator>(s)) {
+    if (u->isIncrementDecrementOp() || u->getOpcode() == UO_AddrOf) target(u->getSubExpr());
+  }
+  for (const Stmt* c : s->children()) assigned_vars(c, out);
+}
+
+bool contains_jump(const Stmt* s) {
+  if (!s) return false;
+  if (isa<BreakStmt>(s) || isa<ContinueStmt>(s) || isa<ReturnStmt>(s) || isa<GotoStmt>(s))
+    return true;
+  for (const Stmt* c : s->children())
+    if (contains_jump(c)) return true;
+  return false;
+}
+
+void declared_vars(const Stmt* s, std::unordered_set<const VarDecl*>& out) {
+  if (!s) return;
+  if (auto* d = dyn_cast<DeclStmt>(s))
+    for (auto* dd : d->decls())
+      if (auto* v = dyn_cast<VarDecl>(dd)) out.insert(v);
+  for (const Stmt* c : s->children()) declared_vars(c, out);
+}
+
+class Sim {
+ public:
+  Sim(ASTContext& ctx, const TrafficInput& in) : ctx_(ctx), sm_(ctx.getSourceManager()), in_(in) {}
+
+  void run(const FunctionDecl* kernel, TrafficReport& rep) {
+    kernel_ = kernel;
+    const auto& g = in_.grid;
+    const auto& b = in_.block;
+    std::int64_t threads = b[0] * b[1] * b[2];
+    std::int64_t blocks = g[0] * g[1] * g[2];
+    int nwarps = static_cast<int>((threads + W - 1) / W);
+    std::vector<int> warps{0};
+    if (in_.max_warps_per_block >= 3 && nwarps > 2) warps.push_back(nwarps / 2);
+    if (in_.max_warps_per_block >= 2 && nwarps > 1) warps.push_back(nwarps - 1);
+    rep.blocks = blocks;
+    rep.warps_per_block = nwarps;
+    rep.warps_simulated = static_cast<int>(warps.size());
+    for (int d = 0; d < 3; ++d) bid_[d] = g[d] / 2;  // an interior block
+    double base = static_cast<double>(blocks) * nwarps / static_cast<double>(warps.size());
+    for (int w : warps) {
+      Mask m = 0;
+      for (int l = 0; l < W; ++l) {
+        std::int64_t t = static_cast<std::int64_t>(w) * W + l;
+        if (t < threads) m |= Mask(1) << l;
+        tid_[0][l] = t % b[0];
+        tid_[1][l] = (t / b[0]) % b[1];
+        tid_[2][l] = t / (b[0] * b[1]);
+      }
+      vars_.clear();
+      bind_params();
+      weight_ = base;
+      active_ = m;
+      frames_.assign(1, Frame{});
+      loops_.clear();
+      exec(kernel->getBody());
+    }
+    finish(rep);
+  }
+
+ private:
+  struct Frame {
+    Val ret;
+    bool has_ret = false;
+  };
+  struct LoopCtx {
+    Mask brk = 0, cont = 0;
+  };
+  struct Counter {
+    Access a;
+  };
+
+  ASTContext& ctx_;
+  SourceManager& sm_;
+  const TrafficInput& in_;
+  const FunctionDecl* kernel_ = nullptr;
+  std::array<std::int64_t, 3> bid_{};
+  std::array<Lanes, 3> tid_{};
+  std::vector<ArrayDesc> arrays_;
+  std::unordered_map<const VarDecl*, int> array_of_;
+  std::unordered_map<const VarDecl*, Val> vars_;
+  std::map<std::pair<const Expr*, bool>, Access> accesses_;
+  std::unordered_map<const Expr*, std::optional<std::int64_t>> const_cache_;
+  std::set<std::string> notes_;
+  std::vector<Frame> frames_;
+  std::vector<LoopCtx> loops_;
+  std::vector<const FunctionDecl*> call_stack_;
+  double weight_ = 1;
+  Mask active_ = 0;
+  long steps_ = 0;
+  static constexpr long kMaxSteps = 4'000'000;
+  static constexpr int kMaxIterations = 4096;
+
+  int line_of(SourceLocation l) const { return static_cast<int>(sm_.getPresumedLineNumber(l)); }
+  std::string at(const Stmt* s) const {
+    return "line " + std::to_string(line_of(s->getBeginLoc()));
+  }
+
+  std::int64_t size_of(QualType t) const {
+    if (t->isIncompleteType() || t->isDependentType()) return 0;
+    return static_cast<std::int64_t>(ctx_.getTypeSizeInChars(t).getQuantity());
+  }
+
+  int array_for(const VarDecl* v, const std::string& space, std::int64_t bytes) {
+    auto it = array_of_.find(v);
+    if (it != array_of_.end()) return it->second;
+    arrays_.push_back({v->getNameAsString(), space, bytes});
+    int id = static_cast<int>(arrays_.size() - 1);
+    array_of_[v] = id;
+    return id;
+  }
+
+  void bind_params() {
+    for (const ParmVarDecl* p : kernel_->parameters()) {
+      std::string name = p->getNameAsString();
+      QualType t = p->getType();
+      if (t->isPointerType()) {
+        auto it = in_.array_bytes.find(name);
+        Val v;
+        v.k = Val::Ptr;
+        v.arr = array_for(p, "global", it == in_.array_bytes.end() ? -1 : it->second);
+        vars_[p] = v;
+      } else if (t->isIntegralOrEnumerationType()) {
+        auto it = in_.scalars.find(name);
+        if (it != in_.scalars.end()) {
+          vars_[p] = Val::constant(static_cast<std::int64_t>(it->second));
+        } else {
+          vars_[p] = Val{};
+          notes_.insert("scalar argument '" + name +
+                        "' has no value in the job: its uses are unknown");
+        }
+      } else {
+        vars_[p] = Val{};
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- integers
+  std::int64_t wrap(QualType t, std::int64_t v) const {
+    if (t->isBooleanType()) return v != 0;
+    if (!t->isIntegralOrEnumerationType()) return v;
+    auto bits = ctx_.getTypeSize(t);
+    bool sgn = t->isSignedIntegerOrEnumerationType();
+    switch (bits) {
+      case 8:
+        return sgn ? static_cast<std::int8_t>(v) : static_cast<std::uint8_t>(v);
+      case 16:
+        return sgn ? static_cast<std::int16_t>(v) : static_cast<std::uint16_t>(v);
+      case 32:
+        return sgn ? static_cast<std::int32_t>(v) : static_cast<std::uint32_t>(v);
+      default:
+        return v;
+    }
+  }
+
+  std::optional<std::int64_t> folded(const Expr* e) {
+    auto it = const_cache_.find(e);
+    if (it != const_cache_.end()) return it->second;
+    std::optional<std::int64_t> r;
+    if (!e->isValueDependent() && e->getType()->isIntegralOrEnumerationType() &&
+        !e->HasSideEffects(ctx_)) {
+      Expr::EvalResult res;
+      if (e->EvaluateAsInt(res, ctx_)) r = res.Val.getInt().getExtValue();
+    }
+    const_cache_[e] = r;
+    return r;
+  }
+
+  static bool known(const Val& v) { return v.k == Val::Int || v.k == Val::Ptr; }
+
+  Mask truth(const Val& c, bool& unknown) const {
+    unknown = false;
+    if (c.k == Val::Ptr) return active_;
+    if (c.k != Val::Int) {
+      unknown = true;
+      return active_;
+    }
+    Mask m = 0;
+    for (int l = 0; l < W; ++l)
+      if (c.v[l]) m |= Mask(1) << l;
+    return m & active_;
+  }
+
+  void count_flops(double per_lane) {
+    if (active_) flops_ += per_lane * std::popcount(active_) * weight_;
+  }
+  double flops_ = 0;
+
+  // ---------------------------------------------------------------- memory
+  void record(const Expr* site, const Val& a, std::int64_t bytes, bool store) {
+    if (a.arr < 0 || !active_ || bytes <= 0) return;
+    const ArrayDesc& d = arrays_[static_cast<size_t>(a.arr)];
+    if (d.space != "global" && d.space != "shared") return;
+    Access& acc = accesses_[{site, store}];
+    if (acc.line == 0) {
+      PresumedLoc p = sm_.getPresumedLoc(site->getExprLoc());
+      acc.line = p.isValid() ? static_cast<int>(p.getLine()) : 0;
+      acc.column = p.isValid() ? static_cast<int>(p.getColumn()) : 0;
+      acc.array = d.name;
+      acc.space = d.space;
+      acc.kind = store ? "store" : "load";
+      acc.element_bytes = static_cast<int>(bytes);
+    }
+    int n = std::popcount(active_);
+    double w = weight_;
+    acc.requests += w;
+    acc.bytes += w * n * static_cast<double>(bytes);
+    if (d.space == "global") {
+      double ideal = std::max<double>(1, std::ceil(n * static_cast<double>(bytes) / 32.0));
+      acc.ideal += w * ideal;
+      if (a.k != Val::Ptr) {
+        acc.analysed = false;
+        acc.note = "address depends on data or an unknown value: counted as uncoalesced";
+        acc.sectors += w * n * std::max<double>(1, std::ceil(static_cast<double>(bytes) / 32.0));
+        return;
+      }
+      std::int64_t sec[W * 8];
+      int k = 0;
+      for (int l = 0; l < W; ++l) {
+        if (!(active_ >> l & 1)) continue;
+        for (std::int64_t s = a.v[l] >> 5; s <= (a.v[l] + bytes - 1) >> 5 && k < W * 8; ++s)
+          sec[k++] = s;
+      }
+      std::sort(sec, sec + k);
+      acc.sectors += w * static_cast<double>(std::unique(sec, sec + k) - sec);
+    } else {
+      // Shared memory: 32 banks of 4 bytes; an access of e bytes per lane is served in phases of
+      // 128/e lanes; each phase takes as many wavefronts as the most distinct words in one bank.
+      int per_phase =
+          static_cast<int>(std::max<std::int64_t>(1, 128 / std::max<std::int64_t>(4, bytes)));
+      double ideal = 0, waves = 0;
+      for (int p0 = 0; p0 < W; p0 += per_phase) {
+        Mask pm = 0;
+        for (int l = p0; l < std::min(W, p0 + per_phase); ++l) pm |= Mask(1) << l;
+        pm &= active_;
+        if (!pm) continue;
+        ideal += 1;
+        if (a.k != Val::Ptr) {
+          waves += std::popcount(pm);
+          continue;
+        }
+        std::vector<std::int64_t> words;
+        for (int l = p0; l < std::min(W, p0 + per_phase); ++l) {
+          if (!(pm >> l & 1)) continue;
+          for (std::int64_t wd = a.v[l] >> 2; wd <= (a.v[l] + bytes - 1) >> 2; ++wd)
+            words.push_back(wd);
+        }
+        std::sort(words.begin(), words.end());
+        words.erase(std::unique(words.begin(), words.end()), words.end());
+        int per_bank[32] = {};
+        int worst = 1;
+        for (auto wd : words) worst = std::max(worst, ++per_bank[((wd % 32) + 32) % 32]);
+        waves += worst;
+      }
+      if (a.k != Val::Ptr) acc.analysed = false;
+      acc.ideal += w * ideal;
+      acc.wavefronts += w * waves;
+    }
+    if (!acc.analysed && acc.note.empty())
+      acc.note = "address depends on data or an unknown value: counted as uncoalesced";
+  }
+
+  /// The address an lvalue denotes: Ptr into a tracked array, Unknown with arr set (an index we
+  /// cannot evaluate), or Unknown with arr -1 (a local variable, not memory we track).
+  Val addr(const Expr* e) {
+    e = e->IgnoreParens();
+    if (auto* s = dyn_cast<ArraySubscriptExpr>(e)) {
+      Val base = eval(s->getBase());
+      Val idx = eval(s->getIdx());
+      std::int64_t sz = size_of(s->getType());
+      if (base.k != Val::Ptr) {
+        Val r;
+        r.arr = base.arr;
+        return r;
+      }
+      if (idx.k != Val::Int) {
+        Val r;
+        r.arr = base.arr;
+        return r;
+      }
+      for (int l = 0; l < W; ++l) base.v[l] += idx.v[l] * sz;
+      return base;
+    }
+    if (auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Deref)
+      return eval(u->getSubExpr());
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      if (auto* v = dyn_cast<VarDecl>(d->getDecl())) {
+        if (v->getType()->isArrayType()) {
+          Val r;
+          r.k = Val::Ptr;
+          r.arr = array_for(v, space_of(v), size_of(v->getType()));
+          return r;
+        }
+      }
+      return Val{};
+    }
+    if (auto* m = dyn_cast<MemberExpr>(e)) {
+      Val base = m->isArrow() ? eval(m->getBase()) : addr(m->getBase());
+      if (base.k == Val::Ptr)
+        if (auto* f = dyn_cast<FieldDecl>(m->getMemberDecl())) {
+          std::int64_t off = static_cast<std::int64_t>(ctx_.getFieldOffset(f) / 8);
+          for (auto& x : base.v) x += off;
+        }
+      return base;
+    }
+    eval(e);
+    return Val{};
+  }
+
+  std::string space_of(const VarDecl* v) const {
+    if (v->hasAttr<CUDASharedAttr>()) return "shared";
+    if (v->hasAttr<CUDAConstantAttr>()) return "constant";
+    if (v->hasGlobalStorage()) return "global";
+    return "local";
+  }
+
+  Val load(const Expr* lv) {
+    const Expr* e = lv->IgnoreParens();
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      if (auto* v = dyn_cast<VarDecl>(d->getDecl())) {
+        if (!v->getType()->isArrayType()) return var_value(v);
+      }
+    }
+    if (auto* m = dyn_cast<MemberExpr>(e)) {
+      if (auto b = builtin(m)) return *b;
+      if (!m->isArrow() && !is_memory(m->getBase())) return Val{};
+    }
+    Val a = addr(e);
+    if (a.arr >= 0) record(e, a, size_of(lv->getType()), false);
+    return Val{};
+  }
+
+  /// Whether an lvalue is in memory we track (not a local scalar or struct variable).
+  bool is_memory(const Expr* e) {
+    e = e->IgnoreParens();
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      auto* v = dyn_cast<VarDecl>(d->getDecl());
+      return v && v->getType()->isArrayType() && space_of(v) != "local";
+    }
+    if (auto* m = dyn_cast<MemberExpr>(e)) return m->isArrow() || is_memory(m->getBase());
+    return true;  // subscripts and dereferences: decided by addr()
+  }
+
+  std::optional<Val> builtin(const MemberExpr* m) {
+    auto* d = dyn_cast<DeclRefExpr>(m->getBase()->IgnoreParenImpCasts());
+    if (!d) return std::nullopt;
+    std::string base = d->getDecl()->getNameAsString();
+    std::string f = m->getMemberDecl()->getNameAsString();
+    int dim = f == "x" ? 0 : f == "y" ? 1 : f == "z" ? 2 : -1;
+    if (dim < 0) return std::nullopt;
+    if (base == "threadIdx") {
+      Val r;
+      r.k = Val::Int;
+      r.v = tid_[static_cast<size_t>(dim)];
+      return r;
+    }
+    if (base == "blockIdx") return Val::constant(bid_[static_cast<size_t>(dim)]);
+    if (base == "blockDim") return Val::constant(in_.block[static_cast<size_t>(dim)]);
+    if (base == "gridDim") return Val::constant(in_.grid[static_cast<size_t>(dim)]);
+    return std::nullopt;
+  }
+
+  Val var_value(const VarDecl* v) {
+    auto it = vars_.find(v);
+    if (it != vars_.end()) return it->second;
+    if (v->getType()->isIntegralOrEnumerationType()) {
+      if (const APValue* c = v->evaluateValue(); c && c->isInt())
+        return Val::constant(c->getInt().getExtValue());
+    }
+    if (v->getNameAsString() == "warpSize") return Val::constant(32);
+    return Val{};
+  }
+
+  void assign_var(const VarDecl* v, const Val& rhs) {
+    Val& cur = vars_[v];
+    if (cur.k == Val::Uninit || (cur.k == rhs.k && cur.arr == rhs.arr)) {
+      if (cur.k == Val::Uninit) {
+        Lanes keep = cur.v;
+        cur = rhs;
+        for (int l = 0; l < W; ++l)
+          if (!(active_ >> l & 1)) cur.v[l] = keep[l];
+        return;
+      }
+      for (int l = 0; l < W; ++l)
+        if (active_ >> l & 1) cur.v[l] = rhs.v[l];
+      return;
+    }
+    cur = Val{};  // mixing kinds across lanes: unknown
+    cur.arr = rhs.arr == cur.arr ? rhs.arr : -1;
+  }
+
+  /// Stores to an lvalue: a local variable takes the value; memory records a store.
+  void store(const Expr* lhs, const Val& value, const Expr* site) {
+    const Expr* e = lhs->IgnoreParens();
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      if (auto* v = dyn_cast<VarDecl>(d->getDecl()); v && !v->getType()->isArrayType()) {
+        assign_var(v, value);
+        return;
+      }
+    }
+    if (auto* m = dyn_cast<MemberExpr>(e); m && !m->isArrow() && !is_memory(m->getBase())) return;
+    Val a = addr(e);
+    if (a.arr >= 0) record(site, a, size_of(lhs->getType()), true);
+  }
+
+  Val arith(BinaryOperatorKind op, const Val& a, const Val& b, QualType rt, QualType lt) {
+    if (a.k == Val::Ptr && b.k == Val::Int && (op == BO_Add || op == BO_Sub)) {
+      Val r = a;
+      std::int64_t sz = size_of(lt->getPointeeType());
+      for (int l = 0; l < W; ++l) r.v[l] += (op == BO_Add ? 1 : -1) * b.v[l] * sz;
+      return r;
+    }
+    if (a.k == Val::Int && b.k == Val::Ptr && op == BO_Add) return arith(op, b, a, rt, rt);
+    if (a.k == Val::Ptr && b.k == Val::Ptr && op == BO_Sub && a.arr == b.arr) {
+      Val r;
+      r.k = Val::Int;
+      std::int64_t sz = std::max<std::int64_t>(1, size_of(lt->getPointeeType()));
+      for (int l = 0; l < W; ++l) r.v[l] = (a.v[l] - b.v[l]) / sz;
+      return r;
+    }
+    if (a.k != Val::Int || b.k != Val::Int) return Val{};
+    Val r;
+    r.k = Val::Int;
+    bool uns = lt->isUnsignedIntegerOrEnumerationType();
+    for (int l = 0; l < W; ++l) {
+      std::int64_t x = a.v[l], y = b.v[l], z = 0;
+      switch (op) {
+        case BO_Add:
+          z = x + y;
+          break;
+        case BO_Sub:
+          z = x - y;
+          break;
+        case BO_Mul:
+          z = x * y;
+          break;
+        case BO_Div:
+          if (y == 0) {
+            if (active_ >> l & 1) return Val{};
+            z = 0;
+          } else {
+            z = uns ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) /
+                                                static_cast<std::uint64_t>(y))
+                    : x / y;
+          }
+          break;
+        case BO_Rem:
+          if (y == 0) {
+            if (active_ >> l & 1) return Val{};
+            z = 0;
+          } else {
+            z = uns ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) %
+                                                static_cast<std::uint64_t>(y))
+                    : x % y;
+          }
+          break;
+        case BO_Shl:
+          z = (y >= 0 && y < 63) ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) << y)
+                                 : 0;
+          break;
+        case BO_Shr:
+          z = (y >= 0 && y < 63) ? x >> y : 0;
+          break;
+        case BO_And:
+          z = x & y;
+          break;
+        case BO_Or:
+          z = x | y;
+          break;
+        case BO_Xor:
+          z = x ^ y;
+          break;
+        case BO_LT:
+          z = uns ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
+          break;
+        case BO_GT:
+          z = uns ? static_cast<std::uint64_t>(x) > static_cast<std::uint64_t>(y) : x > y;
+          break;
+        case BO_LE:
+          z = uns ? static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(y) : x <= y;
+          break;
+        case BO_GE:
+          z = uns ? static_cast<std::uint64_t>(x) >= static_cast<std::uint64_t>(y) : x >= y;
+          break;
+        case BO_EQ:
+          z = x == y;
+          break;
+        case BO_NE:
+          z = x != y;
+          break;
+        default:
+          return Val{};
+      }
+      r.v[l] = wrap(rt, z);
+    }
+    return r;
+  }
+
+  static BinaryOperatorKind base_op(BinaryOperatorKind op) {
+    switch (op) {
+      case BO_AddAssign:
+        return BO_Add;
+      case BO_SubAssign:
+        return BO_Sub;
+      case BO_MulAssign:
+        return BO_Mul;
+      case BO_DivAssign:
+        return BO_Div;
+      case BO_RemAssign:
+        return BO_Rem;
+      case BO_ShlAssign:
+        return BO_Shl;
+      case BO_ShrAssign:
+        return BO_Shr;
+      case BO_AndAssign:
+        return BO_And;
+      case BO_OrAssign:
+        return BO_Or;
+      case BO_XorAssign:
+        return BO_Xor;
+      default:
+        return op;
+    }
+  }
+
+  Val select(const Val& c, const Val& t, const Val& f) {
+    if (t.k != f.k || t.arr != f.arr || !known(t)) return Val{};
+    Val r = t;
+    for (int l = 0; l < W; ++l) r.v[l] = c.v[l] ? t.v[l] : f.v[l];
+    return r;
+  }
+
+  Val eval(const Expr* e) {
+    if (++steps_ > kMaxSteps)
+      throw Abort("analysis stopped after " + std::to_string(kMaxSteps) + " evaluation steps");
+    e = e->IgnoreParens();
+    if (!e->getType()->isDependentType() && e->getType()->isIntegralOrEnumerationType() &&
+        !isa<DeclRefExpr>(e) && !isa<MemberExpr>(e))
+      if (auto c = folded(e)) return Val::constant(*c);
+    if (auto* c = dyn_cast<ImplicitCastExpr>(e)) return cast(c, c->getSubExpr());
+    if (auto* c = dyn_cast<ExplicitCastExpr>(e)) return cast(c, c->getSubExpr());
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      if (auto* v = dyn_cast<VarDecl>(d->getDecl())) {
+        if (v->getType()->isArrayType()) return addr(d);
+        return var_value(v);
+      }
+      if (auto c = folded(e)) return Val::constant(*c);
+      return Val{};
+    }
+    if (auto* m = dyn_cast<MemberExpr>(e)) {
+      if (auto b = builtin(m)) return *b;
+      if (m->getType()->isArrayType()) return addr(m);
+      return Val{};
+    }
+    if (auto* u = dyn_cast<UnaryOperator>(e)) return unary(u);
+    if (auto* b = dyn_cast<BinaryOperator>(e)) return binary(b);
+    if (auto* c = dyn_cast<ConditionalOperator>(e)) return conditional(c);
+    if (auto* s = dyn_cast<ArraySubscriptExpr>(e)) return addr(s);
+    if (auto* oc = dyn_cast<CXXOperatorCallExpr>(e);
+        oc && oc->getOperator() == OO_Equal && oc->getNumArgs() == 2) {
+      // `out[i] = v;` on a record (float4): a store of the whole record; a record on the right
+      // that lives in memory is loaded.
+      const Expr* src = oc->getArg(1)->IgnoreImpCasts();
+      if (src->isGLValue())
+        load(src);
+      else
+        eval(src);
+      store(oc->getArg(0), Val{}, oc);
+      return Val{};
+    }
+    if (auto* c = dyn_cast<CallExpr>(e)) return call(c);
+    if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
+      // `float4 v = A[i];`: a copy of a record out of memory is a load of the whole record.
+      if (c->getNumArgs() == 1 && c->getConstructor()->isCopyOrMoveConstructor()) {
+        const Expr* src = c->getArg(0)->IgnoreImpCasts();
+        if (src->isGLValue()) return load(src);
+      }
+      for (const Expr* a : c->arguments()) eval(a);
+      return Val{};
+    }
+    if (auto* f = dyn_cast<FullExpr>(e)) return eval(f->getSubExpr());
+    if (auto* m = dyn_cast<MaterializeTemporaryExpr>(e)) return eval(m->getSubExpr());
+    if (auto* b = dyn_cast<CXXBindTemporaryExpr>(e)) return eval(b->getSubExpr());
+    for (const Stmt* c : e->children())
+      if (auto* ce = dyn_cast_or_null<Expr>(c)) eval(ce);
+    return Val{};
+  }
+
+  Val cast(const CastExpr* c, const Expr* sub) {
+    switch (c->getCastKind()) {
+      case CK_LValueToRValue:
+        return load(sub);
+      case CK_ArrayToPointerDecay:
+        return addr(sub);
+      case CK_IntegralCast:
+      case CK_IntegralToBoolean:
+      case CK_BooleanToSignedIntegral: {
+        Val v = eval(sub);
+        if (v.k != Val::Int) return Val{};
+        for (auto& x : v.v)
+          x = wrap(c->getType(), c->getCastKind() == CK_BooleanToSignedIntegral ? -x : x);
+        return v;
+      }
+      case CK_PointerToBoolean: {
+        Val v = eval(sub);
+        return v.k == Val::Ptr ? Val::constant(1) : Val{};
+      }
+      case CK_NoOp:
+      case CK_BitCast:
+      case CK_UncheckedDerivedToBase:
+      case CK_DerivedToBase:
+      case CK_ToVoid:
+      case CK_ConstructorConversion:
+      case CK_UserDefinedConversion:
+      case CK_AddressSpaceConversion:
+        return eval(sub);
+      default:
+        eval(sub);
+        return Val{};
+    }
+  }
+
+  Val unary(const UnaryOperator* u) {
+    const Expr* s = u->getSubExpr();
+    switch (u->getOpcode()) {
+      case UO_AddrOf:
+        return addr(s);
+      case UO_Deref:
+        return load(u);
+      case UO_PreInc:
+      case UO_PreDec:
+      case UO_PostInc:
+      case UO_PostDec: {
+        Val old = load(s);
+        Val r = old;
+        if (old.k == Val::Int || old.k == Val::Ptr) {
+          std::int64_t step = u->isIncrementOp() ? 1 : -1;
+          if (old.k == Val::Ptr) step *= size_of(s->getType()->getPointeeType());
+          for (auto& x : r.v) x = wrap(s->getType(), x + step);
+        } else if (s->getType()->isFloatingType()) {
+          count_flops(1);
+        }
+        store(s, r, u);
+        return u->isPrefix() ? r : old;
+      }
+      case UO_Minus:
+      case UO_Not:
+      case UO_LNot:
+      case UO_Plus: {
+        Val v = eval(s);
+        if (v.k != Val::Int) return Val{};
+        for (auto& x : v.v) {
+          x = u->getOpcode() == UO_Minus  ? -x
+              : u->getOpcode() == UO_Not  ? ~x
+              : u->getOpcode() == UO_LNot ? !x
+                                          : x;
+          x = wrap(u->getType(), x);
+        }
+        return v;
+      }
+      default:
+        eval(s);
+        return Val{};
+    }
+  }
+
+  Val binary(const BinaryOperator* b) {
+    BinaryOperatorKind op = b->getOpcode();
+    if (op == BO_Assign) {
+      Val rhs = eval(b->getRHS());
+      store(b->getLHS(), rhs, b);
+      return rhs;
+    }
+    if (b->isCompoundAssignmentOp()) {
+      Val old = load(b->getLHS());
+      Val rhs = eval(b->getRHS());
+      Val r;
+      if (b->getLHS()->getType()->isFloatingType() || b->getLHS()->getType()->isVectorType()) {
+        count_flops(1);
+      } else {
+        r = arith(base_op(op), old, rhs, b->getLHS()->getType(), b->getLHS()->getType());
+      }
+      store(b->getLHS(), r, b);
+      return r;
+    }
+    if (op == BO_Comma) {
+      eval(b->getLHS());
+      return eval(b->getRHS());
+    }
+    if (op == BO_LAnd || op == BO_LOr) {
+      Val l = eval(b->getLHS());
+      bool unk = false;
+      Mask lt = truth(l, unk);
+      Mask saved = active_;
+      active_ = unk ? saved : (op == BO_LAnd ? lt : saved & ~lt);
+      Val r = active_ ? eval(b->getRHS()) : Val::constant(0);
+      active_ = saved;
+      if (unk || (r.k != Val::Int && r.k != Val::Ptr)) return Val{};
+      Val out;
+      out.k = Val::Int;
+      for (int i = 0; i < W; ++i) {
+        bool lv = lt >> i & 1, rv = r.k == Val::Ptr ? true : r.v[i] != 0;
+        out.v[i] = op == BO_LAnd ? (lv && rv) : (lv || rv);
+      }
+      return out;
+    }
+    Val l = eval(b->getLHS());
+    Val r = eval(b->getRHS());
+    if (b->getType()->isFloatingType() || b->getLHS()->getType()->isFloatingType()) {
+      if (op == BO_Add || op == BO_Sub || op == BO_Mul || op == BO_Div) count_flops(1);
+      return Val{};
+    }
+    return arith(op, l, r, b->getType(), b->getLHS()->getType());
+  }
+
+  Val conditional(const ConditionalOperator* c) {
+    Val cond = eval(c->getCond());
+    bool unk = false;
+    Mask t = truth(cond, unk);
+    Mask saved = active_;
+    if (unk) {
+      notes_.insert("data-dependent condition at " + at(c) + ": both sides counted");
+      eval(c->getTrueExpr());
+      eval(c->getFalseExpr());
+      return Val{};
+    }
+    Val tv, fv;
+    active_ = t;
+    if (active_) tv = eval(c->getTrueExpr());
+    active_ = saved & ~t;
+    if (active_) fv = eval(c->getFalseExpr());
+    active_ = saved;
+    if (!t) return fv;
+    if (!(saved & ~t)) return tv;
+    return select(cond, tv, fv);
+  }
+
+  Val call(const CallExpr* c) {
+    const FunctionDecl* f = c->getDirectCallee();
+    std::string name = f ? f->getNameAsString() : "";
+    auto args = [&]() {
+      std::vector<Val> v;
+      for (const Expr* a : c->arguments()) v.push_back(eval(a));
+      return v;
+    };
+    if (name == "min" || name == "max" || name == "umin" || name == "umax" || name == "llmin" ||
+        name == "llmax") {
+      auto v = args();
+      if (v.size() == 2 && v[0].k == Val::Int && v[1].k == Val::Int) {
+        Val r = v[0];
+        bool mn = name.find("min") != std::string::npos;
+        for (int l = 0; l < W; ++l)
+          r.v[l] = mn ? std::min(v[0].v[l], v[1].v[l]) : std::max(v[0].v[l], v[1].v[l]);
+        return r;
+      }
+      return Val{};
+    }
+    if (name == "abs" || name == "llabs") {
+      auto v = args();
+      if (v.size() == 1 && v[0].k == Val::Int) {
+        for (auto& x : v[0].v) x = x < 0 ? -x : x;
+        return v[0];
+      }
+      return Val{};
+    }
+    if (name == "__mul24" || name == "__umul24") {
+      auto v = args();
+      if (v.size() == 2 && v[0].k == Val::Int && v[1].k == Val::Int) {
+        for (int l = 0; l < W; ++l) v[0].v[l] *= v[1].v[l];
+        return v[0];
+      }
+      return Val{};
+    }
+    if (name.rfind("__ld", 0) == 0 && c->getNumArgs() == 1) {
+      Val p = eval(c->getArg(0));
+      if (p.arr >= 0) record(c, p, size_of(c->getArg(0)->getType()->getPointeeType()), false);
+      return Val{};
+    }
+    if (name.rfind("__st", 0) == 0 && c->getNumArgs() == 2) {
+      Val p = eval(c->getArg(0));
+      eval(c->getArg(1));
+      if (p.arr >= 0) record(c, p, size_of(c->getArg(0)->getType()->getPointeeType()), true);
+      return Val{};
+    }
+    if (name.rfind("atomic", 0) == 0 && c->getNumArgs() >= 2) {
+      auto v = args();
+      std::int64_t sz = size_of(c->getArg(0)->getType()->getPointeeType());
+      if (v[0].arr >= 0) {
+        record(c->getArg(0), v[0], sz, false);
+        record(c, v[0], sz, true);
+      }
+      return Val{};
+    }
+    if (name == "fmaf" || name == "fma" || name == "__fmaf_rn" || name == "__fma_rn") {
+      args();
+      count_flops(2);
+      return Val{};
+    }
+    if (f && f->hasBody() && f->getBody() &&
+        std::find(call_stack_.begin(), call_stack_.end(), f) == call_stack_.end() &&
+        call_stack_.size() < 8) {
+      const FunctionDecl* def = nullptr;
+      f->hasBody(def);
+      std::vector<Val> v = args();
+      for (unsigned i = 0; i < def->getNumParams() && i < v.size(); ++i)
+        vars_[def->getParamDecl(i)] = v[i];
+      call_stack_.push_back(def);
+      frames_.push_back(Frame{});
+      Mask saved = active_;
+      exec(def->getBody());
+      active_ = saved;
+      Val r = frames_.back().ret;
+      frames_.pop_back();
+      call_stack_.pop_back();
+      return r;
+    }
+    args();
+    return Val{};
+  }
+
+  // ---------------------------------------------------------------- statements
+  void exec(const Stmt* s) {
+    if (!s || !active_) return;
+    if (++steps_ > kMaxSteps)
+      throw Abort("analysis stopped after " + std::to_string(kMaxSteps) + " evaluation steps");
+    if (auto* c = dyn_cast<CompoundStmt>(s)) {
+      for (const Stmt* x : c->body()) {
+        if (!active_) break;
+        exec(x);
+      }
+      return;
+    }
+    if (auto* d = dyn_cast<DeclStmt>(s)) {
+      for (const Decl* dd : d->decls()) {
+        auto* v = dyn_cast<VarDecl>(dd);
+        if (!v) continue;
+        if (v->getType()->isArrayType()) {
+          array_for(v, space_of(v), size_of(v->getType()));
+          if (v->hasInit()) eval(v->getInit());
+          continue;
+        }
+        if (v->hasInit()) {
+          Val init = eval(v->getInit());
+          vars_[v] = Val{Val::Uninit};
+          assign_var(v, init);
+        } else {
+          vars_[v] = Val{Val::Uninit};
+        }
+      }
+      return;
+    }
+    if (auto* e = dyn_cast<Expr>(s)) {
+      eval(e);
+      return;
+    }
+    if (auto* a = dyn_cast<AttributedStmt>(s)) return exec(a->getSubStmt());
+    if (auto* i = dyn_cast<IfStmt>(s)) {
+      if (i->getInit()) exec(i->getInit());
+      if (i->getConditionVariableDeclStmt()) exec(i->getConditionVariableDeclStmt());
+      Val c = eval(i->getCond());
+      bool unk = false;
+      Mask t = truth(c, unk);
+      Mask saved = active_;
+      if (unk) {
+        notes_.insert("data-dependent branch at " + at(i) + ": both sides counted for every lane");
+        exec(i->getThen());
+        Mask a1 = active_;
+        active_ = saved;
+        if (i->getElse()) exec(i->getElse());
+        active_ = a1 | active_;
+        return;
+      }
+      active_ = t;
+      exec(i->getThen());
+      Mask a1 = active_;
+      active_ = saved & ~t;
+      if (i->getElse()) exec(i->getElse());
+      active_ = a1 | active_;
+      return;
+    }
+    if (auto* f = dyn_cast<ForStmt>(s))
+      return loop(f->getInit(), f->getCond(), f->getInc(), f->getBody(), false, f);
+    if (auto* w = dyn_cast<WhileStmt>(s))
+      return loop(nullptr, w->getCond(), nullptr, w->getBody(), false, w);
+    if (auto* d = dyn_cast<DoStmt>(s))
+      return loop(nullptr, d->getCond(), nullptr, d->getBody(), true, d);
+    if (isa<BreakStmt>(s)) {
+      if (!loops_.empty()) loops_.back().brk |= active_;
+      active_ = 0;
+      return;
+    }
+    if (isa<ContinueStmt>(s)) {
+      if (!loops_.empty()) loops_.back().cont |= active_;
+      active_ = 0;
+      return;
+    }
+    if (auto* r = dyn_cast<ReturnStmt>(s)) {
+      if (r->getRetValue()) {
+        Val v = eval(r->getRetValue());
+        Frame& fr = frames_.back();
+        if (!fr.has_ret) {
+          fr.ret = v;
+          fr.has_ret = true;
+        } else if (fr.ret.k == v.k && fr.ret.arr == v.arr) {
+          for (int l = 0; l < W; ++l)
+            if (active_ >> l & 1) fr.ret.v[l] = v.v[l];
+        } else {
+          fr.ret = Val{};
+        }
+      }
+      active_ = 0;
+      return;
+    }
+    if (isa<NullStmt>(s)) return;
+    notes_.insert(std::string("statement '") + s->getStmtClassName() + "' at " + at(s) +
+                  " is not analysed (its accesses are not counted)");
+  }
+
+  struct Pattern {
+    const VarDecl* iv = nullptr;
+    const Expr* bound = nullptr;
+    BinaryOperatorKind cmp = BO_LT;
+    const Expr* step = nullptr;  // null: +-1
+    int sign = 1;
+  };
+
+  static const VarDecl* as_var(const Expr* e) {
+    if (auto* d = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts()))
+      return dyn_cast<VarDecl>(d->getDecl());
+    return nullptr;
+  }
+
+  std::optional<Pattern> pattern(const Stmt* init, const Expr* cond, const Expr* inc) {
+    if (!cond || !inc) return std::nullopt;
+    Pattern p;
+    auto* c = dyn_cast<BinaryOperator>(cond->IgnoreParenImpCasts());
+    if (!c || !c->isComparisonOp() || c->getOpcode() == BO_EQ) return std::nullopt;
+    if (const VarDecl* v = as_var(c->getLHS())) {
+      p.iv = v, p.bound = c->getRHS(), p.cmp = c->getOpcode();
+    } else if (const VarDecl* v2 = as_var(c->getRHS())) {
+      p.iv = v2, p.bound = c->getLHS();
+      switch (c->getOpcode()) {
+        case BO_LT:
+          p.cmp = BO_GT;
+          break;
+        case BO_GT:
+          p.cmp = BO_LT;
+          break;
+        case BO_LE:
+          p.cmp = BO_GE;
+          break;
+        case BO_GE:
+          p.cmp = BO_LE;
+          break;
+        default:
+          p.cmp = c->getOpcode();
+      }
+    } else {
+      return std::nullopt;
+    }
+    if (!p.iv->getType()->isIntegralOrEnumerationType()) return std::nullopt;
+    const Expr* i = inc->IgnoreParenImpCasts();
+    if (auto* u = dyn_cast<UnaryOperator>(i)) {
+      if (!u->isIncrementDecrementOp() || as_var(u->getSubExpr()) != p.iv) return std::nullopt;
+      p.sign = u->isIncrementOp() ? 1 : -1;
+    } else if (auto* b = dyn_cast<CompoundAssignOperator>(i)) {
+      if (as_var(b->getLHS()) != p.iv ||
+          (b->getOpcode() != BO_AddAssign && b->getOpcode() != BO_SubAssign))
+        return std::nullopt;
+      p.step = b->getRHS();
+      p.sign = b->getOpcode() == BO_AddAssign ? 1 : -1;
+    } else {
+      return std::nullopt;
+    }
+    (void)init;
+    return p;
+  }
+
+  /// Per-lane trip count of a recognised loop, or nullopt when not all active lanes agree.
+  std::optional<std::int64_t> trip_count(const Pattern& p) {
+    Val v0 = var_value(p.iv);
+    Val b = eval(p.bound);
+    Val st = p.step ? eval(p.step) : Val::constant(1);
+    if (v0.k != Val::Int || b.k != Val::Int || st.k != Val::Int) return std::nullopt;
+    std::optional<std::int64_t> t;
+    for (int l = 0; l < W; ++l) {
+      if (!(active_ >> l & 1)) continue;
+      std::int64_t s = p.sign * st.v[l], x = v0.v[l], e = b.v[l], n = 0;
+      if (s == 0) return std::nullopt;
+      switch (p.cmp) {
+        case BO_LT:
+          n = s > 0 ? std::max<std::int64_t>(0, (e - x + s - 1) / s) : (x < e ? -1 : 0);
+          break;
+        case BO_LE:
+          n = s > 0 ? std::max<std::int64_t>(0, (e - x) / s + 1) : (x <= e ? -1 : 0);
+          break;
+        case BO_GT:
+          n = s < 0 ? std::max<std::int64_t>(0, (x - e + (-s) - 1) / (-s)) : (x > e ? -1 : 0);
+          break;
+        case BO_GE:
+          n = s < 0 ? std::max<std::int64_t>(0, (x - e) / (-s) + 1) : (x >= e ? -1 : 0);
+          break;
+        case BO_NE:
+          n = ((e - x) % s == 0 && (e - x) / s >= 0) ? (e - x) / s : -1;
+          break;
+        default:
+          return std::nullopt;
+      }
+      if (n < 0) return std::nullopt;
+      if (t && *t != n) return std::nullopt;
+      t = n;
+    }
+    return t;
+  }
+
+  void loop(const Stmt* init, const Expr* cond, const Expr* inc, const Stmt* body, bool do_while,
+            const Stmt* where) {
+    if (init) exec(init);
+    if (!active_) return;
+    // A long loop with one trip count for all lanes and no loop-carried integer state is sampled.
+    if (!do_while) {
+      if (auto p = pattern(init, cond, inc)) {
+        std::unordered_set<const VarDecl*> assigned, declared;
+        assigned_vars(body, assigned);
+        declared_vars(body, declared);
+        bool carried = assigned.count(p->iv) > 0;
+        for (const VarDecl* v : assigned)
+          if (!declared.count(v) && v != p->iv &&
+              (v->getType()->isIntegralOrEnumerationType() || v->getType()->isPointerType()))
+            carried = true;
+        std::unordered_set<const VarDecl*> in_bound;
+        assigned_vars(p->bound, in_bound);  // bounds with side effects are not sampled
+        if (!carried && in_bound.empty() && !contains_jump(body)) {
+          auto t = trip_count(*p);
+          if (t && *t > 8) {
+            sampled(*p, *t, body);
+            return;
+          }
+        }
+      }
+    }
+    Mask exited = 0;
+    loops_.push_back({});
+    Mask in_loop = active_;
+    int it = 0;
+    for (;; ++it) {
+      active_ = in_loop;
+      if (!active_) break;
+      if (it >= kMaxIterations) {
+        notes_.insert("loop at " + at(where) + " stopped after " + std::to_string(kMaxIterations) +
+                      " iterations with varying trip counts: later iterations not counted");
+        break;
+      }
+      if (cond && !(do_while && it == 0)) {
+        Val c = eval(cond);
+        bool unk = false;
+        Mask t = truth(c, unk);
+        if (unk) {
+          if (it > 0) {
+            exited |= active_;
+            active_ = 0;
+            break;
+          }
+          notes_.insert("loop at " + at(where) +
+                        " has a data-dependent condition: one iteration counted");
+        } else {
+          exited |= active_ & ~t;
+          active_ = t;
+          if (!active_) break;
+        }
+      }
+      exec(body);
+      active_ |= loops_.back().cont;
+      loops_.back().cont = 0;
+      if (inc && active_) eval(inc);
+      in_loop = active_;
+    }
+    active_ = exited | loops_.back().brk | (it >= kMaxIterations ? in_loop : 0);
+    loops_.pop_back();
+  }
+
+  void sampled(const Pattern& p, std::int64_t trips, const Stmt* body) {
+    Val v0 = var_value(p.iv);
+    Val st = p.step ? eval(p.step) : Val::constant(1);
+    Mask entry = active_;
+    const std::int64_t samples[4] = {0, 1, trips / 2, trips - 1};
+    double saved_weight = weight_;
+    weight_ = saved_weight * static_cast<double>(trips) / 4.0;
+    loops_.push_back({});
+    for (std::int64_t t : samples) {
+      Val iv = v0;
+      for (int l = 0; l < W; ++l) iv.v[l] = wrap(p.iv->getType(), v0.v[l] + p.sign * t * st.v[l]);
+      vars_[p.iv] = iv;
+      active_ = entry;
+      exec(body);
+    }
+    loops_.pop_back();
+    weight_ = saved_weight;
+    Val end = v0;
+    for (int l = 0; l < W; ++l)
+      end.v[l] = wrap(p.iv->getType(), v0.v[l] + p.sign * trips * st.v[l]);
+    vars_[p.iv] = end;
+    active_ = entry;
+  }
+
+  void finish(TrafficReport& rep) {
+    std::vector<Access> out;
+    std::map<std::string, double> requested;  // per global array
+    for (auto& [k, a] : accesses_) {
+      out.push_back(a);
+      if (a.space == "global") {
+        (a.kind == "load" ? rep.load_sectors : rep.store_sectors) += a.sectors;
+        rep.requested_bytes += a.bytes;
+        requested[a.array] += a.bytes;
+      } else {
+        rep.shared_wavefronts += a.wavefronts;
+        rep.shared_ideal += a.ideal;
+      }
+      if (!a.analysed) ++rep.unanalysed;
+    }
+    for (auto& [name, bytes] : requested) {
+      std::int64_t alloc = -1;
+      for (auto& d : arrays_)
+        if (d.name == name && d.space == "global") alloc = d.bytes;
+      rep.compulsory_bytes +=
+          alloc > 0 ? std::min<double>(static_cast<double>(alloc), bytes) : bytes;
+    }
+    std::sort(out.begin(), out.end(), [](const Access& a, const Access& b) {
+      return std::tie(a.line, a.column, a.kind) < std::tie(b.line, b.column, b.kind);
+    });
+    rep.accesses = std::move(out);
+    rep.flops = flops_;
+    rep.notes.assign(notes_.begin(), notes_.end());
+  }
+};
+
+const FunctionDecl* find_kernel(ASTContext& ctx, const std::string& name) {
+  const FunctionDecl* found = nullptr;
+  std::function<void(const DeclContext*)> walk = [&](const DeclContext* dc) {
+    for (const Decl* d : dc->decls()) {
+      if (found) return;
+      if (auto* f = dyn_cast<FunctionDecl>(d)) {
+        if (f->getNameAsString() == name && f->hasAttr<CUDAGlobalAttr>() &&
+            f->doesThisDeclarationHaveABody())
+          found = f;
+      } else if (auto* inner = dyn_cast<DeclContext>(d)) {
+        if (isa<NamespaceDecl>(d) || isa<LinkageSpecDecl>(d)) walk(inner);
+      }
+    }
+  };
+  walk(ctx.getTranslationUnitDecl());
+  return found;
+}
+
+}  // namespace
+
+TrafficReport analyse_traffic(const TrafficInput& in) {
+  TrafficReport rep;
+  std::vector<std::string> args = {
+      "-xcuda", "--cuda-device-only", "--cuda-gpu-arch=sm_70",    "-nocudainc", "-nocudalib",
+      "-w",     "-std=c++17",         "-Wno-unknown-cuda-version"};
+  if (!clang_resource_dir().empty()) {
+    args.push_back("-resource-dir");
+    args.push_back(clang_resource_dir());
+  }
+  for (size_t i = 0; i < in.options.size(); ++i) {
+    const std::string& o = in.options[i];
+    if (o.rfind("-D", 0) == 0 || o.rfind("-U", 0) == 0 || o.rfind("-I", 0) == 0 ||
+        o.rfind("-std=", 0) == 0 || o.rfind("--std=", 0) == 0) {
+      args.push_back(o.rfind("--std=", 0) == 0 ? o.substr(1) : o);
+      if ((o == "-D" || o == "-I" || o == "-U") && i + 1 < in.options.size())
+        args.push_back(in.options[++i]);
+    }
+  }
+  DiagCollector diags;
+  std::unique_ptr<ASTUnit> ast = tooling::buildASTFromCodeWithArgs(
+      std::string(kPrelude) + in.source, args, "kernel.cu", "gputune-traffic",
+      std::make_shared<PCHContainerOperations>(), tooling::getClangStripDependencyFileAdjuster(),
+      tooling::FileContentMappings(), &diags);
+  if (!ast || !diags.first.empty() || diags.getNumErrors() > 0) {
+    rep.error = "clang could not parse the kernel: " +
+                (diags.first.empty() ? std::string("unknown error") : diags.first);
+    return rep;
+  }
+  ASTContext& ctx = ast->getASTContext();
+  const FunctionDecl* kernel = find_kernel(ctx, in.kernel_name);
+  if (!kernel) {
+    rep.error = "no __global__ function named '" + in.kernel_name + "' with a body";
+    return rep;
+  }
+  rep.parsed = true;
+  try {
+    Sim sim(ctx, in);
+    sim.run(kernel, rep);
+  } catch (const Abort& a) {
+    rep.error = a.msg;
+  }
+  return rep;
+}
+
+}  // namespace gputune::pruner

@@ -1,0 +1,76 @@
+/** \file pruner/traffic.h
+ * Owns: the memory-traffic analysis of one variant's source with Clang libTooling (clang 14,
+ * CUDA device code, `-nocudainc -nocudalib` and a small prelude of NVRTC's builtins). The kernel
+ * is parsed with the variant's -D definitions, then a few representative warps of an interior
+ * block are executed symbolically: integer values are tracked per lane (thread and block indices,
+ * scalar arguments, loop iterators), data values are not. Every global and shared access is
+ * evaluated for the 32 lanes of the warp: 32-byte sectors per warp request (coalescing), bytes
+ * requested, and for shared memory the bank-conflict degree (wavefronts per request). Long loops
+ * with a uniform trip count and no loop-carried integer state are sampled (iterations 0, 1, T/2,
+ * T-1, each weighted T/4); flops are counted from floating-point arithmetic.
+ * An access whose address depends on loaded data, or a branch on data, is reported as such (with
+ * its line) and counted at its worst case, never guessed silently. A source clang cannot parse
+ * gives `parsed == false` with the first error, so callers fall back to the resource rules.
+ * Consumes: source, -D options, launch geometry, argument sizes and scalar values.
+ * Produces: TrafficReport. Must not: include cuda.h, launch anything, or touch the database.
+ * Built with -fno-rtti (LLVM's build); the header exposes no clang types. */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gputune::pruner {
+
+struct TrafficInput {
+  std::string source;
+  std::string kernel_name;
+  std::vector<std::string> options;  ///< compile options; -D/-U/-I/-std are passed to clang
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::map<std::string, double> scalars;            ///< scalar kernel arguments by name
+  std::map<std::string, std::int64_t> array_bytes;  ///< pointer arguments: bytes allocated
+  int max_warps_per_block = 3;                      ///< warps simulated per block
+};
+
+/// One syntactic access to global or shared memory, with totals over the whole grid.
+struct Access {
+  int line = 0, column = 0;
+  std::string array;
+  std::string space;  ///< "global" or "shared"
+  std::string kind;   ///< "load" or "store"
+  int element_bytes = 0;
+  bool analysed = true;  ///< false: the address depends on data; counted at its worst case
+  std::string note;
+  double requests = 0;    ///< warp-level requests over the grid
+  double sectors = 0;     ///< global: 32-byte sectors over the grid
+  double wavefronts = 0;  ///< shared: requests x bank-conflict degree
+  double ideal = 0;       ///< sectors (global) or wavefronts (shared) if perfectly coalesced
+  double bytes = 0;       ///< bytes requested by the active lanes
+};
+
+struct TrafficReport {
+  bool parsed = false;
+  std::string error;               ///< why parsing or analysis failed
+  std::vector<Access> accesses;    ///< in source order
+  std::vector<std::string> notes;  ///< approximations made (data-dependent branches, caps)
+  std::size_t unanalysed = 0;      ///< accesses with a data-dependent address
+  // Totals over the grid.
+  double load_sectors = 0, store_sectors = 0;  ///< global, 32-byte sectors
+  double requested_bytes = 0;                  ///< global bytes the lanes asked for
+  double compulsory_bytes = 0;                 ///< per array: min(allocated bytes, bytes requested)
+  double shared_wavefronts = 0, shared_ideal = 0;
+  double flops = 0;
+  std::int64_t blocks = 0;
+  int warps_per_block = 0, warps_simulated = 0;
+};
+
+/// Parses and analyses one variant. Thread-safe (each call has its own compiler instance).
+TrafficReport analyse_traffic(const TrafficInput& in);
+
+/// The resource directory of the clang the analysis links against (for its builtin headers).
+std::string clang_resource_dir();
+
+}  // namespace gputune::pruner

@@ -1,0 +1,140 @@
+// The performance model: roofline terms, latency hiding, wave quantization, calibration and the
+// rank correlation, against figures computed by hand.
+#include "pruner/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace gputune::pruner {
+namespace {
+
+DeviceRates h100() {
+  DeviceRates d;
+  d.sm_count = 132;
+  d.clock_ghz = 1.98;
+  d.dram_gbs = 3350;
+  d.fp32_gflops = 66900;
+  d.l2_gbs = 48 * 132 * 1.98;
+  return d;
+}
+
+ModelFeatures copy_features(double bytes) {
+  ModelFeatures f;
+  f.ok = true;
+  f.compulsory_bytes = bytes;
+  f.sectors = bytes / 32;  // perfectly coalesced
+  f.blocks = 100000;
+  f.warps_per_block = 8;
+  f.blocks_per_sm = 8;
+  f.active_warps = 64;
+  return f;
+}
+
+TEST(Model, CopyIsDramBoundAtTheDeviceBandwidth) {
+  Calibration c;
+  c.overhead_us = 0;
+  ModelFeatures f = copy_features(1e9);
+  Prediction p = predict(f, h100(), c);
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.bound, "dram");
+  EXPECT_NEAR(p.dram_ms, 1e9 / 3350e9 * 1e3, 1e-9);
+  // 100000 blocks on 132 x 8 slots: 95 waves of 1056, the last one partial.
+  double waves = std::ceil(100000.0 / 1056) * 1056 / 100000;
+  EXPECT_NEAR(p.ms, p.dram_ms * waves, 1e-9);
+}
+
+TEST(Model, UncoalescedAccessIsL2BoundAndFlopsBoundKernelsAreNot) {
+  Calibration c;
+  ModelFeatures f = copy_features(1e8);
+  f.sectors *= 8;  // eight times the sectors: stride-8 access
+  Prediction p = predict(f, h100(), c);
+  EXPECT_EQ(p.bound, "l2");
+  EXPECT_GT(p.l2_ms, p.dram_ms);
+  f = copy_features(1e6);
+  f.flops = 1e12;
+  p = predict(f, h100(), c);
+  EXPECT_EQ(p.bound, "flops");
+  EXPECT_NEAR(p.flops_ms, 1e12 / 66900e9 * 1e3, 1e-9);
+}
+
+TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
+  Calibration c;
+  c.overhead_us = 0;
+  ModelFeatures f = copy_features(1e9);
+  double full = predict(f, h100(), c).ms;
+  f.active_warps = 4;  // a quarter of the 16 saturating warps
+  Prediction p = predict(f, h100(), c);
+  EXPECT_NEAR(p.hiding, 0.25, 1e-12);
+  EXPECT_NEAR(p.ms, full * 4, 1e-9);
+  // 66 blocks: half the SMs idle.
+  f = copy_features(1e9);
+  f.blocks = 66;
+  p = predict(f, h100(), c);
+  EXPECT_NEAR(p.waves, 2.0, 1e-12);
+  EXPECT_NEAR(p.hiding, 0.5, 1e-12);  // one block of 8 warps per SM
+}
+
+TEST(Model, NoPredictionWithoutFeaturesOrForInfeasibleLaunches) {
+  TrafficReport t;
+  t.parsed = false;
+  t.error = "clang could not parse";
+  Occupancy occ;
+  ModelFeatures f = features_from(t, occ, 256);
+  EXPECT_FALSE(f.ok);
+  EXPECT_EQ(f.reason, "clang could not parse");
+  EXPECT_FALSE(predict(f, h100(), {}).ok);
+  t.parsed = true;
+  t.error.clear();
+  occ.feasible = false;
+  occ.infeasible_reason = "too many registers";
+  EXPECT_NE(features_from(t, occ, 256).reason.find("too many registers"), std::string::npos);
+}
+
+TEST(Model, CalibrationRecoversKnownConstants) {
+  Calibration truth;
+  truth.overhead_us = 12, truth.dram = 1.6, truth.l2 = 0.7, truth.flops = 2.5;
+  truth.saturating_warps = 24;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<ModelFeatures> fs;
+  std::vector<double> ms;
+  for (int i = 0; i < 60; ++i) {
+    ModelFeatures f = copy_features(std::pow(10, 6 + 3 * u(rng)));
+    f.sectors *= 1 + 15 * u(rng);
+    f.flops = std::pow(10, 8 + 4 * u(rng));
+    f.active_warps = 4 + static_cast<int>(60 * u(rng));
+    fs.push_back(f);
+    ms.push_back(predict(f, h100(), truth).ms);
+  }
+  Calibration fit = calibrate(fs, ms, h100());
+  EXPECT_EQ(fit.samples, 60);
+  EXPECT_LT(fit.rms_log_error, 0.05);
+  double before = 0, after = 0;
+  for (size_t i = 0; i < fs.size(); ++i) {
+    before += std::abs(std::log(predict(fs[i], h100(), {}).ms / ms[i]));
+    after += std::abs(std::log(predict(fs[i], h100(), fit).ms / ms[i]));
+  }
+  EXPECT_LT(after, before / 5);
+  // Too few measurements: the start is returned.
+  Calibration few = calibrate({fs[0], fs[1]}, {ms[0], ms[1]}, h100());
+  EXPECT_EQ(few.samples, 0);
+  // The JSON form round-trips.
+  Calibration back = Calibration::from_json(fit.json());
+  EXPECT_DOUBLE_EQ(back.dram, fit.dram);
+  EXPECT_EQ(back.samples, 60);
+  EXPECT_DOUBLE_EQ(Calibration::from_json("not json").dram, 1.0);
+}
+
+TEST(Model, SpearmanMatchesHandComputedRanks) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // Ties get average ranks: x ranks 1, 2.5, 2.5, 4; y ranks 1, 2, 3, 4 -> rho = 0.9487 (scipy).
+  EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9486832980505138, 1e-12);
+  EXPECT_TRUE(std::isnan(spearman({1}, {2})));
+  EXPECT_TRUE(std::isnan(spearman({1, 1, 1}, {1, 2, 3})));
+}
+
+}  // namespace
+}  // namespace gputune::pruner

@@ -1,0 +1,222 @@
+// The libTooling traffic analysis on kernels whose sector counts and bank conflicts are known by
+// hand (no GPU needed).
+#include "pruner/traffic.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gputune::pruner {
+namespace {
+
+TrafficInput input(const std::string& src, const std::string& name, std::int64_t threads,
+                   std::int64_t blocks) {
+  TrafficInput in;
+  in.source = src;
+  in.kernel_name = name;
+  in.block = {threads, 1, 1};
+  in.grid = {blocks, 1, 1};
+  return in;
+}
+
+const Access* find(const TrafficReport& r, const std::string& array, const std::string& kind) {
+  for (const auto& a : r.accesses)
+    if (a.array == array && a.kind == kind) return &a;
+  return nullptr;
+}
+
+TEST(Traffic, CoalescedCopyTouchesFourSectorsPerWarpRequest) {
+  auto in = input(R"(
+extern "C" __global__ void copy(float* out, const float* __restrict__ in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i];
+})",
+                  "copy", 256, 4096);
+  in.scalars["n"] = 256 * 4096;
+  in.array_bytes = {{"out", 4 << 20}, {"in", 4 << 20}};
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.parsed) << r.error;
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  const Access* ld = find(r, "in", "load");
+  const Access* st = find(r, "out", "store");
+  ASSERT_TRUE(ld && st);
+  EXPECT_EQ(ld->line, 4);
+  double warps = 4096.0 * 8;
+  EXPECT_DOUBLE_EQ(ld->requests, warps);
+  EXPECT_DOUBLE_EQ(ld->sectors, 4 * warps);  // 32 lanes x 4 B = 128 B = 4 sectors
+  EXPECT_DOUBLE_EQ(st->sectors, 4 * warps);
+  EXPECT_DOUBLE_EQ(r.requested_bytes, 2.0 * 4 * 256 * 4096);
+  EXPECT_DOUBLE_EQ(r.compulsory_bytes, 2.0 * (4 << 20));
+  EXPECT_EQ(r.unanalysed, 0u);
+}
+
+TEST(Traffic, StridedAccessTouchesOneSectorPerLaneAndBroadcastOne) {
+  auto in = input(R"(
+#define STRIDE 32
+__global__ void k(float* out, const float* a, const float* b) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = a[i * STRIDE] + b[blockIdx.x];
+})",
+                  "k", 128, 10);
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  double warps = 10.0 * 4;
+  EXPECT_DOUBLE_EQ(find(r, "a", "load")->sectors, 32 * warps);
+  EXPECT_DOUBLE_EQ(find(r, "b", "load")->sectors, 1 * warps);
+  EXPECT_DOUBLE_EQ(find(r, "a", "load")->ideal, 4 * warps);
+  EXPECT_DOUBLE_EQ(r.flops, 10.0 * 128);  // one add per thread
+}
+
+TEST(Traffic, SharedColumnAccessConflictsUnlessPadded) {
+  const char* src = R"(
+__global__ void t(float* out, const float* in) {
+  __shared__ float tile[32][32 + PAD];
+  int x = threadIdx.x, y = threadIdx.y;
+  tile[y][x] = in[(blockIdx.y * 32 + y) * 1024 + blockIdx.x * 32 + x];
+  __syncthreads();
+  out[(blockIdx.x * 32 + y) * 1024 + blockIdx.y * 32 + x] = tile[x][y];
+})";
+  for (int pad : {0, 1}) {
+    TrafficInput in;
+    in.source = src;
+    in.kernel_name = "t";
+    in.block = {32, 8, 1};
+    in.grid = {32, 32, 1};
+    in.options = {"-DPAD=" + std::to_string(pad)};
+    in.max_warps_per_block = 3;
+    TrafficReport r = analyse_traffic(in);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    const Access* row = find(r, "tile", "store");
+    const Access* col = find(r, "tile", "load");
+    ASSERT_TRUE(row && col);
+    double requests = 32.0 * 32 * 8;
+    EXPECT_DOUBLE_EQ(row->requests, requests);
+    EXPECT_DOUBLE_EQ(row->wavefronts, requests);  // a row: 32 banks, no conflict
+    // A column tile[x][y]: stride 32 words -> one bank (32-way); stride 33 -> all banks.
+    EXPECT_DOUBLE_EQ(col->wavefronts, requests * (pad ? 1 : 32)) << "pad " << pad;
+    EXPECT_DOUBLE_EQ(r.shared_ideal, 2 * requests);
+  }
+}
+
+TEST(Traffic, LongLoopsAreSampledAndFlopsCounted) {
+  // Naive matrix multiply: n^2 threads, each an n-long dot product (2 flops per step).
+  auto in = input(R"(
+__global__ void mm(float* C, const float* A, const float* B, int n) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+  float acc = 0.0f;
+  for (int k = 0; k < n; ++k) acc += A[row * n + k] * B[k * n + col];
+  C[row * n + col] = acc;
+})",
+                  "mm", 32, 0);
+  const std::int64_t n = 512;
+  in.block = {32, 8, 1};
+  in.grid = {n / 32, n / 8, 1};
+  in.scalars["n"] = n;
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  const double warps = static_cast<double>(n * n / 32);
+  EXPECT_DOUBLE_EQ(r.flops, 2.0 * n * n * n);
+  EXPECT_DOUBLE_EQ(find(r, "A", "load")->requests, warps * n);
+  EXPECT_DOUBLE_EQ(find(r, "A", "load")->sectors, warps * n);      // one row: broadcast
+  EXPECT_DOUBLE_EQ(find(r, "B", "load")->sectors, 4 * warps * n);  // coalesced row of B
+  EXPECT_DOUBLE_EQ(find(r, "C", "store")->sectors, 4 * warps);
+}
+
+TEST(Traffic, DataDependentIndexIsReportedNotGuessed) {
+  auto in = input(R"(
+__global__ void gather(float* out, const float* in, const int* idx) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (in[i] > 0.0f) out[i] = in[idx[i]];
+})",
+                  "gather", 64, 2);
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.unanalysed, 1u);
+  bool gather_found = false;
+  for (auto& a : r.accesses)
+    if (a.array == "in" && !a.analysed) {
+      gather_found = true;
+      EXPECT_DOUBLE_EQ(a.sectors, 32.0 * a.requests);  // worst case: a sector per lane
+      EXPECT_NE(a.note.find("depends on data"), std::string::npos);
+    }
+  EXPECT_TRUE(gather_found);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("data-dependent branch at line 4"), std::string::npos) << r.notes[0];
+}
+
+TEST(Traffic, UnparsableKernelSaysWhy) {
+  auto in =
+      input("#include <no_such_header.h>\n__global__ void k(float* a) { a[0] = 1; }", "k", 32, 1);
+  TrafficReport r = analyse_traffic(in);
+  EXPECT_FALSE(r.parsed);
+  EXPECT_NE(r.error.find("no_such_header.h"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("kernel.cu:1"), std::string::npos) << r.error;
+
+  auto missing = input("__global__ void k(float* a) { a[0] = 1; }", "other", 32, 1);
+  TrafficReport m = analyse_traffic(missing);
+  EXPECT_FALSE(m.parsed);
+  EXPECT_NE(m.error.find("'other'"), std::string::npos);
+}
+
+TEST(Traffic, VectorLoadsAndDeviceFunctionsAndGridStrideLoops) {
+  auto in = input(R"(
+__device__ int at(int i, int w) { return i * w; }
+__global__ void v(float4* out, const float4* __restrict__ in, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    float4 x = __ldg(&in[at(i, 1)]);
+    out[i] = x;
+  }
+})",
+                  "v", 128, 8);
+  in.scalars["n"] = 128 * 8 * 64;  // 64 iterations per thread: sampled
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  double requests = 8.0 * 4 * 64;
+  const Access* ld = find(r, "in", "load");
+  ASSERT_TRUE(ld);
+  EXPECT_EQ(ld->element_bytes, 16);
+  EXPECT_DOUBLE_EQ(ld->requests, requests);
+  EXPECT_DOUBLE_EQ(ld->sectors, 16 * requests);  // 32 lanes x 16 B = 512 B
+  const Access* st = find(r, "out", "store");
+  ASSERT_TRUE(st);
+  EXPECT_DOUBLE_EQ(st->sectors, 16 * requests);
+}
+
+TEST(Traffic, MatmulExampleSharedTilingCutsGlobalSectors) {
+  std::ifstream f(std::string(GPUTUNE_SOURCE_DIR) + "/configs/examples/matmul.cu");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto run = [&](int shared) {
+    TrafficInput in;
+    in.source = ss.str();
+    in.kernel_name = "matmul";
+    in.options = {"-std=c++17",
+                  "-Dblock_size_x=32",
+                  "-Dblock_size_y=8",
+                  "-Dtile_size_x=2",
+                  "-Dtile_size_y=4",
+                  "-Dtile_k=32",
+                  "-Duse_shared=" + std::to_string(shared),
+                  "-Dunroll_k=4"};
+    in.block = {32, 8, 1};
+    in.grid = {4096 / 64, 4096 / 32, 1};
+    in.scalars["n"] = 4096;
+    return analyse_traffic(in);
+  };
+  TrafficReport g = run(0), s = run(1);
+  ASSERT_TRUE(g.error.empty()) << g.error;
+  ASSERT_TRUE(s.error.empty()) << s.error;
+  const double n = 4096;
+  EXPECT_NEAR(g.flops, 2 * n * n * n, 1e-6 * n * n * n);
+  EXPECT_NEAR(s.flops, 2 * n * n * n, 1e-6 * n * n * n);
+  // Without shared memory every thread reads its rows of A and columns of B from global memory;
+  // with 64x32 tiles staged in shared memory, each element is read once per tile.
+  EXPECT_GT(g.load_sectors, 4 * s.load_sectors);
+  EXPECT_GT(s.shared_wavefronts, 0);
+  EXPECT_EQ(g.shared_wavefronts, 0);
+  EXPECT_EQ(s.unanalysed, 0u);
+}
+
+}  // namespace
+}  // namespace gputune::pruner
