@@ -145,6 +145,18 @@ END;
 CREATE INDEX measurements_run_context ON measurements(run_id, context_id, status, time_ms);
 CREATE INDEX measurements_default ON measurements(context_id, time_ms) WHERE is_default = 1 AND status = 'correct';
 )SQL",
+    // 4: the performance model's calibration per device (fitted from measured variants).
+    R"SQL(
+CREATE TABLE model_calibrations(
+  id INTEGER PRIMARY KEY,
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  run_id INTEGER REFERENCES runs(id),
+  samples INTEGER NOT NULL,
+  rms_log_error REAL NOT NULL,
+  params_json TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));
+CREATE INDEX model_calibrations_device ON model_calibrations(device_id, id);
+)SQL",
 };
 
 std::string random_uid() {
@@ -407,8 +419,9 @@ std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_
       "SELECT m.id, m.run_id, m.context_id, m.variant_id, m.status, m.reason, m.log, m.time_ms, "
       "m.samples, m.compile_ms, m.registers, m.static_smem, m.local_bytes, m.spill_bytes, "
       "m.occupancy, m.gflops, m.gbps, m.cubin_hash, m.grid, m.block, v.config_key, v.params, "
-      "c.label, m.created_at FROM measurements m JOIN variants v ON v.id=m.variant_id "
-      "JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND (?2=0 OR "
+      "c.label, m.created_at, m.predicted_ms, m.is_default FROM measurements m JOIN variants v "
+      "ON v.id=m.variant_id JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND "
+      "(?2=0 OR "
       "m.context_id=?2) "
       "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
   s.bind(1, run_id).bind(2, context_id);
@@ -428,7 +441,8 @@ std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_
     m.local_bytes = opt_int(12), m.spill_bytes = opt_int(13), m.occupancy = opt_real(14);
     m.gflops = opt_real(15), m.gbps = opt_real(16), m.cubin_hash = s.text(17), m.grid = s.text(18);
     m.block = s.text(19), m.config_key = s.text(20), m.params_json = s.text(21);
-    m.context_label = s.text(22), m.created_at = s.text(23);
+    m.context_label = s.text(22), m.created_at = s.text(23), m.predicted_ms = opt_real(24);
+    m.is_default = s.int64(25) != 0;
     out.push_back(std::move(m));
   }
   return out;
@@ -597,6 +611,26 @@ std::vector<std::pair<std::int64_t, std::int64_t>> Store::measured_pairs(std::in
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   while (s.step()) out.emplace_back(s.int64(0), s.int64(1));
   return out;
+}
+
+std::int64_t Store::save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,
+                                     int samples, double rms_log_error,
+                                     const std::string& params_json) {
+  Statement s(db_,
+              "INSERT INTO model_calibrations(device_id, run_id, samples, rms_log_error, "
+              "params_json) VALUES(?,?,?,?,?)");
+  s.bind(1, device_id).bind(2, run_id).bind(3, samples).bind(4, rms_log_error).bind(5, params_json);
+  s.step();
+  return db_.last_insert_rowid();
+}
+
+std::optional<std::string> Store::latest_calibration(std::int64_t device_id) {
+  Statement s(db_,
+              "SELECT params_json FROM model_calibrations WHERE device_id=? ORDER BY id DESC "
+              "LIMIT 1");
+  s.bind(1, device_id);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
 }
 
 }  // namespace gputune::db

@@ -96,7 +96,7 @@ struct QueueItem {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -121,6 +121,11 @@ class Store {
   /// Makes this measurement the context's winner if it is correct and faster than the current one
   /// (or the current winner's measurement is gone). Returns true when it became the winner.
   bool offer_winner(std::int64_t context_id, std::int64_t measurement_id);
+
+  /// The performance model's calibration for a device (pruner::Calibration::json()).
+  std::int64_t save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,
+                                int samples, double rms_log_error, const std::string& params_json);
+  std::optional<std::string> latest_calibration(std::int64_t device_id);
 
   /// Winners of a kernel (by name or hash prefix), optionally one context label / device name.
   std::vector<WinnerRow> winners(const std::string& kernel, const std::string& context_label = {},

@@ -3,15 +3,13 @@
  * occupancy and wave quantization against a device's rates (a roofline with latency hiding), its
  * calibration per device from measured times, and the rank correlation used to score it.
  *   t = overhead + max(dram, l2, shared, flops) x waves / hiding, where
- *   dram   = compulsory bytes / DRAM bandwidth            (each array's bytes, at most requested)
- *   l2     = 32 B x global sectors / L2-to-SM bandwidth    (coalescing shows up here)
- *   shared = wavefronts / (SMs x clock)                    (bank conflicts show up here)
- *   flops  = flops / peak FP32 rate
- *   hiding = min(1, resident warps per SM / saturating warps)
- *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks   (tail effect)
- * Calibration scales each term and fits the overhead and the saturating warp count by
- * minimising the squared log error over measured variants.
- * Must not: include cuda.h, launch anything, or touch the database. */
+ *   dram   = compulsory bytes / DRAM bandwidth   (per array: min(its bytes, 32 B x sectors asked
+ * for)) l2     = 32 B x global sectors / L2-to-SM bandwidth    (coalescing shows up here) shared =
+ * wavefronts / (SMs x clock)                    (bank conflicts show up here) flops  = flops / peak
+ * FP32 rate hiding = min(1, resident warps per SM / saturating warps) waves  = ceil(blocks /
+ * (blocks per SM x SMs)) x capacity / blocks   (tail effect) Calibration scales each term and fits
+ * the overhead and the saturating warp count by minimising the squared log error over measured
+ * variants. Must not: include cuda.h, launch anything, or touch the database. */
 #pragma once
 
 #include <cstdint>

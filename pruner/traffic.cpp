@@ -1299,13 +1299,13 @@ class Sim {
 
   void finish(TrafficReport& rep) {
     std::vector<Access> out;
-    std::map<std::string, double> requested;  // per global array
+    std::map<std::string, double> requested;  // per global array: sector bytes
     for (auto& [k, a] : accesses_) {
       out.push_back(a);
       if (a.space == "global") {
         (a.kind == "load" ? rep.load_sectors : rep.store_sectors) += a.sectors;
         rep.requested_bytes += a.bytes;
-        requested[a.array] += a.bytes;
+        requested[a.array] += 32.0 * a.sectors;  // DRAM moves whole sectors
       } else {
         rep.shared_wavefronts += a.wavefronts;
         rep.shared_ideal += a.ideal;

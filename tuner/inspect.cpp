@@ -1,6 +1,7 @@
 #include "tuner/inspect.h"
 
 #include <mutex>
+#include <sstream>
 
 #include "tuner/progress.h"
 #include "variants/instantiate.h"
@@ -58,6 +59,29 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     }
   }
   return r;
+}
+
+std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,
+                                           const ContextSpec& ctx, const CompileReport& cr) {
+  std::vector<pruner::RuleInput> inputs(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    auto& in = inputs[i];
+    in.inspected = cr.inspected[i].ok;
+    in.res = cr.inspected[i].res;
+    in.cubin_hash = cr.compiled[i].cubin_hash;
+    try {
+      LaunchGeometry g = launch_geometry(job, configs[i], ctx);
+      in.threads_per_block = g.threads_per_block();
+      in.dynamic_smem = g.dynamic_smem;
+      std::ostringstream key;
+      key << g.grid[0] << "," << g.grid[1] << "," << g.grid[2] << "/" << g.block[0] << ","
+          << g.block[1] << "," << g.block[2] << "/" << g.dynamic_smem;
+      in.geometry = key.str();
+    } catch (const JobError&) {
+      in.inspected = false;  // no valid launch: reported as not judged
+    }
+  }
+  return inputs;
 }
 
 }  // namespace gputune::tuner

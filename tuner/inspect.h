@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pruner/cubin.h"
+#include "pruner/rules.h"
 #include "tuner/compile.h"
 #include "variants/space.h"
 
@@ -34,5 +35,10 @@ CubinCache cache_for(const std::filesystem::path& option);
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
                                   const CubinCache& cache, int threads, bool progress);
+
+/// What the pruning rules need of each compiled config in one context (geometry from the job;
+/// a config without a valid launch geometry is not judged).
+std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,
+                                           const ContextSpec& ctx, const CompileReport& cr);
 
 }  // namespace gputune::tuner

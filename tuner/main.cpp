@@ -129,8 +129,15 @@ int cmd_prune(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "context", "context label (default: the job's first)",
       cxxopts::value<std::string>()->default_value(""))(
-      "spill-limit", "spill bytes (stores + loads) above which a variant is pruned; -1 disables",
-      cxxopts::value<int>()->default_value("0"))("json", "one JSON object per configuration")(
+      "spill-limit",
+      "spill bytes (stores + loads) above which a variant is pruned; -1 disables (default: the "
+      "job's GPUTune.Pruner.MaxSpillBytes, else 0)",
+      cxxopts::value<int>())("margin",
+                             "rule 4: prune variants predicted slower than MARGIN x the best "
+                             "prediction (default: the job's GPUTune.Pruner.ModelMargin, else 2)",
+                             cxxopts::value<double>())(
+      "no-model", "skip the traffic model and rule 4 (resource rules only)")(
+      "json", "one JSON object per configuration")(
       "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))("h,help", "help");
@@ -141,7 +148,13 @@ int cmd_prune(int argc, char** argv) {
   tuner::PruneRunOptions po;
   po.device = r["device"].as<std::string>();
   po.context = r["context"].as<std::string>();
-  po.max_spill_bytes = r["spill-limit"].as<int>();
+  if (r.count("spill-limit")) po.max_spill_bytes = r["spill-limit"].as<int>();
+  if (r.count("margin")) {
+    po.model_margin = r["margin"].as<double>();
+    if (!(*po.model_margin >= 1))
+      throw std::invalid_argument("--margin must be at least 1 (1 keeps only the best prediction)");
+  }
+  po.model = !r.count("no-model");
   if (r.count("db")) po.db_path = r["db"].as<std::string>();
   if (r.count("cache-dir")) po.cache_dir = r["cache-dir"].as<std::string>();
   po.threads = r["threads"].as<int>();

@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -19,6 +21,7 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
 #include "tuner/measure.h"
+#include "tuner/model_stage.h"
 #include "tuner/progress.h"
 #include "tuner/strategy.h"
 #include "variants/instantiate.h"
@@ -118,14 +121,31 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                    "use an architecture such as sm_90");
   }
   rep.device = dev ? dev->name : "none";
+  Rates rates;
+  if (dev)
+    rates = rates_for_driver(*dev);
+  else
+    rates.source =
+        "no device: the model ranks nothing without a GPU's rates (see gputune prune "
+        "--device)";
   log << "gputune: " << job.name << ": " << space.size() << " valid configurations of "
       << space.cartesian_size << "; device "
       << (dev ? dev->name : "none (" + no_device_reason + ")") << "; target " << rep.arch << "\n";
   for (auto& n : job.notes) log << "gputune: note: " << n << "\n";
 
-  // 4. Plan: which configurations, in which order.
-  auto strategy = make_strategy(job.strategy, space.size(), job.seed);
-  std::vector<size_t> order = plan(*strategy, budget_configurations(job.budget, space.size()));
+  // 4. Plan: which configurations, in which order. model_guided compiles everything (the model
+  // needs every variant's code) and applies the budget to what it measures.
+  const bool guided = job.strategy == "model_guided";
+  const bool use_model = guided || job.pruner.enabled;
+  std::vector<size_t> order;
+  size_t measure_limit = std::numeric_limits<size_t>::max();
+  if (guided) {
+    order = plan(*make_brute_force(space.size()), space.size());
+    measure_limit = budget_configurations(job.budget, space.size());
+  } else {
+    auto strategy = make_strategy(job.strategy, space.size(), job.seed);
+    order = plan(*strategy, budget_configurations(job.budget, space.size()));
+  }
   // The default configuration is the reference for verification and the baseline for the speedup:
   // it is always run, first, even when the strategy did not pick it.
   if (long d = space.find(default_key(job)); d >= 0) {
@@ -150,6 +170,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   const std::vector<CompiledVariant>& compiled = cr.compiled;
   const std::vector<Inspected>& inspected = cr.inspected;
   rep.cached = cr.cached, rep.compiled_ok = cr.ok, rep.compile_failed = cr.failed;
+  const CompileReport& compile_report = cr;
 
   // 6. Records that identify this run.
   std::int64_t job_id, kernel_id, device_id, run_id;
@@ -184,6 +205,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   }
   rep.run_id = run_id;
   if (opt.on_run_started) opt.on_run_started(run_id);
+  pruner::Calibration calibration;
+  if (use_model)
+    if (auto c = store.latest_calibration(device_id))
+      calibration = pruner::Calibration::from_json(*c);
   // On resume: what this run already measured, per (context, variant).
   std::set<std::pair<std::int64_t, std::int64_t>> already;
   if (opt.resume_run)
@@ -282,6 +307,47 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         rows[i].geometry_error = e.problem;
       }
     }
+    // The model: traffic analysis, predictions; with the pruner enabled, its rules decide what is
+    // not measured (the default configuration always is: it is the reference).
+    ModelRun model;
+    std::vector<bool> pruned(configs.size(), false);
+    std::vector<pruner::Decision> decisions(configs.size());
+    if (use_model) {
+      Stage sm(log, "model " + ctx.name);
+      std::vector<bool> usable(configs.size());
+      std::vector<pruner::Occupancy> occ(configs.size());
+      for (size_t i = 0; i < configs.size(); ++i) {
+        usable[i] = inspected[i].ok && rows[i].v.has_value();
+        occ[i] = rows[i].occ;
+      }
+      model = run_model(job, source, configs, ctx, usable, occ, rates, calibration,
+                        opt.threads ? opt.threads : job.compile_threads, opt.progress);
+      log << "gputune: model: " << model.predicted << " of " << configs.size()
+          << " variants predicted; rates from " << rates.source << "; calibration "
+          << (calibration.samples
+                  ? "fitted on " + std::to_string(calibration.samples) + " measurements"
+                  : std::string("default"))
+          << "\n";
+      if (model.not_analysed)
+        log << "gputune: model: " << model.not_analysed
+            << " variants not analysed (judged by the resource rules only): " << model.first_error
+            << "\n";
+      if (job.pruner.enabled) {
+        pruner::PruneOptions po;
+        po.max_spill_bytes = job.pruner.max_spill_bytes;
+        pruner::PruneResult pr =
+            pruner::apply_rules(rule_inputs(job, configs, ctx, compile_report), limits, po);
+        std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);
+        pr.counts.push_back({"model", by_model});
+        decisions = pr.decisions;
+        log << "gputune: pruner:";
+        for (auto& c : pr.counts) log << " " << c.rule << " " << c.removed;
+        log << " (removed per rule)\n";
+        for (size_t i = 0; i < configs.size(); ++i)
+          pruned[i] = inspected[i].ok && !decisions[i].kept && static_cast<long>(i) != def;
+      }
+    }
+
     auto base_record = [&](size_t i) {
       db::MeasurementRecord m;
       m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
@@ -296,6 +362,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       if (rows[i].v)
         m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
       m.is_default = static_cast<long>(i) == def;
+      if (use_model && model.predictions[i].ok) m.predicted_ms = model.predictions[i].ms;
       return m;
     };
     auto prefail = [&](size_t i, db::MeasurementRecord& m) {
@@ -327,14 +394,19 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     // The default configuration runs first: without ReferenceArguments its outputs are the
     // reference every later variant is verified against. If it fails, the first variant that runs
     // correctly becomes the reference (and the log says so).
-    std::vector<size_t> run_order(configs.size());
-    for (size_t k = 0; k < configs.size(); ++k) run_order[k] = k;
-    if (def > 0)
-      std::rotate(run_order.begin(), run_order.begin() + def, run_order.begin() + def + 1);
+    std::vector<size_t> run_order;
+    if (def >= 0) run_order.push_back(static_cast<size_t>(def));
+    for (size_t k = 0; k < configs.size(); ++k)
+      if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
+    std::unique_ptr<ModelGuided> guide;
+    if (guided)
+      guide = std::make_unique<ModelGuided>(
+          model.features, rates.rates.value_or(pruner::DeviceRates{}), calibration, pruned);
 
     // Outcomes measured before an interruption count as measured now (resume).
     std::map<std::int64_t, size_t> index_of_variant;
     for (size_t i = 0; i < configs.size(); ++i) index_of_variant[variant_ids[i]] = i;
+    std::map<size_t, double> resumed_ms;
     if (!already.empty())
       for (auto& m : store.measurements(run_id, ctx_id))
         if (m.status == "correct" && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms &&
@@ -342,25 +414,24 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           size_t i = index_of_variant[m.variant_id];
           correct.emplace_back(*m.time_ms, i);
           measurement_of[i] = m.id;
+          resumed_ms[i] = *m.time_ms;
           if (!best_ms || *m.time_ms < *best_ms) best_ms = *m.time_ms;
           if (static_cast<long>(i) == def) default_ms = *m.time_ms;
         }
 
     bool out_of_time = false;
-    for (size_t k = 0; k < run_order.size(); ++k) {
-      size_t i = run_order[k];
-      if (opt.should_stop && opt.should_stop()) {
-        rep.interrupted = true;
-        break;
-      }
+    size_t position = 0, measured_count = 0;
+    // Measures (or, without a GPU, records) configuration i; returns its time when correct.
+    auto measure_one = [&](size_t i, const std::string& note) -> std::optional<double> {
+      std::optional<double> result;
       if (already.count({ctx_id, variant_ids[i]})) {
         // Measured before the interruption. The reference outputs are not stored: recapture them.
         if (measurer && need_reference && reference.empty() && measurement_of.count(i)) {
           Outcome o = measurer->run(compiled[i], *rows[i].v, nullptr, &reference, 1);
           if (o.status != "correct") reference.clear();
         }
-        prog.update(k + 1, failures, best_ms);
-        continue;
+        if (resumed_ms.count(i)) result = resumed_ms[i];
+        return result;
       }
       db::MeasurementRecord m = base_record(i);
       if (!prefail(i, m)) {
@@ -379,8 +450,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
                                     is_ref ? &reference : nullptr, job.measure.repeats);
           m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
+          ++measured_count;
           if (o.status == "correct") {
             m.time_ms = o.median_ms;
+            result = o.median_ms;
             work(m, *rows[i].v, o.median_ms);
             correct.emplace_back(o.median_ms, i);
             if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
@@ -401,12 +474,112 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         }
       }
       if (m.status != "correct" && m.status != "compiled") ++failures;
+      if (!note.empty()) m.reason += (m.reason.empty() ? "" : "; ") + note;
       measurement_of[i] = store.add_measurement(m);
       ++done_total;
       if (done_total % 64 == 0) store.update_run_progress(run_id, done_total);
-      prog.update(k + 1, failures, best_ms);
+      return result;
+    };
+
+    std::vector<char> visited(configs.size(), 0);
+    auto next_index = [&]() -> std::optional<size_t> {
+      if (measured_count >= measure_limit) return std::nullopt;
+      if (!guide) {
+        if (position < run_order.size()) return run_order[position++];
+        return std::nullopt;
+      }
+      if (position == 0 && def >= 0) {
+        ++position;
+        return static_cast<size_t>(def);
+      }
+      for (auto i = guide->next(); i; i = guide->next())
+        if (!visited[*i]) return i;
+      return std::nullopt;
+    };
+    size_t steps = 0;
+    for (auto i = next_index(); i; i = next_index()) {
+      if (opt.should_stop && opt.should_stop()) {
+        rep.interrupted = true;
+        break;
+      }
+      visited[*i] = 1;
+      std::optional<double> t = measure_one(*i, "");
+      if (guide) guide->report(*i, t);
+      prog.update(++steps, failures, best_ms);
     }
     prog.finish();
+    if (guide && !guide->stop_reason().empty())
+      log << "gputune: model_guided stopped after " << steps << " of " << configs.size()
+          << " variants: " << guide->stop_reason() << "\n";
+
+    // Pruned and skipped variants: a small random sample is timed anyway, to report the regret
+    // the pruning would have caused; the other pruned ones are stored with their rule.
+    if (use_model && !rep.interrupted) {
+      std::vector<size_t> candidates;
+      for (size_t i = 0; i < configs.size() && measurer; ++i)
+        if (!visited[i] && inspected[i].ok && rows[i].v &&
+            (pruned[i] ? decisions[i].rule != "duplicate" && decisions[i].rule != "resources"
+                       : guide != nullptr))
+          candidates.push_back(i);
+      std::mt19937_64 rng(job.seed);
+      std::shuffle(candidates.begin(), candidates.end(), rng);
+      candidates.resize(std::min<size_t>(
+          candidates.size(), static_cast<size_t>(std::max(0, job.pruner.regret_sample))));
+      std::optional<double> best_kept = best_ms, best_sample;
+      for (size_t i : candidates) {
+        if (opt.should_stop && opt.should_stop()) {
+          rep.interrupted = true;
+          break;
+        }
+        visited[i] = 1;
+        std::string why =
+            pruned[i] ? "pruned by rule " + decisions[i].rule : "skipped by model_guided";
+        auto t = measure_one(i, "regret sample (" + why + ")");
+        if (t && (!best_sample || *t < *best_sample)) best_sample = t;
+      }
+      if (measurer && best_kept && !candidates.empty()) {
+        double regret = best_sample && *best_sample < *best_kept ? *best_kept / *best_sample : 1.0;
+        rep.regret = regret;
+        rep.regret_sampled += candidates.size();
+        log << "gputune: regret sample: " << candidates.size()
+            << " pruned or skipped variants timed; best " << (best_sample ? *best_sample : 0)
+            << " ms against the measured best " << *best_kept << " ms: regret " << regret
+            << (regret > 1 ? " (the pruning missed a faster variant)" : "") << "\n";
+      }
+      for (size_t i = 0; i < configs.size(); ++i)
+        if (pruned[i] && !visited[i] && !already.count({ctx_id, variant_ids[i]})) {
+          db::MeasurementRecord m = base_record(i);
+          m.status = "constraints";
+          m.reason = "pruned by rule " + decisions[i].rule + ": " + decisions[i].reason;
+          store.add_measurement(m);
+          ++done_total;
+        }
+    }
+
+    // The model learns from what was measured: a calibration per device, and how well its
+    // ranking (before this fit) matched the measurements.
+    if (use_model && measurer && rates.rates) {
+      std::vector<pruner::ModelFeatures> f;
+      std::vector<double> ms, pred;
+      for (auto& [t, i] : correct)
+        if (model.predictions[i].ok) {
+          f.push_back(model.features[i]);
+          ms.push_back(t);
+          pred.push_back(model.predictions[i].ms);
+        }
+      if (pred.size() >= 3) {
+        rep.spearman = pruner::spearman(pred, ms);
+        log << "gputune: model: Spearman rank correlation " << *rep.spearman << " over "
+            << pred.size() << " measured variants\n";
+      }
+      pruner::Calibration fit = pruner::calibrate(f, ms, *rates.rates, calibration);
+      if (fit.samples > 0) {
+        calibration = fit;
+        store.save_calibration(device_id, run_id, fit.samples, fit.rms_log_error, fit.json());
+        log << "gputune: model: calibration fitted on " << fit.samples
+            << " measurements (rms log error " << fit.rms_log_error << ")\n";
+      }
+    }
 
     if (rep.interrupted) break;
     // 8. Re-measure the top few before naming a winner: the fastest of fresh medians wins.

@@ -69,6 +69,10 @@ struct RunReport {
   bool timed = false;
   bool interrupted = false;
   std::vector<BestRow> best;  ///< per context
+  // The model (model_guided strategy or GPUTune.Pruner.Enabled), last context.
+  std::optional<double> spearman;  ///< predicted vs measured rank correlation
+  std::optional<double> regret;    ///< best measured / best of the regret sample (1: no loss)
+  std::size_t regret_sampled = 0;
 };
 
 /// Runs the whole pipeline. Throws JobError (bad input) and db::DbError (bad database) before

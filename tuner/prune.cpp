@@ -9,6 +9,7 @@
 #include "pruner/device_spec.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
+#include "tuner/model_stage.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -25,14 +26,17 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   // The device: a described one, the one present, or the job's architecture.
   pruner::DeviceLimits limits;
   db::DeviceRecord dr;
+  Rates rates;
   if (!o.device.empty()) {
     pruner::DeviceSpec spec = pruner::find_device(o.device);
+    rates = rates_for_spec(spec);
     limits = spec.limits;
     rep.device = spec.name;
     dr.name = spec.name, dr.source = "target";
     dr.total_mem = static_cast<std::int64_t>(spec.memory_gib * (1 << 30));
   } else if (Driver::instance().available()) {
     DeviceInfo info = query_device(job.device_index);
+    rates = rates_for_driver(info);
     limits = info.limits;
     rep.device = info.name;
     dr.name = info.name, dr.source = "driver", dr.total_mem = info.total_mem;
@@ -41,7 +45,9 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     limits = pruner::limits_for_arch(arch);
     rep.device = "target " + arch;
     dr.name = rep.device, dr.source = "target";
+    rates.source = "no rates for a bare architecture: pass --device NAME (gputune devices)";
   }
+  rep.rates_source = rates.source;
   dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor, dr.sm_count = limits.sm_count;
   rep.arch = limits.arch();
 
@@ -64,27 +70,48 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   CompileReport cr = compile_and_inspect(job, source, configs, rep.arch, cache_for(o.cache_dir),
                                          o.threads ? o.threads : job.compile_threads, o.progress);
   rep.compile_failed = cr.failed;
-  std::vector<pruner::RuleInput> inputs(configs.size());
-  for (size_t i = 0; i < configs.size(); ++i) {
-    auto& in = inputs[i];
-    in.inspected = cr.inspected[i].ok;
-    in.res = cr.inspected[i].res;
-    in.cubin_hash = cr.compiled[i].cubin_hash;
-    try {
-      LaunchGeometry g = launch_geometry(job, configs[i], *ctx);
-      in.threads_per_block = g.threads_per_block();
-      in.dynamic_smem = g.dynamic_smem;
-      std::ostringstream key;
-      key << g.grid[0] << "," << g.grid[1] << "," << g.grid[2] << "/" << g.block[0] << ","
-          << g.block[1] << "," << g.block[2] << "/" << g.dynamic_smem;
-      in.geometry = key.str();
-    } catch (const JobError&) {
-      in.inspected = false;  // no valid launch: reported as not judged
-    }
-  }
+  std::vector<pruner::RuleInput> inputs = rule_inputs(job, configs, *ctx, cr);
   pruner::PruneOptions po;
-  po.max_spill_bytes = o.max_spill_bytes;
+  po.max_spill_bytes = o.max_spill_bytes.value_or(job.pruner.max_spill_bytes);
   pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
+
+  // The database: where decisions are stored and the device's calibration comes from.
+  std::unique_ptr<db::Store> store;
+  std::int64_t device_id = 0;
+  pruner::Calibration calibration;
+  if (o.store) {
+    rep.db_path = !o.db_path.empty()      ? o.db_path
+                  : !job.database.empty() ? (job.file.parent_path() / job.database).string()
+                                          : db::default_database_path();
+    store = std::make_unique<db::Store>(rep.db_path);
+    device_id = store->upsert_device(dr);
+    if (auto c = store->latest_calibration(device_id))
+      calibration = pruner::Calibration::from_json(*c);
+  }
+  rep.calibration_samples = calibration.samples;
+
+  // Rule 4: the model ranking.
+  rep.margin = o.model_margin.value_or(job.pruner.model_margin);
+  ModelRun model;
+  if (o.model) {
+    std::vector<bool> usable(configs.size());
+    std::vector<pruner::Occupancy> occ(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      usable[i] = inputs[i].inspected;
+      occ[i] = pr.decisions[i].occupancy;
+    }
+    model = run_model(job, source, configs, *ctx, usable, occ, rates, calibration,
+                      o.threads ? o.threads : job.compile_threads, o.progress);
+    rep.predicted = model.predicted;
+    rep.not_analysed = model.not_analysed;
+    rep.first_analysis_error = model.first_error;
+    rep.features = model.features;
+    rep.rates = rates.rates;
+    rep.calibration = calibration;
+    std::size_t removed = apply_model_rule(pr.decisions, model, rep.margin);
+    pr.counts.push_back({"model", removed});
+    pr.kept -= removed;
+  }
   rep.counts = pr.counts;
   rep.kept = pr.kept;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -95,30 +122,30 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     row.registers = cr.inspected[i].res.registers;
     const auto& res = cr.inspected[i].res;
     row.spill_bytes = res.spill_stores >= 0 ? res.spill_stores + res.spill_loads : 0;
+    if (o.model && model.predictions[i].ok) {
+      row.predicted_ms = model.predictions[i].ms;
+      row.bound = model.predictions[i].bound;
+    }
     rep.rows.push_back(std::move(row));
   }
 
-  if (o.store) {
-    rep.db_path = !o.db_path.empty()      ? o.db_path
-                  : !job.database.empty() ? (job.file.parent_path() / job.database).string()
-                                          : db::default_database_path();
-    db::Store store(rep.db_path);
-    db::Transaction t(store.db());
+  if (store) {
+    db::Store& st = *store;
+    db::Transaction t(st.db());
     auto job_id =
-        store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
-    auto kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
-    auto device_id = store.upsert_device(dr);
-    rep.run_id = store.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
+        st.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
+    auto kernel_id = st.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
+    rep.run_id = st.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
     db::ContextRecord c;
     c.kernel_id = kernel_id, c.device_id = device_id, c.label = ctx->name;
     c.problem_size_json = value_to_json(Value(ctx->problem_size)).dump();
     c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = nvrtc_version();
-    auto ctx_id = store.upsert_context(c);
+    auto ctx_id = st.upsert_context(c);
     for (size_t i = 0; i < configs.size(); ++i) {
       const auto& row = rep.rows[i];
       db::MeasurementRecord m;
       m.run_id = rep.run_id, m.context_id = ctx_id;
-      m.variant_id = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
+      m.variant_id = st.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
       m.cubin_hash = cr.compiled[i].cubin_hash;
       m.compile_ms = cr.compiled[i].compile_ms;
       if (!row.compiled) {
@@ -127,17 +154,18 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
         m.registers = row.registers, m.static_smem = cr.inspected[i].res.static_smem;
         m.local_bytes = cr.inspected[i].res.local_bytes, m.spill_bytes = row.spill_bytes;
         m.occupancy = row.decision.occupancy.occupancy;
+        m.predicted_ms = row.predicted_ms;
         m.status = row.decision.kept ? "compiled" : "constraints";
         m.reason = row.decision.kept
                        ? "kept by the pruner"
                        : "pruned by rule " + row.decision.rule + ": " + row.decision.reason;
       }
-      store.add_measurement(m);
+      st.add_measurement(m);
     }
-    store.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
-    store.finish_run(rep.run_id, "done",
-                     "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
-                         std::to_string(configs.size()));
+    st.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
+    st.finish_run(rep.run_id, "done",
+                  "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
+                      std::to_string(configs.size()));
     t.commit();
   }
   return rep;
@@ -152,7 +180,9 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
           {"rule",
            row.decision.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.decision.rule)},
           {"reason", row.decision.reason},
-          {"predicted_ms", nullptr},
+          {"predicted_ms",
+           row.predicted_ms ? nlohmann::json(*row.predicted_ms) : nlohmann::json(nullptr)},
+          {"bound", row.bound.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.bound)},
           {"registers", row.compiled ? nlohmann::json(row.registers) : nlohmann::json(nullptr)},
           {"occupancy", row.compiled ? nlohmann::json(row.decision.occupancy.occupancy)
                                      : nlohmann::json(nullptr)},
@@ -171,7 +201,30 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
   out << "  kept " << r.kept << " of " << r.space_size << " (" << std::fixed << std::setprecision(1)
       << 100.0 * static_cast<double>(r.kept) /
              static_cast<double>(std::max<size_t>(1, r.space_size))
-      << "%); the model ranking (rule 4) is not built yet, so kept variants are not ranked\n";
+      << "%)\n";
+  out << "  model: " << r.predicted << " variants predicted, rates from " << r.rates_source
+      << "; calibration "
+      << (r.calibration_samples
+              ? "fitted on " + std::to_string(r.calibration_samples) + " measurements"
+              : std::string("default constants (no measurements yet)"))
+      << "; margin " << std::setprecision(2) << r.margin << "\n";
+  if (r.not_analysed)
+    out << "  model: " << r.not_analysed
+        << " variants could not be analysed and are judged by the resource rules only; first: "
+        << r.first_analysis_error << "\n";
+  std::vector<const PruneRow*> ranked;
+  for (const auto& row : r.rows)
+    if (row.decision.kept && row.predicted_ms) ranked.push_back(&row);
+  std::sort(ranked.begin(), ranked.end(), [](const PruneRow* a, const PruneRow* b) {
+    return *a->predicted_ms < *b->predicted_ms;
+  });
+  if (!ranked.empty()) {
+    out << "  best predicted (of " << ranked.size() << " ranked):\n";
+    for (size_t k = 0; k < std::min<size_t>(10, ranked.size()); ++k)
+      out << "    " << std::right << std::setw(2) << k + 1 << ". " << std::setprecision(4)
+          << std::setw(10) << *ranked[k]->predicted_ms << " ms  " << std::left << std::setw(6)
+          << ranked[k]->bound << "  " << ranked[k]->config.json() << "\n";
+  }
   if (r.run_id) out << "stored as run " << r.run_id << " in " << r.db_path << "\n";
 }
 

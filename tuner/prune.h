@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pruner/model.h"
 #include "pruner/rules.h"
 #include "variants/job.h"
 #include "variants/space.h"
@@ -23,8 +24,10 @@ struct PruneRunOptions {
   std::string db_path;  ///< empty: job's GPUTune.Database, else the default
   std::filesystem::path cache_dir;  ///< as RunOptions
   int threads = 0;
-  int max_spill_bytes = 0;  ///< < 0 disables the spill rule
-  std::string context;      ///< context label (default: the job's first)
+  std::optional<int> max_spill_bytes;  ///< < 0 disables the spill rule; unset: the job's
+  std::optional<double> model_margin;  ///< rule 4; unset: the job's GPUTune.Pruner.ModelMargin
+  bool model = true;                   ///< run the traffic model and rule 4
+  std::string context;                 ///< context label (default: the job's first)
   bool progress = false;
   bool store = true;
 };
@@ -34,12 +37,23 @@ struct PruneRow {
   bool compiled = false;
   pruner::Decision decision;
   int registers = 0, spill_bytes = 0;
+  std::optional<double> predicted_ms;
+  std::string bound;  ///< what limits it in the model: dram, l2, shared, flops
 };
 
 struct PruneReport {
   std::string device, arch, context;
   std::size_t space_size = 0, compile_failed = 0, kept = 0;
   std::vector<pruner::RuleCount> counts;
+  // The model (rule 4).
+  std::string rates_source;  ///< where the device's rates came from, or why there are none
+  std::size_t predicted = 0, not_analysed = 0;
+  std::string first_analysis_error;
+  int calibration_samples = 0;  ///< 0: default constants
+  double margin = 0;
+  std::vector<pruner::ModelFeatures> features;  ///< per row, for replay's model_guided scoring
+  std::optional<pruner::DeviceRates> rates;
+  pruner::Calibration calibration;
   std::vector<PruneRow> rows;
   std::int64_t run_id = 0;
   std::string db_path;

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "db/interchange.h"
+#include "pruner/model.h"
 #include "tuner/prune.h"
 #include "tuner/strategy.h"
 
@@ -173,7 +175,50 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     }
     rep.fraction_pruned = 1.0 - static_cast<double>(rep.kept) / static_cast<double>(space.size());
     rep.regret = best_kept / rep.optimum_ms;
-    rep.pruner_note = "no model yet: the ranking rule and Spearman correlation are not scored";
+    for (auto& c : pr.counts) rep.removed_by_rule[c.rule] = c.removed;
+    // The model's ranking against the recorded times.
+    std::vector<double> pred, meas;
+    for (size_t i = 0; i < space.size(); ++i)
+      if (present[i] && time[i] && pr.rows[i].predicted_ms) {
+        pred.push_back(*pr.rows[i].predicted_ms);
+        meas.push_back(*time[i]);
+      }
+    rep.predicted_and_measured = pred.size();
+    rep.spearman = pruner::spearman(pred, meas);
+    if (pr.rates) {
+      // model_guided, fed the recorded times; pruned variants (rules 1-3) are never proposed.
+      std::vector<bool> excluded(space.size());
+      for (size_t i = 0; i < space.size(); ++i)
+        excluded[i] = pr.rows[i].decision.rule == "resources" ||
+                      pr.rows[i].decision.rule == "duplicate" ||
+                      pr.rows[i].decision.rule == "spills";
+      ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded);
+      std::vector<size_t> order;
+      double best = INFINITY;
+      for (auto i = g.next(); i; i = g.next()) {
+        if (!present[*i]) {
+          g.report(*i, std::nullopt);
+          continue;
+        }
+        order.push_back(*i);
+        g.report(*i, time[*i]);
+        if (time[*i] && *time[*i] < best) best = *time[*i];
+      }
+      StrategyScore s{"model_guided", 1};
+      auto reach = [&](double f) {
+        for (size_t k = 0; k < order.size(); ++k)
+          if (time[order[k]] && *time[order[k]] <= rep.optimum_ms * f)
+            return static_cast<double>(k + 1);
+        return std::numeric_limits<double>::quiet_NaN();  // stopped before getting there
+      };
+      s.median_to_5 = s.p90_to_5 = reach(1.05);
+      s.median_to_10 = s.p90_to_10 = reach(1.10);
+      rep.strategies.push_back(s);
+      rep.guided_stopped_after = order.size();
+      rep.guided_best_ratio = best / rep.optimum_ms;
+    }
+    rep.pruner_note =
+        pr.rates ? "model rates from " + pr.rates_source : "model not scored: " + pr.rates_source;
   }
   return rep;
 }
@@ -195,6 +240,17 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
         << ", recorded launch failures predicted " << r.failures_predicted << " of "
         << r.failures_recorded << ", valid variants rejected for resources " << r.valid_rejected
         << "\n";
+  if (r.pruner_scored) {
+    out << "pruner: removed per rule:";
+    for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;
+    out << "\n";
+    out << "model: Spearman " << std::setprecision(3) << r.spearman << " over "
+        << r.predicted_and_measured << " configurations with a prediction and a recorded time\n";
+    if (r.guided_stopped_after)
+      out << "model_guided: stopped after " << r.guided_stopped_after
+          << " measurements with the best within " << std::setprecision(1)
+          << 100 * (r.guided_best_ratio - 1) << "% of the optimum\n";
+  }
   out << r.pruner_note << "\n";
 }
 

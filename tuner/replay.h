@@ -49,6 +49,12 @@ struct ReplayReport {
   std::size_t kept = 0;
   double fraction_pruned = 0, regret = 0;  ///< regret: best kept / best overall
   std::size_t failures_recorded = 0, failures_predicted = 0, valid_rejected = 0;
+  // The model (with the kernel source and a device).
+  std::size_t predicted_and_measured = 0;
+  double spearman = 0;  ///< predicted vs recorded time, over the configurations with both
+  std::size_t guided_stopped_after = 0;  ///< model_guided: measurements before its stop rule
+  double guided_best_ratio = 0;          ///< its best / the optimum when it stopped
+  std::map<std::string, std::size_t> removed_by_rule;
 };
 
 struct ReplayOptions {

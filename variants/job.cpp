@@ -167,9 +167,9 @@ const std::set<std::string> kArgKeys = {"Name",       "Type",     "MemoryType", 
 const std::set<std::string> kRefKeys = {
     "Name",       "TargetName", "FillType",         "FillValue",
     "DataSource", "RandomSeed", "ValidationMethod", "ValidationThreshold"};
-const std::set<std::string> kExtKeys = {"Contexts", "Device",       "Search",
-                                        "Budget",   "Verification", "Measurement",
-                                        "Work",     "Database",     "CompileThreads"};
+const std::set<std::string> kExtKeys = {"Contexts",       "Device",      "Search", "Budget",
+                                        "Verification",   "Measurement", "Work",   "Database",
+                                        "CompileThreads", "Pruner"};
 
 void read_parameters(Reader& r, const json& space, Job& job) {
   const json& params =
@@ -546,13 +546,30 @@ void read_extension(Reader& r, const json& ext, Job& job) {
     r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed"});
     if (s.contains("Strategy")) {
       std::string st = r.get_string(s["Strategy"], "GPUTune.Search.Strategy");
-      if (st != "brute_force" && st != "random")
+      if (st != "brute_force" && st != "random" && st != "model_guided")
         r.fail("GPUTune.Search.Strategy", "unknown strategy '" + st + "'",
-               "use brute_force or random");
+               "use brute_force, random or model_guided");
       job.strategy = st;
+      if (st == "model_guided") job.pruner.enabled = true;
     }
     if (s.contains("Seed"))
       job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
+  }
+  if (ext.contains("Pruner")) {
+    const json& pr = ext["Pruner"];
+    r.check_keys(pr, "GPUTune.Pruner", {"Enabled", "ModelMargin", "MaxSpillBytes", "RegretSample"});
+    if (pr.contains("Enabled")) {
+      if (!pr["Enabled"].is_boolean()) r.fail("GPUTune.Pruner.Enabled", "expected true or false");
+      job.pruner.enabled = pr["Enabled"].get<bool>();
+    }
+    if (pr.contains("ModelMargin"))
+      job.pruner.model_margin = num(pr["ModelMargin"], "GPUTune.Pruner.ModelMargin", 1, 1e6);
+    if (pr.contains("MaxSpillBytes"))
+      job.pruner.max_spill_bytes =
+          static_cast<int>(num(pr["MaxSpillBytes"], "GPUTune.Pruner.MaxSpillBytes", -1, 1e9));
+    if (pr.contains("RegretSample"))
+      job.pruner.regret_sample =
+          static_cast<int>(num(pr["RegretSample"], "GPUTune.Pruner.RegretSample", 0, 1e6));
   }
   if (ext.contains("Budget")) {
     const json& b = ext["Budget"];

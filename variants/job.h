@@ -89,6 +89,15 @@ struct MeasureSettings {
   double timeout_seconds = 10.0;
 };
 
+/// GPUTune.Pruner: the model-driven pruner's settings (used by `run` with model_guided, `prune`
+/// and `replay`).
+struct PrunerSettings {
+  bool enabled = false;       ///< `run`: skip pruned variants (model_guided turns it on)
+  double model_margin = 2.0;  ///< rule 4: drop variants predicted slower than margin x best
+  int max_spill_bytes = 0;    ///< rule 2: spill bytes above this are pruned; < 0 disables
+  int regret_sample = 5;      ///< pruned variants timed anyway, to report the regret
+};
+
 struct Job {
   std::filesystem::path file;  // the job file (errors name it; relative paths resolve against it)
   std::string name;            // BenchmarkName or the file stem
@@ -112,9 +121,10 @@ struct Job {
   std::vector<ReferenceArgument> references;
   std::vector<ContextSpec> contexts;  // at least one
   // Search
-  std::string strategy = "brute_force";  // brute_force | random
+  std::string strategy = "brute_force";  // brute_force | random | model_guided
   std::uint64_t seed = 1;
   Budget budget;
+  PrunerSettings pruner;
   // Verification and measurement
   double abs_tolerance = 1e-6;
   double rel_tolerance = 1e-4;

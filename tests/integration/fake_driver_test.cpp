@@ -3,6 +3,7 @@
 // is tested on machines without a GPU. The real-device tests are in tests/gpu/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -85,6 +86,55 @@ TEST(FakeDriver, TimeBudgetStopsMeasuring) {
   for (auto& m : store.measurements(0))
     skipped += m.reason.find("time budget") != std::string::npos;
   EXPECT_GT(skipped, 0) << r.out;
+}
+
+TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
+  // The fake driver's times do not follow the model (they follow its own clock), so this checks
+  // the mechanics: every stored variant has a prediction, the calibration is saved per device,
+  // the Spearman correlation and the regret sample are reported, the default runs first.
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 1.0}, {"RegretSample", 2}};  // keep the best only
+  test::write_file(dir / "job.json", job.dump());
+  std::string db = (dir / "g.db").string();
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("gputune: model: 24 of 24 variants predicted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rates from the driver's clock"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gputune: pruner: resources 0 spills 0 duplicate 0 model"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Spearman rank correlation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibration fitted on"), std::string::npos) << r.out;
+  db::Store store(db);
+  auto ms = store.measurements(0);
+  ASSERT_FALSE(ms.empty());
+  auto first = std::min_element(ms.begin(), ms.end(),
+                                [](const auto& a, const auto& b) { return a.id < b.id; });
+  EXPECT_TRUE(first->is_default) << "the default configuration is measured first";
+  int pruned = 0, sampled = 0;
+  for (auto& m : ms) {
+    EXPECT_TRUE(m.predicted_ms.has_value()) << m.params_json;
+    pruned += m.status == "constraints" && m.reason.find("pruned by rule model") == 0;
+    sampled += m.reason.find("regret sample") != std::string::npos;
+  }
+  EXPECT_GT(pruned, 0) << r.out;
+  EXPECT_EQ(sampled, 2) << r.out;  // RegretSample of the variants rule 4 removed
+  EXPECT_NE(r.out.find("gputune: regret sample: 2 pruned or skipped variants timed"),
+            std::string::npos)
+      << r.out;
+  db::Statement c(store.db(), "SELECT count(*), max(samples) FROM model_calibrations");
+  ASSERT_TRUE(c.step());
+  EXPECT_EQ(c.int64(0), 1);
+  EXPECT_GE(c.int64(1), 4);
+  // A second run starts from the stored calibration.
+  auto again = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("calibration fitted on"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("; calibration fitted on"), std::string::npos) << again.out;
 }
 
 TEST(FakeDriver, DefaultConfigurationIsAlwaysTheReference) {

@@ -117,5 +117,72 @@ TEST(Prune, JsonLinesAndStorage) {
   EXPECT_NE(text.str().find("rule resources  removed 1"), std::string::npos) << text.str();
 }
 
+TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
+  // A copy whose stride is a parameter: stride 32 touches 8x the sectors of stride 1 (the model
+  // must rank stride 1 first and drop stride 32 with a margin of 2).
+  test::TempDir dir;
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 32]"}])");
+  job.global_size.x = "1048576 // bs";  // the same work for every block size
+  auto o = opts(dir, "h100-sxm");
+  auto r = prune_job(job, o);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.predicted, 4u) << r.first_analysis_error;
+  ASSERT_EQ(r.counts.back().rule, "model");
+  EXPECT_EQ(r.counts.back().removed, 2u);
+  for (auto& row : r.rows) {
+    ASSERT_TRUE(row.predicted_ms);
+    bool strided = row.config.key().find(",32") != std::string::npos;
+    EXPECT_EQ(row.decision.kept, !strided) << row.config.key();
+    if (strided) {
+      EXPECT_EQ(row.decision.rule, "model");
+      EXPECT_NE(row.decision.reason.find("best prediction"), std::string::npos);
+      EXPECT_EQ(row.bound, "dram");  // a 32-byte sector from DRAM for every 4-byte element
+    }
+  }
+  std::ostringstream js;
+  print_prune_report(r, js, true);
+  std::istringstream lines(js.str());
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_TRUE(j["predicted_ms"].is_number()) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
+  std::ostringstream text;
+  print_prune_report(r, text, false);
+  EXPECT_NE(text.str().find("rule model"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("kept 2 of 4"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("best predicted"), std::string::npos) << text.str();
+
+  // A wide margin keeps everything; without the model nothing is predicted.
+  o.model_margin = 1000;
+  EXPECT_EQ(prune_job(job, o).kept, 4u);
+  o.model = false;
+  auto bare = prune_job(job, o);
+  EXPECT_FALSE(bare.rows[0].predicted_ms);
+  EXPECT_EQ(bare.counts.back().rule, "duplicate");
+}
+
+TEST(Prune, UnparsableKernelFallsBackToTheResourceRulesAndSaysSo) {
+  test::TempDir dir;
+  // NVRTC knows __brev; the analysis prelude does not declare it.
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* p) {
+  p[threadIdx.x] = (float)__brev(threadIdx.x);
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[64, 128]"}])");
+  auto r = prune_job(job, opts(dir, "h100-sxm"));
+  ASSERT_EQ(r.compile_failed, 0u);
+  EXPECT_EQ(r.not_analysed, 2u);
+  EXPECT_EQ(r.kept, 2u);
+  EXPECT_NE(r.first_analysis_error.find("clang could not parse"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gputune::tuner

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -70,6 +71,48 @@ TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
   EXPECT_EQ(r.failures_recorded, 1u);
   EXPECT_EQ(r.failures_predicted, 1u);  // 512 threads > __launch_bounds__(256)
   EXPECT_EQ(r.valid_rejected, 0u);
+}
+
+TEST(Replay, ScoresTheModelRankingAndModelGuided) {
+  // Recorded times that grow with the stride, as on a GPU: the model must rank them the same way
+  // (Spearman close to 1) and model_guided must find the optimum first.
+  test::TempDir dir;
+  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [
+      {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+      {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "4194304 // bs"}, "GlobalSizeType": "CUDA"},
+    "GPUTune": {"Pruner": {"ModelMargin": 100}}})");
+  json cache = json::object();
+  for (int bs : {128, 256})
+    for (int stride : {1, 2, 4, 8, 16, 32}) {
+      std::string key = std::to_string(bs) + "," + std::to_string(stride);
+      double t = 0.01 * (1 + std::min(stride, 8)) + (bs == 256 ? 0.0001 : 0);
+      cache[key] = {{"bs", bs}, {"stride", stride}, {"time", t}};
+    }
+  test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
+  Job job = load_job(dir / "job.json");
+  ReplayOptions o;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  o.seeds = 20;
+  auto r = replay(job, (dir / "cache.json").string(), o);
+  ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
+  EXPECT_EQ(r.predicted_and_measured, 12u);
+  EXPECT_GT(r.spearman, 0.8);
+  ASSERT_EQ(r.strategies.size(), 3u);
+  EXPECT_EQ(r.strategies[2].strategy, "model_guided");
+  EXPECT_LE(r.strategies[2].median_to_5, 2);  // the best prediction is the optimum (or its twin)
+  EXPECT_GT(r.guided_stopped_after, 0u);
+  EXPECT_DOUBLE_EQ(r.guided_best_ratio, 1.0);
+  std::ostringstream text;
+  print_replay_report(r, text);
+  EXPECT_NE(text.str().find("model: Spearman"), std::string::npos) << text.str();
 }
 
 TEST(Replay, MeasurementsOfAnotherSpaceAreRefused) {

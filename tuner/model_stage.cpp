@@ -1,0 +1,141 @@
+#include "tuner/model_stage.h"
+
+#include <atomic>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "tuner/arguments.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/progress.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+Rates rates_for_spec(const pruner::DeviceSpec& spec) {
+  Rates r;
+  r.rates = pruner::rates_for(spec);
+  r.source = "configs/devices/" + spec.key + ".json";
+  return r;
+}
+
+Rates rates_for_driver(const DeviceInfo& info) {
+  try {
+    pruner::DeviceSpec spec = pruner::find_device(info.name);
+    if (spec.limits.sm_count == info.limits.sm_count) {
+      Rates r = rates_for_spec(spec);
+      r.source += " (matched by the driver's device name)";
+      return r;
+    }
+  } catch (const pruner::DeviceError&) {
+  }
+  Rates r;
+  if (info.clock_khz > 0 && info.mem_clock_khz > 0 && info.mem_bus_bits > 0) {
+    r.rates = pruner::rates_from_driver(info.limits, info.clock_khz, info.mem_clock_khz,
+                                        info.mem_bus_bits);
+    r.source = "the driver's clock, memory clock and bus width";
+  } else {
+    r.source =
+        "no rates: the driver reports no clocks and no device file matches '" + info.name + "'";
+  }
+  return r;
+}
+
+ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
+                   const ContextSpec& ctx, const std::vector<bool>& usable,
+                   const std::vector<pruner::Occupancy>& occupancy, const Rates& rates,
+                   const pruner::Calibration& calibration, int threads, bool progress) {
+  ModelRun m;
+  size_t n = configs.size();
+  m.traffic.resize(n);
+  m.features.resize(n);
+  m.predictions.resize(n);
+  // Argument sizes and scalar values, as the measurement will have them.
+  std::map<std::string, double> scalars;
+  std::map<std::string, std::int64_t> arrays;
+  for (const HostArgument& a : make_arguments(job, ctx)) {
+    if (a.is_vector)
+      arrays[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
+    else if (!a.data.empty())
+      scalars[a.name] = read_scalar(a.type, a.data.data(), 0);
+  }
+  std::vector<std::int64_t> threads_per_block(n, 0);
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex mu;
+  Progress prog("model " + ctx.name, n, progress);
+  auto worker = [&] {
+    for (size_t i; (i = next++) < n;) {
+      pruner::TrafficReport t;
+      if (usable[i]) {
+        pruner::TrafficInput in;
+        in.source = source;
+        in.kernel_name = job.kernel_name;
+        in.options = compile_options(job, configs[i]);
+        in.scalars = scalars;
+        in.array_bytes = arrays;
+        try {
+          LaunchGeometry g = launch_geometry(job, configs[i], ctx);
+          in.grid = g.grid, in.block = g.block;
+          threads_per_block[i] = g.threads_per_block();
+          t = pruner::analyse_traffic(in);
+        } catch (const JobError& e) {
+          t.error = "no launch geometry: " + e.problem;
+        }
+      } else {
+        t.error = "not compiled";
+      }
+      m.traffic[i] = std::move(t);
+      std::lock_guard<std::mutex> lock(mu);
+      prog.update(++done, 0, std::nullopt);
+    }
+  };
+  int nt = threads > 0
+               ? threads
+               : static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int k = 0; k < nt; ++k) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  prog.finish();
+  for (size_t i = 0; i < n; ++i) {
+    m.features[i] = pruner::features_from(m.traffic[i], occupancy[i], threads_per_block[i]);
+    if (usable[i] && !m.features[i].ok && m.first_error.empty() && !m.traffic[i].error.empty())
+      m.first_error = m.traffic[i].error;
+    if (usable[i] && (!m.traffic[i].parsed || !m.traffic[i].error.empty())) ++m.not_analysed;
+  }
+  repredict(m, rates, calibration);
+  return m;
+}
+
+void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration) {
+  m.predicted = 0;
+  for (size_t i = 0; i < m.features.size(); ++i) {
+    m.predictions[i] = rates.rates ? pruner::predict(m.features[i], *rates.rates, calibration)
+                                   : pruner::Prediction{};
+    if (m.predictions[i].ok) ++m.predicted;
+  }
+}
+
+std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const ModelRun& m,
+                             double margin) {
+  double best = -1;
+  for (size_t i = 0; i < decisions.size(); ++i)
+    if (decisions[i].kept && m.predictions[i].ok && (best < 0 || m.predictions[i].ms < best))
+      best = m.predictions[i].ms;
+  if (best <= 0) return 0;
+  std::size_t removed = 0;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    auto& d = decisions[i];
+    if (!d.kept || !m.predictions[i].ok || m.predictions[i].ms <= margin * best) continue;
+    d.kept = false;
+    d.rule = "model";
+    std::ostringstream r;
+    r.precision(3);
+    r << "predicted " << m.predictions[i].ms << " ms (" << m.predictions[i].bound
+      << "-bound), more than " << margin << " x the best prediction " << best << " ms";
+    d.reason = r.str();
+    ++removed;
+  }
+  return removed;
+}
+
+}  // namespace gputune::tuner
