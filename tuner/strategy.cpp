@@ -73,19 +73,24 @@ std::optional<double> ModelGuided::predicted_ms(size_t i) const {
   return predicted_[i];
 }
 
-bool ModelGuided::can_stop() const {
-  // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over at
-  // least 6), and allow for its most optimistic error so far, and never less than 25%.
-  std::vector<double> p, m;
+std::pair<double, double> ModelGuided::best_and_ratio() const {
+  // The best measured time, and the model's most optimistic error so far (min measured/predicted),
+  // never less than 25%.
   double best = -1, ratio = 0.8;
   for (auto& [i, ms] : measured_) {
     if (best < 0 || ms < best) best = ms;
-    if (predicted_[i] <= 0) continue;
-    p.push_back(predicted_[i]);
-    m.push_back(ms);
-    ratio = std::min(ratio, ms / predicted_[i]);
+    if (predicted_[i] > 0) ratio = std::min(ratio, ms / predicted_[i]);
   }
+  return {best, ratio};
+}
+
+bool ModelGuided::can_stop() const {
+  // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over >= 6).
+  std::vector<double> p, m;
+  for (auto& [i, ms] : measured_)
+    if (predicted_[i] > 0) p.push_back(predicted_[i]), m.push_back(ms);
   if (p.size() < 6 || !(pruner::spearman(p, m) >= 0.5)) return false;
+  auto [best, ratio] = best_and_ratio();
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] > 0 && predicted_[i] * ratio < best) return false;
   return true;
@@ -100,14 +105,8 @@ std::optional<size_t> ModelGuided::next() {
       if (!pick || predicted_[i] < predicted_[*pick]) pick = i;
     }
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
-    double best = -1, ratio = 0.8, fastest = -1;
-    for (auto& [i, ms] : measured_) {
-      if (best < 0 || ms < best) best = ms;
-      if (predicted_[i] > 0) ratio = std::min(ratio, ms / predicted_[i]);
-    }
-    for (size_t i = 0; i < state_.size(); ++i)
-      if (state_[i] == 0 && predicted_[i] > 0 && (fastest < 0 || predicted_[i] < fastest))
-        fastest = predicted_[i];
+    auto [best, ratio] = best_and_ratio();
+    double fastest = predicted_[*pick];  // the open variant with the lowest prediction
     std::ostringstream r;
     r.precision(4);
     r << "the best measured time " << best << " ms cannot be beaten: the fastest remaining "

@@ -54,6 +54,7 @@ class ModelGuided : public Strategy {
  private:
   void refit();
   bool can_stop() const;
+  std::pair<double, double> best_and_ratio() const;
   std::vector<pruner::ModelFeatures> features_;
   pruner::DeviceRates rates_;
   pruner::Calibration calibration_;
