@@ -260,9 +260,6 @@ class Sim {
   struct LoopCtx {
     Mask brk = 0, cont = 0;
   };
-  struct Counter {
-    Access a;
-  };
 
   ASTContext& ctx_;
   SourceManager& sm_;
@@ -1124,7 +1121,7 @@ class Sim {
     return nullptr;
   }
 
-  std::optional<Pattern> pattern(const Stmt* init, const Expr* cond, const Expr* inc) {
+  std::optional<Pattern> pattern(const Expr* cond, const Expr* inc) {
     if (!cond || !inc) return std::nullopt;
     Pattern p;
     auto* c = dyn_cast<BinaryOperator>(cond->IgnoreParenImpCasts());
@@ -1166,7 +1163,6 @@ class Sim {
     } else {
       return std::nullopt;
     }
-    (void)init;
     return p;
   }
 
@@ -1213,7 +1209,7 @@ class Sim {
     if (!active_) return;
     // A long loop with one trip count for all lanes and no loop-carried integer state is sampled.
     if (!do_while) {
-      if (auto p = pattern(init, cond, inc)) {
+      if (auto p = pattern(cond, inc)) {
         std::unordered_set<const VarDecl*> assigned, declared;
         assigned_vars(body, assigned);
         declared_vars(body, declared);

@@ -42,9 +42,10 @@ Rates rates_for_driver(const DeviceInfo& info) {
 }
 
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
-                   const ContextSpec& ctx, const std::vector<bool>& usable,
-                   const std::vector<pruner::Occupancy>& occupancy, const Rates& rates,
-                   const pruner::Calibration& calibration, int threads, bool progress) {
+                   const ContextSpec& ctx, const std::vector<HostArgument>& args,
+                   const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
+                   const Rates& rates, const pruner::Calibration& calibration, int threads,
+                   bool progress) {
   ModelRun m;
   size_t n = configs.size();
   m.traffic.resize(n);
@@ -53,7 +54,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   // Argument sizes and scalar values, as the measurement will have them.
   std::map<std::string, double> scalars;
   std::map<std::string, std::int64_t> arrays;
-  for (const HostArgument& a : make_arguments(job, ctx)) {
+  for (const HostArgument& a : args) {
     if (a.is_vector)
       arrays[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
     else if (!a.data.empty())

@@ -19,6 +19,7 @@
 namespace gputune::tuner {
 
 struct DeviceInfo;
+struct HostArgument;
 
 struct Rates {
   std::optional<pruner::DeviceRates> rates;
@@ -38,11 +39,13 @@ struct ModelRun {
   std::string first_error;  ///< the first analysis failure, to show the user
 };
 
-/// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's.
+/// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
+/// `args` are the context's arguments (sizes and scalar values), as make_arguments made them.
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
-                   const ContextSpec& ctx, const std::vector<bool>& usable,
-                   const std::vector<pruner::Occupancy>& occupancy, const Rates& rates,
-                   const pruner::Calibration& calibration, int threads, bool progress);
+                   const ContextSpec& ctx, const std::vector<HostArgument>& args,
+                   const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
+                   const Rates& rates, const pruner::Calibration& calibration, int threads,
+                   bool progress);
 
 /// Recomputes predictions with another calibration (after a fit).
 void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration);

@@ -320,7 +320,11 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         usable[i] = inspected[i].ok && rows[i].v.has_value();
         occ[i] = rows[i].occ;
       }
-      model = run_model(job, source, configs, ctx, usable, occ, rates, calibration,
+      // The measurer's arguments when there is one (sizing and filling them again is not free).
+      std::vector<HostArgument> own_args;
+      if (!measurer) own_args = make_arguments(job, ctx);
+      model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : own_args,
+                        usable, occ, rates, calibration,
                         opt.threads ? opt.threads : job.compile_threads, opt.progress);
       log << "gputune: model: " << model.predicted << " of " << configs.size()
           << " variants predicted; rates from " << rates.source << "; calibration "

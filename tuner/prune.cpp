@@ -7,6 +7,7 @@
 
 #include "db/store.h"
 #include "pruner/device_spec.h"
+#include "tuner/arguments.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
 #include "tuner/model_stage.h"
@@ -100,8 +101,8 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       usable[i] = inputs[i].inspected;
       occ[i] = pr.decisions[i].occupancy;
     }
-    model = run_model(job, source, configs, *ctx, usable, occ, rates, calibration,
-                      o.threads ? o.threads : job.compile_threads, o.progress);
+    model = run_model(job, source, configs, *ctx, make_arguments(job, *ctx), usable, occ, rates,
+                      calibration, o.threads ? o.threads : job.compile_threads, o.progress);
     rep.predicted = model.predicted;
     rep.not_analysed = model.not_analysed;
     rep.first_analysis_error = model.first_error;
