@@ -70,7 +70,4 @@ struct TrafficReport {
 /// Parses and analyses one variant. Thread-safe (each call has its own compiler instance).
 TrafficReport analyse_traffic(const TrafficInput& in);
 
-/// The resource directory of the clang the analysis links against (for its builtin headers).
-std::string clang_resource_dir();
-
 }  // namespace gputune::pruner

@@ -18,6 +18,7 @@
 
 #include "db/store.h"
 #include "tuner/cuda_driver.h"
+#include "tuner/generate.h"
 #include "tuner/pipeline.h"
 #include "web/server.h"
 
@@ -101,7 +102,7 @@ int run_worker(const WorkerOptions& o) {
     }
     std::string status = "failed", message;
     try {
-      Job job = load_job(dir / "job.json");
+      Job job = load_tuning_job(dir / "job.json");
       job.device_index = o.device;
       RunOptions ro;
       ro.db_path = o.db_path;

@@ -22,7 +22,7 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     Variant v;
     v.config = c;
     v.kernel_name = job.kernel_name;
-    v.source = source;
+    v.source = variant_source(job, source, c);
     v.options = compile_options(job, c);
     variants.push_back(std::move(v));
   }

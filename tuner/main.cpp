@@ -14,6 +14,7 @@
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/daemon.h"
+#include "tuner/generate.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
 #include "tuner/prune.h"
@@ -32,6 +33,7 @@ usage: gputune COMMAND [options]
 commands:
   run JOB            compile, verify and time every configuration of a T1 job; store it all
   space JOB          --count: number of valid configurations; --list: each as a JSON line
+  generate FILE.cu   rewrite a naive kernel (--kernel NAME) into variants (--out DIR, --check)
   prune JOB          compile for a device (--device NAME, no GPU needed) and apply the pruning rules
   replay JOB         score strategies (and the pruner) against recorded measurements (--measurements FILE)
   best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
@@ -77,7 +79,7 @@ int cmd_run(int argc, char** argv) {
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
-  Job job = load_job(r["job"].as<std::string>());
+  Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
   if (r.count("arch")) opt.arch = r["arch"].as<std::string>();
@@ -90,6 +92,40 @@ int cmd_run(int argc, char** argv) {
   return rep.exit_code;
 }
 
+int cmd_generate(int argc, char** argv) {
+  cxxopts::Options o("gputune generate",
+                     "Rewrite a naive CUDA kernel (one thread per output) into tuned variants");
+  o.add_options()("file", "the naive kernel's .cu file", cxxopts::value<std::string>())(
+      "kernel", "the __global__ function", cxxopts::value<std::string>())(
+      "out", "folder for the variant files (none: print the analysis and the space size)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "job",
+      "a naive T1 job (GPUTune.Naive): its parameters narrow the space; --check runs its "
+      "first context's arguments",
+      cxxopts::value<std::string>()->default_value(""))(
+      "limit", "variant files written at most, spread over the space (0: all)",
+      cxxopts::value<size_t>()->default_value("64"))(
+      "check", "run every written variant and the naive kernel on the CPU and compare")(
+      "size", "ProblemSize for --check, e.g. 37,41 (default: the job's first context)",
+      cxxopts::value<std::vector<std::int64_t>>()->default_value({}))("h,help", "help");
+  o.parse_positional({"file"});
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "file")) return *rc;
+  if (!r.count("kernel")) {
+    std::cerr << "gputune generate: --kernel NAME is required\n" << o.help() << "\n";
+    return tuner::kExitBadInput;
+  }
+  tuner::GenerateOptions g;
+  g.kernel_file = r["file"].as<std::string>();
+  g.kernel = r["kernel"].as<std::string>();
+  g.out_dir = r["out"].as<std::string>();
+  g.job_file = r["job"].as<std::string>();
+  g.limit = r["limit"].as<size_t>();
+  g.check = r.count("check") > 0;
+  if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
+  return tuner::generate(g);
+}
+
 int cmd_space(int argc, char** argv) {
   cxxopts::Options o("gputune space", "Build a job's search space");
   o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
@@ -98,7 +134,7 @@ int cmd_space(int argc, char** argv) {
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
-  Job job = load_job(r["job"].as<std::string>());
+  Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   Space s = build_space(job);
   if (r.count("list")) {
     std::string out;
@@ -144,7 +180,7 @@ int cmd_prune(int argc, char** argv) {
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
-  Job job = load_job(r["job"].as<std::string>());
+  Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   tuner::PruneRunOptions po;
   po.device = r["device"].as<std::string>();
   po.context = r["context"].as<std::string>();
@@ -179,7 +215,7 @@ int cmd_replay(int argc, char** argv) {
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   if (auto rc = help_or_missing(o, r, "measurements")) return *rc;
-  Job job = load_job(r["job"].as<std::string>());
+  Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   tuner::ReplayOptions ro;
   ro.seeds = r["seeds"].as<int>();
   if (ro.seeds < 1 || ro.seeds > 100000) throw std::invalid_argument("--seeds must be 1..100000");
@@ -443,7 +479,8 @@ int cmd_submit(int argc, char** argv) {
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   std::string file = r["job"].as<std::string>();
-  Job job = load_job(file);  // the same checks as `gputune run`, before anything is sent
+  Job job =
+      tuner::load_tuning_job(file);  // the same checks as `gputune run`, before anything is sent
   nlohmann::json body = {{"name", job.name},
                          {"job_file", std::filesystem::absolute(file).string()},
                          {"document", nlohmann::json::parse(std::ifstream(file))},
@@ -477,6 +514,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
     if (cmd == "space") return cmd_space(argc - 1, argv + 1);
+    if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "best") return cmd_best(argc - 1, argv + 1);
     if (cmd == "prune") return cmd_prune(argc - 1, argv + 1);
     if (cmd == "replay") return cmd_replay(argc - 1, argv + 1);

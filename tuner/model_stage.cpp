@@ -69,7 +69,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
       pruner::TrafficReport t;
       if (usable[i]) {
         pruner::TrafficInput in;
-        in.source = source;
+        in.source = variant_source(job, source, configs[i]);
         in.kernel_name = job.kernel_name;
         in.options = compile_options(job, configs[i]);
         in.scalars = scalars;

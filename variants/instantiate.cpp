@@ -1,6 +1,7 @@
 #include "variants/instantiate.h"
 
 #include "variants/expr.h"
+#include "variants/naive.h"
 
 namespace gputune {
 
@@ -11,6 +12,9 @@ std::string define_value(const Value& v) {
 
 std::vector<std::string> compile_options(const Job& job, const Config& config) {
   std::vector<std::string> opts = job.compiler_options;
+  // A generated variant has its values written in; -D names like `unroll` would rewrite
+  // `#pragma unroll` in it.
+  if (job.naive_kernel) return opts;
   for (size_t i = 0; i < config.values.size(); ++i)
     opts.push_back("-D" + (*config.names)[i] + "=" + define_value(config.values[i]));
   return opts;
@@ -82,12 +86,18 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
   return g;
 }
 
+std::string variant_source(const Job& job, const std::string& source, const Config& config) {
+  if (!job.naive_kernel) return source;
+  return naive::emit_variant(*job.naive_kernel,
+                             naive::choice_from_config(*job.naive_kernel, config));
+}
+
 Variant instantiate(const Job& job, const std::string& source, const Config& config,
                     const ContextSpec& ctx) {
   Variant v;
   v.config = config;
   v.kernel_name = job.kernel_name;
-  v.source = source;
+  v.source = variant_source(job, source, config);
   v.options = compile_options(job, config);
   v.geometry = launch_geometry(job, config, ctx);
   if (!job.flops_expr.empty())

@@ -50,6 +50,10 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
 Value eval_in_context(const Job& job, const std::string& expr, const std::string& field,
                       const Config* config, const ContextSpec& ctx);
 
+/// The source of one config: the job's kernel text for a parametric kernel, the generated variant
+/// (variants/naive.h) for a naive one.
+std::string variant_source(const Job& job, const std::string& source, const Config& config);
+
 Variant instantiate(const Job& job, const std::string& source, const Config& config,
                     const ContextSpec& ctx);
 

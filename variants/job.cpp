@@ -169,7 +169,7 @@ const std::set<std::string> kRefKeys = {
     "DataSource", "RandomSeed", "ValidationMethod", "ValidationThreshold"};
 const std::set<std::string> kExtKeys = {"Contexts",       "Device",      "Search", "Budget",
                                         "Verification",   "Measurement", "Work",   "Database",
-                                        "CompileThreads", "Pruner"};
+                                        "CompileThreads", "Pruner",      "Naive"};
 
 void read_parameters(Reader& r, const json& space, Job& job) {
   const json& params =
@@ -642,11 +642,23 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
     if (doc["General"].contains("OutputFile"))
       job.output_file = r.get_string(doc["General"]["OutputFile"], "General.OutputFile");
   }
-  const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
-  if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");
-  r.check_keys(space, "ConfigurationSpace", kSpaceKeys);
-  read_parameters(r, space, job);
-  read_conditions(r, space, job);
+  if (doc.contains("GPUTune") && doc["GPUTune"].is_object() && doc["GPUTune"].contains("Naive")) {
+    const json& nv = doc["GPUTune"]["Naive"];
+    if (!nv.is_boolean())
+      r.fail(
+          "GPUTune.Naive", "expected true or false",
+          "true when the kernel is naive (one thread per output) and gputune generates variants");
+    job.naive = nv.get<bool>();
+  }
+  if (job.naive && !doc.contains("ConfigurationSpace")) {
+    // The space is generated from the kernel (variants/naive.h).
+  } else {
+    const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
+    if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");
+    r.check_keys(space, "ConfigurationSpace", kSpaceKeys);
+    read_parameters(r, space, job);
+    read_conditions(r, space, job);
+  }
 
   const json& ks = r.require(doc, "", "KernelSpecification",
                              "an object with KernelName, KernelFile, LocalSize, GlobalSize");
@@ -678,9 +690,10 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
     for (auto& o : ks["CompilerOptions"])
       job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
   }
-  job.local_size = read_dim3(
-      r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"),
-      "KernelSpecification.LocalSize");
+  if (!job.naive || ks.contains("LocalSize"))  // a naive job's block is generated
+    job.local_size = read_dim3(
+        r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"),
+        "KernelSpecification.LocalSize");
   if (ks.contains("GlobalSize"))
     job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
   if (ks.contains("GlobalSizeType")) {

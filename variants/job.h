@@ -8,6 +8,7 @@
 
 #include <array>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +18,10 @@
 #include "variants/value.h"
 
 namespace gputune {
+
+namespace naive {
+struct NaiveKernel;
+}
 
 /// An error in the user's input. what() reads "FILE: field F: problem. Fix: how."
 class JobError : public std::runtime_error {
@@ -134,10 +139,16 @@ struct Job {
   int device_index = 0;
   // Work per launch, for GFLOP/s and GB/s (expressions; empty when not given)
   std::string flops_expr, bytes_expr;
-  std::string database;     // empty: default
-  int compile_threads = 0;  // 0: one per core, capped
-  std::string output_file;  // T1 General.OutputFile (informational)
-  std::string document;     // the job file's text, as read (stored with every run)
+  // Naive kernel (GPUTune.Naive): the kernel is one thread per output; gputune generates the
+  // space and each variant's source (variants/naive.h). Set by the tuner after analysis.
+  bool naive = false;
+  std::shared_ptr<const naive::NaiveKernel> naive_kernel;
+  Dim3Expr naive_threads;      // the naive kernel's thread counts (its GlobalSize, OpenCL style)
+  std::string naive_fallback;  // why the kernel is tuned over block shape only (outside the subset)
+  std::string database;        // empty: default
+  int compile_threads = 0;     // 0: one per core, capped
+  std::string output_file;     // T1 General.OutputFile (informational)
+  std::string document;        // the job file's text, as read (stored with every run)
   /// What the reader tolerated in the file (non-schema keys, quirks), to show the user.
   std::vector<std::string> notes;
 };

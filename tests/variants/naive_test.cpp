@@ -1,0 +1,233 @@
+// The naive-kernel generator: analysis (what it recognises, what it refuses and why) and every
+// configs/naive kernel's variants checked against the naive kernel on the CPU emulator, at sizes
+// that are not multiples of any tile.
+#include "variants/naive.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tuner/cpu_emulator.h"
+#include "tuner/generate.h"
+#include "variants/space.h"
+
+namespace gputune {
+namespace {
+
+namespace fs = std::filesystem;
+using naive::Cache;
+
+const fs::path kNaive = fs::path(GPUTUNE_SOURCE_DIR) / "configs" / "naive";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+naive::NaiveKernel analyse(const std::string& name) {
+  return naive::analyse_naive(read(kNaive / (name + ".cu")), name, name + ".cu");
+}
+
+std::vector<Cache> allowed(const naive::NaiveKernel& k, const std::string& array) {
+  for (const auto& a : naive::array_options(k))
+    if (a.array == array) return a.allowed;
+  return {};
+}
+
+TEST(NaiveAnalysis, MatrixMultiplyStagesBothInputsAndMergesBothDimensions) {
+  naive::NaiveKernel k = analyse("mm");
+  EXPECT_EQ(k.dims, 2);
+  EXPECT_EQ(k.index_names[0], "idx");
+  EXPECT_EQ(k.index_names[1], "idy");
+  EXPECT_EQ(k.loops, 1);
+  EXPECT_EQ(k.guard.size(), 2u);
+  EXPECT_EQ(allowed(k, "a"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_EQ(allowed(k, "b"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_TRUE(allowed(k, "c").empty()) << "c is only written: no load path to choose";
+  // The accumulator is replicated per merged thread, the loop is kept once.
+  ASSERT_EQ(k.locals.size(), 1u);
+  EXPECT_TRUE(k.locals[0].replicated);
+}
+
+TEST(NaiveAnalysis, OffersStagingOnlyWhereItPays) {
+  // tmv reads a[i*m+idx]: coalesced and not reused, so shared memory is not offered (with why).
+  naive::NaiveKernel t = analyse("tmv");
+  EXPECT_EQ(allowed(t, "a"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+  EXPECT_EQ(allowed(t, "x").back(), Cache::Shared);
+  bool said = false;
+  for (const auto& a : naive::array_options(t))
+    for (const auto& r : a.reasons) said |= r.find("coalesced and not reused") != std::string::npos;
+  EXPECT_TRUE(said);
+  // mv reads a[idx*n+i]: strided across the warp, so it is staged for coalescing.
+  EXPECT_EQ(allowed(analyse("mv"), "a").back(), Cache::Shared);
+  // The early-return bounds check of tmv is a guard too.
+  EXPECT_EQ(t.guard.size(), 1u);
+  // Written arrays never take the read-only path: the reduction's output is read-modify-write.
+  naive::NaiveKernel r = analyse("reduction");
+  EXPECT_EQ(allowed(r, "in"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+}
+
+TEST(NaiveAnalysis, NamesTheConstructOutsideTheSubset) {
+  const std::string direct = R"(
+__global__ void k(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * threadIdx.x;
+}
+)";
+  try {
+    naive::analyse_naive(direct, "k", "direct.cu");
+    FAIL() << "threadIdx used directly must be refused";
+  } catch (const naive::NaiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("direct.cu:4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("threadIdx.x"), std::string::npos) << e.what();
+  }
+  const std::string sync = R"(
+__global__ void k(float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  __syncthreads();
+  out[i] = 1.0f;
+}
+)";
+  EXPECT_THROW(naive::analyse_naive(sync, "k", "sync.cu"), naive::NaiveError);
+  try {
+    naive::analyse_naive(sync, "nope", "sync.cu");
+    FAIL();
+  } catch (const naive::NaiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("the file has: k"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NaiveAnalysis, KernelOutsideTheSubsetIsStillTunedOverBlockShape) {
+  fs::path dir = fs::path(GPUTUNE_TEST_STATE_DIR) / "naive-fallback";
+  fs::create_directories(dir);
+  std::ofstream(dir / "k.cu") << R"(
+__global__ void k(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  __shared__ float s[256];
+  s[threadIdx.x] = in[i];
+  __syncthreads();
+  if (i < n) out[i] = s[threadIdx.x];
+}
+)";
+  std::ofstream(dir / "job.json") << R"({
+  "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+    "GlobalSize": {"X": "ProblemSize[0]", "Y": "1", "Z": "1"}, "GlobalSizeType": "OpenCL",
+    "Arguments": [
+      {"Name": "out", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly", "Size": "ProblemSize[0]", "FillType": "Constant", "FillValue": 0.0, "Output": 1},
+      {"Name": "in", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[0]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillType": "Constant", "FillValue": "ProblemSize[0]"}]},
+  "GPUTune": {"Naive": true, "Contexts": [{"Name": "1000", "ProblemSize": [1000]}]}
+})";
+  Job job = tuner::load_tuning_job(dir / "job.json");
+  EXPECT_EQ(job.naive_fallback.rfind("k.cu:", 0), 0u) << job.naive_fallback;
+  EXPECT_FALSE(job.naive_kernel);
+  ASSERT_EQ(job.parameters.size(), 1u);
+  EXPECT_EQ(job.parameters[0].name, "block_size_x");
+  EXPECT_EQ(build_space(job).size(), 6u);
+}
+
+// --- the CPU emulator ------------------------------------------------------------------------
+
+TEST(CpuEmulator, SharedMemoryAndBarriersBehaveLikeABlock) {
+  // Reverses each block's slice through shared memory: wrong without a real barrier.
+  tuner::CpuKernel rev{R"(
+__global__ void rev(float* out, const float* in) {
+  __shared__ float s[64];
+  s[threadIdx.x] = in[blockIdx.x * 64 + threadIdx.x];
+  __syncthreads();
+  out[blockIdx.x * 64 + threadIdx.x] = s[63 - threadIdx.x];
+}
+)",
+                       "rev",
+                       {"float *", "const float *"}};
+  tuner::CpuKernel diverge{R"(
+__global__ void diverge(float* out, const float* in) {
+  if (threadIdx.x < 10) __syncthreads();
+  out[threadIdx.x] = in[threadIdx.x];
+}
+)",
+                           "diverge",
+                           {"float *", "const float *"}};
+  tuner::CpuModule m = tuner::CpuModule::build({rev, diverge});
+  std::vector<float> in(128), out(128, -1);
+  for (int i = 0; i < 128; ++i) in[i] = static_cast<float>(i);
+  float* po = out.data();
+  const float* pi = in.data();
+  void* args[] = {&po, &pi};
+  m.launch(0, {2, 1, 1}, {64, 1, 1}, args);
+  EXPECT_EQ(out[0], 63.0f);
+  EXPECT_EQ(out[63], 0.0f);
+  EXPECT_EQ(out[64], 127.0f);
+  EXPECT_EQ(out[127], 64.0f);
+  EXPECT_THROW(m.launch(1, {1, 1, 1}, {64, 1, 1}, args), tuner::EmulatorError);
+}
+
+// --- every kernel's variants against the kernel ----------------------------------------------
+
+struct Case {
+  std::string kernel;
+  std::vector<std::int64_t> size;  // ProblemSize: primes, so no tile divides them
+};
+
+class NaiveVariants : public ::testing::TestWithParam<Case> {};
+
+/// The generated space narrowed to small blocks and two values of each numeric dimension (the
+/// emulator runs every thread; CI time), with every load path of every array, pad on and off.
+std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
+  naive::apply_to_job(job, k);
+  for (Parameter& p : job.parameters) {
+    List keep;
+    for (const Value& v : p.values) {
+      std::int64_t x = v.is_int() ? v.as_int() : 0;
+      if (p.name == "block_size_x" && (k.dims == 2 ? (x != 8 && x != 16) : x > 64)) continue;
+      if (p.name == "block_size_y" && x != 2 && x != 4) continue;
+      if (p.name == "merge_x" && x != 1 && x != 4) continue;
+      if (p.name == "merge_y" && x != 1 && x != 2) continue;
+      if (p.name == "unroll" && x != 1 && x != 4) continue;
+      if (p.name == "tile_k" && x == 32) continue;
+      keep.push_back(v);
+    }
+    p.values = keep;
+  }
+  Space s = build_space(job);
+  std::vector<naive::Choice> out;
+  for (size_t i = 0; i < s.size(); ++i) out.push_back(naive::choice_from_config(k, s.config(i)));
+  return out;
+}
+
+TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
+  const Case& c = GetParam();
+  Job job = load_job(kNaive / (c.kernel + ".json"));
+  ASSERT_TRUE(job.naive);
+  std::string source = load_kernel_source(job);
+  naive::NaiveKernel k = naive::analyse_naive(source, c.kernel, c.kernel + ".cu");
+  std::vector<naive::Choice> variants = test_space(job, k);
+  ASSERT_GE(variants.size(), 8u);
+  // Every load path the analysis offers appears in the tested variants.
+  for (const auto& a : naive::array_options(k))
+    for (Cache want : a.allowed) {
+      bool seen = std::any_of(variants.begin(), variants.end(), [&](const naive::Choice& ch) {
+        auto it = ch.cache.find(a.array);
+        return (it == ch.cache.end() ? Cache::Global : it->second) == want;
+      });
+      EXPECT_TRUE(seen) << a.array << " " << naive::cache_name(want);
+    }
+  ContextSpec ctx;
+  ctx.name = "test";
+  for (auto v : c.size) ctx.problem_size.emplace_back(v);
+  std::vector<std::string> bad = tuner::check_on_cpu(job, source, k, variants, ctx, 2);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " of " << variants.size()
+                           << " differ, first: " << (bad.empty() ? "" : bad.front());
+  std::cout << "[          ] " << c.kernel << ": " << variants.size()
+            << " variants agree with the naive kernel\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
+                         ::testing::Values(Case{"mm", {37}}, Case{"mv", {37, 29}},
+                                           Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
+                                           Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
+                                           Case{"jacobi", {37}}, Case{"reduction", {1031}}),
+                         [](const auto& info) { return info.param.kernel; });
+
+}  // namespace
+}  // namespace gputune

@@ -1,0 +1,224 @@
+// CPU emulation of CUDA kernels of the naive subset: see cpu_emulator.h.
+#include "tuner/cpu_emulator.h"
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#ifndef GPUTUNE_HOST_CXX
+#define GPUTUNE_HOST_CXX "c++"
+#endif
+
+namespace gputune::tuner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The CUDA prelude for the host compiler. Threads are fibers on one OS thread, so `static
+// thread_local` storage is shared by the threads of a block (as __shared__ is) and atomics are
+// plain read-modify-writes.
+constexpr const char* kRuntime = R"RT(
+#pragma once
+#include <ucontext.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <vector>
+struct uint3 { unsigned x, y, z; };
+struct dim3 { unsigned x, y, z; };
+namespace gt {
+inline thread_local uint3 tid{0, 0, 0}, bid{0, 0, 0};
+inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
+struct Fiber { ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t; };
+inline thread_local std::vector<Fiber>* fibers = nullptr;
+inline thread_local Fiber* current = nullptr;
+inline thread_local ucontext_t scheduler;
+inline thread_local const std::function<void()>* body = nullptr;
+inline void trampoline() { (*body)(); current->done = true; }
+inline void sync() { current->waiting = true; swapcontext(&current->ctx, &scheduler); }
+// Returns nullptr or an error message.
+inline const char* launch(const unsigned* g, const unsigned* b, const std::function<void()>& f) {
+  static thread_local std::vector<Fiber> pool;
+  const unsigned n = b[0] * b[1] * b[2];
+  if (pool.size() < n) pool.resize(n);
+  body = &f;
+  gdim = dim3{g[0], g[1], g[2]};
+  bdim = dim3{b[0], b[1], b[2]};
+  for (unsigned bz = 0; bz < g[2]; ++bz)
+    for (unsigned by = 0; by < g[1]; ++by)
+      for (unsigned bx = 0; bx < g[0]; ++bx) {
+        bid = uint3{bx, by, bz};
+        for (unsigned i = 0; i < n; ++i) {
+          Fiber& fb = pool[i];
+          fb.done = fb.waiting = false;
+          fb.t = uint3{i % b[0], (i / b[0]) % b[1], i / (b[0] * b[1])};
+          if (fb.stack.empty()) fb.stack.resize(256 * 1024);
+          getcontext(&fb.ctx);
+          fb.ctx.uc_stack.ss_sp = fb.stack.data();
+          fb.ctx.uc_stack.ss_size = fb.stack.size();
+          fb.ctx.uc_link = &scheduler;
+          makecontext(&fb.ctx, trampoline, 0);
+        }
+        for (;;) {
+          unsigned done = 0, waiting = 0;
+          for (unsigned i = 0; i < n; ++i) {
+            Fiber& fb = pool[i];
+            if (fb.done) { ++done; continue; }
+            fb.waiting = false;
+            tid = fb.t;
+            current = &fb;
+            swapcontext(&scheduler, &fb.ctx);
+            if (fb.done) ++done; else ++waiting;
+          }
+          if (done == n) break;
+          if (done != 0) return "__syncthreads reached by some threads of a block while others exited";
+        }
+      }
+  return nullptr;
+}
+template <class T> T ldg(const T* p) { return *p; }
+}  // namespace gt
+#define threadIdx (::gt::tid)
+#define blockIdx (::gt::bid)
+#define blockDim (::gt::bdim)
+#define gridDim (::gt::gdim)
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __shared__ static thread_local
+#define __constant__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+inline void __syncthreads() { ::gt::sync(); }
+template <class T> T __ldg(const T* p) { return *p; }
+template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+template <class T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
+template <class T> T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }
+template <class T> T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }
+template <class T> T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float a) { return std::exp(a); }
+inline float __logf(float a) { return std::log(a); }
+inline float __sinf(float a) { return std::sin(a); }
+inline float __cosf(float a) { return std::cos(a); }
+inline float __saturatef(float a) { return a < 0.f ? 0.f : a > 1.f ? 1.f : a; }
+inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
+using std::max;
+using std::min;
+)RT";
+
+std::string strip_extern_c(std::string s) {
+  for (size_t p; (p = s.find("extern \"C\"")) != std::string::npos;) s.erase(p, 10);
+  return s;
+}
+
+std::string run_compiler(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) throw EmulatorError("cannot run the host compiler: " + cmd);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int rc = pclose(p);
+  if (rc != 0) throw EmulatorError("host compiler failed (" + cmd + "):\n" + out.substr(0, 4000));
+  return out;
+}
+
+}  // namespace
+
+struct CpuModule::Impl {
+  fs::path dir;
+  std::vector<void*> handles;
+  using Launch = const char* (*)(const unsigned*, const unsigned*, void**);
+  std::vector<Launch> launchers;
+  ~Impl() {
+    for (void* h : handles) dlclose(h);
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+
+std::string CpuModule::compiler() {
+  if (const char* c = std::getenv("GPUTUNE_HOST_CXX"); c && *c) return c;
+  return GPUTUNE_HOST_CXX;
+}
+
+CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
+  CpuModule m;
+  m.impl_ = std::make_unique<Impl>();
+  std::string tmpl = (fs::temp_directory_path() / "gputune-cpu-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw EmulatorError("cannot create a temporary folder in " + tmpl);
+  m.impl_->dir = tmpl;
+  std::ofstream(m.impl_->dir / "gt_cpu_cuda.h") << kRuntime;
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(kernels.size())));
+  std::vector<std::future<void>> work;
+  std::vector<fs::path> libs;
+  size_t per =
+      (kernels.size() + static_cast<size_t>(jobs) - 1) / static_cast<size_t>(std::max(jobs, 1));
+  for (int c = 0; c < jobs; ++c) {
+    size_t from = static_cast<size_t>(c) * per, to = std::min(kernels.size(), from + per);
+    if (from >= to) break;
+    fs::path src = m.impl_->dir / ("chunk" + std::to_string(c) + ".cpp");
+    fs::path lib = m.impl_->dir / ("chunk" + std::to_string(c) + ".so");
+    std::ofstream o(src);
+    o << "#include \"gt_cpu_cuda.h\"\n";
+    for (size_t i = from; i < to; ++i) {
+      const CpuKernel& k = kernels[i];
+      o << "namespace gt_k" << i << " {\n#line 1 \"kernel" << i << ".cu\"\n"
+        << strip_extern_c(k.source) << "\n}\n";
+      o << "extern \"C\" const char* gt_launch_" << i
+        << "(const unsigned* g, const unsigned* b, void** a) {\n  return ::gt::launch(g, b, [&] { "
+           "gt_k"
+        << i << "::" << k.name << "(";
+      for (size_t j = 0; j < k.param_types.size(); ++j)
+        o << (j ? ", " : "") << "*static_cast<" << k.param_types[j] << "*>(a[" << j << "])";
+      o << "); });\n}\n";
+    }
+    o.close();
+    libs.push_back(lib);
+    std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC -I" + m.impl_->dir.string() +
+                      " -o " + lib.string() + " " + src.string();
+    work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
+  }
+  for (auto& w : work) w.get();
+  m.impl_->launchers.resize(kernels.size());
+  for (size_t c = 0; c < libs.size(); ++c) {
+    void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw EmulatorError(std::string("cannot load the emulated kernels: ") + dlerror());
+    m.impl_->handles.push_back(h);
+    size_t from = c * per, to = std::min(kernels.size(), from + per);
+    for (size_t i = from; i < to; ++i) {
+      void* f = dlsym(h, ("gt_launch_" + std::to_string(i)).c_str());
+      if (!f) throw EmulatorError("missing launcher for kernel " + std::to_string(i));
+      m.impl_->launchers[i] = reinterpret_cast<Impl::Launch>(f);
+    }
+  }
+  return m;
+}
+
+CpuModule::CpuModule(CpuModule&&) noexcept = default;
+CpuModule& CpuModule::operator=(CpuModule&&) noexcept = default;
+CpuModule::~CpuModule() = default;
+
+size_t CpuModule::size() const { return impl_ ? impl_->launchers.size() : 0; }
+
+void CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                       void** args) const {
+  if (!impl_ || i >= impl_->launchers.size()) throw EmulatorError("no such emulated kernel");
+  if (const char* err = impl_->launchers[i](grid.data(), block.data(), args))
+    throw EmulatorError(err);
+}
+
+}  // namespace gputune::tuner

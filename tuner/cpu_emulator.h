@@ -1,0 +1,59 @@
+/** \file tuner/cpu_emulator.h
+ * Owns: running CUDA kernels of the naive subset (and the variants gputune generates from them) on
+ * the CPU, so generated code is checked on machines without a GPU. The kernels are compiled as C++
+ * by the host compiler with a small prelude (threadIdx & co., __shared__, __syncthreads, __ldg,
+ * atomics, math) into a shared library that is loaded with dlopen. A launch runs the blocks in
+ * turn; the threads of a block run as cooperative fibers (ucontext) that meet at __syncthreads,
+ * so shared-memory staging is emulated faithfully; a barrier that only some threads reach is an
+ * error. Warp-level intrinsics (shuffles, votes) are not provided.
+ * Consumes: kernel sources and their parameter types. Produces: CpuModule.
+ * Must not: touch the GPU driver or the database. */
+#pragma once
+
+#include <array>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gputune::tuner {
+
+class EmulatorError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One kernel to put into a module: its source, its name, and its parameter types as written
+/// ("const float *", "int").
+struct CpuKernel {
+  std::string source;
+  std::string name;
+  std::vector<std::string> param_types;
+};
+
+/// A compiled set of kernels. Owns the temporary folder and the dlopen handle (RAII).
+class CpuModule {
+ public:
+  /// Compiles all kernels into one library (`jobs` compiler processes in parallel, one source
+  /// file per chunk). Throws EmulatorError with the compiler's output.
+  static CpuModule build(const std::vector<CpuKernel>& kernels, int jobs = 1);
+  CpuModule(CpuModule&&) noexcept;
+  CpuModule& operator=(CpuModule&&) noexcept;
+  ~CpuModule();
+
+  size_t size() const;
+  /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams).
+  /// Throws EmulatorError when the threads of a block disagree about a __syncthreads.
+  void launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+              void** args) const;
+
+  /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).
+  static std::string compiler();
+
+ private:
+  CpuModule() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gputune::tuner

@@ -1,0 +1,155 @@
+/** \file variants/naive.h
+ * Owns: the naive-kernel front end. A naive kernel computes one output element per thread at
+ * (idx, idy) = (blockIdx.x*blockDim.x+threadIdx.x, blockIdx.y*blockDim.y+threadIdx.y); gputune
+ * rewrites it into tuned variants (Yang et al.'s pipeline, ../shared/docs/papers.md sections 1-4):
+ * thread-block shape, thread merge along x and y (register tiling: one thread computes
+ * merge_x*merge_y outputs, loop control and thread-independent values kept once), unrolling of the
+ * loops that every thread runs the same way, and per input array a load path (global, read-only
+ * `__ldg`, or staged through a shared-memory tile loaded coalesced, with an optional padded pitch).
+ *
+ * Two halves: analyse_naive() (naive_analysis.cpp, clang libTooling) turns the source into a
+ * NaiveKernel, a plain description with the source text split around the places a variant changes;
+ * everything else here (naive_emit.cpp) is plain C++: the tunable space the kernel allows, the
+ * source of one variant, and a T1 job that tunes it through the normal pipeline.
+ * Must not: compile, launch, or touch the database. */
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "variants/job.h"
+#include "variants/space.h"
+
+namespace gputune::naive {
+
+/// Thrown for a kernel outside the subset; names the construct and its line.
+class NaiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Source text split around what a variant rewrites.
+struct Piece {
+  enum Kind { Lit, Local, ThreadIndex, Access };
+  Kind kind = Lit;
+  std::string text;          ///< Lit: the text; Local: the variable's name
+  int id = -1;               ///< Local: local id; Access: access id
+  int dim = 0;               ///< ThreadIndex: 0 = x, 1 = y
+  std::vector<Piece> index;  ///< Access: the subscript
+};
+using Text = std::vector<Piece>;
+
+struct Param {
+  std::string name;
+  std::string type;  ///< as written, without the name ("const float *", "int")
+  bool pointer = false;
+  std::string element;  ///< pointer: element type ("float")
+  bool read = false, written = false;
+};
+
+struct Local {
+  std::string name, type;
+  bool replicated = false;  ///< one copy per merged thread (depends on the thread or is assigned)
+};
+
+/// One `a[i]` on a pointer parameter.
+struct AccessSite {
+  int param = -1;
+  bool store = false;
+  int line = 0;
+  int loop = -1;                  ///< innermost enclosing shared loop (-1: none)
+  bool conditional = false;       ///< under a branch, ternary, && or || inside the thread's work
+  std::set<std::string> depends;  ///< "x", "y", "loop:<id>", "local:<id>" the subscript uses
+  std::map<std::string, long long> unit;  ///< constant coefficients of x, y, loop:<id> when known
+};
+
+/// A statement of the kernel body after the index set-up and the guard.
+struct Stmt {
+  enum Kind {
+    KeepDecl,  ///< thread-independent declaration, emitted once per thread
+    RepDecl,   ///< declaration of a replicated local: an array [merge_y][merge_x]
+    Loop,      ///< a loop every thread runs the same way (control kept once)
+    Rep        ///< thread work: emitted once per merged thread, under its guard
+  };
+  Kind kind = Rep;
+  Text text;       ///< KeepDecl, Rep: the statement; RepDecl: the initialiser (may be empty)
+  int local = -1;  ///< RepDecl
+  // Loop: for (int var = lo; var < hi (or <=); ++var) body
+  int loop = -1;
+  std::string var;
+  Text lo, hi;
+  bool inclusive = false;
+  std::vector<Stmt> body;
+};
+
+struct NaiveKernel {
+  std::string name, file;
+  int dims = 1;                          ///< 1: idx only; 2: idx and idy
+  std::vector<std::string> index_names;  ///< the kernel's names for idx, idy ("" = only inline)
+  std::vector<Param> params;
+  std::vector<Local> locals;
+  std::vector<AccessSite> accesses;
+  std::vector<Text> guard;  ///< conjuncts: a thread works only where all hold
+  std::vector<std::set<std::string>> guard_depends;
+  std::vector<Stmt> body;  ///< the first `pre_guard` run for every thread, the rest under the guard
+  size_t pre_guard = 0;
+  int loops = 0;
+  std::vector<std::string> notes;  ///< what the analysis decided and why (offered choices)
+};
+
+/// Parses `source` and describes kernel `kernel`. Throws NaiveError naming the file, line and the
+/// construct outside the subset.
+NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
+                          const std::string& file, const std::vector<std::string>& options = {});
+
+// ---------------------------------------------------------------------------------------------
+// Variants (naive_emit.cpp, no clang).
+
+/// Load path of one input array.
+enum class Cache { Global, ReadOnly, Shared };
+std::string cache_name(Cache c);
+
+/// What a variant is: one value per tunable dimension.
+struct Choice {
+  int block_x = 32, block_y = 1;
+  int merge_x = 1, merge_y = 1;
+  int unroll = 1;
+  int tile_k = 16;  ///< strip of a staged loop
+  bool pad = false;
+  std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
+};
+
+/// The load paths an array may take, with the reason for each one left out.
+struct ArrayOptions {
+  std::string array;
+  std::vector<Cache> allowed;
+  std::vector<std::string> reasons;
+};
+std::vector<ArrayOptions> array_options(const NaiveKernel& k);
+
+/// Reads a Choice from a configuration of the generated space (parameter names as in space_json).
+Choice choice_from_config(const NaiveKernel& k, const Config& c);
+
+/// Shared memory the variant declares, in bytes (static; 48 KiB at most).
+long long shared_bytes(const NaiveKernel& k, const Choice& c);
+
+/// The variant's source: a readable kernel with a header comment listing its transformations.
+/// `problem` (when given) adds the launch geometry for those sizes to the comment.
+std::string emit_variant(const NaiveKernel& k, const Choice& c);
+
+/// A short label for file names: "bx32_by4_mx2_my2_u4_a-shared_b-readonly".
+std::string choice_label(const NaiveKernel& k, const Choice& c);
+
+/// Turns a job over a naive kernel into a tunable one: the generated parameters (block_size_x/y,
+/// merge_x/y, unroll, tile_k, pad, cache_<array>) and their conditions, unless the job lists its
+/// own (a job may narrow the generated values by giving a parameter of the same name), and the
+/// launch geometry: the job's GlobalSize is the naive kernel's thread count (OpenCL style) and
+/// becomes blocks of block_size x merge. Throws JobError for a job that does not fit.
+void apply_to_job(Job& job, const NaiveKernel& k);
+
+/// The tuning space for a kernel outside the subset: block shape only, the source unchanged.
+void apply_block_shape_only(Job& job, int dims);
+
+}  // namespace gputune::naive

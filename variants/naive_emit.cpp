@@ -1,0 +1,792 @@
+// Variants of a naive kernel: the space it allows and the source of each point. See naive.h.
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+#include "variants/naive.h"
+
+namespace gputune::naive {
+
+std::string cache_name(Cache c) {
+  switch (c) {
+    case Cache::Global:
+      return "global";
+    case Cache::ReadOnly:
+      return "readonly";
+    case Cache::Shared:
+      return "shared";
+  }
+  return "global";
+}
+
+namespace {
+
+int element_bytes(const std::string& t) {
+  static const std::map<std::string, int> sizes = {{"float", 4},       {"double", 8},
+                                                   {"int", 4},         {"unsigned int", 4},
+                                                   {"char", 1},        {"unsigned char", 1},
+                                                   {"short", 2},       {"unsigned short", 2},
+                                                   {"long long", 8},   {"unsigned long long", 8},
+                                                   {"long", 8},        {"unsigned long", 8},
+                                                   {"signed char", 1}, {"bool", 1}};
+  auto it = sizes.find(t);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+std::string literal_text(const Text& t) {
+  std::string s;
+  for (const Piece& p : t) {
+    if (p.kind == Piece::Access)
+      s += p.text + "[" + literal_text(p.index) + "]";
+    else if (p.kind == Piece::ThreadIndex)
+      s += p.dim == 0 ? "<idx>" : "<idy>";
+    else
+      s += p.text;
+  }
+  return s;
+}
+
+/// How one access site can be staged in shared memory: the tile's dimensions, slowest first.
+struct TilePlan {
+  bool ok = false;
+  std::string reason;
+  std::vector<std::string> dims;  ///< "y", "x", "loop"
+  bool paddable = false;          ///< a thread dimension is the slow one: a pitch pad helps
+  int bytes = 0;
+  int loop = -1;
+  std::string key;  ///< sites with the same key share one tile
+};
+
+TilePlan plan_site(const NaiveKernel& k, const AccessSite& s) {
+  TilePlan p;
+  const Param& prm = k.params[s.param];
+  p.bytes = element_bytes(prm.element);
+  p.loop = s.loop;
+  auto no = [&](std::string why) {
+    p.reason = "line " + std::to_string(s.line) + ": " + why;
+    return p;
+  };
+  if (s.store || prm.written) return no("written");
+  if (s.loop < 0) return no("not inside a loop every thread runs alike: no reuse to stage");
+  if (s.conditional)
+    return no("read under a condition: staging would load what the kernel may skip");
+  if (!p.bytes) return no("element type '" + prm.element + "' has no known size");
+  for (const std::string& d : s.depends)
+    if (d == "opaque" || d == "thread" || d == "access" || d == "call" || d.rfind("local:", 0) == 0)
+      return no("the subscript is not affine in idx, idy and loop counters");
+  std::string inner = "loop:" + std::to_string(s.loop);
+  if (!s.depends.count(inner)) return no("the subscript does not change with the innermost loop");
+  bool x = s.depends.count("x"), y = s.depends.count("y");
+  if (x && y) return no("the subscript depends on idx, idy and the loop: a 3-D tile");
+  for (size_t g = 0; g < k.guard.size(); ++g) {
+    const auto& gd = k.guard_depends[g];
+    for (const std::string& d : gd)
+      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
+        return no("the bounds check uses a local variable");
+    bool gx = gd.count("x"), gy = gd.count("y");
+    if (gx && gy && (x || y)) return no("a bounds check couples idx and idy");
+  }
+  // Reuse or coalescing: a dimension of the block the subscript ignores reads the same element.
+  bool reuse = (k.dims == 2 && !(x && y)) || (!x && !y);
+  auto unit = [&](const std::string& v) {
+    auto it = s.unit.find(v);
+    return it != s.unit.end() && it->second == 1;
+  };
+  bool coalesced_x = x && unit("x");
+  if (!reuse && coalesced_x) return no("coalesced and not reused: nothing to gain");
+  std::string thread = x ? "x" : y ? "y" : "";
+  if (thread.empty()) {
+    p.dims = {"loop"};
+  } else if (unit("loop") || !unit(thread)) {
+    p.dims = {thread, "loop"};
+    p.paddable = true;
+  } else {
+    p.dims = {"loop", thread};
+  }
+  p.ok = true;
+  return p;
+}
+
+std::string suffix(const Choice& c, int dims) {
+  std::string s;
+  if (dims == 2 && c.merge_y > 1) s += "[gt_my]";
+  if (c.merge_x > 1) s += "[gt_mx]";
+  return s;
+}
+std::string array_dims(const Choice& c, int dims) {
+  std::string s;
+  if (dims == 2 && c.merge_y > 1) s += "[" + std::to_string(c.merge_y) + "]";
+  if (c.merge_x > 1) s += "[" + std::to_string(c.merge_x) + "]";
+  return s;
+}
+
+std::string strip_const(std::string t) {
+  if (t.rfind("const ", 0) == 0) t = t.substr(6);
+  return t;
+}
+
+class Emitter {
+ public:
+  Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
+    if (k_.dims == 1) {
+      c_.block_y = 1;
+      c_.merge_y = 1;
+    }
+    tx_ = c_.block_x * c_.merge_x;
+    ty_ = c_.block_y * c_.merge_y;
+    // Which sites are staged, and their tiles (sites with the same subscript share one).
+    for (size_t i = 0; i < k_.accesses.size(); ++i) {
+      const AccessSite& s = k_.accesses[i];
+      if (cache_of(s.param) != Cache::Shared) continue;
+      TilePlan p = plan_site(k_, s);
+      if (!p.ok) continue;
+      p.key = k_.params[s.param].name + "|" + std::to_string(s.loop) + "|" + index_text(i);
+      auto it = std::find_if(tiles_.begin(), tiles_.end(),
+                             [&](const Tile& t) { return t.plan.key == p.key; });
+      if (it == tiles_.end()) {
+        tiles_.push_back(Tile{p, static_cast<int>(tiles_.size()), static_cast<int>(i)});
+        it = tiles_.end() - 1;
+      }
+      site_tile_[static_cast<int>(i)] = it->id;
+    }
+  }
+
+  long long shared_bytes() const {
+    long long total = 0;
+    for (const Tile& t : tiles_) total += extent_product(t) * t.plan.bytes;
+    return total;
+  }
+
+  std::string run() {
+    std::ostringstream o;
+    header(o);
+    o << "extern \"C\" __global__ void __launch_bounds__(" << c_.block_x * c_.block_y << ") "
+      << k_.name << "(";
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const Param& p = k_.params[i];
+      if (i) o << ", ";
+      if (p.pointer && read_only_path(static_cast<int>(i)))
+        o << "const " << p.element << "* __restrict__ " << p.name;
+      else
+        o << p.type << (p.type.back() == '*' ? "" : " ") << p.name;
+    }
+    o << ") {\n";
+    ind_ = 1;
+    line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
+    line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+    if (k_.dims == 2) {
+      line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
+      line(o, "const int gt_y0 = gt_by + threadIdx.y;");
+    }
+    if (!tiles_.empty()) {
+      line(o, "const int gt_tid = threadIdx.y * " + std::to_string(c_.block_x) + " + threadIdx.x;");
+      for (const Tile& t : tiles_) {
+        std::string d;
+        for (size_t j = 0; j < t.plan.dims.size(); ++j)
+          d += "[" + std::to_string(extent(t, j)) + "]";
+        line(o, "__shared__ " + k_.params[k_.accesses[t.site].param].element + " " + tile_name(t) +
+                    d + ";  // " + describe_tile(t));
+      }
+    }
+    // Statements before the guard, then the guard, then the work.
+    std::vector<Stmt> pre(k_.body.begin(), k_.body.begin() + static_cast<long>(k_.pre_guard));
+    std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
+    emit_list(o, pre, false);
+    if (!k_.guard.empty()) {
+      std::string cond;
+      for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+      line(o, "bool gt_ok" + array_dims(c_, k_.dims) + ";");
+      replica_block(o, [&](std::ostringstream& b) {
+        line(b, "gt_ok" + suffix(c_, k_.dims) + " = " + cond + ";");
+      });
+    }
+    emit_list(o, work, !k_.guard.empty());
+    o << "}\n";
+    return o.str();
+  }
+
+ private:
+  struct Tile {
+    TilePlan plan;
+    int id;
+    int site;
+  };
+
+  Cache cache_of(int param) const {
+    auto it = c_.cache.find(k_.params[param].name);
+    return it == c_.cache.end() ? Cache::Global : it->second;
+  }
+  bool read_only_path(int param) const {
+    Cache c = cache_of(param);
+    return (c == Cache::ReadOnly || c == Cache::Shared) && !k_.params[param].written;
+  }
+  bool merged() const { return c_.merge_x * c_.merge_y > 1; }
+
+  std::string index_text(size_t site) const { return find_index(k_.body, static_cast<int>(site)); }
+  static std::string find_in_text(const Text& t, int site) {
+    for (const Piece& p : t) {
+      if (p.kind != Piece::Access) continue;
+      if (p.id == site) return literal_text(p.index);
+      std::string r = find_in_text(p.index, site);
+      if (!r.empty()) return r;
+    }
+    return "";
+  }
+  static std::string find_index(const std::vector<Stmt>& list, int site) {
+    for (const Stmt& s : list) {
+      std::string r = find_in_text(s.text, site);
+      if (r.empty()) r = find_index(s.body, site);
+      if (!r.empty()) return r;
+    }
+    return "";
+  }
+
+  long long extent(const Tile& t, size_t j) const {
+    const std::string& d = t.plan.dims[j];
+    long long e = d == "x" ? tx_ : d == "y" ? ty_ : c_.tile_k;
+    if (j + 1 == t.plan.dims.size() && t.plan.dims.size() == 2 && t.plan.paddable && c_.pad) e += 1;
+    return e;
+  }
+  long long extent_product(const Tile& t) const {
+    long long p = 1;
+    for (size_t j = 0; j < t.plan.dims.size(); ++j) p *= extent(t, j);
+    return p;
+  }
+  std::string tile_name(const Tile& t) const {
+    return "gt_s_" + k_.params[k_.accesses[t.site].param].name +
+           (t.id ? std::to_string(t.id) : std::string());
+  }
+  std::string describe_tile(const Tile& t) const {
+    std::string s =
+        k_.params[k_.accesses[t.site].param].name + "[" + find_index(k_.body, t.site) + "] for ";
+    for (size_t j = 0; j < t.plan.dims.size(); ++j) {
+      const std::string& d = t.plan.dims[j];
+      s += (j ? " x " : "") + (d == "x"   ? k_.index_names[0]
+                               : d == "y" ? k_.index_names[1]
+                                          : loop_var(t.plan.loop));
+    }
+    if (t.plan.paddable && c_.pad) s += ", padded pitch";
+    return s;
+  }
+  std::string loop_var(int loop) const { return find_loop_var(k_.body, loop); }
+  static std::string find_loop_var(const std::vector<Stmt>& list, int loop) {
+    for (const Stmt& s : list) {
+      if (s.kind == Stmt::Loop && s.loop == loop) return s.var;
+      std::string r = find_loop_var(s.body, loop);
+      if (!r.empty()) return r;
+    }
+    return "";
+  }
+
+  void line(std::ostringstream& o, const std::string& s) const {
+    o << std::string(static_cast<size_t>(ind_) * 2, ' ') << s << "\n";
+  }
+
+  /// The text of a hole-split fragment for this variant.
+  std::string render(const Text& t) const {
+    std::string s;
+    for (const Piece& p : t) {
+      switch (p.kind) {
+        case Piece::Lit:
+          s += p.text;
+          break;
+        case Piece::Local:
+          s += p.text + (k_.locals[p.id].replicated ? suffix(c_, k_.dims) : std::string());
+          break;
+        case Piece::ThreadIndex:
+          s += k_.index_names[p.dim];
+          break;
+        case Piece::Access: {
+          auto it = site_tile_.find(p.id);
+          if (it != site_tile_.end() && !k_.accesses[p.id].store) {
+            const Tile& t = tiles_[it->second];
+            s += tile_name(t);
+            for (const std::string& d : t.plan.dims) {
+              if (d == "x")
+                s += "[" + k_.index_names[0] + " - gt_bx]";
+              else if (d == "y")
+                s += "[" + k_.index_names[1] + " - gt_by]";
+              else
+                s += "[" + loop_var(t.plan.loop) + " - gt_" + loop_var(t.plan.loop) + "_base]";
+            }
+          } else if (!k_.accesses[p.id].store && read_only_path(k_.accesses[p.id].param)) {
+            s += "__ldg(&" + p.text + "[" + render(p.index) + "])";
+          } else {
+            s += p.text + "[" + render(p.index) + "]";
+          }
+          break;
+        }
+      }
+    }
+    return s;
+  }
+
+  /// Runs `body` once per merged thread with idx/idy (the kernel's names) set for it.
+  template <class F>
+  void replica_block(std::ostringstream& o, F body) {
+    int opened = 0;
+    if (k_.dims == 2 && c_.merge_y > 1) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+      ++opened;
+    }
+    if (c_.merge_x > 1) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_mx = 0; gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx)");
+      ++opened;
+    }
+    line(o, "{");
+    ++ind_;
+    line(o, "const int " + k_.index_names[0] + " = gt_x0" +
+                (c_.merge_x > 1 ? " + gt_mx * " + std::to_string(c_.block_x) : "") + ";");
+    if (k_.dims == 2)
+      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                  (c_.merge_y > 1 ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    body(o);
+    --ind_;
+    line(o, "}");
+    (void)opened;
+  }
+
+  void emit_text_lines(std::ostringstream& o, const std::string& text) const {
+    std::istringstream in(text);
+    std::string l;
+    // Re-indent the user's statement: keep its relative indentation.
+    std::vector<std::string> lines;
+    while (std::getline(in, l)) lines.push_back(l);
+    size_t common = std::string::npos;
+    for (size_t i = 1; i < lines.size(); ++i) {
+      size_t n = lines[i].find_first_not_of(' ');
+      if (n != std::string::npos) common = std::min(common, n);
+    }
+    if (common == std::string::npos) common = 0;
+    for (size_t i = 0; i < lines.size(); ++i)
+      line(o, i == 0 ? lines[i] : lines[i].substr(std::min(common, lines[i].size())));
+  }
+
+  void emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded) {
+    std::vector<const Stmt*> group;
+    auto flush = [&] {
+      if (group.empty()) return;
+      replica_block(o, [&](std::ostringstream& b) {
+        if (guarded) {
+          line(b, "if (gt_ok" + suffix(c_, k_.dims) + ") {");
+          ++ind_;
+        }
+        for (const Stmt* s : group) {
+          if (s->kind == Stmt::RepDecl) {
+            const Local& l = k_.locals[s->local];
+            line(b, l.name + suffix(c_, k_.dims) + " = " + render(s->text) + ";");
+          } else {
+            emit_text_lines(b, render(s->text));
+          }
+        }
+        if (guarded) {
+          --ind_;
+          line(b, "}");
+        }
+      });
+      group.clear();
+    };
+    for (const Stmt& s : list) {
+      switch (s.kind) {
+        case Stmt::KeepDecl: {
+          flush();
+          const Local& l = k_.locals[s.local];
+          line(o, l.type + " " + l.name + (s.text.empty() ? "" : " = " + render(s.text)) + ";");
+          break;
+        }
+        case Stmt::RepDecl: {
+          flush();
+          const Local& l = k_.locals[s.local];
+          line(o, strip_const(l.type) + " " + l.name + array_dims(c_, k_.dims) + ";");
+          if (!s.text.empty()) group.push_back(&s);
+          break;
+        }
+        case Stmt::Loop:
+          flush();
+          emit_loop(o, s, guarded);
+          break;
+        case Stmt::Rep:
+          group.push_back(&s);
+          break;
+      }
+    }
+    flush();
+  }
+
+  void emit_loop(std::ostringstream& o, const Stmt& s, bool guarded) {
+    std::string lo = render(s.lo), hi = render(s.hi);
+    if (s.inclusive) hi = "(" + hi + ") + 1";
+    std::string unroll = "#pragma unroll " + std::to_string(c_.unroll);
+    std::vector<const Tile*> here;
+    for (const Tile& t : tiles_)
+      if (t.plan.loop == s.loop) here.push_back(&t);
+    if (here.empty()) {
+      line(o, unroll);
+      line(o,
+           "for (int " + s.var + " = " + lo + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
+      ++ind_;
+      emit_list(o, s.body, guarded);
+      --ind_;
+      line(o, "}");
+      return;
+    }
+    // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory.
+    const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
+    const std::string nthreads = std::to_string(c_.block_x * c_.block_y);
+    line(o,
+         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
+    ++ind_;
+    for (const Tile* t : here) {
+      long long n = 1;
+      std::vector<long long> ext;
+      for (size_t j = 0; j < t->plan.dims.size(); ++j) {
+        long long e = t->plan.dims[j] == "x" ? tx_ : t->plan.dims[j] == "y" ? ty_ : c_.tile_k;
+        ext.push_back(e);
+        n *= e;
+      }
+      line(o, "// stage " + describe_tile(*t) + " (coalesced over consecutive threads)");
+      line(o,
+           "for (int gt_e = gt_tid; gt_e < " + std::to_string(n) + "; gt_e += " + nthreads + ") {");
+      ++ind_;
+      std::vector<std::string> coord(t->plan.dims.size());
+      if (t->plan.dims.size() == 1) {
+        coord[0] = "gt_e";
+      } else {
+        line(o, "const int gt_t0 = gt_e / " + std::to_string(ext[1]) + ", gt_t1 = gt_e % " +
+                    std::to_string(ext[1]) + ";");
+        coord = {"gt_t0", "gt_t1"};
+      }
+      std::string conds;
+      for (size_t j = 0; j < t->plan.dims.size(); ++j) {
+        const std::string& d = t->plan.dims[j];
+        if (d == "x") line(o, "const int " + k_.index_names[0] + " = gt_bx + " + coord[j] + ";");
+        if (d == "y") line(o, "const int " + k_.index_names[1] + " = gt_by + " + coord[j] + ";");
+        if (d == "loop") {
+          line(o, "const int " + s.var + " = " + k0 + " + " + coord[j] + ";");
+          conds += s.var + " < " + hi;
+        }
+      }
+      bool has_x = std::count(t->plan.dims.begin(), t->plan.dims.end(), "x") > 0;
+      bool has_y = std::count(t->plan.dims.begin(), t->plan.dims.end(), "y") > 0;
+      for (size_t g = 0; g < k_.guard.size(); ++g) {
+        const auto& gd = k_.guard_depends[g];
+        if ((gd.count("x") && !has_x) || (gd.count("y") && !has_y)) continue;
+        conds += " && (" + render(k_.guard[g]) + ")";
+      }
+      const AccessSite& site = k_.accesses[t->site];
+      std::string load = k_.params[site.param].name + "[" + find_render_index(t->site) + "]";
+      std::string dst = tile_name(*t);
+      for (const std::string& cc : coord) dst += "[" + cc + "]";
+      line(o, dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + k_.params[site.param].element +
+                  "(0);");
+      --ind_;
+      line(o, "}");
+    }
+    line(o, "__syncthreads();");
+    line(o, "if (" + k0 + " + " + tk + " <= " + hi + ") {");
+    ++ind_;
+    line(o, unroll);
+    line(o, "for (int gt_kk = 0; gt_kk < " + tk + "; ++gt_kk) {");
+    ++ind_;
+    line(o, "const int " + s.var + " = " + k0 + " + gt_kk;");
+    emit_list(o, s.body, guarded);
+    --ind_;
+    line(o, "}");
+    --ind_;
+    line(o, "} else {");
+    ++ind_;
+    line(o, "for (int " + s.var + " = " + k0 + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
+    ++ind_;
+    emit_list(o, s.body, guarded);
+    --ind_;
+    line(o, "}");
+    --ind_;
+    line(o, "}");
+    line(o, "__syncthreads();");
+    --ind_;
+    line(o, "}");
+  }
+
+  std::string find_render_index(int site) const {
+    std::function<const Piece*(const Text&)> in_text = [&](const Text& t) -> const Piece* {
+      for (const Piece& p : t) {
+        if (p.kind != Piece::Access) continue;
+        if (p.id == site) return &p;
+        if (const Piece* r = in_text(p.index)) return r;
+      }
+      return nullptr;
+    };
+    std::function<const Piece*(const std::vector<Stmt>&)> in_list =
+        [&](const std::vector<Stmt>& l) -> const Piece* {
+      for (const Stmt& s : l) {
+        if (const Piece* r = in_text(s.text)) return r;
+        if (const Piece* r = in_list(s.body)) return r;
+      }
+      return nullptr;
+    };
+    const Piece* p = in_list(k_.body);
+    return p ? render(p->index) : std::string();
+  }
+
+  void header(std::ostringstream& o) const {
+    o << "// Generated by gputune from the naive kernel '" << k_.name << "' (" << k_.file << ").\n";
+    o << "// " << choice_label(k_, c_) << "\n";
+    o << "// - thread block " << c_.block_x << " x " << c_.block_y << " threads";
+    if (merged())
+      o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
+        << c_.merge_x * c_.merge_y << " outputs (replicated accumulators, loop control kept once)";
+    o << "\n";
+    std::function<void(const std::vector<Stmt>&)> loops = [&](const std::vector<Stmt>& l) {
+      for (const Stmt& s : l) {
+        if (s.kind != Stmt::Loop) continue;
+        bool strip = std::any_of(tiles_.begin(), tiles_.end(),
+                                 [&](const Tile& t) { return t.plan.loop == s.loop; });
+        o << "// - loop " << s.var << ": unroll " << c_.unroll;
+        if (strip) o << ", strip-mined by tile_k = " << c_.tile_k << " for shared-memory tiles";
+        o << "\n";
+        loops(s.body);
+      }
+    };
+    loops(k_.body);
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const Param& p = k_.params[i];
+      if (!p.pointer || !p.read || p.written) continue;
+      Cache c = cache_of(static_cast<int>(i));
+      o << "// - " << p.name << ": "
+        << (c == Cache::Global     ? "global loads"
+            : c == Cache::ReadOnly ? "read-only path (const __restrict__, __ldg)"
+                                   : "shared-memory tiles where reused, read-only path elsewhere")
+        << "\n";
+    }
+    o << "// Launch: block (" << c_.block_x << ", " << c_.block_y << ", 1), grid (ceil(X / " << tx_
+      << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
+    if (!tiles_.empty()) o << "; " << shared_bytes() << " bytes of shared memory";
+    o << ".\n";
+  }
+
+  const NaiveKernel& k_;
+  Choice c_;
+  int tx_ = 0, ty_ = 0;
+  int ind_ = 0;
+  std::vector<Tile> tiles_;
+  std::map<int, int> site_tile_;
+};
+
+}  // namespace
+
+std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
+  std::vector<ArrayOptions> out;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.read) continue;
+    ArrayOptions a;
+    a.array = p.name;
+    a.allowed.push_back(Cache::Global);
+    if (p.written) {
+      a.reasons.push_back("written by the kernel: never on the read-only path or staged");
+      out.push_back(a);
+      continue;
+    }
+    a.allowed.push_back(Cache::ReadOnly);
+    bool any = false;
+    for (const AccessSite& s : k.accesses) {
+      if (s.param != static_cast<int>(i) || s.store) continue;
+      TilePlan t = plan_site(k, s);
+      if (t.ok)
+        any = true;
+      else
+        a.reasons.push_back("not staged at " + t.reason);
+    }
+    if (any) a.allowed.push_back(Cache::Shared);
+    out.push_back(a);
+  }
+  return out;
+}
+
+Choice choice_from_config(const NaiveKernel& k, const Config& c) {
+  Choice ch;
+  auto get = [&](const char* name, int def) {
+    for (size_t i = 0; i < c.names->size(); ++i)
+      if ((*c.names)[i] == name) return static_cast<int>(c.values[i].as_int());
+    return def;
+  };
+  ch.block_x = get("block_size_x", 32);
+  ch.block_y = k.dims == 2 ? get("block_size_y", 1) : 1;
+  ch.merge_x = get("merge_x", 1);
+  ch.merge_y = k.dims == 2 ? get("merge_y", 1) : 1;
+  ch.unroll = get("unroll", 1);
+  ch.tile_k = get("tile_k", 16);
+  ch.pad = get("pad", 0) != 0;
+  for (const ArrayOptions& a : array_options(k)) {
+    std::string name = "cache_" + a.array;
+    for (size_t i = 0; i < c.names->size(); ++i) {
+      if ((*c.names)[i] != name) continue;
+      const std::string& v = c.values[i].as_str();
+      ch.cache[a.array] = v == "shared"     ? Cache::Shared
+                          : v == "readonly" ? Cache::ReadOnly
+                                            : Cache::Global;
+    }
+  }
+  return ch;
+}
+
+long long shared_bytes(const NaiveKernel& k, const Choice& c) {
+  return Emitter(k, c).shared_bytes();
+}
+
+std::string emit_variant(const NaiveKernel& k, const Choice& c) { return Emitter(k, c).run(); }
+
+std::string choice_label(const NaiveKernel& k, const Choice& c) {
+  std::string s = "bx" + std::to_string(c.block_x);
+  if (k.dims == 2) s += "_by" + std::to_string(c.block_y);
+  s += "_mx" + std::to_string(c.merge_x);
+  if (k.dims == 2) s += "_my" + std::to_string(c.merge_y);
+  if (k.loops) s += "_u" + std::to_string(c.unroll);
+  bool shared = false;
+  for (const ArrayOptions& a : array_options(k)) {
+    if (a.allowed.size() < 2) continue;
+    auto it = c.cache.find(a.array);
+    Cache ch = it == c.cache.end() ? Cache::Global : it->second;
+    shared |= ch == Cache::Shared;
+    s += "_" + a.array + "-" + cache_name(ch);
+  }
+  if (shared) s += "_tk" + std::to_string(c.tile_k) + (c.pad ? "_pad" : "");
+  return s;
+}
+
+namespace {
+
+Parameter int_param(const std::string& name, std::vector<int> values, int def) {
+  Parameter p;
+  p.name = name;
+  p.type = "int";
+  for (int v : values) p.values.emplace_back(v);
+  p.default_value.emplace(def);
+  return p;
+}
+
+}  // namespace
+
+void apply_to_job(Job& job, const NaiveKernel& k) {
+  if (job.global_size_type != "OpenCL")
+    throw JobError(job.file.string(), "KernelSpecification.GlobalSizeType",
+                   "a naive kernel's GlobalSize must count threads (one per output element)",
+                   "set \"GlobalSizeType\": \"OpenCL\" and GlobalSize to the output's extent");
+  std::vector<Parameter> gen;
+  std::vector<Condition> conds;
+  if (k.dims == 2) {
+    gen.push_back(int_param("block_size_x", {4, 8, 16, 32, 64, 128, 256}, 32));
+    gen.push_back(int_param("block_size_y", {1, 2, 4, 8, 16, 32}, 4));
+    conds.push_back(
+        {"32 <= block_size_x * block_size_y <= 1024", {"block_size_x", "block_size_y"}});
+    gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
+    gen.push_back(int_param("merge_y", {1, 2, 4, 8}, 1));
+  } else {
+    gen.push_back(int_param("block_size_x", {32, 64, 128, 256, 512, 1024}, 128));
+    gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
+  }
+  if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
+  std::vector<std::string> shared_arrays, pad_arrays;
+  std::string smem;
+  for (const ArrayOptions& a : array_options(k)) {
+    if (a.allowed.size() < 2) continue;
+    Parameter p;
+    p.name = "cache_" + a.array;
+    p.type = "string";
+    for (Cache c : a.allowed) p.values.emplace_back(cache_name(c));
+    p.default_value.emplace("global");
+    gen.push_back(p);
+    if (std::find(a.allowed.begin(), a.allowed.end(), Cache::Shared) == a.allowed.end()) continue;
+    shared_arrays.push_back(a.array);
+    // Shared bytes of this array's tiles, as an expression of the parameters.
+    std::set<std::string> seen;
+    std::string bytes;
+    for (size_t i = 0; i < k.accesses.size(); ++i) {
+      const AccessSite& s = k.accesses[i];
+      if (k.params[s.param].name != a.array || s.store) continue;
+      TilePlan t = plan_site(k, s);
+      if (!t.ok) continue;
+      if (t.paddable) pad_arrays.push_back(a.array);
+      std::string e = std::to_string(t.bytes);
+      for (size_t j = 0; j < t.dims.size(); ++j) {
+        std::string d = t.dims[j] == "x"   ? "block_size_x*merge_x"
+                        : t.dims[j] == "y" ? "block_size_y*merge_y"
+                                           : "tile_k";
+        if (j + 1 == t.dims.size() && t.dims.size() == 2 && t.paddable) d = "(" + d + " + pad)";
+        e += "*" + d;
+      }
+      bytes += (bytes.empty() ? "" : " + ") + e;
+    }
+    smem += (smem.empty() ? "" : " + ") +
+            ("((" + bytes + ") if cache_" + a.array + " == 'shared' else 0)");
+  }
+  if (!shared_arrays.empty()) {
+    gen.push_back(int_param("tile_k", {8, 16, 32}, 16));
+    std::string any;
+    for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
+    conds.push_back({"tile_k == 16" + any, {}});
+    if (!pad_arrays.empty()) {
+      gen.push_back(int_param("pad", {0, 1}, 0));
+      std::string anyp;
+      for (const std::string& a : pad_arrays) anyp += " or cache_" + a + " == 'shared'";
+      conds.push_back({"pad == 0" + anyp, {}});
+    }
+    conds.push_back({smem + " <= 48 * 1024", {}});
+  }
+  // The job may narrow generated parameters (same name) or list none.
+  if (job.parameters.empty()) {
+    job.parameters = gen;
+    job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
+  } else {
+    for (const Parameter& p : job.parameters) {
+      bool known =
+          std::any_of(gen.begin(), gen.end(), [&](const Parameter& g) { return g.name == p.name; });
+      if (!known) {
+        std::string names;
+        for (const Parameter& g : gen) names += (names.empty() ? "" : ", ") + g.name;
+        throw JobError(job.file.string(), "ConfigurationSpace.TuningParameters." + p.name,
+                       "not a dimension of the generated space of naive kernel '" + k.name + "'",
+                       "use the generated names (" + names + ") or drop the parameter");
+      }
+    }
+    for (Parameter& g : gen)
+      for (const Parameter& p : job.parameters)
+        if (p.name == g.name) g = p;
+    job.parameters = gen;
+    job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
+  }
+  Dim3Expr threads = job.global_size;
+  job.naive_threads = threads;
+  job.local_size.x = "block_size_x";
+  job.local_size.y = k.dims == 2 ? "block_size_y" : "1";
+  job.local_size.z = "1";
+  job.global_size.x = "((" + threads.x + ") + block_size_x*merge_x - 1) // (block_size_x*merge_x)";
+  job.global_size.y =
+      k.dims == 2 ? "((" + threads.y + ") + block_size_y*merge_y - 1) // (block_size_y*merge_y)"
+                  : "(" + threads.y + ")";
+  job.global_size.z = "(" + threads.z + ")";
+  job.global_size_type = "CUDA";
+}
+
+void apply_block_shape_only(Job& job, int dims) {
+  if (job.global_size_type != "OpenCL")
+    throw JobError(job.file.string(), "KernelSpecification.GlobalSizeType",
+                   "a naive kernel's GlobalSize must count threads (one per output element)",
+                   "set \"GlobalSizeType\": \"OpenCL\" and GlobalSize to the output's extent");
+  if (job.parameters.empty()) {
+    if (dims == 2) {
+      job.parameters.push_back(int_param("block_size_x", {4, 8, 16, 32, 64, 128, 256}, 32));
+      job.parameters.push_back(int_param("block_size_y", {1, 2, 4, 8, 16, 32}, 4));
+      job.conditions.push_back({"32 <= block_size_x * block_size_y <= 1024", {}});
+    } else {
+      job.parameters.push_back(int_param("block_size_x", {32, 64, 128, 256, 512, 1024}, 128));
+    }
+  }
+  job.local_size.x = "block_size_x";
+  job.local_size.y = dims == 2 ? "block_size_y" : "1";
+  job.local_size.z = "1";
+}
+
+}  // namespace gputune::naive
