@@ -498,10 +498,7 @@ class Analyser {
     if (out.empty() || out.back().piece.kind != Piece::Access) return;
     AccessSite& s = k_.accesses[out.back().piece.id];
     if (!s.store) return;
-    k_.params[s.param].read = true;
-    AccessSite r = s;
-    r.store = false;
-    (void)r;  // a read-modify-write counts as a store (never staged, never read-only)
+    k_.params[s.param].read = true;  // a read-modify-write stays a store: never staged or read-only
   }
 
   // --- statements ---------------------------------------------------------------------------

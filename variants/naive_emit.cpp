@@ -324,16 +324,13 @@ class Emitter {
   /// Runs `body` once per merged thread with idx/idy (the kernel's names) set for it.
   template <class F>
   void replica_block(std::ostringstream& o, F body) {
-    int opened = 0;
     if (k_.dims == 2 && c_.merge_y > 1) {
       line(o, "#pragma unroll");
       line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
-      ++opened;
     }
     if (c_.merge_x > 1) {
       line(o, "#pragma unroll");
       line(o, "for (int gt_mx = 0; gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx)");
-      ++opened;
     }
     line(o, "{");
     ++ind_;
@@ -345,7 +342,6 @@ class Emitter {
     body(o);
     --ind_;
     line(o, "}");
-    (void)opened;
   }
 
   void emit_text_lines(std::ostringstream& o, const std::string& text) const {
