@@ -140,7 +140,8 @@ class Emitter {
       if (cache_of(s.param) != Cache::Shared) continue;
       TilePlan p = plan_site(k_, s);
       if (!p.ok) continue;
-      p.key = k_.params[s.param].name + "|" + std::to_string(s.loop) + "|" + index_text(i);
+      p.key = k_.params[s.param].name + "|" + std::to_string(s.loop) + "|" +
+              index_text(static_cast<int>(i));
       auto it = std::find_if(tiles_.begin(), tiles_.end(),
                              [&](const Tile& t) { return t.plan.key == p.key; });
       if (it == tiles_.end()) {
@@ -222,23 +223,35 @@ class Emitter {
   }
   bool merged() const { return c_.merge_x * c_.merge_y > 1; }
 
-  std::string index_text(size_t site) const { return find_index(k_.body, static_cast<int>(site)); }
-  static std::string find_in_text(const Text& t, int site) {
-    for (const Piece& p : t) {
-      if (p.kind != Piece::Access) continue;
-      if (p.id == site) return literal_text(p.index);
-      std::string r = find_in_text(p.index, site);
-      if (!r.empty()) return r;
-    }
-    return "";
+  /// The Access piece of a site, wherever it sits in the body.
+  const Piece* find_access(int site) const {
+    std::function<const Piece*(const Text&)> in_text = [&](const Text& t) -> const Piece* {
+      for (const Piece& p : t) {
+        if (p.kind != Piece::Access) continue;
+        if (p.id == site) return &p;
+        if (const Piece* r = in_text(p.index)) return r;
+      }
+      return nullptr;
+    };
+    std::function<const Piece*(const std::vector<Stmt>&)> in_list =
+        [&](const std::vector<Stmt>& l) -> const Piece* {
+      for (const Stmt& s : l) {
+        if (const Piece* r = in_text(s.text)) return r;
+        if (const Piece* r = in_list(s.body)) return r;
+      }
+      return nullptr;
+    };
+    return in_list(k_.body);
   }
-  static std::string find_index(const std::vector<Stmt>& list, int site) {
-    for (const Stmt& s : list) {
-      std::string r = find_in_text(s.text, site);
-      if (r.empty()) r = find_index(s.body, site);
-      if (!r.empty()) return r;
-    }
-    return "";
+  /// The subscript of a site as written (tells tiles apart, names them in comments).
+  std::string index_text(int site) const {
+    const Piece* p = find_access(site);
+    return p ? literal_text(p->index) : std::string();
+  }
+  /// The subscript of a site as this variant renders it.
+  std::string render_index(int site) const {
+    const Piece* p = find_access(site);
+    return p ? render(p->index) : std::string();
   }
 
   long long extent(const Tile& t, size_t j) const {
@@ -257,8 +270,7 @@ class Emitter {
            (t.id ? std::to_string(t.id) : std::string());
   }
   std::string describe_tile(const Tile& t) const {
-    std::string s =
-        k_.params[k_.accesses[t.site].param].name + "[" + find_index(k_.body, t.site) + "] for ";
+    std::string s = k_.params[k_.accesses[t.site].param].name + "[" + index_text(t.site) + "] for ";
     for (size_t j = 0; j < t.plan.dims.size(); ++j) {
       const std::string& d = t.plan.dims[j];
       s += (j ? " x " : "") + (d == "x"   ? k_.index_names[0]
@@ -472,7 +484,7 @@ class Emitter {
         conds += " && (" + render(k_.guard[g]) + ")";
       }
       const AccessSite& site = k_.accesses[t->site];
-      std::string load = k_.params[site.param].name + "[" + find_render_index(t->site) + "]";
+      std::string load = k_.params[site.param].name + "[" + render_index(t->site) + "]";
       std::string dst = tile_name(*t);
       for (const std::string& cc : coord) dst += "[" + cc + "]";
       line(o, dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + k_.params[site.param].element +
@@ -503,27 +515,6 @@ class Emitter {
     line(o, "__syncthreads();");
     --ind_;
     line(o, "}");
-  }
-
-  std::string find_render_index(int site) const {
-    std::function<const Piece*(const Text&)> in_text = [&](const Text& t) -> const Piece* {
-      for (const Piece& p : t) {
-        if (p.kind != Piece::Access) continue;
-        if (p.id == site) return &p;
-        if (const Piece* r = in_text(p.index)) return r;
-      }
-      return nullptr;
-    };
-    std::function<const Piece*(const std::vector<Stmt>&)> in_list =
-        [&](const std::vector<Stmt>& l) -> const Piece* {
-      for (const Stmt& s : l) {
-        if (const Piece* r = in_text(s.text)) return r;
-        if (const Piece* r = in_list(s.body)) return r;
-      }
-      return nullptr;
-    };
-    const Piece* p = in_list(k_.body);
-    return p ? render(p->index) : std::string();
   }
 
   void header(std::ostringstream& o) const {
@@ -663,26 +654,38 @@ Parameter int_param(const std::string& name, std::vector<int> values, int def) {
   return p;
 }
 
-}  // namespace
-
-void apply_to_job(Job& job, const NaiveKernel& k) {
+void require_thread_counts(const Job& job) {
   if (job.global_size_type != "OpenCL")
     throw JobError(job.file.string(), "KernelSpecification.GlobalSizeType",
                    "a naive kernel's GlobalSize must count threads (one per output element)",
                    "set \"GlobalSizeType\": \"OpenCL\" and GlobalSize to the output's extent");
-  std::vector<Parameter> gen;
-  std::vector<Condition> conds;
-  if (k.dims == 2) {
-    gen.push_back(int_param("block_size_x", {4, 8, 16, 32, 64, 128, 256}, 32));
-    gen.push_back(int_param("block_size_y", {1, 2, 4, 8, 16, 32}, 4));
+}
+
+/// The block-shape dimensions (powers of two, 32..1024 threads) and the block the job launches.
+void block_shape(Job& job, int dims, std::vector<Parameter>& params,
+                 std::vector<Condition>& conds) {
+  if (dims == 2) {
+    params.push_back(int_param("block_size_x", {4, 8, 16, 32, 64, 128, 256}, 32));
+    params.push_back(int_param("block_size_y", {1, 2, 4, 8, 16, 32}, 4));
     conds.push_back(
         {"32 <= block_size_x * block_size_y <= 1024", {"block_size_x", "block_size_y"}});
-    gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
-    gen.push_back(int_param("merge_y", {1, 2, 4, 8}, 1));
   } else {
-    gen.push_back(int_param("block_size_x", {32, 64, 128, 256, 512, 1024}, 128));
-    gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
+    params.push_back(int_param("block_size_x", {32, 64, 128, 256, 512, 1024}, 128));
   }
+  job.local_size.x = "block_size_x";
+  job.local_size.y = dims == 2 ? "block_size_y" : "1";
+  job.local_size.z = "1";
+}
+
+}  // namespace
+
+void apply_to_job(Job& job, const NaiveKernel& k) {
+  require_thread_counts(job);
+  std::vector<Parameter> gen;
+  std::vector<Condition> conds;
+  block_shape(job, k.dims, gen, conds);
+  gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
+  if (k.dims == 2) gen.push_back(int_param("merge_y", {1, 2, 4, 8}, 1));
   if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
   std::vector<std::string> shared_arrays, pad_arrays;
   std::string smem;
@@ -697,7 +700,6 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     if (std::find(a.allowed.begin(), a.allowed.end(), Cache::Shared) == a.allowed.end()) continue;
     shared_arrays.push_back(a.array);
     // Shared bytes of this array's tiles, as an expression of the parameters.
-    std::set<std::string> seen;
     std::string bytes;
     for (size_t i = 0; i < k.accesses.size(); ++i) {
       const AccessSite& s = k.accesses[i];
@@ -732,32 +734,24 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     conds.push_back({smem + " <= 48 * 1024", {}});
   }
   // The job may narrow generated parameters (same name) or list none.
-  if (job.parameters.empty()) {
-    job.parameters = gen;
-    job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
-  } else {
-    for (const Parameter& p : job.parameters) {
-      bool known =
-          std::any_of(gen.begin(), gen.end(), [&](const Parameter& g) { return g.name == p.name; });
-      if (!known) {
-        std::string names;
-        for (const Parameter& g : gen) names += (names.empty() ? "" : ", ") + g.name;
-        throw JobError(job.file.string(), "ConfigurationSpace.TuningParameters." + p.name,
-                       "not a dimension of the generated space of naive kernel '" + k.name + "'",
-                       "use the generated names (" + names + ") or drop the parameter");
-      }
+  for (const Parameter& p : job.parameters) {
+    bool known =
+        std::any_of(gen.begin(), gen.end(), [&](const Parameter& g) { return g.name == p.name; });
+    if (!known) {
+      std::string names;
+      for (const Parameter& g : gen) names += (names.empty() ? "" : ", ") + g.name;
+      throw JobError(job.file.string(), "ConfigurationSpace.TuningParameters." + p.name,
+                     "not a dimension of the generated space of naive kernel '" + k.name + "'",
+                     "use the generated names (" + names + ") or drop the parameter");
     }
-    for (Parameter& g : gen)
-      for (const Parameter& p : job.parameters)
-        if (p.name == g.name) g = p;
-    job.parameters = gen;
-    job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
   }
+  for (Parameter& g : gen)
+    for (const Parameter& p : job.parameters)
+      if (p.name == g.name) g = p;
+  job.parameters = gen;
+  job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
   Dim3Expr threads = job.global_size;
   job.naive_threads = threads;
-  job.local_size.x = "block_size_x";
-  job.local_size.y = k.dims == 2 ? "block_size_y" : "1";
-  job.local_size.z = "1";
   job.global_size.x = "((" + threads.x + ") + block_size_x*merge_x - 1) // (block_size_x*merge_x)";
   job.global_size.y =
       k.dims == 2 ? "((" + threads.y + ") + block_size_y*merge_y - 1) // (block_size_y*merge_y)"
@@ -767,22 +761,14 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
 }
 
 void apply_block_shape_only(Job& job, int dims) {
-  if (job.global_size_type != "OpenCL")
-    throw JobError(job.file.string(), "KernelSpecification.GlobalSizeType",
-                   "a naive kernel's GlobalSize must count threads (one per output element)",
-                   "set \"GlobalSizeType\": \"OpenCL\" and GlobalSize to the output's extent");
+  require_thread_counts(job);
+  std::vector<Parameter> params;
+  std::vector<Condition> conds;
+  block_shape(job, dims, params, conds);
   if (job.parameters.empty()) {
-    if (dims == 2) {
-      job.parameters.push_back(int_param("block_size_x", {4, 8, 16, 32, 64, 128, 256}, 32));
-      job.parameters.push_back(int_param("block_size_y", {1, 2, 4, 8, 16, 32}, 4));
-      job.conditions.push_back({"32 <= block_size_x * block_size_y <= 1024", {}});
-    } else {
-      job.parameters.push_back(int_param("block_size_x", {32, 64, 128, 256, 512, 1024}, 128));
-    }
+    job.parameters = params;
+    job.conditions.insert(job.conditions.begin(), conds.begin(), conds.end());
   }
-  job.local_size.x = "block_size_x";
-  job.local_size.y = dims == 2 ? "block_size_y" : "1";
-  job.local_size.z = "1";
 }
 
 }  // namespace gputune::naive

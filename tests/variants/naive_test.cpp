@@ -126,6 +126,41 @@ __global__ void k(float* out, const float* in, int n) {
   EXPECT_EQ(build_space(job).size(), 6u);
 }
 
+TEST(NaiveJob, AJobNarrowsGeneratedParametersAndUnknownNamesAreRefused) {
+  naive::NaiveKernel k = analyse("mv");
+  Job job = load_job(kNaive / "mv.json");
+  Job full = job;
+  naive::apply_to_job(full, k);
+  Parameter narrow;
+  narrow.name = "block_size_x";
+  narrow.type = "int";
+  narrow.values = {Value(64)};
+  job.parameters = {narrow};
+  naive::apply_to_job(job, k);
+  Space narrowed = build_space(job), all = build_space(full);
+  size_t with64 = 0;
+  for (size_t i = 0; i < all.size(); ++i) with64 += all.config(i)["block_size_x"].as_int() == 64;
+  EXPECT_GT(with64, 0u);
+  EXPECT_EQ(narrowed.size(), with64) << "the job's values replace the generated ones, nothing else";
+  for (size_t i = 0; i < narrowed.size(); ++i)
+    EXPECT_EQ(narrowed.config(i)["block_size_x"].as_int(), 64);
+  EXPECT_EQ(job.global_size_type, "CUDA");
+  EXPECT_EQ(job.local_size.x, "block_size_x");
+  Job bad = load_job(kNaive / "mv.json");
+  Parameter unknown;
+  unknown.name = "tile_size_x";
+  unknown.type = "int";
+  unknown.values = {Value(1)};
+  bad.parameters = {unknown};
+  try {
+    naive::apply_to_job(bad, k);
+    FAIL() << "a parameter the generator does not have must be refused";
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.field, "ConfigurationSpace.TuningParameters.tile_size_x");
+    EXPECT_NE(e.fix.find("merge_x"), std::string::npos) << e.fix;
+  }
+}
+
 // --- the CPU emulator ------------------------------------------------------------------------
 
 TEST(CpuEmulator, SharedMemoryAndBarriersBehaveLikeABlock) {
