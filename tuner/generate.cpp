@@ -25,6 +25,9 @@ void prepare_naive(Job& job) {
         source, job.kernel_name, job.kernel_file.filename().string(), job.compiler_options));
     naive::apply_to_job(job, *k);
     job.naive_kernel = std::move(k);
+  } catch (const naive::NaiveSourceError& e) {
+    throw JobError(job.file.string(), "KernelSpecification.KernelName", e.what(),
+                   "name a __global__ function of KernelFile, or fix the file so clang parses it");
   } catch (const naive::NaiveError& e) {
     job.naive_fallback = e.what();
     job.naive_threads = job.global_size;
@@ -151,13 +154,17 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
 int generate(const GenerateOptions& o) {
   std::ifstream in(o.kernel_file);
   if (!in) {
-    std::cerr << "gputune: cannot read " << o.kernel_file << "\n";
+    std::cerr << "gputune: cannot read " << o.kernel_file.string() << ": " << std::strerror(errno)
+              << "\n";
     return 2;
   }
   std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   naive::NaiveKernel k;
   try {
     k = naive::analyse_naive(source, o.kernel, o.kernel_file.filename().string());
+  } catch (const naive::NaiveSourceError& e) {
+    std::cerr << "gputune: " << e.what() << "\n";
+    return 2;
   } catch (const naive::NaiveError& e) {
     std::cerr << "gputune: " << e.what() << "\n"
               << "gputune: this kernel can still be tuned over its block shape: a job with "
@@ -173,6 +180,12 @@ int generate(const GenerateOptions& o) {
     for (naive::Cache c : a.allowed) std::cout << " " << naive::cache_name(c);
     std::cout << "\n";
     for (const std::string& r : a.reasons) std::cout << "    " << r << "\n";
+  }
+  for (const naive::OutputOptions& o : naive::output_options(k)) {
+    std::cout << "  " << o.array << " (written):" << (o.stage ? " write direct|shared" : "")
+              << (o.reduce ? " reduce atomic|block" : "") << (o.stage || o.reduce ? "" : " direct")
+              << "\n";
+    for (const std::string& r : o.reasons) std::cout << "    " << r << "\n";
   }
   for (const std::string& n : k.notes) std::cout << "  note: " << n << "\n";
   // The space, through a job (the given one, or a minimal one for the kernel alone).

@@ -107,7 +107,7 @@ int cmd_generate(int argc, char** argv) {
       cxxopts::value<size_t>()->default_value("64"))(
       "check", "run every written variant and the naive kernel on the CPU and compare")(
       "size", "ProblemSize for --check, e.g. 37,41 (default: the job's first context)",
-      cxxopts::value<std::vector<std::int64_t>>()->default_value({}))("h,help", "help");
+      cxxopts::value<std::vector<std::int64_t>>())("h,help", "help");
   o.parse_positional({"file"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "file")) return *rc;

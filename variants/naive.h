@@ -29,6 +29,11 @@ class NaiveError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+/// Thrown when the file has no kernel of that name (or cannot be parsed): nothing to fall back to.
+class NaiveSourceError : public NaiveError {
+ public:
+  using NaiveError::NaiveError;
+};
 
 /// Source text split around what a variant rewrites.
 struct Piece {
@@ -63,6 +68,7 @@ struct AccessSite {
   bool conditional = false;       ///< under a branch, ternary, && or || inside the thread's work
   std::set<std::string> depends;  ///< "x", "y", "loop:<id>", "local:<id>" the subscript uses
   std::map<std::string, long long> unit;  ///< constant coefficients of x, y, loop:<id> when known
+  bool whole_store = false;               ///< the left side of a plain `a[i] = v;` statement
 };
 
 /// A statement of the kernel body after the index set-up and the guard.
@@ -71,7 +77,8 @@ struct Stmt {
     KeepDecl,  ///< thread-independent declaration, emitted once per thread
     RepDecl,   ///< declaration of a replicated local: an array [merge_y][merge_x]
     Loop,      ///< a loop every thread runs the same way (control kept once)
-    Rep        ///< thread work: emitted once per merged thread, under its guard
+    Rep,       ///< thread work: emitted once per merged thread, under its guard
+    Reduce     ///< `atomicAdd(address, value)` to a thread-independent address: text = value
   };
   Kind kind = Rep;
   Text text;       ///< KeepDecl, Rep: the statement; RepDecl: the initialiser (may be empty)
@@ -82,6 +89,10 @@ struct Stmt {
   Text lo, hi;
   bool inclusive = false;
   std::vector<Stmt> body;
+  // Reduce: the target array (parameter id), the address as written, the value's type.
+  int target = -1;
+  Text address;
+  std::string element;
 };
 
 struct NaiveKernel {
@@ -119,6 +130,8 @@ struct Choice {
   int tile_k = 16;  ///< strip of a staged loop
   bool pad = false;
   std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
+  std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
+  std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first
 };
 
 /// The load paths an array may take, with the reason for each one left out.
@@ -128,6 +141,16 @@ struct ArrayOptions {
   std::vector<std::string> reasons;
 };
 std::vector<ArrayOptions> array_options(const NaiveKernel& k);
+
+/// What a variant may do with an array the kernel writes: stage its stores through a shared
+/// tile (coalesced along the other thread dimension, as in a tiled transpose) and/or sum its
+/// `atomicAdd`s per block before one atomic per block; with the reason for each one left out.
+struct OutputOptions {
+  std::string array;
+  bool stage = false, reduce = false;
+  std::vector<std::string> reasons;
+};
+std::vector<OutputOptions> output_options(const NaiveKernel& k);
 
 /// Reads a Choice from a configuration of the generated space (parameter names as in space_json).
 Choice choice_from_config(const NaiveKernel& k, const Config& c);
@@ -143,10 +166,11 @@ std::string emit_variant(const NaiveKernel& k, const Choice& c);
 std::string choice_label(const NaiveKernel& k, const Choice& c);
 
 /// Turns a job over a naive kernel into a tunable one: the generated parameters (block_size_x/y,
-/// merge_x/y, unroll, tile_k, pad, cache_<array>) and their conditions, unless the job lists its
-/// own (a job may narrow the generated values by giving a parameter of the same name), and the
-/// launch geometry: the job's GlobalSize is the naive kernel's thread count (OpenCL style) and
-/// becomes blocks of block_size x merge. Throws JobError for a job that does not fit.
+/// merge_x/y, unroll, tile_k, pad, cache_<array>, write_<array>, reduce_<array>) and their
+/// conditions, unless the job lists its own (a job may narrow the generated values by giving a
+/// parameter of the same name), and the launch geometry: the job's GlobalSize is the naive kernel's
+/// thread count (OpenCL style) and becomes blocks of block_size x merge. Throws JobError for a job
+/// that does not fit.
 void apply_to_job(Job& job, const NaiveKernel& k);
 
 /// The tuning space for a kernel outside the subset: block shape only, the source unchanged.

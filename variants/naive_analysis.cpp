@@ -535,12 +535,63 @@ class Analyser {
     }
     if (isa<ReturnStmt>(s) || isa<BreakStmt>(s) || isa<ContinueStmt>(s))
       fail(s, "a jump in the thread's work: only `if (...) return;` bounds checks at the top");
+    if (loop < 0)
+      if (auto r = reduction(s)) {
+        out.push_back(std::move(*r));
+        return;
+      }
     Stmt st;
     st.kind = Stmt::Rep;
     st.text = text_of(s);
     if (isa<Expr>(s))
       st.text.push_back(Piece{Piece::Lit, ";", -1, 0, {}});  // ExprStmt ends before ';'
+    // `a[i] = v;` as a whole statement: its store may be staged (the first access is a[i]).
+    if (const auto* b = dyn_cast<BinaryOperator>(s);
+        b && b->getOpcode() == BO_Assign &&
+        isa<ArraySubscriptExpr>(b->getLHS()->IgnoreParenImpCasts()))
+      for (const Piece& p : st.text)
+        if (p.kind == Piece::Access) {
+          if (k_.accesses[p.id].store) k_.accesses[p.id].whole_store = true;
+          break;
+        }
     out.push_back(std::move(st));
+  }
+
+  /// `atomicAdd(address, value);` where every thread adds to the same address (`sum`,
+  /// `&sum[0]`, `sum + c`): a sum the variant may first reduce per block.
+  std::optional<Stmt> reduction(const clang::Stmt* s) {
+    const auto* e = dyn_cast<Expr>(s);
+    const auto* call = e ? dyn_cast<CallExpr>(e->IgnoreParenImpCasts()) : nullptr;
+    if (!call || call->getNumArgs() != 2 || !call->getDirectCallee() ||
+        call->getDirectCallee()->getNameAsString() != "atomicAdd")
+      return std::nullopt;
+    const Expr* addr = call->getArg(0)->IgnoreParenImpCasts();
+    const Expr* base = addr;
+    if (const auto* u = dyn_cast<UnaryOperator>(addr); u && u->getOpcode() == UO_AddrOf) {
+      const auto* a = dyn_cast<ArraySubscriptExpr>(u->getSubExpr()->IgnoreParens());
+      if (!a) return std::nullopt;
+      base = a->getBase();
+    } else if (const auto* b = dyn_cast<BinaryOperator>(addr); b && b->getOpcode() == BO_Add) {
+      base = b->getLHS();
+    }
+    const auto* r = dyn_cast<DeclRefExpr>(base->IgnoreParenImpCasts());
+    const auto* pv = r ? dyn_cast<ParmVarDecl>(r->getDecl()) : nullptr;
+    if (!pv || !param_ids_.count(pv) || !k_.params[param_ids_[pv]].pointer) return std::nullopt;
+    std::set<std::string> d = deps_of(addr);
+    if (thread_dependent(d) || d.count("call")) return std::nullopt;
+    for (const std::string& x : d)
+      if (x.rfind("loop:", 0) == 0) return std::nullopt;
+    Stmt st;
+    st.kind = Stmt::Reduce;
+    st.target = param_ids_[pv];
+    st.address = text_of(call->getArg(0));
+    st.text = text_of(call->getArg(1));
+    st.element = call->getType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+    Param& p = k_.params[st.target];
+    p.read = p.written = true;  // a read-modify-write: never staged or read-only
+    k_.notes.push_back("line " + std::to_string(line_of(call)) + ": every thread adds to " +
+                       pv->getNameAsString() + ": a variant may sum per block first");
+    return st;
   }
 
   static bool has_jump(const clang::Stmt* s) {
@@ -631,13 +682,13 @@ class Analyser {
 NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
                           const std::string& file, const std::vector<std::string>& options) {
   ParsedCuda parsed = parse_cuda(source, options, file, "gputune-generate");
-  if (!parsed.ast) throw NaiveError("clang could not parse " + file + ": " + parsed.error);
+  if (!parsed.ast) throw NaiveSourceError("clang could not parse " + file + ": " + parsed.error);
   ASTContext& ctx = parsed.ast->getASTContext();
   const FunctionDecl* f = find_kernel(ctx, kernel);
   if (!f) {
     std::string names;
     for (const std::string& n : kernel_names(ctx)) names += (names.empty() ? "" : ", ") + n;
-    throw NaiveError(
+    throw NaiveSourceError(
         file + ": no __global__ function named '" + kernel + "' with a body" +
         (names.empty() ? std::string(" (the file has none)") : " (the file has: " + names + ")"));
   }

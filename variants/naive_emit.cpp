@@ -107,6 +107,55 @@ TilePlan plan_site(const NaiveKernel& k, const AccessSite& s) {
   return p;
 }
 
+/// Whether the store of site `site` can go through a shared tile: written by a whole statement
+/// once per thread, at (idx, idy) affine, with consecutive elements along idy rather than idx, so
+/// that a tile [idx][idy] written by the threads is read back by consecutive threads along idy.
+std::string store_refusal(const NaiveKernel& k, int site) {
+  const AccessSite& s = k.accesses[site];
+  const Param& prm = k.params[s.param];
+  std::string at = "line " + std::to_string(s.line) + ": ";
+  if (k.dims != 2) return at + "a 1-D kernel has no second thread dimension to coalesce along";
+  if (!s.whole_store) return at + "not a plain `a[i] = v;` statement";
+  if (prm.read) return at + "the array is read as well as written";
+  if (s.loop >= 0) return at + "written inside a loop";
+  if (s.conditional) return at + "written under a condition";
+  if (!element_bytes(prm.element))
+    return at + "element type '" + prm.element + "' has no known size";
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y") return at + "the subscript is not affine in idx and idy alone";
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (static_cast<int>(i) != site && k.accesses[i].param == s.param)
+      return at + "the array is written at more than one place";
+  for (const auto& gd : k.guard_depends)
+    for (const std::string& d : gd)
+      if (d != "x" && d != "y") return at + "the bounds check uses a local";
+  auto unit = [&](const char* v) {
+    auto it = s.unit.find(v);
+    return it != s.unit.end() && it->second == 1;
+  };
+  if (unit("x")) return at + "coalesced already: consecutive idx write consecutive elements";
+  if (!unit("y") || !s.depends.count("x"))
+    return at + "neither idx nor idy writes consecutive elements: a tile cannot coalesce it";
+  return "";
+}
+
+/// The site `a[i] = v` of a written array whose stores a tile can coalesce, or -1.
+int staged_store_site(const NaiveKernel& k, const std::string& array) {
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (k.params[k.accesses[i].param].name == array && k.accesses[i].store &&
+        store_refusal(k, static_cast<int>(i)).empty())
+      return static_cast<int>(i);
+  return -1;
+}
+
+/// Every Reduce statement of the body, in order.
+void reductions(const std::vector<Stmt>& list, std::vector<const Stmt*>& out) {
+  for (const Stmt& s : list) {
+    if (s.kind == Stmt::Reduce) out.push_back(&s);
+    reductions(s.body, out);
+  }
+}
+
 std::string suffix(const Choice& c, int dims) {
   std::string s;
   if (dims == 2 && c.merge_y > 1) s += "[gt_my]";
@@ -150,11 +199,29 @@ class Emitter {
       }
       site_tile_[static_cast<int>(i)] = it->id;
     }
+    if (k_.dims == 2)
+      for (const std::string& a : c_.stage_store)
+        if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
+    std::vector<const Stmt*> all;
+    reductions(k_.body, all);
+    for (const Stmt* r : all) {
+      const std::string& target = k_.params[r->target].name;
+      if (!c_.block_reduce.count(target)) continue;
+      if (sum_of(*r) < 0)
+        sums_.push_back(
+            Sum{sum_key(*r), r,
+                "gt_acc_" + target + (sums_.empty() ? "" : std::to_string(sums_.size()))});
+    }
   }
 
   long long shared_bytes() const {
     long long total = 0;
     for (const Tile& t : tiles_) total += extent_product(t) * t.plan.bytes;
+    for (int site : store_sites_)
+      total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? 1 : 0)) *
+               element_bytes(k_.params[k_.accesses[site].param].element);
+    for (const Sum& x : sums_)
+      total += static_cast<long long>(c_.block_x) * c_.block_y * element_bytes(x.stmt->element);
     return total;
   }
 
@@ -179,8 +246,9 @@ class Emitter {
       line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
       line(o, "const int gt_y0 = gt_by + threadIdx.y;");
     }
-    if (!tiles_.empty()) {
+    if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty())
       line(o, "const int gt_tid = threadIdx.y * " + std::to_string(c_.block_x) + " + threadIdx.x;");
+    if (!tiles_.empty()) {
       for (const Tile& t : tiles_) {
         std::string d;
         for (size_t j = 0; j < t.plan.dims.size(); ++j)
@@ -189,6 +257,15 @@ class Emitter {
                     d + ";  // " + describe_tile(t));
       }
     }
+    for (int site : store_sites_)
+      line(o, "__shared__ " + k_.params[k_.accesses[site].param].element + " " + store_tile(site) +
+                  "[" + std::to_string(tx_) + "][" + std::to_string(ty_ + (c_.pad ? 1 : 0)) +
+                  "];  // " + k_.params[k_.accesses[site].param].name + "[" + index_text(site) +
+                  "] for " + k_.index_names[0] + " x " + k_.index_names[1] +
+                  (c_.pad ? ", padded pitch" : "") + ", written back along " + k_.index_names[1]);
+    for (const Sum& x : sums_)
+      line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
+                  "(0);  // this thread's part of " + literal_text(x.stmt->address));
     // Statements before the guard, then the guard, then the work.
     std::vector<Stmt> pre(k_.body.begin(), k_.body.begin() + static_cast<long>(k_.pre_guard));
     std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
@@ -202,6 +279,8 @@ class Emitter {
       });
     }
     emit_list(o, work, !k_.guard.empty());
+    for (int site : store_sites_) write_back(o, site);
+    for (const Sum& x : sums_) block_sum(o, x);
     o << "}\n";
     return o.str();
   }
@@ -212,6 +291,76 @@ class Emitter {
     int id;
     int site;
   };
+  /// One address every thread adds to, summed per block first.
+  struct Sum {
+    std::string key;
+    const Stmt* stmt;  ///< the first Reduce statement to it
+    std::string name;  ///< the thread's accumulator
+  };
+
+  std::string sum_key(const Stmt& r) const {
+    return k_.params[r.target].name + "|" + literal_text(r.address);
+  }
+  /// The block sum a Reduce statement adds to in this variant, or -1 (a plain atomicAdd).
+  int sum_of(const Stmt& r) const {
+    std::string key = sum_key(r);
+    for (size_t i = 0; i < sums_.size(); ++i)
+      if (sums_[i].key == key) return static_cast<int>(i);
+    return -1;
+  }
+
+  std::string store_tile(int site) const {
+    return "gt_w_" + k_.params[k_.accesses[site].param].name;
+  }
+  bool staged_store(int site) const {
+    return std::find(store_sites_.begin(), store_sites_.end(), site) != store_sites_.end();
+  }
+
+  /// After the work: the stores staged in a tile go out with consecutive threads along idy.
+  void write_back(std::ostringstream& o, int site) {
+    const std::string n = std::to_string(c_.block_x * c_.block_y), ty = std::to_string(ty_);
+    line(o, "__syncthreads();");
+    line(o, "// write " + k_.params[k_.accesses[site].param].name +
+                " back from the tile: consecutive threads along " + k_.index_names[1] +
+                " store consecutive elements");
+    line(o, "for (int gt_e = gt_tid; gt_e < " + std::to_string(static_cast<long long>(tx_) * ty_) +
+                "; gt_e += " + n + ") {");
+    ++ind_;
+    line(o, "const int gt_t0 = gt_e / " + ty + ", gt_t1 = gt_e % " + ty + ";");
+    line(o, "const int " + k_.index_names[0] + " = gt_bx + gt_t0;");
+    line(o, "const int " + k_.index_names[1] + " = gt_by + gt_t1;");
+    std::string cond;
+    for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+    std::string store = k_.params[k_.accesses[site].param].name + "[" + render_index(site) +
+                        "] = " + store_tile(site) + "[gt_t0][gt_t1];";
+    line(o, cond.empty() ? store : "if (" + cond + ") " + store);
+    --ind_;
+    line(o, "}");
+  }
+
+  /// After the work: a tree sum of the threads' parts in shared memory, one atomicAdd per block.
+  void block_sum(std::ostringstream& o, const Sum& x) {
+    const int n = c_.block_x * c_.block_y;
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    const std::string buf = "gt_red" + x.name.substr(6);
+    line(o, "// sum the block's parts, then one atomicAdd per block");
+    line(o, "__shared__ " + x.stmt->element + " " + buf + "[" + std::to_string(n) + "];");
+    line(o, buf + "[gt_tid] = " + x.name + ";");
+    line(o, "__syncthreads();");
+    if (p < n) {
+      line(o, "if (gt_tid < " + std::to_string(n - p) + ") " + buf + "[gt_tid] += " + buf +
+                  "[gt_tid + " + std::to_string(p) + "];");
+      line(o, "__syncthreads();");
+    }
+    line(o, "for (int gt_s = " + std::to_string(p / 2) + "; gt_s > 0; gt_s >>= 1) {");
+    ++ind_;
+    line(o, "if (gt_tid < gt_s) " + buf + "[gt_tid] += " + buf + "[gt_tid + gt_s];");
+    line(o, "__syncthreads();");
+    --ind_;
+    line(o, "}");
+    line(o, "if (gt_tid == 0) atomicAdd(" + render(x.stmt->address) + ", " + buf + "[0]);");
+  }
 
   Cache cache_of(int param) const {
     auto it = c_.cache.find(k_.params[param].name);
@@ -310,7 +459,10 @@ class Emitter {
           break;
         case Piece::Access: {
           auto it = site_tile_.find(p.id);
-          if (it != site_tile_.end() && !k_.accesses[p.id].store) {
+          if (k_.accesses[p.id].store && staged_store(p.id)) {
+            s += store_tile(p.id) + "[" + k_.index_names[0] + " - gt_bx][" + k_.index_names[1] +
+                 " - gt_by]";
+          } else if (it != site_tile_.end() && !k_.accesses[p.id].store) {
             const Tile& t = tiles_[it->second];
             s += tile_name(t);
             for (const std::string& d : t.plan.dims) {
@@ -385,6 +537,10 @@ class Emitter {
           if (s->kind == Stmt::RepDecl) {
             const Local& l = k_.locals[s->local];
             line(b, l.name + suffix(c_, k_.dims) + " = " + render(s->text) + ";");
+          } else if (s->kind == Stmt::Reduce) {
+            int sum = sum_of(*s);
+            line(b, sum >= 0 ? sums_[sum].name + " += " + render(s->text) + ";"
+                             : "atomicAdd(" + render(s->address) + ", " + render(s->text) + ");");
           } else {
             emit_text_lines(b, render(s->text));
           }
@@ -416,6 +572,7 @@ class Emitter {
           emit_loop(o, s, guarded);
           break;
         case Stmt::Rep:
+        case Stmt::Reduce:
           group.push_back(&s);
           break;
       }
@@ -547,9 +704,16 @@ class Emitter {
                                    : "shared-memory tiles where reused, read-only path elsewhere")
         << "\n";
     }
+    for (int site : store_sites_)
+      o << "// - " << k_.params[k_.accesses[site].param].name
+        << ": stores staged in a shared tile, written back coalesced along " << k_.index_names[1]
+        << "\n";
+    for (const Sum& x : sums_)
+      o << "// - atomicAdd(" << literal_text(x.stmt->address)
+        << "): summed per block in shared memory, one atomic per block\n";
     o << "// Launch: block (" << c_.block_x << ", " << c_.block_y << ", 1), grid (ceil(X / " << tx_
       << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
-    if (!tiles_.empty()) o << "; " << shared_bytes() << " bytes of shared memory";
+    if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
     o << ".\n";
   }
 
@@ -559,6 +723,8 @@ class Emitter {
   int ind_ = 0;
   std::vector<Tile> tiles_;
   std::map<int, int> site_tile_;
+  std::vector<int> store_sites_;  ///< stores staged through a tile
+  std::vector<Sum> sums_;
 };
 
 }  // namespace
@@ -592,6 +758,27 @@ std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
   return out;
 }
 
+std::vector<OutputOptions> output_options(const NaiveKernel& k) {
+  std::vector<const Stmt*> sums;
+  reductions(k.body, sums);
+  std::vector<OutputOptions> out;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.written) continue;
+    OutputOptions o;
+    o.array = p.name;
+    o.reduce = std::any_of(sums.begin(), sums.end(),
+                           [&](const Stmt* r) { return r->target == static_cast<int>(i); });
+    o.stage = staged_store_site(k, p.name) >= 0;
+    if (!o.stage && !o.reduce)
+      for (size_t a = 0; a < k.accesses.size(); ++a)
+        if (k.accesses[a].param == static_cast<int>(i) && k.accesses[a].store)
+          o.reasons.push_back("stores not staged at " + store_refusal(k, static_cast<int>(a)));
+    out.push_back(o);
+  }
+  return out;
+}
+
 Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   Choice ch;
   auto get = [&](const char* name, int def) {
@@ -616,6 +803,15 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
                                             : Cache::Global;
     }
   }
+  auto str = [&](const std::string& name) {
+    for (size_t i = 0; i < c.names->size(); ++i)
+      if ((*c.names)[i] == name) return c.values[i].as_str();
+    return std::string();
+  };
+  for (const OutputOptions& o : output_options(k)) {
+    if (o.stage && str("write_" + o.array) == "shared") ch.stage_store.insert(o.array);
+    if (o.reduce && str("reduce_" + o.array) == "block") ch.block_reduce.insert(o.array);
+  }
   return ch;
 }
 
@@ -639,7 +835,16 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
     shared |= ch == Cache::Shared;
     s += "_" + a.array + "-" + cache_name(ch);
   }
-  if (shared) s += "_tk" + std::to_string(c.tile_k) + (c.pad ? "_pad" : "");
+  bool staged = false;
+  for (const OutputOptions& o : output_options(k)) {
+    if (o.stage) {
+      staged |= c.stage_store.count(o.array) > 0;
+      s += "_w" + o.array + "-" + (c.stage_store.count(o.array) ? "shared" : "direct");
+    }
+    if (o.reduce) s += "_r" + o.array + "-" + (c.block_reduce.count(o.array) ? "block" : "atomic");
+  }
+  if (shared) s += "_tk" + std::to_string(c.tile_k);
+  if ((shared || staged) && c.pad) s += "_pad";
   return s;
 }
 
@@ -720,19 +925,55 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     smem += (smem.empty() ? "" : " + ") +
             ("((" + bytes + ") if cache_" + a.array + " == 'shared' else 0)");
   }
+  std::vector<std::string> pad_uses;  // the choices a pitch pad changes
+  for (const std::string& a : pad_arrays) pad_uses.push_back("cache_" + a + " == 'shared'");
+  for (const OutputOptions& o : output_options(k)) {
+    auto param = [&](const std::string& name, std::vector<std::string> values) {
+      Parameter p;
+      p.name = name;
+      p.type = "string";
+      for (const std::string& v : values) p.values.emplace_back(v);
+      p.default_value.emplace(values.front());
+      gen.push_back(p);
+    };
+    int prm = 0;
+    while (k.params[prm].name != o.array) ++prm;
+    const std::string eb = std::to_string(element_bytes(k.params[prm].element));
+    if (o.stage) {
+      param("write_" + o.array, {"direct", "shared"});
+      pad_uses.push_back("write_" + o.array + " == 'shared'");
+      smem += (smem.empty() ? "" : " + ") + ("((" + eb +
+                                             "*block_size_x*merge_x*(block_size_y*merge_y + pad)) "
+                                             "if write_" +
+                                             o.array + " == 'shared' else 0)");
+    }
+    if (o.reduce) {
+      param("reduce_" + o.array, {"atomic", "block"});
+      std::vector<const Stmt*> sums;
+      reductions(k.body, sums);
+      std::set<std::string> addresses;
+      std::string rb = "0";
+      for (const Stmt* r : sums)
+        if (r->target == prm && addresses.insert(literal_text(r->address)).second)
+          rb += " + " + std::to_string(element_bytes(r->element)) + "*block_size_x" +
+                (k.dims == 2 ? "*block_size_y" : "");
+      smem += (smem.empty() ? "" : " + ") +
+              ("((" + rb + ") if reduce_" + o.array + " == 'block' else 0)");
+    }
+  }
   if (!shared_arrays.empty()) {
     gen.push_back(int_param("tile_k", {8, 16, 32}, 16));
     std::string any;
     for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
     conds.push_back({"tile_k == 16" + any, {}});
-    if (!pad_arrays.empty()) {
-      gen.push_back(int_param("pad", {0, 1}, 0));
-      std::string anyp;
-      for (const std::string& a : pad_arrays) anyp += " or cache_" + a + " == 'shared'";
-      conds.push_back({"pad == 0" + anyp, {}});
-    }
-    conds.push_back({smem + " <= 48 * 1024", {}});
   }
+  if (!pad_uses.empty()) {
+    gen.push_back(int_param("pad", {0, 1}, 0));
+    std::string anyp;
+    for (const std::string& u : pad_uses) anyp += " or " + u;
+    conds.push_back({"pad == 0" + anyp, {}});
+  }
+  if (!smem.empty()) conds.push_back({smem + " <= 48 * 1024", {}});
   // The job may narrow generated parameters (same name) or list none.
   for (const Parameter& p : job.parameters) {
     bool known =

@@ -108,6 +108,29 @@ TEST(Examples, EveryVariantOfEveryExampleCompiles) {
   }
 }
 
+TEST(Cli, GenerateWritesNaiveKernelVariantsThatAgreeOnTheCpu) {
+  test::TempDir dir;
+  const auto naive = test::source_dir() / "configs" / "naive";
+  auto r = run_gputune("generate '" + (naive / "transpose.cu").string() +
+                       "' --kernel transpose --job '" + (naive / "transpose.json").string() +
+                       "' --out '" + (dir / "v").string() + "' --limit 12 --check --size 37,29");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("out (written): write direct|shared"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all 12 variants agree with the naive kernel on the CPU (context 37x29)"),
+            std::string::npos)
+      << r.out;
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "v"))
+    files += e.path().extension() == ".cu";
+  EXPECT_EQ(files, 12u);
+  // No such kernel: a clear error naming the kernels the file has, not a block-shape fallback.
+  auto bad = run_gputune("generate '" + (naive / "transpose.cu").string() + "' --kernel nope");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("no __global__ function named 'nope'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("the file has: transpose"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("block shape"), std::string::npos) << bad.out;
+}
+
 TEST(Cli, StartsAndExplainsWithoutADriver) {
   auto help = run_gputune("");
   EXPECT_NE(help.out.find("usage: gputune COMMAND"), std::string::npos);

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
 #include "variants/space.h"
@@ -65,6 +66,65 @@ TEST(NaiveAnalysis, OffersStagingOnlyWhereItPays) {
   // Written arrays never take the read-only path: the reduction's output is read-modify-write.
   naive::NaiveKernel r = analyse("reduction");
   EXPECT_EQ(allowed(r, "in"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+}
+
+const naive::OutputOptions* output(const std::vector<naive::OutputOptions>& all,
+                                   const std::string& array) {
+  for (const auto& o : all)
+    if (o.array == array) return &o;
+  return nullptr;
+}
+
+TEST(NaiveAnalysis, StagesTheTransposeStoresAndNotTheCoalescedOnes) {
+  // transpose writes out[idx*m+idy]: consecutive idx are m apart, consecutive idy adjacent, so a
+  // tile [idx][idy] written back along idy coalesces the stores.
+  naive::NaiveKernel t = analyse("transpose");
+  auto to = naive::output_options(t);
+  ASSERT_NE(output(to, "out"), nullptr);
+  EXPECT_TRUE(output(to, "out")->stage);
+  EXPECT_FALSE(output(to, "out")->reduce);
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 8;
+  c.merge_y = 4;
+  c.pad = true;
+  c.stage_store = {"out"};
+  std::string src = naive::emit_variant(t, c);
+  EXPECT_NE(src.find("__shared__ float gt_w_out[16][33]"), std::string::npos) << src;
+  EXPECT_NE(src.find("out[idx * m + idy] = gt_w_out[gt_t0][gt_t1]"), std::string::npos) << src;
+  EXPECT_EQ(naive::shared_bytes(t, c), 16 * 33 * 4);
+  // mm writes c[idy*n+idx]: already coalesced, so there is nothing to stage, and it says why.
+  auto mo = naive::output_options(analyse("mm"));
+  ASSERT_NE(output(mo, "c"), nullptr);
+  EXPECT_FALSE(output(mo, "c")->stage);
+  ASSERT_FALSE(output(mo, "c")->reasons.empty());
+  EXPECT_NE(output(mo, "c")->reasons[0].find("coalesced already"), std::string::npos);
+}
+
+TEST(NaiveAnalysis, SumsAtomicAddsPerBlockBeforeOneAtomicPerBlock) {
+  naive::NaiveKernel r = analyse("reduction");
+  auto ro = naive::output_options(r);
+  ASSERT_NE(output(ro, "sum"), nullptr);
+  EXPECT_TRUE(output(ro, "sum")->reduce);
+  EXPECT_TRUE(r.params[0].written) << "the sum is an output the checks compare";
+  naive::Choice c;
+  c.block_x = 96;  // not a power of two: the tree folds the top 32 first
+  c.merge_x = 2;
+  c.block_reduce = {"sum"};
+  std::string src = naive::emit_variant(r, c);
+  size_t first = src.find("atomicAdd(", src.find("__global__"));  // past the header comment
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(src.find("atomicAdd(", first + 1), std::string::npos) << "one atomic per block:\n"
+                                                                  << src;
+  EXPECT_NE(src.find("if (gt_tid == 0) atomicAdd(sum, gt_red_sum[0]);"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_acc_sum += in[idx];"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_tid < 32) gt_red_sum[gt_tid] += gt_red_sum[gt_tid + 64];"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(naive::shared_bytes(r, c), 96 * 4);
+  // Without the choice the kernel keeps its atomics.
+  c.block_reduce.clear();
+  EXPECT_NE(naive::emit_variant(r, c).find("atomicAdd(sum, in[idx]);"), std::string::npos);
 }
 
 TEST(NaiveAnalysis, NamesTheConstructOutsideTheSubset) {
@@ -247,14 +307,40 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
       });
       EXPECT_TRUE(seen) << a.array << " " << naive::cache_name(want);
     }
+  for (const auto& o : naive::output_options(k)) {
+    auto count = [&](auto pick) { return std::count_if(variants.begin(), variants.end(), pick); };
+    if (o.stage) {
+      EXPECT_GT(count([&](const naive::Choice& ch) { return ch.stage_store.count(o.array) > 0; }),
+                0)
+          << o.array << " staged stores";
+    }
+    if (o.reduce) {
+      EXPECT_GT(count([&](const naive::Choice& ch) { return ch.block_reduce.count(o.array) > 0; }),
+                0)
+          << o.array << " block sums";
+    }
+  }
   ContextSpec ctx;
   ctx.name = "test";
   for (auto v : c.size) ctx.problem_size.emplace_back(v);
   std::vector<std::string> bad = tuner::check_on_cpu(job, source, k, variants, ctx, 2);
   EXPECT_TRUE(bad.empty()) << bad.size() << " of " << variants.size()
                            << " differ, first: " << (bad.empty() ? "" : bad.front());
+  // NVRTC accepts them for Hopper: a spread of a dozen per kernel (every one costs ~0.1 s).
+  std::vector<Variant> sample;
+  for (size_t i = 0; i < variants.size(); i += std::max<size_t>(1, variants.size() / 12)) {
+    Variant v;
+    v.kernel_name = k.name;
+    v.source = naive::emit_variant(k, variants[i]);
+    v.options = job.compiler_options;
+    sample.push_back(v);
+  }
+  auto compiled = tuner::compile_all(sample, "sm_90", tuner::CubinCache(""), 2);
+  for (size_t i = 0; i < compiled.size(); ++i)
+    EXPECT_TRUE(compiled[i].ok) << compiled[i].log << "\n" << sample[i].source;
   std::cout << "[          ] " << c.kernel << ": " << variants.size()
-            << " variants agree with the naive kernel\n";
+            << " variants agree with the naive kernel, " << sample.size()
+            << " of them compiled for sm_90\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
