@@ -36,8 +36,23 @@ constexpr const char* kRuntime = R"RT(
 #include <vector>
 struct uint3 { unsigned x, y, z; };
 struct dim3 { unsigned x, y, z; };
+// Vector types with CUDA's sizes and alignment (a misaligned vector load faults on a GPU).
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(16) int4 { int x, y, z, w; };
 namespace gt {
 inline thread_local uint3 tid{0, 0, 0}, bid{0, 0, 0};
+inline thread_local const char* fault = nullptr;       // the first fault of this launch
+inline thread_local unsigned long long vector_loads = 0;  // vector loads of this launch
+template <class V> V vector_load(const V* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(V) && !fault)
+    fault = "misaligned address: a vector load from an address that is not a multiple of its size";
+  ++vector_loads;
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
 struct Fiber { ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t; };
 inline thread_local std::vector<Fiber>* fibers = nullptr;
@@ -52,6 +67,8 @@ inline const char* launch(const unsigned* g, const unsigned* b, const std::funct
   const unsigned n = b[0] * b[1] * b[2];
   if (pool.size() < n) pool.resize(n);
   body = &f;
+  fault = nullptr;
+  vector_loads = 0;
   gdim = dim3{g[0], g[1], g[2]};
   bdim = dim3{b[0], b[1], b[2]};
   for (unsigned bz = 0; bz < g[2]; ++bz)
@@ -78,6 +95,7 @@ inline const char* launch(const unsigned* g, const unsigned* b, const std::funct
             tid = fb.t;
             current = &fb;
             swapcontext(&scheduler, &fb.ctx);
+            if (fault) return fault;
             if (fb.done) ++done; else ++waiting;
           }
           if (done == n) break;
@@ -103,6 +121,10 @@ template <class T> T ldg(const T* p) { return *p; }
 #define __launch_bounds__(...)
 inline void __syncthreads() { ::gt::sync(); }
 template <class T> T __ldg(const T* p) { return *p; }
+inline float2 __ldg(const float2* p) { return ::gt::vector_load(p); }
+inline float4 __ldg(const float4* p) { return ::gt::vector_load(p); }
+inline int2 __ldg(const int2* p) { return ::gt::vector_load(p); }
+inline int4 __ldg(const int4* p) { return ::gt::vector_load(p); }
 template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <class T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
 template <class T> T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }
@@ -143,6 +165,8 @@ struct CpuModule::Impl {
   std::vector<void*> handles;
   using Launch = const char* (*)(const unsigned*, const unsigned*, void**);
   std::vector<Launch> launchers;
+  using Count = unsigned long long (*)();
+  std::vector<Count> vector_loads;  ///< per kernel: its library's count of the last launch
   ~Impl() {
     for (void* h : handles) dlclose(h);
     std::error_code ec;
@@ -186,6 +210,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
         o << (j ? ", " : "") << "*static_cast<" << k.param_types[j] << "*>(a[" << j << "])";
       o << "); });\n}\n";
     }
+    o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n";
     o.close();
     libs.push_back(lib);
     std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC -I" + m.impl_->dir.string() +
@@ -194,6 +219,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
   }
   for (auto& w : work) w.get();
   m.impl_->launchers.resize(kernels.size());
+  m.impl_->vector_loads.resize(kernels.size());
   for (size_t c = 0; c < libs.size(); ++c) {
     void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw EmulatorError(std::string("cannot load the emulated kernels: ") + dlerror());
@@ -203,6 +229,9 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
       void* f = dlsym(h, ("gt_launch_" + std::to_string(i)).c_str());
       if (!f) throw EmulatorError("missing launcher for kernel " + std::to_string(i));
       m.impl_->launchers[i] = reinterpret_cast<Impl::Launch>(f);
+      void* count = dlsym(h, "gt_vector_loads");
+      if (!count) throw EmulatorError("missing vector-load counter in the emulated kernels");
+      m.impl_->vector_loads[i] = reinterpret_cast<Impl::Count>(count);
     }
   }
   return m;
@@ -214,11 +243,12 @@ CpuModule::~CpuModule() = default;
 
 size_t CpuModule::size() const { return impl_ ? impl_->launchers.size() : 0; }
 
-void CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                       void** args) const {
+LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                              void** args) const {
   if (!impl_ || i >= impl_->launchers.size()) throw EmulatorError("no such emulated kernel");
   if (const char* err = impl_->launchers[i](grid.data(), block.data(), args))
     throw EmulatorError(err);
+  return LaunchStats{impl_->vector_loads[i]()};
 }
 
 }  // namespace gputune::tuner

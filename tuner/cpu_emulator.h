@@ -2,12 +2,12 @@
  * Owns: running CUDA kernels of the naive subset (and the variants gputune generates from them) on
  * the CPU, so generated code is checked on machines without a GPU. The kernels are compiled as C++
  * by the host compiler with a small prelude (threadIdx & co., __shared__, __syncthreads, __ldg,
- * atomics, math) into a shared library that is loaded with dlopen. A launch runs the blocks in
- * turn; the threads of a block run as cooperative fibers (ucontext) that meet at __syncthreads,
- * so shared-memory staging is emulated faithfully; a barrier that only some threads reach is an
- * error. Warp-level intrinsics (shuffles, votes) are not provided.
- * Consumes: kernel sources and their parameter types. Produces: CpuModule.
- * Must not: touch the GPU driver or the database. */
+ * atomics, math, float2/float4 with their alignment) into a shared library that is loaded with
+ * dlopen. A launch runs the blocks in turn; the threads of a block run as cooperative fibers
+ * (ucontext) that meet at __syncthreads, so shared-memory staging is emulated faithfully; a barrier
+ * that only some threads reach is an error. Warp-level intrinsics (shuffles, votes) are not
+ * provided. Consumes: kernel sources and their parameter types. Produces: CpuModule. Must not:
+ * touch the GPU driver or the database. */
 #pragma once
 
 #include <array>
@@ -31,6 +31,11 @@ struct CpuKernel {
   std::vector<std::string> param_types;
 };
 
+/// What a launch did that the results alone do not show.
+struct LaunchStats {
+  unsigned long long vector_loads = 0;  ///< float2/float4/int2/int4 loads through __ldg
+};
+
 /// A compiled set of kernels. Owns the temporary folder and the dlopen handle (RAII).
 class CpuModule {
  public:
@@ -43,9 +48,10 @@ class CpuModule {
 
   size_t size() const;
   /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams).
-  /// Throws EmulatorError when the threads of a block disagree about a __syncthreads.
-  void launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-              void** args) const;
+  /// Throws EmulatorError when the threads of a block disagree about a __syncthreads or a vector
+  /// load is misaligned (both fault on a GPU).
+  LaunchStats launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                     void** args) const;
 
   /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).
   static std::string compiler();

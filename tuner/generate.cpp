@@ -80,7 +80,8 @@ std::array<unsigned, 3> to_u3(const std::array<std::int64_t, 3>& a) {
 std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
                                                  const std::vector<HostArgument>& args,
                                                  std::array<unsigned, 3> grid,
-                                                 std::array<unsigned, 3> block) {
+                                                 std::array<unsigned, 3> block,
+                                                 unsigned long long* vector_loads = nullptr) {
   std::vector<std::unique_ptr<GuardedBuffer>> bufs;
   std::vector<void*> ptrs(args.size());
   std::vector<void*> params(args.size());
@@ -94,7 +95,8 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
       params[a] = const_cast<unsigned char*>(args[a].data.data());
     }
   }
-  m.launch(i, grid, block, params.data());
+  LaunchStats st = m.launch(i, grid, block, params.data());
+  if (vector_loads) *vector_loads += st.vector_loads;
   std::vector<std::vector<unsigned char>> out(args.size());
   for (size_t a = 0; a < args.size(); ++a)
     if (bufs[a]) out[a] = bufs[a]->contents();
@@ -106,7 +108,9 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
 std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
                                       const naive::NaiveKernel& k,
                                       const std::vector<naive::Choice>& variants,
-                                      const ContextSpec& ctx, int jobs) {
+                                      const ContextSpec& ctx, int jobs,
+                                      unsigned long long* vector_loads) {
+  if (vector_loads) *vector_loads = 0;
   std::vector<std::string> problems;
   std::vector<std::string> types;
   for (const naive::Param& p : k.params) types.push_back(p.type);
@@ -136,8 +140,9 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
                                   ceil_div(threads[1], by * my), threads[2]};
     std::string label = naive::choice_label(k, c);
     try {
-      auto got = run_once(m, v + 1, args, to_u3(g),
-                          {static_cast<unsigned>(c.block_x), static_cast<unsigned>(by), 1});
+      auto got =
+          run_once(m, v + 1, args, to_u3(g),
+                   {static_cast<unsigned>(c.block_x), static_cast<unsigned>(by), 1}, vector_loads);
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].is_vector || !k.params[a].written) continue;
         Comparison cmp =

@@ -27,11 +27,13 @@ Job load_tuning_job(const std::filesystem::path& file);
 
 /// Checks variants of a naive kernel against the kernel itself on the CPU (cpu_emulator.h):
 /// arguments sized and filled as the job says for `ctx`, every output compared with the job's
-/// tolerance. Returns one line per variant that differs or fails (empty: all agree).
+/// tolerance. Returns one line per variant that differs or fails (empty: all agree); a misaligned
+/// vector load fails. `vector_loads`, when given, receives the vector loads all variants made.
 std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
                                       const naive::NaiveKernel& k,
                                       const std::vector<naive::Choice>& variants,
-                                      const ContextSpec& ctx, int jobs = 2);
+                                      const ContextSpec& ctx, int jobs = 2,
+                                      unsigned long long* vector_loads = nullptr);
 
 struct GenerateOptions {
   std::filesystem::path kernel_file;

@@ -129,6 +129,7 @@ struct Choice {
   int unroll = 1;
   int tile_k = 16;  ///< strip of a staged loop
   bool pad = false;
+  int vector = 1;  ///< elements per staging load (float2/float4) where contiguous and aligned
   std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first
@@ -166,7 +167,7 @@ std::string emit_variant(const NaiveKernel& k, const Choice& c);
 std::string choice_label(const NaiveKernel& k, const Choice& c);
 
 /// Turns a job over a naive kernel into a tunable one: the generated parameters (block_size_x/y,
-/// merge_x/y, unroll, tile_k, pad, cache_<array>, write_<array>, reduce_<array>) and their
+/// merge_x/y, unroll, tile_k, pad, vector, cache_<array>, write_<array>, reduce_<array>) and their
 /// conditions, unless the job lists its own (a job may narrow the generated values by giving a
 /// parameter of the same name), and the launch geometry: the job's GlobalSize is the naive kernel's
 /// thread count (OpenCL style) and becomes blocks of block_size x merge. Throws JobError for a job

@@ -52,6 +52,8 @@ struct TilePlan {
   std::string reason;
   std::vector<std::string> dims;  ///< "y", "x", "loop"
   bool paddable = false;          ///< a thread dimension is the slow one: a pitch pad helps
+  bool contiguous = false;  ///< consecutive elements of the fast dimension are adjacent in memory
+                            ///< (unit coefficient) and 4-byte float/int: vector loads apply
   int bytes = 0;
   int loop = -1;
   std::string key;  ///< sites with the same key share one tile
@@ -103,6 +105,8 @@ TilePlan plan_site(const NaiveKernel& k, const AccessSite& s) {
   } else {
     p.dims = {"loop", thread};
   }
+  const std::string fast = p.dims.back() == "loop" ? inner : p.dims.back();
+  p.contiguous = unit(fast) && (prm.element == "float" || prm.element == "int");
   p.ok = true;
   return p;
 }
@@ -599,56 +603,10 @@ class Emitter {
     }
     // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory.
     const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
-    const std::string nthreads = std::to_string(c_.block_x * c_.block_y);
     line(o,
          "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
     ++ind_;
-    for (const Tile* t : here) {
-      long long n = 1;
-      std::vector<long long> ext;
-      for (size_t j = 0; j < t->plan.dims.size(); ++j) {
-        long long e = t->plan.dims[j] == "x" ? tx_ : t->plan.dims[j] == "y" ? ty_ : c_.tile_k;
-        ext.push_back(e);
-        n *= e;
-      }
-      line(o, "// stage " + describe_tile(*t) + " (coalesced over consecutive threads)");
-      line(o,
-           "for (int gt_e = gt_tid; gt_e < " + std::to_string(n) + "; gt_e += " + nthreads + ") {");
-      ++ind_;
-      std::vector<std::string> coord(t->plan.dims.size());
-      if (t->plan.dims.size() == 1) {
-        coord[0] = "gt_e";
-      } else {
-        line(o, "const int gt_t0 = gt_e / " + std::to_string(ext[1]) + ", gt_t1 = gt_e % " +
-                    std::to_string(ext[1]) + ";");
-        coord = {"gt_t0", "gt_t1"};
-      }
-      std::string conds;
-      for (size_t j = 0; j < t->plan.dims.size(); ++j) {
-        const std::string& d = t->plan.dims[j];
-        if (d == "x") line(o, "const int " + k_.index_names[0] + " = gt_bx + " + coord[j] + ";");
-        if (d == "y") line(o, "const int " + k_.index_names[1] + " = gt_by + " + coord[j] + ";");
-        if (d == "loop") {
-          line(o, "const int " + s.var + " = " + k0 + " + " + coord[j] + ";");
-          conds += s.var + " < " + hi;
-        }
-      }
-      bool has_x = std::count(t->plan.dims.begin(), t->plan.dims.end(), "x") > 0;
-      bool has_y = std::count(t->plan.dims.begin(), t->plan.dims.end(), "y") > 0;
-      for (size_t g = 0; g < k_.guard.size(); ++g) {
-        const auto& gd = k_.guard_depends[g];
-        if ((gd.count("x") && !has_x) || (gd.count("y") && !has_y)) continue;
-        conds += " && (" + render(k_.guard[g]) + ")";
-      }
-      const AccessSite& site = k_.accesses[t->site];
-      std::string load = k_.params[site.param].name + "[" + render_index(t->site) + "]";
-      std::string dst = tile_name(*t);
-      for (const std::string& cc : coord) dst += "[" + cc + "]";
-      line(o, dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + k_.params[site.param].element +
-                  "(0);");
-      --ind_;
-      line(o, "}");
-    }
+    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi);
     line(o, "__syncthreads();");
     line(o, "if (" + k0 + " + " + tk + " <= " + hi + ") {");
     ++ind_;
@@ -674,6 +632,113 @@ class Emitter {
     line(o, "}");
   }
 
+  /// Loads one strip of a tile cooperatively: consecutive threads take consecutive elements of
+  /// its fast dimension; outside the loop range or the guard the tile holds zero. With a vector
+  /// width, a thread takes `vector` consecutive elements with one float2/float4 load where the
+  /// subscript is contiguous along the fast dimension (proven), all of them are in range and the
+  /// address is aligned (checked: an odd row length or offset falls back to scalar loads).
+  void stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, const std::string& k0,
+                  const std::string& hi) {
+    const size_t nd = t.plan.dims.size();
+    std::vector<long long> ext;
+    long long n = 1;
+    for (size_t j = 0; j < nd; ++j) {
+      ext.push_back(t.plan.dims[j] == "x" ? tx_ : t.plan.dims[j] == "y" ? ty_ : c_.tile_k);
+      n *= ext.back();
+    }
+    const int v = vector_width(t);
+    line(o, "// stage " + describe_tile(t) + " (coalesced over consecutive threads" +
+                (v > 1 ? ", " + std::to_string(v) + " elements per load where aligned" : "") + ")");
+    line(o, "for (int gt_e = gt_tid; gt_e < " + std::to_string(n / v) +
+                "; gt_e += " + std::to_string(c_.block_x * c_.block_y) + ") {");
+    ++ind_;
+    std::vector<std::string> coord;
+    const std::string per = v > 1 ? " * " + std::to_string(v) : "";
+    if (nd == 1) {
+      line(o, "const int gt_t0 = gt_e" + per + ";");
+      coord = {"gt_t0"};
+    } else {
+      line(o, "const int gt_t0 = gt_e / " + std::to_string(ext[1] / v) + ", gt_t1 = gt_e % " +
+                  std::to_string(ext[1] / v) + per + ";");
+      coord = {"gt_t0", "gt_t1"};
+    }
+    // The tile coordinates as the kernel's variables (the last one shifted by `shift`).
+    auto declare = [&](const std::string& shift) {
+      for (size_t j = 0; j < nd; ++j) {
+        const std::string& d = t.plan.dims[j];
+        std::string c = coord[j] + (j + 1 == nd ? shift : "");
+        if (d == "x") line(o, "const int " + k_.index_names[0] + " = gt_bx + " + c + ";");
+        if (d == "y") line(o, "const int " + k_.index_names[1] + " = gt_by + " + c + ";");
+        if (d == "loop") line(o, "const int " + s.var + " = " + k0 + " + " + c + ";");
+      }
+    };
+    std::string conds = s.var + " < " + hi;
+    bool has_x = std::count(t.plan.dims.begin(), t.plan.dims.end(), "x") > 0;
+    bool has_y = std::count(t.plan.dims.begin(), t.plan.dims.end(), "y") > 0;
+    for (size_t g = 0; g < k_.guard.size(); ++g) {
+      const auto& gd = k_.guard_depends[g];
+      if ((gd.count("x") && !has_x) || (gd.count("y") && !has_y)) continue;
+      conds += " && (" + render(k_.guard[g]) + ")";
+    }
+    const AccessSite& site = k_.accesses[t.site];
+    const std::string& elem = k_.params[site.param].element;
+    std::string load = k_.params[site.param].name + "[" + render_index(t.site) + "]";
+    std::string dst = tile_name(t);
+    for (size_t j = 0; j < nd; ++j)
+      dst += "[" + coord[j] + (j + 1 == nd && v > 1 ? " + gt_j" : "") + "]";
+    std::string scalar = dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + elem + "(0);";
+    if (v == 1) {
+      declare("");
+      line(o, scalar);
+    } else {
+      const std::string vt = elem + std::to_string(v), vs = std::to_string(v);
+      line(o, "bool gt_all = true;");
+      line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
+      ++ind_;
+      declare(" + gt_j");
+      line(o, "gt_all = gt_all && (" + conds + ");");
+      --ind_;
+      line(o, "}");
+      line(o, "{");
+      ++ind_;
+      declare("");
+      line(o, "const " + elem + "* gt_p = &" + load + ";");
+      line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " +
+                  std::to_string(v * t.plan.bytes) + " == 0) {");
+      ++ind_;
+      line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+      std::string base = tile_name(t);
+      for (size_t j = 0; j + 1 < nd; ++j) base += "[" + coord[j] + "]";
+      for (int j = 0; j < v; ++j)
+        line(o, base + "[" + coord[nd - 1] + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] +
+                    ";");
+      --ind_;
+      line(o, "} else {");
+      ++ind_;
+      line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
+      ++ind_;
+      declare(" + gt_j");
+      line(o, scalar);
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+    }
+    --ind_;
+    line(o, "}");
+  }
+
+  /// Elements per staging load of a tile: the choice's vector width where the tile's fast
+  /// dimension is contiguous in memory and its extent a multiple of it, else 1.
+  int vector_width(const Tile& t) const {
+    if (c_.vector <= 1 || !t.plan.contiguous) return 1;
+    const std::string& d = t.plan.dims.back();
+    long long e = d == "x" ? tx_ : d == "y" ? ty_ : c_.tile_k;
+    return e % c_.vector == 0 ? c_.vector : 1;
+  }
+
   void header(std::ostringstream& o) const {
     o << "// Generated by gputune from the naive kernel '" << k_.name << "' (" << k_.file << ").\n";
     o << "// " << choice_label(k_, c_) << "\n";
@@ -689,6 +754,8 @@ class Emitter {
                                  [&](const Tile& t) { return t.plan.loop == s.loop; });
         o << "// - loop " << s.var << ": unroll " << c_.unroll;
         if (strip) o << ", strip-mined by tile_k = " << c_.tile_k << " for shared-memory tiles";
+        if (strip && c_.vector > 1)
+          o << ", staged with " << c_.vector << "-wide vector loads where contiguous and aligned";
         o << "\n";
         loops(s.body);
       }
@@ -793,6 +860,7 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.unroll = get("unroll", 1);
   ch.tile_k = get("tile_k", 16);
   ch.pad = get("pad", 0) != 0;
+  ch.vector = get("vector", 1);
   for (const ArrayOptions& a : array_options(k)) {
     std::string name = "cache_" + a.array;
     for (size_t i = 0; i < c.names->size(); ++i) {
@@ -843,7 +911,8 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
     }
     if (o.reduce) s += "_r" + o.array + "-" + (c.block_reduce.count(o.array) ? "block" : "atomic");
   }
-  if (shared) s += "_tk" + std::to_string(c.tile_k);
+  if (shared)
+    s += "_tk" + std::to_string(c.tile_k) + (c.vector > 1 ? "_v" + std::to_string(c.vector) : "");
   if ((shared || staged) && c.pad) s += "_pad";
   return s;
 }
@@ -892,7 +961,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
   if (k.dims == 2) gen.push_back(int_param("merge_y", {1, 2, 4, 8}, 1));
   if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
-  std::vector<std::string> shared_arrays, pad_arrays;
+  std::vector<std::string> shared_arrays, pad_arrays, vector_arrays;
   std::string smem;
   for (const ArrayOptions& a : array_options(k)) {
     if (a.allowed.size() < 2) continue;
@@ -912,6 +981,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
       TilePlan t = plan_site(k, s);
       if (!t.ok) continue;
       if (t.paddable) pad_arrays.push_back(a.array);
+      if (t.contiguous) vector_arrays.push_back(a.array);
       std::string e = std::to_string(t.bytes);
       for (size_t j = 0; j < t.dims.size(); ++j) {
         std::string d = t.dims[j] == "x"   ? "block_size_x*merge_x"
@@ -966,6 +1036,12 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     std::string any;
     for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
     conds.push_back({"tile_k == 16" + any, {}});
+  }
+  if (!vector_arrays.empty()) {
+    gen.push_back(int_param("vector", {1, 2, 4}, 1));
+    std::string any;
+    for (const std::string& a : vector_arrays) any += " or cache_" + a + " == 'shared'";
+    conds.push_back({"vector == 1" + any, {}});
   }
   if (!pad_uses.empty()) {
     gen.push_back(int_param("pad", {0, 1}, 0));

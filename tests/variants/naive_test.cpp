@@ -257,11 +257,41 @@ __global__ void diverge(float* out, const float* in) {
   EXPECT_THROW(m.launch(1, {1, 1, 1}, {64, 1, 1}, args), tuner::EmulatorError);
 }
 
+TEST(CpuEmulator, VectorLoadsAreCountedAndAMisalignedOneFaultsAsOnAGpu) {
+  tuner::CpuKernel v4{R"(
+__global__ void v4(float* out, const float* in, int off) {
+  float4 v = __ldg(reinterpret_cast<const float4*>(in + off) + threadIdx.x);
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+)",
+                      "v4",
+                      {"float *", "const float *", "int"}};
+  tuner::CpuModule m = tuner::CpuModule::build({v4});
+  alignas(16) float in[72];
+  float out[16];
+  for (int i = 0; i < 72; ++i) in[i] = static_cast<float>(i);
+  float* po = out;
+  const float* pi = in;
+  int off = 0;
+  void* args[] = {&po, &pi, &off};
+  EXPECT_EQ(m.launch(0, {1, 1, 1}, {16, 1, 1}, args).vector_loads, 16u);
+  EXPECT_EQ(out[1], 4.0f + 5 + 6 + 7);
+  off = 1;  // in + 1 is 4 bytes past a 16-byte boundary
+  try {
+    m.launch(0, {1, 1, 1}, {16, 1, 1}, args);
+    FAIL() << "a misaligned float4 load must fail";
+  } catch (const tuner::EmulatorError& e) {
+    EXPECT_NE(std::string(e.what()).find("misaligned address"), std::string::npos) << e.what();
+  }
+}
+
 // --- every kernel's variants against the kernel ----------------------------------------------
 
 struct Case {
   std::string kernel;
   std::vector<std::int64_t> size;  // ProblemSize: primes, so no tile divides them
+  bool aligned = false;  // sizes are multiples of 4 (not of the tiles): vector loads must happen
+  std::string name = kernel + (aligned ? "_aligned" : "");
 };
 
 class NaiveVariants : public ::testing::TestWithParam<Case> {};
@@ -280,6 +310,7 @@ std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
       if (p.name == "merge_y" && x != 1 && x != 2) continue;
       if (p.name == "unroll" && x != 1 && x != 4) continue;
       if (p.name == "tile_k" && x == 32) continue;
+      if (p.name == "vector" && x == 2) continue;
       keep.push_back(v);
     }
     p.values = keep;
@@ -297,9 +328,12 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   std::string source = load_kernel_source(job);
   naive::NaiveKernel k = naive::analyse_naive(source, c.kernel, c.kernel + ".cu");
   std::vector<naive::Choice> variants = test_space(job, k);
+  if (c.aligned)  // this case is there for the vector loads; the other one covers the rest
+    std::erase_if(variants, [](const naive::Choice& ch) { return ch.vector == 1; });
   ASSERT_GE(variants.size(), 8u);
   // Every load path the analysis offers appears in the tested variants.
-  for (const auto& a : naive::array_options(k))
+  for (const auto& a : naive::array_options(k)) {
+    if (c.aligned) break;
     for (Cache want : a.allowed) {
       bool seen = std::any_of(variants.begin(), variants.end(), [&](const naive::Choice& ch) {
         auto it = ch.cache.find(a.array);
@@ -307,6 +341,7 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
       });
       EXPECT_TRUE(seen) << a.array << " " << naive::cache_name(want);
     }
+  }
   for (const auto& o : naive::output_options(k)) {
     auto count = [&](auto pick) { return std::count_if(variants.begin(), variants.end(), pick); };
     if (o.stage) {
@@ -323,7 +358,9 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   ContextSpec ctx;
   ctx.name = "test";
   for (auto v : c.size) ctx.problem_size.emplace_back(v);
-  std::vector<std::string> bad = tuner::check_on_cpu(job, source, k, variants, ctx, 2);
+  unsigned long long vector_loads = 0;
+  std::vector<std::string> bad =
+      tuner::check_on_cpu(job, source, k, variants, ctx, 2, &vector_loads);
   EXPECT_TRUE(bad.empty()) << bad.size() << " of " << variants.size()
                            << " differ, first: " << (bad.empty() ? "" : bad.front());
   // NVRTC accepts them for Hopper: a spread of a dozen per kernel (every one costs ~0.1 s).
@@ -338,17 +375,24 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   auto compiled = tuner::compile_all(sample, "sm_90", tuner::CubinCache(""), 2);
   for (size_t i = 0; i < compiled.size(); ++i)
     EXPECT_TRUE(compiled[i].ok) << compiled[i].log << "\n" << sample[i].source;
-  std::cout << "[          ] " << c.kernel << ": " << variants.size()
-            << " variants agree with the naive kernel, " << sample.size()
-            << " of them compiled for sm_90\n";
+  bool vectors = std::any_of(variants.begin(), variants.end(),
+                             [](const naive::Choice& ch) { return ch.vector > 1; });
+  if (c.aligned) {
+    ASSERT_TRUE(vectors) << "the space offers no vector loads";
+    EXPECT_GT(vector_loads, 0u) << "aligned sizes, yet every staging load was scalar";
+  }
+  std::cout << "[          ] " << c.name << ": " << variants.size()
+            << " variants agree with the naive kernel (" << vector_loads << " vector loads), "
+            << sample.size() << " of them compiled for sm_90\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
-                         ::testing::Values(Case{"mm", {37}}, Case{"mv", {37, 29}},
+                         ::testing::Values(Case{"mm", {37}}, Case{"mm", {44}, true},
+                                           Case{"mv", {37, 29}}, Case{"mv", {36, 44}, true},
                                            Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
                                            Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
                                            Case{"jacobi", {37}}, Case{"reduction", {1031}}),
-                         [](const auto& info) { return info.param.kernel; });
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace gputune
