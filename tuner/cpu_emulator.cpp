@@ -33,6 +33,7 @@ constexpr const char* kRuntime = R"RT(
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 struct uint3 { unsigned x, y, z; };
 struct dim3 { unsigned x, y, z; };
@@ -207,7 +208,8 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
            "gt_k"
         << i << "::" << k.name << "(";
       for (size_t j = 0; j < k.param_types.size(); ++j)
-        o << (j ? ", " : "") << "*static_cast<" << k.param_types[j] << "*>(a[" << j << "])";
+        o << (j ? ", " : "") << "*static_cast<std::add_pointer_t<" << k.param_types[j] << ">>(a["
+          << j << "])";
       o << "); });\n}\n";
     }
     o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n";

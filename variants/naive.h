@@ -52,6 +52,7 @@ struct Param {
   bool pointer = false;
   std::string element;  ///< pointer: element type ("float")
   bool read = false, written = false;
+  long long row = 0;  ///< a 2-D array `T (*a)[row]` (or `T a[][row]`), indexed `a[i][j]`
 };
 
 struct Local {

@@ -43,8 +43,18 @@ class Analyser {
       prm.type = t.getAsString(ctx_.getPrintingPolicy());
       if (t->isPointerType()) {
         prm.pointer = true;
-        prm.element =
-            t->getPointeeType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+        QualType e = t->getPointeeType();
+        if (const auto* row = ctx_.getAsConstantArrayType(e)) {  // T (*a)[N], T a[][N]
+          if (row->getElementType()->isArrayType())
+            fail(p, "parameter '" + prm.name + "' of type " + prm.type +
+                        ": arrays of more than two dimensions are not in the naive subset");
+          prm.row = static_cast<long long>(row->getSize().getZExtValue());
+          e = row->getElementType();
+        } else if (e->isArrayType()) {
+          fail(p, "parameter '" + prm.name + "' of type " + prm.type +
+                      ": a 2-D array needs a constant row length (T (*a)[N])");
+        }
+        prm.element = e.getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
       } else if (t->isArrayType() || t->isReferenceType() || t->isRecordType()) {
         fail(p, "parameter '" + prm.name + "' of type " + prm.type +
                     ": a naive kernel takes pointers and scalars");
@@ -417,34 +427,23 @@ class Analyser {
       return;
     }
     if (const auto* a = dyn_cast<ArraySubscriptExpr>(n)) {
+      // a[i][j] on a 2-D parameter: one access at the linear index i*row + j.
+      if (const auto* inner = dyn_cast<ArraySubscriptExpr>(a->getBase()->IgnoreParenImpCasts())) {
+        const auto* base = dyn_cast<DeclRefExpr>(inner->getBase()->IgnoreParenImpCasts());
+        const auto* pv = base ? dyn_cast<ParmVarDecl>(base->getDecl()) : nullptr;
+        if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].row > 0) {
+          add_access(a, pv, {inner->getIdx(), a->getIdx()}, out, store, guard, conditional);
+          return;
+        }
+      }
       const auto* base = dyn_cast<DeclRefExpr>(a->getBase()->IgnoreParenImpCasts());
       const auto* pv = base ? dyn_cast<ParmVarDecl>(base->getDecl()) : nullptr;
+      if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].row > 0)
+        fail(a, "row " + pv->getNameAsString() +
+                    "[...] of a 2-D array used on its own: index it as " + pv->getNameAsString() +
+                    "[i][j]");
       if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].pointer) {
-        if (guard) fail(a, "the bounds check reads memory: a guard uses only indices and sizes");
-        if (isa<ArraySubscriptExpr>(a->getIdx()->IgnoreParenImpCasts()) ||
-            deps_of(a->getIdx()).count("access"))
-          k_.notes.push_back("line " + std::to_string(line_of(a)) + ": '" + pv->getNameAsString() +
-                             "' is indexed by loaded data; it stays on the global path");
-        AccessSite site;
-        site.param = param_ids_[pv];
-        site.store = store;
-        site.line = line_of(a);
-        site.loop = current_loop_;
-        site.conditional = conditional;
-        std::set<std::string> deps = deps_of(a->getIdx());
-        site.depends = deps;
-        Affine af = affine(a->getIdx());
-        if (af.ok)
-          for (auto& [v, c] : af.coef)
-            if (c) site.unit[v] = *c;
-        if (!af.ok || deps.count("access") || deps.count("call")) site.depends.insert("opaque");
-        Param& p = k_.params[site.param];
-        (store ? p.written : p.read) = true;
-        int id = static_cast<int>(k_.accesses.size());
-        k_.accesses.push_back(site);
-        Piece piece{Piece::Access, pv->getNameAsString(), id, 0, {}};
-        piece.index = text_range(a->getIdx(), begin_of(a->getIdx()), end_of(a->getIdx()), false);
-        out.push_back({begin_of(a), end_of(a), std::move(piece)});
+        add_access(a, pv, {a->getIdx()}, out, store, guard, conditional);
         return;
       }
       if (pv) fail(a, "subscript of '" + pv->getNameAsString() + "', which is not a pointer");
@@ -493,6 +492,58 @@ class Analyser {
     }
     for (const clang::Stmt* c : n->children()) collect_holes(c, out, false, guard, conditional);
   }
+  /// One access site `a[i]` (or `a[i][j]` on a 2-D parameter, described at i*row + j): its
+  /// dependences and constant coefficients, and a hole whose subscript text is `i` (or `i][j`, so
+  /// that name[subscript] renders it as written).
+  void add_access(const ArraySubscriptExpr* a, const ParmVarDecl* pv,
+                  const std::vector<const Expr*>& subs, std::vector<Hole>& out, bool store,
+                  bool guard, bool conditional) {
+    if (guard) fail(a, "the bounds check reads memory: a guard uses only indices and sizes");
+    AccessSite site;
+    site.param = param_ids_[pv];
+    site.store = store;
+    site.line = line_of(a);
+    site.loop = current_loop_;
+    site.conditional = conditional;
+    const long long row = k_.params[site.param].row;
+    Affine af;
+    af.constant.reset();
+    Piece piece{Piece::Access, pv->getNameAsString(), -1, 0, {}};
+    for (size_t i = 0; i < subs.size(); ++i) {
+      const Expr* e = subs[i];
+      if (isa<ArraySubscriptExpr>(e->IgnoreParenImpCasts()) || deps_of(e).count("access"))
+        k_.notes.push_back("line " + std::to_string(line_of(a)) + ": '" + pv->getNameAsString() +
+                           "' is indexed by loaded data; it stays on the global path");
+      for (const std::string& d : deps_of(e)) site.depends.insert(d);
+      Affine part = affine(e);
+      af.ok = af.ok && part.ok;
+      // The first subscript of a 2-D access counts `row` elements per step.
+      const long long scale = i + 1 < subs.size() ? row : 1;
+      for (auto& [v, c] : part.coef) {
+        std::optional<long long> add = c ? std::optional<long long>(*c * scale) : std::nullopt;
+        auto it = af.coef.find(v);
+        if (it == af.coef.end())
+          af.coef[v] = add;
+        else
+          it->second =
+              (it->second && add) ? std::optional<long long>(*it->second + *add) : std::nullopt;
+      }
+      if (i) piece.index.push_back(Piece{Piece::Lit, "][", -1, 0, {}});
+      for (Piece& p : text_range(e, begin_of(e), end_of(e), false))
+        piece.index.push_back(std::move(p));
+    }
+    if (af.ok)
+      for (auto& [v, c] : af.coef)
+        if (c) site.unit[v] = *c;
+    if (!af.ok || site.depends.count("access") || site.depends.count("call"))
+      site.depends.insert("opaque");
+    Param& p = k_.params[site.param];
+    (store ? p.written : p.read) = true;
+    piece.id = static_cast<int>(k_.accesses.size());  // after the accesses inside the subscript
+    k_.accesses.push_back(site);
+    out.push_back({begin_of(a), end_of(a), std::move(piece)});
+  }
+
   /// The last array access collected was written: mark it read too (`a[i] += v`, atomics).
   void mark_read_of_store(std::vector<Hole>& out) {
     if (out.empty() || out.back().piece.kind != Piece::Access) return;

@@ -237,7 +237,11 @@ class Emitter {
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       if (i) o << ", ";
-      if (p.pointer && read_only_path(static_cast<int>(i)))
+      const bool ro = p.pointer && read_only_path(static_cast<int>(i));
+      if (p.row > 0)  // T (*a)[row]
+        o << (ro || p.type.rfind("const ", 0) == 0 ? "const " : "") << p.element << " (*"
+          << (ro ? "__restrict__ " : "") << p.name << ")[" << p.row << "]";
+      else if (ro)
         o << "const " << p.element << "* __restrict__ " << p.name;
       else
         o << p.type << (p.type.back() == '*' ? "" : " ") << p.name;

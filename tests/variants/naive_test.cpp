@@ -127,6 +127,55 @@ TEST(NaiveAnalysis, SumsAtomicAddsPerBlockBeforeOneAtomicPerBlock) {
   EXPECT_NE(naive::emit_variant(r, c).find("atomicAdd(sum, in[idx]);"), std::string::npos);
 }
 
+TEST(NaiveAnalysis, TwoDimensionalArraysAreAccessesAtTheirLinearIndex) {
+  naive::NaiveKernel k = analyse("mm2d");
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_EQ(k.params[1].row, 64);
+  EXPECT_EQ(k.params[1].element, "float");
+  // a[idy][k]: k is contiguous (coefficient 1), idy strides a row; b[k][idx]: idx contiguous.
+  for (const auto& s : k.accesses) {
+    if (k.params[s.param].name == "a") {
+      EXPECT_EQ(s.unit.at("y"), 64);
+      EXPECT_EQ(s.unit.at("loop:0"), 1);
+    }
+    if (k.params[s.param].name == "b") {
+      EXPECT_EQ(s.unit.at("loop:0"), 64);
+      EXPECT_EQ(s.unit.at("x"), 1);
+    }
+  }
+  EXPECT_EQ(allowed(k, "a").back(), Cache::Shared);
+  EXPECT_EQ(allowed(k, "b").back(), Cache::Shared);
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 4;
+  c.cache = {{"a", Cache::ReadOnly}};
+  std::string src = naive::emit_variant(k, c);
+  EXPECT_NE(src.find("const float (*__restrict__ a)[64]"), std::string::npos) << src;
+  EXPECT_NE(src.find("__ldg(&a[idy][k]) * b[k][idx]"), std::string::npos) << src;
+  EXPECT_NE(src.find("c[idy][idx] = sum;"), std::string::npos) << src;
+  // A row on its own, and a 3-D array, are refused with the reason.
+  const std::string row = R"(
+__global__ void k(float (*out)[8], int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  float* r = out[idx];
+  r[0] = 1.0f;
+}
+)";
+  try {
+    naive::analyse_naive(row, "k", "row.cu");
+    FAIL() << "a row used as a pointer must be refused";
+  } catch (const naive::NaiveError& e) {
+    EXPECT_NE(std::string(e.what()).find("index it as out[i][j]"), std::string::npos) << e.what();
+  }
+  const std::string cube = R"(
+__global__ void k(float (*out)[8][8], int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  out[idx][0][0] = 1.0f;
+}
+)";
+  EXPECT_THROW(naive::analyse_naive(cube, "k", "cube.cu"), naive::NaiveError);
+}
+
 TEST(NaiveAnalysis, NamesTheConstructOutsideTheSubset) {
   const std::string direct = R"(
 __global__ void k(float* out, const float* in, int n) {
@@ -285,12 +334,27 @@ __global__ void v4(float* out, const float* in, int off) {
   }
 }
 
+TEST(NaiveJob, EveryShippedNaiveJobLoadsIntoAGeneratedSpace) {
+  size_t jobs = 0;
+  for (const auto& e : fs::directory_iterator(kNaive)) {
+    if (e.path().extension() != ".json") continue;
+    Job job = tuner::load_tuning_job(e.path());
+    EXPECT_TRUE(job.naive) << e.path();
+    EXPECT_TRUE(job.naive_fallback.empty()) << e.path() << ": " << job.naive_fallback;
+    ASSERT_TRUE(job.naive_kernel) << e.path();
+    EXPECT_GT(build_space(job).size(), 0u) << e.path();
+    ++jobs;
+  }
+  EXPECT_GE(jobs, 10u);
+}
+
 // --- every kernel's variants against the kernel ----------------------------------------------
 
 struct Case {
   std::string kernel;
   std::vector<std::int64_t> size;  // ProblemSize: primes, so no tile divides them
   bool aligned = false;  // sizes are multiples of 4 (not of the tiles): vector loads must happen
+  size_t most = 0;       // variants spread over the test space (0: all)
   std::string name = kernel + (aligned ? "_aligned" : "");
 };
 
@@ -330,6 +394,11 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   std::vector<naive::Choice> variants = test_space(job, k);
   if (c.aligned)  // this case is there for the vector loads; the other one covers the rest
     std::erase_if(variants, [](const naive::Choice& ch) { return ch.vector == 1; });
+  if (c.most && variants.size() > c.most) {
+    std::vector<naive::Choice> spread;
+    for (size_t i = 0; i < c.most; ++i) spread.push_back(variants[i * variants.size() / c.most]);
+    variants = spread;
+  }
   ASSERT_GE(variants.size(), 8u);
   // Every load path the analysis offers appears in the tested variants.
   for (const auto& a : naive::array_options(k)) {
@@ -391,7 +460,8 @@ INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
                                            Case{"mv", {37, 29}}, Case{"mv", {36, 44}, true},
                                            Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
                                            Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
-                                           Case{"jacobi", {37}}, Case{"reduction", {1031}}),
+                                           Case{"jacobi", {37}}, Case{"reduction", {1031}},
+                                           Case{"mm2d", {37}, false, 120}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
