@@ -279,8 +279,7 @@ class Emitter {
     std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
     emit_list(o, pre, false);
     if (!k_.guard.empty()) {
-      std::string cond;
-      for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+      const std::string cond = guard_text();
       line(o, "bool gt_ok" + array_dims(c_, k_.dims) + ";");
       replica_block(o, [&](std::ostringstream& b) {
         line(b, "gt_ok" + suffix(c_, k_.dims) + " = " + cond + ";");
@@ -305,6 +304,13 @@ class Emitter {
     const Stmt* stmt;  ///< the first Reduce statement to it
     std::string name;  ///< the thread's accumulator
   };
+
+  /// The whole bounds check, `(c1) && (c2)`, for the idx/idy in scope ("" when there is none).
+  std::string guard_text() const {
+    std::string cond;
+    for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+    return cond;
+  }
 
   std::string sum_key(const Stmt& r) const {
     return k_.params[r.target].name + "|" + literal_text(r.address);
@@ -337,8 +343,7 @@ class Emitter {
     line(o, "const int gt_t0 = gt_e / " + ty + ", gt_t1 = gt_e % " + ty + ";");
     line(o, "const int " + k_.index_names[0] + " = gt_bx + gt_t0;");
     line(o, "const int " + k_.index_names[1] + " = gt_by + gt_t1;");
-    std::string cond;
-    for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+    const std::string cond = guard_text();
     std::string store = k_.params[k_.accesses[site].param].name + "[" + render_index(site) +
                         "] = " + store_tile(site) + "[gt_t0][gt_t1];";
     line(o, cond.empty() ? store : "if (" + cond + ") " + store);
@@ -852,10 +857,18 @@ std::vector<OutputOptions> output_options(const NaiveKernel& k) {
 
 Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   Choice ch;
-  auto get = [&](const char* name, int def) {
+  auto find = [&](const std::string& name) -> const Value* {
     for (size_t i = 0; i < c.names->size(); ++i)
-      if ((*c.names)[i] == name) return static_cast<int>(c.values[i].as_int());
-    return def;
+      if ((*c.names)[i] == name) return &c.values[i];
+    return nullptr;
+  };
+  auto get = [&](const char* name, int def) {
+    const Value* v = find(name);
+    return v ? static_cast<int>(v->as_int()) : def;
+  };
+  auto str = [&](const std::string& name) {
+    const Value* v = find(name);
+    return v ? v->as_str() : std::string();
   };
   ch.block_x = get("block_size_x", 32);
   ch.block_y = k.dims == 2 ? get("block_size_y", 1) : 1;
@@ -866,20 +879,12 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.pad = get("pad", 0) != 0;
   ch.vector = get("vector", 1);
   for (const ArrayOptions& a : array_options(k)) {
-    std::string name = "cache_" + a.array;
-    for (size_t i = 0; i < c.names->size(); ++i) {
-      if ((*c.names)[i] != name) continue;
-      const std::string& v = c.values[i].as_str();
-      ch.cache[a.array] = v == "shared"     ? Cache::Shared
-                          : v == "readonly" ? Cache::ReadOnly
-                                            : Cache::Global;
-    }
+    if (!find("cache_" + a.array)) continue;
+    const std::string v = str("cache_" + a.array);
+    ch.cache[a.array] = v == "shared"     ? Cache::Shared
+                        : v == "readonly" ? Cache::ReadOnly
+                                          : Cache::Global;
   }
-  auto str = [&](const std::string& name) {
-    for (size_t i = 0; i < c.names->size(); ++i)
-      if ((*c.names)[i] == name) return c.values[i].as_str();
-    return std::string();
-  };
   for (const OutputOptions& o : output_options(k)) {
     if (o.stage && str("write_" + o.array) == "shared") ch.stage_store.insert(o.array);
     if (o.reduce && str("reduce_" + o.array) == "block") ch.block_reduce.insert(o.array);
@@ -932,6 +937,16 @@ Parameter int_param(const std::string& name, std::vector<int> values, int def) {
   return p;
 }
 
+/// A string parameter whose first value is the default.
+Parameter str_param(const std::string& name, const std::vector<std::string>& values) {
+  Parameter p;
+  p.name = name;
+  p.type = "string";
+  for (const std::string& v : values) p.values.emplace_back(v);
+  p.default_value.emplace(values.front());
+  return p;
+}
+
 void require_thread_counts(const Job& job) {
   if (job.global_size_type != "OpenCL")
     throw JobError(job.file.string(), "KernelSpecification.GlobalSizeType",
@@ -969,12 +984,9 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   std::string smem;
   for (const ArrayOptions& a : array_options(k)) {
     if (a.allowed.size() < 2) continue;
-    Parameter p;
-    p.name = "cache_" + a.array;
-    p.type = "string";
-    for (Cache c : a.allowed) p.values.emplace_back(cache_name(c));
-    p.default_value.emplace("global");
-    gen.push_back(p);
+    std::vector<std::string> values;
+    for (Cache c : a.allowed) values.push_back(cache_name(c));  // global first
+    gen.push_back(str_param("cache_" + a.array, values));
     if (std::find(a.allowed.begin(), a.allowed.end(), Cache::Shared) == a.allowed.end()) continue;
     shared_arrays.push_back(a.array);
     // Shared bytes of this array's tiles, as an expression of the parameters.
@@ -1002,19 +1014,11 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   std::vector<std::string> pad_uses;  // the choices a pitch pad changes
   for (const std::string& a : pad_arrays) pad_uses.push_back("cache_" + a + " == 'shared'");
   for (const OutputOptions& o : output_options(k)) {
-    auto param = [&](const std::string& name, std::vector<std::string> values) {
-      Parameter p;
-      p.name = name;
-      p.type = "string";
-      for (const std::string& v : values) p.values.emplace_back(v);
-      p.default_value.emplace(values.front());
-      gen.push_back(p);
-    };
     int prm = 0;
     while (k.params[prm].name != o.array) ++prm;
     const std::string eb = std::to_string(element_bytes(k.params[prm].element));
     if (o.stage) {
-      param("write_" + o.array, {"direct", "shared"});
+      gen.push_back(str_param("write_" + o.array, {"direct", "shared"}));
       pad_uses.push_back("write_" + o.array + " == 'shared'");
       smem += (smem.empty() ? "" : " + ") + ("((" + eb +
                                              "*block_size_x*merge_x*(block_size_y*merge_y + pad)) "
@@ -1022,7 +1026,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
                                              o.array + " == 'shared' else 0)");
     }
     if (o.reduce) {
-      param("reduce_" + o.array, {"atomic", "block"});
+      gen.push_back(str_param("reduce_" + o.array, {"atomic", "block"}));
       std::vector<const Stmt*> sums;
       reductions(k.body, sums);
       std::set<std::string> addresses;
