@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <sstream>
 
 #ifndef GPUTUNE_HOST_CXX
@@ -55,6 +56,10 @@ template <class V> V vector_load(const V* p) {
   return v;
 }
 inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
+// Dynamic shared memory (`extern __shared__ T a[];`): refilled with 0xff bytes (NaN for floats)
+// before each block, so a read of an element no thread of the block wrote shows in the results.
+inline thread_local std::vector<unsigned char> dyn_buffer;
+inline thread_local unsigned char* dyn_smem = nullptr;
 struct Fiber { ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t; };
 inline thread_local std::vector<Fiber>* fibers = nullptr;
 inline thread_local Fiber* current = nullptr;
@@ -63,8 +68,11 @@ inline thread_local const std::function<void()>* body = nullptr;
 inline void trampoline() { (*body)(); current->done = true; }
 inline void sync() { current->waiting = true; swapcontext(&current->ctx, &scheduler); }
 // Returns nullptr or an error message.
-inline const char* launch(const unsigned* g, const unsigned* b, const std::function<void()>& f) {
+inline const char* launch(const unsigned* g, const unsigned* b, unsigned long long smem,
+                          const std::function<void()>& f) {
   static thread_local std::vector<Fiber> pool;
+  dyn_buffer.assign(smem + 16, 0);
+  dyn_smem = dyn_buffer.data() + (16 - reinterpret_cast<std::uintptr_t>(dyn_buffer.data()) % 16) % 16;
   const unsigned n = b[0] * b[1] * b[2];
   if (pool.size() < n) pool.resize(n);
   body = &f;
@@ -76,6 +84,7 @@ inline const char* launch(const unsigned* g, const unsigned* b, const std::funct
     for (unsigned by = 0; by < g[1]; ++by)
       for (unsigned bx = 0; bx < g[0]; ++bx) {
         bid = uint3{bx, by, bz};
+        std::memset(dyn_smem, 0xff, smem);
         for (unsigned i = 0; i < n; ++i) {
           Fiber& fb = pool[i];
           fb.done = fb.waiting = false;
@@ -147,6 +156,25 @@ std::string strip_extern_c(std::string s) {
   return s;
 }
 
+/// `extern __shared__ T a[];` becomes a macro for the launch's dynamic shared memory (valid at
+/// namespace and at function scope); returns the names, to be #undef'd after the kernel.
+std::string dynamic_shared(std::string s, std::vector<std::string>& names) {
+  static const std::regex decl(
+      R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w:]*(?:\s+[A-Za-z_]\w*)?)\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
+  std::string out;
+  auto it = std::sregex_iterator(s.begin(), s.end(), decl);
+  size_t last = 0;
+  for (; it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    out += s.substr(last, static_cast<size_t>(m.position(0)) - last);
+    names.push_back(m[2]);
+    out += "\n#undef " + m[2].str() + "\n#define " + m[2].str() + " (reinterpret_cast<" +
+           m[1].str() + "*>(::gt::dyn_smem))\n";
+    last = static_cast<size_t>(m.position(0) + m.length(0));
+  }
+  return out + s.substr(last);
+}
+
 std::string run_compiler(const std::string& cmd) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -164,7 +192,7 @@ std::string run_compiler(const std::string& cmd) {
 struct CpuModule::Impl {
   fs::path dir;
   std::vector<void*> handles;
-  using Launch = const char* (*)(const unsigned*, const unsigned*, void**);
+  using Launch = const char* (*)(const unsigned*, const unsigned*, void**, unsigned long long);
   std::vector<Launch> launchers;
   using Count = unsigned long long (*)();
   std::vector<Count> vector_loads;  ///< per kernel: its library's count of the last launch
@@ -201,11 +229,13 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
     o << "#include \"gt_cpu_cuda.h\"\n";
     for (size_t i = from; i < to; ++i) {
       const CpuKernel& k = kernels[i];
-      o << "namespace gt_k" << i << " {\n#line 1 \"kernel" << i << ".cu\"\n"
-        << strip_extern_c(k.source) << "\n}\n";
+      std::vector<std::string> dyn;
+      const std::string text = dynamic_shared(strip_extern_c(k.source), dyn);
+      o << "namespace gt_k" << i << " {\n#line 1 \"kernel" << i << ".cu\"\n" << text << "\n}\n";
+      for (const std::string& n : dyn) o << "#undef " << n << "\n";
       o << "extern \"C\" const char* gt_launch_" << i
-        << "(const unsigned* g, const unsigned* b, void** a) {\n  return ::gt::launch(g, b, [&] { "
-           "gt_k"
+        << "(const unsigned* g, const unsigned* b, void** a, unsigned long long smem) {\n"
+           "  return ::gt::launch(g, b, smem, [&] { gt_k"
         << i << "::" << k.name << "(";
       for (size_t j = 0; j < k.param_types.size(); ++j)
         o << (j ? ", " : "") << "*static_cast<std::add_pointer_t<" << k.param_types[j] << ">>(a["
@@ -246,9 +276,9 @@ CpuModule::~CpuModule() = default;
 size_t CpuModule::size() const { return impl_ ? impl_->launchers.size() : 0; }
 
 LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                              void** args) const {
+                              void** args, unsigned long long dynamic_smem) const {
   if (!impl_ || i >= impl_->launchers.size()) throw EmulatorError("no such emulated kernel");
-  if (const char* err = impl_->launchers[i](grid.data(), block.data(), args))
+  if (const char* err = impl_->launchers[i](grid.data(), block.data(), args, dynamic_smem))
     throw EmulatorError(err);
   return LaunchStats{impl_->vector_loads[i]()};
 }

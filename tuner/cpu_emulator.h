@@ -4,10 +4,10 @@
  * by the host compiler with a small prelude (threadIdx & co., __shared__, __syncthreads, __ldg,
  * atomics, math, float2/float4 with their alignment) into a shared library that is loaded with
  * dlopen. A launch runs the blocks in turn; the threads of a block run as cooperative fibers
- * (ucontext) that meet at __syncthreads, so shared-memory staging is emulated faithfully; a barrier
- * that only some threads reach is an error. Warp-level intrinsics (shuffles, votes) are not
- * provided. Consumes: kernel sources and their parameter types. Produces: CpuModule. Must not:
- * touch the GPU driver or the database. */
+ * (ucontext) that meet at __syncthreads, so shared-memory staging (static and `extern __shared__`)
+ * is emulated faithfully; a barrier that only some threads reach is an error. Warp-level intrinsics
+ * (shuffles, votes) are not provided. Consumes: kernel sources and their parameter types. Produces:
+ * CpuModule. Must not: touch the GPU driver or the database. */
 #pragma once
 
 #include <array>
@@ -47,11 +47,12 @@ class CpuModule {
   ~CpuModule();
 
   size_t size() const;
-  /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams).
-  /// Throws EmulatorError when the threads of a block disagree about a __syncthreads or a vector
-  /// load is misaligned (both fault on a GPU).
+  /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams),
+  /// with `dynamic_smem` bytes behind `extern __shared__` arrays (filled with 0xff bytes before
+  /// each block, so reading what no thread wrote shows). Throws EmulatorError when the threads of
+  /// a block disagree about a __syncthreads or a vector load is misaligned (both fault on a GPU).
   LaunchStats launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                     void** args) const;
+                     void** args, unsigned long long dynamic_smem = 0) const;
 
   /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).
   static std::string compiler();

@@ -81,7 +81,8 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
                                                  const std::vector<HostArgument>& args,
                                                  std::array<unsigned, 3> grid,
                                                  std::array<unsigned, 3> block,
-                                                 unsigned long long* vector_loads = nullptr) {
+                                                 unsigned long long* vector_loads = nullptr,
+                                                 unsigned long long dynamic_smem = 0) {
   std::vector<std::unique_ptr<GuardedBuffer>> bufs;
   std::vector<void*> ptrs(args.size());
   std::vector<void*> params(args.size());
@@ -95,7 +96,7 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
       params[a] = const_cast<unsigned char*>(args[a].data.data());
     }
   }
-  LaunchStats st = m.launch(i, grid, block, params.data());
+  LaunchStats st = m.launch(i, grid, block, params.data(), dynamic_smem);
   if (vector_loads) *vector_loads += st.vector_loads;
   std::vector<std::vector<unsigned char>> out(args.size());
   for (size_t a = 0; a < args.size(); ++a)
@@ -133,6 +134,7 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
   std::array<std::int64_t, 3> ng{ceil_div(threads[0], nb[0]), ceil_div(threads[1], nb[1]),
                                  threads[2]};
   auto expected = run_once(m, 0, args, to_u3(ng), nb);
+  const std::map<std::string, double> scalars = naive_scalars(job, k, ctx);
   for (size_t v = 0; v < variants.size(); ++v) {
     const naive::Choice& c = variants[v];
     int by = k.dims == 2 ? c.block_y : 1, my = k.dims == 2 ? c.merge_y : 1;
@@ -140,9 +142,10 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
                                   ceil_div(threads[1], by * my), threads[2]};
     std::string label = naive::choice_label(k, c);
     try {
-      auto got =
-          run_once(m, v + 1, args, to_u3(g),
-                   {static_cast<unsigned>(c.block_x), static_cast<unsigned>(by), 1}, vector_loads);
+      const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
+      auto got = run_once(m, v + 1, args, to_u3(g),
+                          {static_cast<unsigned>(c.block_x), static_cast<unsigned>(by), 1},
+                          vector_loads, smem);
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].is_vector || !k.params[a].written) continue;
         Comparison cmp =
@@ -150,6 +153,8 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
         if (!cmp.ok) problems.push_back(label + ": " + cmp.describe(args[a].name));
       }
     } catch (const EmulatorError& e) {
+      problems.push_back(label + ": " + e.what());
+    } catch (const naive::NaiveError& e) {
       problems.push_back(label + ": " + e.what());
     }
   }
@@ -180,10 +185,15 @@ int generate(const GenerateOptions& o) {
             << k.index_names[0] << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", "
             << k.loops << " loop(s) every thread runs alike, " << k.guard.size()
             << " bounds check(s)\n";
+  const std::vector<std::string> halos = naive::halo_windows(k);
   for (const naive::ArrayOptions& a : naive::array_options(k)) {
     std::cout << "  " << a.array << ":";
     for (naive::Cache c : a.allowed) std::cout << " " << naive::cache_name(c);
     std::cout << "\n";
+    for (const std::string& h : halos)
+      if (h.rfind(a.array + ":", 0) == 0)
+        std::cout << "    shared: a halo window per block (" << h.substr(a.array.size() + 2)
+                  << "), in dynamic shared memory sized at launch\n";
     for (const std::string& r : a.reasons) std::cout << "    " << r << "\n";
   }
   for (const naive::OutputOptions& o : naive::output_options(k)) {

@@ -83,7 +83,31 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
   if (g.dynamic_smem < 0)
     throw JobError(job.file.string(), "KernelSpecification.SharedMemory", "is negative",
                    "give bytes >= 0");
+  if (job.naive_kernel) {
+    try {
+      g.dynamic_smem += naive::dynamic_shared_bytes(
+          *job.naive_kernel, naive::choice_from_config(*job.naive_kernel, config),
+          naive_scalars(job, *job.naive_kernel, ctx));
+    } catch (const naive::NaiveError& e) {
+      throw JobError(job.file.string(), "KernelSpecification.Arguments", e.what(),
+                     "give the kernel's scalar arguments in its parameter order");
+    }
+  }
   return g;
+}
+
+std::map<std::string, double> naive_scalars(const Job& job, const naive::NaiveKernel& k,
+                                            const ContextSpec& ctx) {
+  std::map<std::string, double> out;
+  const auto& params = k.params;
+  for (size_t i = 0; i < params.size() && i < job.arguments.size(); ++i) {
+    const Argument& a = job.arguments[i];
+    if (params[i].pointer || a.memory_type != "Scalar") continue;
+    const std::string field = "KernelSpecification.Arguments[" + std::to_string(i) + "].FillValue";
+    Value v = eval_in_context(job, a.fill_value, field, nullptr, ctx);
+    if (v.is_number()) out[params[i].name] = v.as_double();
+  }
+  return out;
 }
 
 std::string variant_source(const Job& job, const std::string& source, const Config& config) {

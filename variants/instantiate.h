@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ LaunchGeometry launch_geometry(const Job& job, const Config& config, const Conte
 /// the context's names bound; `field` names it in errors.
 Value eval_in_context(const Job& job, const std::string& expr, const std::string& field,
                       const Config* config, const ContextSpec& ctx);
+
+/// A naive kernel's scalar arguments by the kernel's parameter names (job arguments are
+/// positional), evaluated in a context: what sizes its halo windows at launch.
+std::map<std::string, double> naive_scalars(const Job& job, const naive::NaiveKernel& k,
+                                            const ContextSpec& ctx);
 
 /// The source of one config: the job's kernel text for a parametric kernel, the generated variant
 /// (variants/naive.h) for a naive one.

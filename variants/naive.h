@@ -70,6 +70,23 @@ struct AccessSite {
   std::set<std::string> depends;  ///< "x", "y", "loop:<id>", "local:<id>" the subscript uses
   std::map<std::string, long long> unit;  ///< constant coefficients of x, y, loop:<id> when known
   bool whole_store = false;               ///< the left side of a plain `a[i] = v;` statement
+  /// The subscript's affine form evaluated at kSymPoints random values of the scalars it names
+  /// (kernel scalars, thread-independent locals), so that symbolic coefficients can be compared:
+  /// `sym["y"] == sym["loop:0"]` when idy and the loop advance by the same row length, whatever
+  /// it is. Key "1" is the constant term. Empty when the subscript is not affine.
+  std::map<std::string, std::vector<long long>> sym;
+};
+
+/// Points at which AccessSite::sym evaluates the scalars.
+inline constexpr int kSymPoints = 3;
+
+/// A conjunct of the bounds check that is an interval bound on one index: `idx < E` is the upper
+/// bound E - 1 on dimension 0 (E thread-independent and free of locals and memory).
+struct GuardBound {
+  int dim = -1;  ///< -1: not an interval bound
+  bool upper = false;
+  Text bound;      ///< E
+  int adjust = 0;  ///< the inclusive bound is E + adjust
 };
 
 /// A statement of the kernel body after the index set-up and the guard.
@@ -105,6 +122,7 @@ struct NaiveKernel {
   std::vector<AccessSite> accesses;
   std::vector<Text> guard;  ///< conjuncts: a thread works only where all hold
   std::vector<std::set<std::string>> guard_depends;
+  std::vector<GuardBound> guard_bounds;  ///< per conjunct
   std::vector<Stmt> body;  ///< the first `pre_guard` run for every thread, the rest under the guard
   size_t pre_guard = 0;
   int loops = 0;
@@ -159,6 +177,15 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c);
 
 /// Shared memory the variant declares, in bytes (static; 48 KiB at most).
 long long shared_bytes(const NaiveKernel& k, const Choice& c);
+
+/// Dynamic shared memory the variant needs at launch (its halo windows, whose size follows the
+/// loop bounds), for the kernel's scalar arguments by name. Throws NaiveError when a scalar the
+/// loop bounds use is missing.
+long long dynamic_shared_bytes(const NaiveKernel& k, const Choice& c,
+                               const std::map<std::string, double>& scalars);
+
+/// The input arrays that can be read through a halo window, described ("in: 1 read(s), ...").
+std::vector<std::string> halo_windows(const NaiveKernel& k);
 
 /// The variant's source: a readable kernel with a header comment listing its transformations.
 /// `problem` (when given) adds the launch geometry for those sizes to the comment.

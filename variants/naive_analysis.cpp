@@ -6,6 +6,7 @@
 #include <clang/Lex/Lexer.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -218,6 +219,37 @@ class Analyser {
     }
     k_.guard.push_back(std::move(t));
     k_.guard_depends.push_back(deps_of(e));
+    k_.guard_bounds.push_back(guard_bound(e, negate));
+  }
+  /// The index a whole expression is (`idx`, `blockIdx.x*blockDim.x+threadIdx.x`), or -1.
+  int index_of(const Expr* e) const {
+    e = e->IgnoreParenImpCasts();
+    if (int d = index_pattern(e); d >= 0) return d;
+    if (const auto* r = dyn_cast<DeclRefExpr>(e))
+      if (const auto* v = dyn_cast<VarDecl>(r->getDecl()))
+        if (auto it = index_vars_.find(v); it != index_vars_.end()) return it->second;
+    return -1;
+  }
+  /// `idx < E`, `E >= idy`, ... (negated for `if (c) return;`) as an interval bound.
+  GuardBound guard_bound(const Expr* e, bool negate) {
+    GuardBound g;
+    const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
+    if (!b || !b->isRelationalOp()) return g;
+    BinaryOperatorKind op = b->getOpcode();
+    const Expr* other = b->getRHS();
+    int dim = index_of(b->getLHS());
+    if (dim < 0) {
+      dim = index_of(b->getRHS());
+      other = b->getLHS();
+      op = op == BO_LT ? BO_GT : op == BO_GT ? BO_LT : op == BO_LE ? BO_GE : BO_LE;
+    }
+    if (dim < 0 || !deps_of(other).empty()) return g;
+    if (negate) op = op == BO_LT ? BO_GE : op == BO_GT ? BO_LE : op == BO_LE ? BO_GT : BO_LT;
+    g.dim = dim;
+    g.upper = op == BO_LT || op == BO_LE;
+    g.adjust = op == BO_LT ? -1 : op == BO_GT ? 1 : 0;
+    g.bound = text_of(other, /*guard=*/true);
+    return g;
   }
   void split_conjuncts(const Expr* e) {
     const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
@@ -371,6 +403,82 @@ class Analyser {
     return any;
   }
 
+  /// An affine form evaluated at kSymPoints assignments of the scalars (see AccessSite::sym).
+  struct Sym {
+    bool ok = true;
+    std::map<std::string, std::vector<long long>> c;  ///< "1": the constant term
+  };
+  static std::vector<long long> sym_value(const std::string& name) {
+    std::vector<long long> v;
+    for (int p = 0; p < kSymPoints; ++p) {
+      std::uint64_t h = 1469598103934665603ull;
+      for (char ch : name + "#" + std::to_string(p))
+        h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+      v.push_back(static_cast<long long>(3 + h % 997));
+    }
+    return v;
+  }
+  static void sym_add(Sym& r, const Sym& a, long long scale) {
+    for (const auto& [k, v] : a.c) {
+      auto& t = r.c[k];
+      t.resize(kSymPoints, 0);
+      for (int p = 0; p < kSymPoints; ++p) t[p] += scale * v[p];
+    }
+  }
+  Sym sym(const Expr* e) const {
+    e = e->IgnoreParenImpCasts();
+    Sym r;
+    if (const auto* lit = dyn_cast<IntegerLiteral>(e)) {
+      r.c["1"] = std::vector<long long>(kSymPoints, lit->getValue().getSExtValue());
+      return r;
+    }
+    if (int d = index_of(e); d >= 0) {
+      r.c[d == 0 ? "x" : "y"] = std::vector<long long>(kSymPoints, 1);
+      return r;
+    }
+    if (const auto* ref = dyn_cast<DeclRefExpr>(e)) {
+      const auto* v = dyn_cast<VarDecl>(ref->getDecl());
+      if (!v) return Sym{false, {}};
+      if (auto lt = loop_vars_.find(v); lt != loop_vars_.end()) {
+        r.c["loop:" + std::to_string(lt->second)] = std::vector<long long>(kSymPoints, 1);
+        return r;
+      }
+      if (assigned_.count(v) || (local_ids_.count(v) && k_.locals[local_ids_.at(v)].replicated))
+        return Sym{false, {}};
+      r.c["1"] = sym_value(v->getNameAsString());  // a scalar parameter or a kept local
+      return r;
+    }
+    if (const auto* b = dyn_cast<BinaryOperator>(e)) {
+      if (b->getOpcode() == BO_Add || b->getOpcode() == BO_Sub) {
+        Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
+        if (!l.ok || !rr.ok) return Sym{false, {}};
+        sym_add(r, l, 1);
+        sym_add(r, rr, b->getOpcode() == BO_Sub ? -1 : 1);
+        return r;
+      }
+      if (b->getOpcode() == BO_Mul) {
+        Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
+        if (!l.ok || !rr.ok) return Sym{false, {}};
+        auto constant = [](const Sym& s) { return s.c.size() == 1 && s.c.count("1"); };
+        if (!constant(l) && !constant(rr)) return Sym{false, {}};
+        const Sym& var = constant(l) ? rr : l;
+        const std::vector<long long>& k = (constant(l) ? l : rr).c.at("1");
+        for (const auto& [name, v] : var.c) {
+          auto& t = r.c[name];
+          t.resize(kSymPoints, 0);
+          for (int p = 0; p < kSymPoints; ++p) t[p] = v[p] * k[p];
+        }
+        return r;
+      }
+    }
+    if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Minus) {
+      Sym s = sym(u->getSubExpr());
+      if (s.ok) sym_add(r, s, -1);
+      return s.ok ? r : s;
+    }
+    return Sym{false, {}};
+  }
+
   // --- text with holes ----------------------------------------------------------------------
   struct Hole {
     unsigned begin, end;
@@ -508,6 +616,7 @@ class Analyser {
     const long long row = k_.params[site.param].row;
     Affine af;
     af.constant.reset();
+    Sym total;
     Piece piece{Piece::Access, pv->getNameAsString(), -1, 0, {}};
     for (size_t i = 0; i < subs.size(); ++i) {
       const Expr* e = subs[i];
@@ -519,6 +628,9 @@ class Analyser {
       af.ok = af.ok && part.ok;
       // The first subscript of a 2-D access counts `row` elements per step.
       const long long scale = i + 1 < subs.size() ? row : 1;
+      Sym ps = sym(e);
+      total.ok = total.ok && ps.ok;
+      if (ps.ok) sym_add(total, ps, scale);
       for (auto& [v, c] : part.coef) {
         std::optional<long long> add = c ? std::optional<long long>(*c * scale) : std::nullopt;
         auto it = af.coef.find(v);
@@ -535,6 +647,10 @@ class Analyser {
     if (af.ok)
       for (auto& [v, c] : af.coef)
         if (c) site.unit[v] = *c;
+    if (total.ok) {
+      site.sym = total.c;
+      site.sym.try_emplace("1", std::vector<long long>(kSymPoints, 0));
+    }
     if (!af.ok || site.depends.count("access") || site.depends.count("call"))
       site.depends.insert("opaque");
     Param& p = k_.params[site.param];

@@ -1,8 +1,12 @@
 // Variants of a naive kernel: the space it allows and the source of each point. See naive.h.
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 
+#include "variants/expr.h"
 #include "variants/naive.h"
 
 namespace gputune::naive {
@@ -152,6 +156,202 @@ int staged_store_site(const NaiveKernel& k, const std::string& array) {
   return -1;
 }
 
+/// The loop statement with id `loop`, or nullptr.
+const Stmt* find_loop(const std::vector<Stmt>& list, int loop) {
+  for (const Stmt& s : list) {
+    if (s.kind == Stmt::Loop && s.loop == loop) return &s;
+    if (const Stmt* r = find_loop(s.body, loop)) return r;
+  }
+  return nullptr;
+}
+
+/// Whether a fragment is integer arithmetic (+, -, *, parentheses, literals) on the kernel's
+/// scalar parameters only: then it means the same in C and in the job's expressions, and the
+/// host can evaluate it from the arguments to size dynamic shared memory.
+bool scalar_arithmetic(const NaiveKernel& k, const Text& t) {
+  std::string s;
+  for (const Piece& p : t) {
+    if (p.kind != Piece::Lit) return false;
+    s += p.text;
+  }
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (std::isalpha(c) || c == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      const std::string name = s.substr(i, j - i);
+      if (!std::any_of(k.params.begin(), k.params.end(),
+                       [&](const Param& p) { return !p.pointer && p.name == name; }))
+        return false;
+      i = j;
+    } else if (std::isdigit(c)) {
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+      if (i < s.size() && (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '.'))
+        return false;  // suffixes and floating point
+    } else if (std::string(" \t\n+-*()").find(static_cast<char>(c)) != std::string::npos) {
+      ++i;
+    } else {
+      return false;
+    }
+  }
+  return !s.empty();
+}
+
+/// A halo tile: one shared-memory window per block holding every element the block's threads read
+/// from an input array whose reads are all the same affine function of (idx + ox, idy + oy): ox
+/// and oy are small constant steps (a stencil's neighbours) plus loop counters that advance the
+/// subscript exactly as idx or idy does (a convolution's filter window). The window is the block's
+/// outputs widened by the offsets' span, so its size follows the loop bounds at run time: it lives
+/// in dynamic shared memory, sized at launch from the kernel's scalar arguments.
+struct HaloPlan {
+  bool ok = false;
+  std::string reason;
+  int param = -1;
+  std::vector<int> sites;                     ///< the reads; sites[0] is the reference
+  std::vector<std::array<long long, 2>> off;  ///< per site: its offset from the window's corner
+  std::array<long long, 2> span{0, 0};        ///< largest constant offset per axis
+  std::array<std::vector<int>, 2> loops;      ///< loop ids that advance it along x, y
+};
+
+/// The trip count of a loop as C text over scalars ("(hi) - (lo)", inclusive "+ 1").
+std::string trip_text(const Stmt& l) {
+  auto operand = [](std::string t) {
+    bool simple = std::all_of(t.begin(), t.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    return simple ? t : "(" + t + ")";
+  };
+  const std::string lo = literal_text(l.lo), hi = operand(literal_text(l.hi));
+  if (lo == "0") return l.inclusive ? hi + " + 1" : hi;
+  return hi + (l.inclusive ? " + 1" : "") + " - " + operand(lo);
+}
+
+HaloPlan plan_halo(const NaiveKernel& k, int param) {
+  HaloPlan h;
+  h.param = param;
+  const Param& prm = k.params[static_cast<size_t>(param)];
+  auto no = [&](std::string why) {
+    h.reason = std::move(why);
+    return h;
+  };
+  if (prm.written) return no("written");
+  if (!element_bytes(prm.element))
+    return no("element type '" + prm.element + "' has no known size");
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (k.accesses[i].param == param) h.sites.push_back(static_cast<int>(i));
+  if (h.sites.empty()) return no("not read");
+  const char* axis[2] = {"x", "y"};
+  const AccessSite& r = k.accesses[static_cast<size_t>(h.sites[0])];
+  std::array<std::vector<long long>, 2> step;
+  for (int d = 0; d < k.dims; ++d) {
+    auto it = r.sym.find(axis[d]);
+    if (it == r.sym.end() ||
+        std::all_of(it->second.begin(), it->second.end(), [](long long v) { return v == 0; }))
+      return no("line " + std::to_string(r.line) + ": the subscript does not move with " +
+                k.index_names[static_cast<size_t>(d)] + ": no window around the block");
+    step[static_cast<size_t>(d)] = it->second;
+  }
+  if (k.dims == 2 && step[0] == step[1])
+    return no("line " + std::to_string(r.line) + ": idx and idy advance the subscript alike");
+  std::vector<std::array<long long, 2>> rel;
+  for (size_t n = 0; n < h.sites.size(); ++n) {
+    const AccessSite& s = k.accesses[static_cast<size_t>(h.sites[n])];
+    const std::string at = "line " + std::to_string(s.line) + ": ";
+    if (s.conditional)
+      return no(at + "read under a condition: the window would load what the kernel may skip");
+    for (const std::string& d : s.depends)
+      if (d == "opaque" || d == "thread" || d == "access" || d == "call" ||
+          d.rfind("local:", 0) == 0)
+        return no(at + "the subscript is not affine in idx, idy, loop counters and scalars");
+    if (s.sym.empty())
+      return no(at + "the subscript is not affine in idx, idy, loop counters and scalars");
+    std::array<std::vector<int>, 2> loops;
+    for (const auto& [name, c] : s.sym) {
+      if (name == "1" || std::all_of(c.begin(), c.end(), [](long long v) { return v == 0; }))
+        continue;
+      if (name == "x" || name == "y") {
+        if (c != step[name == "x" ? 0 : 1])
+          return no(at + "the reads step differently along " + name + ": not one window");
+        continue;
+      }
+      int d = c == step[0] ? 0 : k.dims == 2 && c == step[1] ? 1 : -1;
+      const int id = std::stoi(name.substr(5));
+      const Stmt* l = find_loop(k.body, id);
+      if (d < 0 || !l)
+        return no(at + "loop counter " + (l ? l->var : name) +
+                  " advances the subscript by neither " + k.index_names[0] + "'s" +
+                  (k.dims == 2 ? " nor " + k.index_names[1] + "'s" : std::string()) + " step");
+      if (!scalar_arithmetic(k, l->lo) || !scalar_arithmetic(k, l->hi))
+        return no("loop " + l->var +
+                  ": bounds that are not +, -, * of scalar arguments and constants");
+      loops[static_cast<size_t>(d)].push_back(id);
+    }
+    if (n == 0)
+      h.loops = loops;
+    else if (loops != h.loops)
+      return no(at + "the reads run over different loops: not one window");
+    // The constant part: a small step of idx and idy away from the reference read.
+    std::vector<long long> diff(kSymPoints);
+    for (int p = 0; p < kSymPoints; ++p)
+      diff[static_cast<size_t>(p)] =
+          s.sym.at("1")[static_cast<size_t>(p)] - r.sym.at("1")[static_cast<size_t>(p)];
+    constexpr long long kMax = 32;
+    bool found = false;
+    std::array<long long, 2> best{0, 0};
+    for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
+      for (long long dx = -kMax; dx <= kMax; ++dx) {
+        bool eq = true;
+        for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
+          eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
+        if (eq && (!found || std::abs(dx) + std::abs(dy) < std::abs(best[0]) + std::abs(best[1])))
+          best = {dx, dy}, found = true;
+      }
+    if (!found)
+      return no(at + "its offset from line " + std::to_string(r.line) +
+                "'s read is not a small step of the indices: not one window");
+    rel.push_back(best);
+  }
+  if (h.sites.size() == 1 && h.loops[0].empty() && h.loops[1].empty())
+    return no("line " + std::to_string(r.line) + ": read once per thread: no reuse to stage");
+  for (size_t g = 0; g < k.guard.size(); ++g) {
+    const auto& gd = k.guard_depends[g];
+    for (const std::string& d : gd)
+      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
+        return no("the bounds check uses a local variable");
+    if ((gd.count("x") || gd.count("y")) && k.guard_bounds[g].dim < 0)
+      return no("the bounds check (" + literal_text(k.guard[g]) +
+                ") is not an interval on one index (idx < E, idy >= E, ...)");
+  }
+  std::array<long long, 2> lo{0, 0};
+  for (const auto& o : rel)
+    for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], o[d]);
+  for (const auto& o : rel) {
+    h.off.push_back({o[0] - lo[0], o[1] - lo[1]});
+    for (size_t d = 0; d < 2; ++d) h.span[d] = std::max(h.span[d], o[d] - lo[d]);
+  }
+  h.ok = true;
+  return h;
+}
+
+/// The halo plans of a kernel's input arrays (by parameter). All halo tiles of a kernel share one
+/// `extern __shared__` array, so they must have one element type: the first array's.
+std::map<int, HaloPlan> halo_plans(const NaiveKernel& k) {
+  std::map<int, HaloPlan> out;
+  std::string type;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.read || p.written) continue;
+    HaloPlan h = plan_halo(k, static_cast<int>(i));
+    if (h.ok && !type.empty() && p.element != type) {
+      h.ok = false;
+      h.reason = "another array's window holds " + type + ": one dynamic shared array per kernel";
+    }
+    if (h.ok) type = p.element;
+    out.emplace(static_cast<int>(i), std::move(h));
+  }
+  return out;
+}
+
 /// Every Reduce statement of the body, in order.
 void reductions(const std::vector<Stmt>& list, std::vector<const Stmt*>& out) {
   for (const Stmt& s : list) {
@@ -187,10 +387,17 @@ class Emitter {
     }
     tx_ = c_.block_x * c_.merge_x;
     ty_ = c_.block_y * c_.merge_y;
+    // Arrays read through a halo window: every read of the array comes from it.
+    for (auto& [param, h] : halo_plans(k_)) {
+      if (!h.ok || cache_of(param) != Cache::Shared) continue;
+      for (size_t n = 0; n < h.sites.size(); ++n)
+        halo_site_[h.sites[n]] = {static_cast<int>(halos_.size()), n};
+      halos_.push_back(std::move(h));
+    }
     // Which sites are staged, and their tiles (sites with the same subscript share one).
     for (size_t i = 0; i < k_.accesses.size(); ++i) {
       const AccessSite& s = k_.accesses[i];
-      if (cache_of(s.param) != Cache::Shared) continue;
+      if (cache_of(s.param) != Cache::Shared || halo_site_.count(static_cast<int>(i))) continue;
       TilePlan p = plan_site(k_, s);
       if (!p.ok) continue;
       p.key = k_.params[s.param].name + "|" + std::to_string(s.loop) + "|" +
@@ -229,6 +436,33 @@ class Emitter {
     return total;
   }
 
+  /// Dynamic shared memory of the halo windows, for the kernel's scalar arguments (by name).
+  long long dynamic_bytes(const std::map<std::string, double>& scalars) const {
+    std::vector<std::pair<std::string, Value>> bind;
+    for (const auto& [n, v] : scalars) bind.emplace_back(n, Value(v));
+    long long total = 0;
+    for (const HaloPlan& h : halos_) {
+      std::array<long long, 2> extra{0, 0};
+      for (size_t d = 0; d < 2; ++d)
+        for (int id : h.loops[d]) {
+          const Stmt* l = find_loop(k_.body, id);
+          double trip = 0;
+          try {
+            trip = eval_expression(trip_text(*l), bind).as_double();
+          } catch (const std::exception& e) {
+            throw NaiveError("kernel '" + k_.name + "': cannot size the halo window of " +
+                             k_.params[static_cast<size_t>(h.param)].name + " from loop " + l->var +
+                             "'s bounds (" + trip_text(*l) + "): " + e.what());
+          }
+          extra[d] += std::max(1LL, static_cast<long long>(trip)) - 1;
+        }
+      const long long cols = tx_ + h.span[0] + extra[0] + (c_.pad ? 1 : 0);
+      const long long rows = k_.dims == 2 ? ty_ + h.span[1] + extra[1] : 1;
+      total += rows * cols * element_bytes(k_.params[static_cast<size_t>(h.param)].element);
+    }
+    return total;
+  }
+
   std::string run() {
     std::ostringstream o;
     header(o);
@@ -254,7 +488,7 @@ class Emitter {
       line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
       line(o, "const int gt_y0 = gt_by + threadIdx.y;");
     }
-    if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty())
+    if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
       line(o, "const int gt_tid = threadIdx.y * " + std::to_string(c_.block_x) + " + threadIdx.x;");
     if (!tiles_.empty()) {
       for (const Tile& t : tiles_) {
@@ -274,6 +508,7 @@ class Emitter {
     for (const Sum& x : sums_)
       line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
                   "(0);  // this thread's part of " + literal_text(x.stmt->address));
+    if (!halos_.empty()) stage_halos(o);
     // Statements before the guard, then the guard, then the work.
     std::vector<Stmt> pre(k_.body.begin(), k_.body.begin() + static_cast<long>(k_.pre_guard));
     std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
@@ -472,7 +707,9 @@ class Emitter {
           break;
         case Piece::Access: {
           auto it = site_tile_.find(p.id);
-          if (k_.accesses[p.id].store && staged_store(p.id)) {
+          if (auto hs = halo_site_.find(p.id); hs != halo_site_.end()) {
+            s += halo_read(halos_[static_cast<size_t>(hs->second.first)], hs->second.second);
+          } else if (k_.accesses[p.id].store && staged_store(p.id)) {
             s += store_tile(p.id) + "[" + k_.index_names[0] + " - gt_bx][" + k_.index_names[1] +
                  " - gt_by]";
           } else if (it != site_tile_.end() && !k_.accesses[p.id].store) {
@@ -496,6 +733,154 @@ class Emitter {
       }
     }
     return s;
+  }
+
+  bool halo_of(int param) const {
+    return std::any_of(halos_.begin(), halos_.end(),
+                       [&](const HaloPlan& h) { return h.param == param; });
+  }
+  std::string halo_name(const HaloPlan& h, const std::string& what) const {
+    return "gt_h" + what + "_" + k_.params[static_cast<size_t>(h.param)].name;
+  }
+  /// How far the loops along axis d have advanced a read: "fx" or "(fx - (lo))", summed.
+  std::string loop_advance(const HaloPlan& h, size_t d) const {
+    std::string s;
+    for (int id : h.loops[d]) {
+      const Stmt* l = find_loop(k_.body, id);
+      const std::string lo = literal_text(l->lo);
+      s += " + " + (lo == "0" ? l->var : "(" + l->var + " - (" + lo + "))");
+    }
+    return s;
+  }
+  /// A read of site n of a halo array, from its window.
+  std::string halo_read(const HaloPlan& h, size_t n) const {
+    auto coord = [&](size_t d) {
+      std::string c = k_.index_names[d] + (d == 0 ? " - gt_bx" : " - gt_by");
+      if (h.off[n][d]) c += " + " + std::to_string(h.off[n][d]);
+      return c + loop_advance(h, d);
+    };
+    std::string at = halo_name(h, "o") + " + ";
+    if (k_.dims == 2) at += "(" + coord(1) + ") * " + halo_name(h, "p") + " + ";
+    return "gt_halo[" + at + coord(0) + "]";
+  }
+
+  /// Loads every halo window once per block, before any work: the block's valid outputs (the
+  /// bounds check's intervals clipped to the block) widened by each read's offsets; an element
+  /// no valid thread reads stays zero and is never loaded, so no load leaves the kernel's range.
+  void stage_halos(std::ostringstream& o) {
+    const std::string elem = k_.params[static_cast<size_t>(halos_[0].param)].element;
+    const std::string nthreads = std::to_string(c_.block_x * c_.block_y);
+    line(o, "extern __shared__ " + elem + " gt_halo[];  // halo windows, sized at launch");
+    line(o, "// The outputs of this block that pass the bounds check: columns [gt_vx0, gt_vx1]" +
+                std::string(k_.dims == 2 ? ", rows [gt_vy0, gt_vy1]." : "."));
+    std::string always;
+    for (int d = 0; d < k_.dims; ++d) {
+      const std::string v = d == 0 ? "gt_vx" : "gt_vy", base = d == 0 ? "gt_bx" : "gt_by";
+      line(o, "int " + v + "0 = " + base + ", " + v + "1 = " + base + " + " +
+                  std::to_string((d == 0 ? tx_ : ty_) - 1) + ";");
+      for (size_t g = 0; g < k_.guard.size(); ++g) {
+        const GuardBound& b = k_.guard_bounds[g];
+        if (b.dim != d) continue;
+        std::string e =
+            "(" + render(b.bound) + ")" +
+            (b.adjust ? (b.adjust > 0 ? " + " : " - ") + std::to_string(std::abs(b.adjust))
+                      : std::string());
+        line(o, b.upper ? v + "1 = min(" + v + "1, " + e + ");"
+                        : v + "0 = max(" + v + "0, " + e + ");");
+      }
+    }
+    for (size_t g = 0; g < k_.guard.size(); ++g)
+      if (!k_.guard_depends[g].count("x") && !k_.guard_depends[g].count("y"))
+        always += " && (" + render(k_.guard[g]) + ")";
+    std::string offset = "0";
+    for (const HaloPlan& h : halos_) {
+      const Param& prm = k_.params[static_cast<size_t>(h.param)];
+      const int ref = h.sites[0];
+      const std::string a = prm.name, hw = halo_name(h, "w"), hp = halo_name(h, "p"),
+                        hh = halo_name(h, "h"), ho = halo_name(h, "o"), run = halo_name(h, "run");
+      line(o, "// halo window of " + a + "[" + index_text(ref) +
+                  "]: " + std::to_string(h.sites.size()) +
+                  " read(s), the block's outputs widened by their offsets" +
+                  (h.loops[0].empty() && h.loops[1].empty() ? "" : " and loops") +
+                  (c_.pad ? ", padded pitch" : ""));
+      // How far the loops move a read along each axis: the sum of their trip counts - 1.
+      std::string trips;
+      std::array<std::string, 2> reach{"", ""};
+      for (size_t d = 0; d < 2; ++d) {
+        std::string sum;
+        for (int id : h.loops[d]) {
+          const Stmt* l = find_loop(k_.body, id);
+          sum += std::string(sum.empty() ? "" : " + ") + "max(" + trip_text(*l) + ", 1) - 1";
+          if (trips.find(trip_text(*l) + " > 0 && ") == std::string::npos)
+            trips += trip_text(*l) + " > 0 && ";
+        }
+        if (sum.empty()) continue;
+        reach[d] = halo_name(h, d == 0 ? "lx" : "ly");
+        line(o,
+             "const int " + reach[d] + " = " + sum + ";  // loop reach along " + k_.index_names[d]);
+      }
+      auto widen = [&](long long base, size_t d) {
+        std::string e = std::to_string(base + h.span[d]);
+        return reach[d].empty() ? e : e + " + " + reach[d];
+      };
+      line(o, "const int " + hw + " = " + widen(tx_, 0) + ";  // columns");
+      line(o, "const int " + hp + " = " + hw + (c_.pad ? " + 1" : "") + ";  // pitch");
+      line(o, "const int " + hh + " = " + (k_.dims == 2 ? widen(ty_, 1) : std::string("1")) +
+                  ";  // rows");
+      line(o, "const int " + ho + " = " + offset + ";  // first element in gt_halo");
+      offset = ho + " + " + hh + " * " + hp;
+      line(o, "const bool " + run + " = " + trips + "gt_vx0 <= gt_vx1" +
+                  (k_.dims == 2 ? " && gt_vy0 <= gt_vy1" : "") + always + ";");
+      line(o,
+           "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
+      ++ind_;
+      line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
+      // Needed when some valid thread reads it through some read: thread x reads column c
+      // through read n for x in [bx + c - off_n - loops, bx + c - off_n].
+      std::set<std::array<long long, 2>> seen;
+      std::vector<std::string> need;
+      for (size_t n = 0; n < h.sites.size(); ++n) {
+        if (!seen.insert(h.off[n]).second) continue;
+        std::string t;
+        for (int d = 0; d < k_.dims; ++d) {
+          const std::string hi = std::string(d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
+                                 (h.off[n][static_cast<size_t>(d)]
+                                      ? " - " + std::to_string(h.off[n][static_cast<size_t>(d)])
+                                      : std::string());
+          const std::string& r = reach[static_cast<size_t>(d)];
+          const std::string lo = r.empty() ? hi : hi + " - " + r;
+          const std::string v = d == 0 ? "gt_vx" : "gt_vy";
+          t += std::string(t.empty() ? "" : " && ") + lo + " <= " + v + "1 && " + hi + " >= " + v +
+               "0";
+        }
+        need.push_back("(" + t + ")");
+      }
+      line(o, "const bool gt_need = " + run + " && (" + need[0] + (need.size() == 1 ? ");" : ""));
+      for (size_t n = 1; n < need.size(); ++n)
+        line(o, "    || " + need[n] + (n + 1 == need.size() ? ");" : ""));
+      line(o, elem + " gt_v = " + elem + "(0);");
+      line(o, "if (gt_need) {");
+      ++ind_;
+      for (int d = 0; d < k_.dims; ++d)
+        line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
+                    (d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
+                    (h.off[0][static_cast<size_t>(d)]
+                         ? " - " + std::to_string(h.off[0][static_cast<size_t>(d)])
+                         : std::string()) +
+                    ";");
+      for (size_t d = 0; d < 2; ++d)
+        for (int id : h.loops[d]) {
+          const Stmt* l = find_loop(k_.body, id);
+          line(o, "const int " + l->var + " = " + literal_text(l->lo) + ";");
+        }
+      line(o, "gt_v = __ldg(&" + a + "[" + render_index(ref) + "]);");
+      --ind_;
+      line(o, "}");
+      line(o, "gt_halo[" + ho + " + gt_r * " + hp + " + gt_c] = gt_v;");
+      --ind_;
+      line(o, "}");
+    }
+    line(o, "__syncthreads();");
   }
 
   /// Runs `body` once per merged thread with idx/idy (the kernel's names) set for it.
@@ -777,7 +1162,10 @@ class Emitter {
       o << "// - " << p.name << ": "
         << (c == Cache::Global     ? "global loads"
             : c == Cache::ReadOnly ? "read-only path (const __restrict__, __ldg)"
-                                   : "shared-memory tiles where reused, read-only path elsewhere")
+            : halo_of(static_cast<int>(i))
+                ? "a halo window in dynamic shared memory: the block's outputs widened by the "
+                  "reads' offsets, loaded once per block"
+                : "shared-memory tiles where reused, read-only path elsewhere")
         << "\n";
     }
     for (int site : store_sites_)
@@ -790,6 +1178,8 @@ class Emitter {
     o << "// Launch: block (" << c_.block_x << ", " << c_.block_y << ", 1), grid (ceil(X / " << tx_
       << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
     if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
+    if (!halos_.empty())
+      o << "; dynamic shared memory for the halo windows, sized at launch from the scalars";
     o << ".\n";
   }
 
@@ -799,7 +1189,9 @@ class Emitter {
   int ind_ = 0;
   std::vector<Tile> tiles_;
   std::map<int, int> site_tile_;
-  std::vector<int> store_sites_;  ///< stores staged through a tile
+  std::vector<int> store_sites_;                     ///< stores staged through a tile
+  std::vector<HaloPlan> halos_;                      ///< arrays read through a halo window
+  std::map<int, std::pair<int, size_t>> halo_site_;  ///< site -> (halo, its index in the plan)
   std::vector<Sum> sums_;
 };
 
@@ -807,6 +1199,7 @@ class Emitter {
 
 std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
   std::vector<ArrayOptions> out;
+  const std::map<int, HaloPlan> halos = halo_plans(k);
   for (size_t i = 0; i < k.params.size(); ++i) {
     const Param& p = k.params[i];
     if (!p.pointer || !p.read) continue;
@@ -819,15 +1212,17 @@ std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
       continue;
     }
     a.allowed.push_back(Cache::ReadOnly);
-    bool any = false;
+    const HaloPlan h = halos.at(static_cast<int>(i));
+    bool any = h.ok;
     for (const AccessSite& s : k.accesses) {
-      if (s.param != static_cast<int>(i) || s.store) continue;
+      if (h.ok || s.param != static_cast<int>(i) || s.store) continue;
       TilePlan t = plan_site(k, s);
       if (t.ok)
         any = true;
       else
         a.reasons.push_back("not staged at " + t.reason);
     }
+    if (!any) a.reasons.push_back("no halo window: " + h.reason);
     if (any) a.allowed.push_back(Cache::Shared);
     out.push_back(a);
   }
@@ -896,6 +1291,27 @@ long long shared_bytes(const NaiveKernel& k, const Choice& c) {
   return Emitter(k, c).shared_bytes();
 }
 
+long long dynamic_shared_bytes(const NaiveKernel& k, const Choice& c,
+                               const std::map<std::string, double>& scalars) {
+  return Emitter(k, c).dynamic_bytes(scalars);
+}
+
+std::vector<std::string> halo_windows(const NaiveKernel& k) {
+  std::vector<std::string> out;
+  for (const auto& [param, h] : halo_plans(k)) {
+    if (!h.ok) continue;
+    std::string s = k.params[static_cast<size_t>(param)].name + ": " +
+                    std::to_string(h.sites.size()) + " read(s), offsets up to " +
+                    std::to_string(h.span[0]) +
+                    (k.dims == 2 ? " x " + std::to_string(h.span[1]) : "");
+    for (size_t d = 0; d < 2; ++d)
+      for (int id : h.loops[d])
+        s += ", loop " + find_loop(k.body, id)->var + " along " + k.index_names[d];
+    out.push_back(s);
+  }
+  return out;
+}
+
 std::string emit_variant(const NaiveKernel& k, const Choice& c) { return Emitter(k, c).run(); }
 
 std::string choice_label(const NaiveKernel& k, const Choice& c) {
@@ -904,12 +1320,16 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   s += "_mx" + std::to_string(c.merge_x);
   if (k.dims == 2) s += "_my" + std::to_string(c.merge_y);
   if (k.loops) s += "_u" + std::to_string(c.unroll);
-  bool shared = false;
+  bool shared = false, halo = false;
+  const std::map<int, HaloPlan> halos = halo_plans(k);
   for (const ArrayOptions& a : array_options(k)) {
     if (a.allowed.size() < 2) continue;
     auto it = c.cache.find(a.array);
     Cache ch = it == c.cache.end() ? Cache::Global : it->second;
-    shared |= ch == Cache::Shared;
+    const bool window = std::any_of(halos.begin(), halos.end(), [&](const auto& h) {
+      return h.second.ok && k.params[static_cast<size_t>(h.first)].name == a.array;
+    });
+    (window ? halo : shared) |= ch == Cache::Shared;
     s += "_" + a.array + "-" + cache_name(ch);
   }
   bool staged = false;
@@ -922,7 +1342,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   }
   if (shared)
     s += "_tk" + std::to_string(c.tile_k) + (c.vector > 1 ? "_v" + std::to_string(c.vector) : "");
-  if ((shared || staged) && c.pad) s += "_pad";
+  if ((shared || staged || halo) && c.pad) s += "_pad";
   return s;
 }
 
@@ -982,12 +1402,19 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
   std::vector<std::string> shared_arrays, pad_arrays, vector_arrays;
   std::string smem;
+  const std::map<int, HaloPlan> halos = halo_plans(k);
   for (const ArrayOptions& a : array_options(k)) {
     if (a.allowed.size() < 2) continue;
     std::vector<std::string> values;
     for (Cache c : a.allowed) values.push_back(cache_name(c));  // global first
     gen.push_back(str_param("cache_" + a.array, values));
     if (std::find(a.allowed.begin(), a.allowed.end(), Cache::Shared) == a.allowed.end()) continue;
+    int prm = 0;
+    while (k.params[static_cast<size_t>(prm)].name != a.array) ++prm;
+    if (halos.at(prm).ok) {  // a halo window: dynamic shared memory, sized at launch
+      pad_arrays.push_back(a.array);
+      continue;
+    }
     shared_arrays.push_back(a.array);
     // Shared bytes of this array's tiles, as an expression of the parameters.
     std::string bytes;

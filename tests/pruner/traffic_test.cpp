@@ -99,6 +99,37 @@ __global__ void t(float* out, const float* in) {
   }
 }
 
+// Dynamic shared memory (`extern __shared__ T a[];`, sized at launch, as gputune's halo windows)
+// is shared memory too: its bank conflicts count like a static array's.
+TEST(Traffic, DynamicSharedArrayIsSharedMemory) {
+  const char* src = R"(
+extern "C" __global__ void t(float* out, const float* in, int pitch) {
+  extern __shared__ float win[];
+  int x = threadIdx.x, y = threadIdx.y;
+  win[y * pitch + x] = in[(blockIdx.y * 32 + y) * 1024 + blockIdx.x * 32 + x];
+  __syncthreads();
+  out[(blockIdx.x * 32 + y) * 1024 + blockIdx.y * 32 + x] = win[x * pitch + y];
+})";
+  for (int pitch : {32, 33}) {
+    TrafficInput in;
+    in.source = src;
+    in.kernel_name = "t";
+    in.block = {32, 8, 1};
+    in.grid = {32, 32, 1};
+    in.scalars["pitch"] = pitch;
+    TrafficReport r = analyse_traffic(in);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    const Access* row = find(r, "win", "store");
+    const Access* col = find(r, "win", "load");
+    ASSERT_TRUE(row && col) << "pitch " << pitch;
+    EXPECT_EQ(row->space, "shared");
+    EXPECT_TRUE(col->analysed);
+    double requests = 32.0 * 32 * 8;
+    EXPECT_DOUBLE_EQ(row->wavefronts, requests);
+    EXPECT_DOUBLE_EQ(col->wavefronts, requests * (pitch == 33 ? 1 : 32)) << "pitch " << pitch;
+  }
+}
+
 TEST(Traffic, LongLoopsAreSampledAndFlopsCounted) {
   // Naive matrix multiply: n^2 threads, each an n-long dot product (2 flops per step).
   auto in = input(R"(

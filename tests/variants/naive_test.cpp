@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
+#include "pruner/cubin.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
@@ -66,6 +68,158 @@ TEST(NaiveAnalysis, OffersStagingOnlyWhereItPays) {
   // Written arrays never take the read-only path: the reduction's output is read-modify-write.
   naive::NaiveKernel r = analyse("reduction");
   EXPECT_EQ(allowed(r, "in"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+}
+
+// --- halo windows ----------------------------------------------------------------------------
+
+naive::Choice halo_choice(int bx, int by, const std::string& array) {
+  naive::Choice c;
+  c.block_x = bx;
+  c.block_y = by;
+  c.cache[array] = Cache::Shared;
+  return c;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(NaiveHalo, ConvolutionAndStencilReadThroughOneWindowSizedAtLaunch) {
+  naive::NaiveKernel conv = analyse("conv2d");
+  EXPECT_EQ(allowed(conv, "in").back(), Cache::Shared);
+  auto windows = naive::halo_windows(conv);
+  ASSERT_EQ(windows.size(), 1u);  // filt is a plain tile: it does not move with idx
+  EXPECT_EQ(windows[0], "in: 1 read(s), offsets up to 0 x 0, loop fx along idx, loop fy along idy");
+  naive::Choice c = halo_choice(16, 4, "in");
+  std::string src = naive::emit_variant(conv, c);
+  EXPECT_NE(src.find("extern __shared__ float gt_halo[];"), std::string::npos) << src;
+  EXPECT_EQ(count(src, "__ldg(&in["), 1u) << "every read of in comes from the window:\n" << src;
+  EXPECT_NE(src.find("gt_halo[gt_ho_in + (idy - gt_by + fy) * gt_hp_in + idx - gt_bx + fx]"),
+            std::string::npos)
+      << src;
+  // (block rows + fw - 1) x (block columns + fw - 1 [+ pad]) floats, from the scalar fw.
+  const std::map<std::string, double> fw3{{"w", 100}, {"h", 50}, {"fw", 3}};
+  EXPECT_EQ(naive::dynamic_shared_bytes(conv, c, fw3), (4 + 2) * (16 + 2) * 4);
+  EXPECT_EQ(naive::dynamic_shared_bytes(conv, c, {{"fw", 17}}), (4 + 16) * (16 + 16) * 4);
+  c.pad = true;
+  EXPECT_EQ(naive::dynamic_shared_bytes(conv, c, fw3), (4 + 2) * (16 + 2 + 1) * 4);
+  c.merge_x = 2;
+  c.merge_y = 4;
+  EXPECT_EQ(naive::dynamic_shared_bytes(conv, c, fw3), (16 + 2) * (32 + 2 + 1) * 4);
+  EXPECT_THROW(naive::dynamic_shared_bytes(conv, c, {{"w", 1}}), naive::NaiveError)
+      << "fw sizes the window: without it there is no size";
+  EXPECT_EQ(naive::dynamic_shared_bytes(conv, naive::Choice{}, fw3), 0);
+  EXPECT_EQ(naive::shared_bytes(conv, halo_choice(16, 4, "in")), 0) << "no static shared memory";
+
+  // Jacobi: five reads at constant offsets, a window one element wider on each side.
+  naive::NaiveKernel jac = analyse("jacobi");
+  windows = naive::halo_windows(jac);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0], "in: 5 read(s), offsets up to 2 x 2");
+  naive::Choice j = halo_choice(32, 8, "in");
+  EXPECT_EQ(naive::dynamic_shared_bytes(jac, j, {{"n", 4096}}), (8 + 2) * (32 + 2) * 4);
+  src = naive::emit_variant(jac, j);
+  EXPECT_EQ(count(src, "__ldg(&in["), 1u) << src;
+  // The bounds check's intervals clip the window: idx > 0 and idx < n - 1.
+  EXPECT_NE(src.find("gt_vx0 = max(gt_vx0, (0) + 1);"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_vx1 = min(gt_vx1, (n - 1) - 1);"), std::string::npos) << src;
+
+  // NVRTC compiles both for Hopper; the windows are not in the cubin's static shared memory.
+  std::vector<Variant> vs(2);
+  vs[0].kernel_name = "conv2d";
+  vs[0].source = naive::emit_variant(conv, c);
+  vs[1].kernel_name = "jacobi";
+  vs[1].source = src;
+  auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(compiled[i].ok) << compiled[i].log << "\n" << vs[i].source;
+    auto res = pruner::read_cubin_resources(compiled[i].cubin, compiled[i].lowered_name);
+    EXPECT_EQ(res.static_smem, 0) << vs[i].kernel_name;
+  }
+}
+
+TEST(NaiveHalo, OtherReadPatternsAreRefusedWithTheReason) {
+  auto reasons = [](const std::string& src, const std::string& name) {
+    naive::NaiveKernel k = naive::analyse_naive(src, name, name + ".cu");
+    std::string all;
+    for (const auto& a : naive::array_options(k))
+      if (a.array == "in") {
+        EXPECT_EQ(a.allowed.back(), Cache::ReadOnly) << src;
+        for (const auto& r : a.reasons) all += r + "\n";
+      }
+    EXPECT_TRUE(naive::halo_windows(k).empty()) << src;
+    return all;
+  };
+  EXPECT_NE(reasons(R"(
+__global__ void odd(float* out, const float* in, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int idy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (idx % 2 == 0 && idy < n) out[idy * n + idx] = in[idy * n + idx] + in[idy * n + idx + 1];
+})",
+                    "odd")
+                .find("is not an interval on one index"),
+            std::string::npos);
+  EXPECT_NE(reasons(R"(
+__global__ void dilated(float* out, const float* in, int w, int h, int fw) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int idy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (idx < w && idy < h) {
+    float s = 0;
+    for (int f = 0; f < fw; ++f) s += in[(idy + 2 * f) * w + idx];
+    out[idy * w + idx] = s;
+  }
+})",
+                    "dilated")
+                .find("loop counter f advances the subscript by neither"),
+            std::string::npos);
+  EXPECT_NE(reasons(R"(
+__global__ void copy2(float* out, const float* in, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int idy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (idx < n && idy < n) out[idy * n + idx] = 2.0f * in[idy * n + idx];
+})",
+                    "copy2")
+                .find("read once per thread: no reuse to stage"),
+            std::string::npos);
+  EXPECT_NE(reasons(R"(
+__global__ void tri(float* out, const float* in, int n, int fw) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx < n) {
+    float s = 0;
+    for (int f = 0; f < fw / 2; ++f) s += in[idx + f];
+    out[idx] = s;
+  }
+})",
+                    "tri")
+                .find("bounds that are not +, -, * of scalar arguments"),
+            std::string::npos);
+}
+
+TEST(NaiveHalo, TheJobLaunchesWindowsWithTheBytesTheVariantNeeds) {
+  Job job = tuner::load_tuning_job(kNaive / "conv2d.json");
+  ASSERT_TRUE(job.naive_kernel);
+  ContextSpec ctx;
+  ctx.name = "64x32 f5";
+  for (std::int64_t v : {64, 32, 5}) ctx.problem_size.emplace_back(v);
+  Space space = build_space(job);
+  size_t windows = 0, plain = 0;
+  for (size_t i = 0; i < space.size() && (windows < 20 || plain < 20); i += 97) {
+    Config cfg = space.config(i);
+    naive::Choice ch = naive::choice_from_config(*job.naive_kernel, cfg);
+    LaunchGeometry g = launch_geometry(job, cfg, ctx);
+    const long long tx = ch.block_x * ch.merge_x, ty = ch.block_y * ch.merge_y;
+    if (cfg["cache_in"].as_str() == "shared") {
+      ++windows;
+      EXPECT_EQ(g.dynamic_smem, (ty + 4) * (tx + 4 + (ch.pad ? 1 : 0)) * 4) << cfg.key();
+    } else {
+      ++plain;
+      EXPECT_EQ(g.dynamic_smem, 0) << cfg.key();
+    }
+  }
+  EXPECT_GT(windows, 0u);
+  EXPECT_GT(plain, 0u);
 }
 
 const naive::OutputOptions* output(const std::vector<naive::OutputOptions>& all,
@@ -306,6 +460,31 @@ __global__ void diverge(float* out, const float* in) {
   EXPECT_THROW(m.launch(1, {1, 1, 1}, {64, 1, 1}, args), tuner::EmulatorError);
 }
 
+TEST(CpuEmulator, DynamicSharedMemoryIsSizedAtLaunchAndUnwrittenElementsShow) {
+  tuner::CpuKernel half{R"(
+extern "C" __global__ void half(float* out) {
+  extern __shared__ float s[];
+  if (threadIdx.x % 2 == 0) s[threadIdx.x] = 1.0f + blockIdx.x;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
+}
+)",
+                        "half",
+                        {"float *"}};
+  tuner::CpuModule m = tuner::CpuModule::build({half});
+  std::vector<float> out(16, 0);
+  float* po = out.data();
+  void* args[] = {&po};
+  m.launch(0, {2, 1, 1}, {8, 1, 1}, args, 8 * sizeof(float));
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 8; ++t) {
+      if (t % 2 == 0)
+        EXPECT_EQ(out[b * 8 + t], 1.0f + b);
+      else  // never written in this block: garbage on a GPU, NaN here (refilled per block)
+        EXPECT_TRUE(std::isnan(out[b * 8 + t])) << b << " " << t << " " << out[b * 8 + t];
+    }
+}
+
 TEST(CpuEmulator, VectorLoadsAreCountedAndAMisalignedOneFaultsAsOnAGpu) {
   tuner::CpuKernel v4{R"(
 __global__ void v4(float* out, const float* in, int off) {
@@ -460,7 +639,8 @@ INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
                                            Case{"mv", {37, 29}}, Case{"mv", {36, 44}, true},
                                            Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
                                            Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
-                                           Case{"jacobi", {37}}, Case{"reduction", {1031}},
+                                           Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}},
+                                           Case{"reduction", {1031}},
                                            Case{"mm2d", {37}, false, 120}),
                          [](const auto& info) { return info.param.name; });
 
