@@ -519,6 +519,23 @@ class Emitter {
       replica_block(o, [&](std::ostringstream& b) {
         line(b, "gt_ok" + suffix(c_, k_.dims) + " = " + cond + ";");
       });
+      if (merged()) {  // for the loads merged outputs share (hoist_shared_loads)
+        const bool two = k_.dims == 2 && c_.merge_x > 1 && c_.merge_y > 1;
+        if (two) {
+          line(o, "bool gt_ok_row[" + std::to_string(c_.merge_y) + "] = {}, gt_ok_col[" +
+                      std::to_string(c_.merge_x) +
+                      "] = {};  // some output of the row/column passes");
+        }
+        line(o, "bool gt_ok_any = false;  // some output of this thread passes");
+        replica_block(o, [&](std::ostringstream& b) {
+          const std::string ok = "gt_ok" + suffix(c_, k_.dims);
+          if (two) {
+            line(b, "gt_ok_row[gt_my] = gt_ok_row[gt_my] || " + ok + ";");
+            line(b, "gt_ok_col[gt_mx] = gt_ok_col[gt_mx] || " + ok + ";");
+          }
+          line(b, "gt_ok_any = gt_ok_any || " + ok + ";");
+        });
+      }
     }
     emit_list(o, work, !k_.guard.empty());
     for (int site : store_sites_) write_back(o, site);
@@ -645,6 +662,11 @@ class Emitter {
     const Piece* p = find_access(site);
     return p ? literal_text(p->index) : std::string();
   }
+  /// A read of one site as this variant renders it (tile, window, __ldg or plain).
+  std::string render_access(int site) const {
+    const Piece* p = find_access(site);
+    return p ? render(Text{*p}) : std::string();
+  }
   /// The subscript of a site as this variant renders it.
   std::string render_index(int site) const {
     const Piece* p = find_access(site);
@@ -706,6 +728,10 @@ class Emitter {
           s += k_.index_names[p.dim];
           break;
         case Piece::Access: {
+          if (auto h = hoisted_.find(p.id); h != hoisted_.end()) {
+            s += h->second;
+            break;
+          }
           auto it = site_tile_.find(p.id);
           if (auto hs = halo_site_.find(p.id); hs != halo_site_.end()) {
             s += halo_read(halos_[static_cast<size_t>(hs->second.first)], hs->second.second);
@@ -922,10 +948,81 @@ class Emitter {
       line(o, i == 0 ? lines[i] : lines[i].substr(std::min(common, lines[i].size())));
   }
 
+  /// Thread merge keeps shared loads once: a read that the merged outputs of one thread share
+  /// (its subscript ignores a merged dimension: mm's a[idy*n+k] is the same for every merged
+  /// column) is loaded into a register before the outputs are computed, once per distinct value,
+  /// from wherever the array's path reads it (global, read-only, a shared tile), and only when
+  /// one of the outputs that use it passes the bounds check. The compiler cannot do this itself:
+  /// each output's read sits under that output's own bounds check.
+  void hoist_shared_loads(std::ostringstream& o, const std::vector<const Stmt*>& group,
+                          bool guarded) {
+    if (!merged()) return;
+    std::vector<int> sites;
+    std::function<void(const Text&)> scan = [&](const Text& t) {
+      for (const Piece& p : t) {
+        if (p.kind != Piece::Access) continue;
+        scan(p.index);
+        if (std::find(sites.begin(), sites.end(), p.id) == sites.end()) sites.push_back(p.id);
+      }
+    };
+    for (const Stmt* s : group) {
+      scan(s->text);
+      scan(s->address);
+    }
+    for (int site : sites) {
+      const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
+      const Param& prm = k_.params[static_cast<size_t>(a.param)];
+      if (a.store || prm.written || a.conditional) continue;
+      bool plain = true;
+      for (const std::string& d : a.depends)
+        plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
+      if (!plain) continue;  // locals, loaded data, calls: left where they are
+      const bool x = a.depends.count("x") > 0, y = k_.dims == 2 && a.depends.count("y") > 0;
+      const bool mx = c_.merge_x > 1, my = k_.dims == 2 && c_.merge_y > 1;
+      if (!((mx && !x) || (my && !y))) continue;  // every merged output reads its own element
+      const std::string name = "gt_r" + std::to_string(site);
+      std::string dims, index;
+      if (my && y) dims += "[" + std::to_string(c_.merge_y) + "]", index += "[gt_my]";
+      if (mx && x) dims += "[" + std::to_string(c_.merge_x) + "]", index += "[gt_mx]";
+      const std::string shared_by = index.empty() ? "all merged outputs"
+                                    : (mx && !x)  ? "the merged outputs of a row"
+                                                  : "the merged outputs of a column";
+      line(o, strip_const(prm.element) + " " + name + dims + ";  // " + prm.name + "[" +
+                  index_text(site) + "], read once for " + shared_by);
+      if (my && y) {
+        line(o, "#pragma unroll");
+        line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+      }
+      if (mx && x) {
+        line(o, "#pragma unroll");
+        line(o, "for (int gt_mx = 0; gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx)");
+      }
+      line(o, "{");
+      ++ind_;
+      line(o, "const int " + k_.index_names[0] + " = gt_x0" +
+                  (mx && x ? " + gt_mx * " + std::to_string(c_.block_x) : "") + ";");
+      if (k_.dims == 2)
+        line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                    (my && y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+      std::string load = name + index + " = " + render_access(site) + ";";
+      if (guarded)  // some output that reads the value passes the bounds check
+        load = "if (" +
+               std::string(my && y && mx   ? "gt_ok_row[gt_my]"
+                           : mx && x && my ? "gt_ok_col[gt_mx]"
+                                           : "gt_ok_any") +
+               ") " + load;
+      line(o, load);
+      --ind_;
+      line(o, "}");
+      hoisted_[site] = name + index;
+    }
+  }
+
   void emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded) {
     std::vector<const Stmt*> group;
     auto flush = [&] {
       if (group.empty()) return;
+      hoist_shared_loads(o, group, guarded);
       replica_block(o, [&](std::ostringstream& b) {
         if (guarded) {
           line(b, "if (gt_ok" + suffix(c_, k_.dims) + ") {");
@@ -948,6 +1045,7 @@ class Emitter {
           line(b, "}");
         }
       });
+      hoisted_.clear();
       group.clear();
     };
     for (const Stmt& s : list) {
@@ -1139,7 +1237,8 @@ class Emitter {
     o << "// - thread block " << c_.block_x << " x " << c_.block_y << " threads";
     if (merged())
       o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
-        << c_.merge_x * c_.merge_y << " outputs (replicated accumulators, loop control kept once)";
+        << c_.merge_x * c_.merge_y
+        << " outputs (replicated accumulators; loop control and the loads they share kept once)";
     o << "\n";
     std::function<void(const std::vector<Stmt>&)> loops = [&](const std::vector<Stmt>& l) {
       for (const Stmt& s : l) {
@@ -1192,6 +1291,7 @@ class Emitter {
   std::vector<int> store_sites_;                     ///< stores staged through a tile
   std::vector<HaloPlan> halos_;                      ///< arrays read through a halo window
   std::map<int, std::pair<int, size_t>> halo_site_;  ///< site -> (halo, its index in the plan)
+  std::map<int, std::string> hoisted_;  ///< site -> the register holding it (current group)
   std::vector<Sum> sums_;
 };
 

@@ -70,6 +70,56 @@ TEST(NaiveAnalysis, OffersStagingOnlyWhereItPays) {
   EXPECT_EQ(allowed(r, "in"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
 }
 
+// Thread merge keeps the loads its outputs share once: mm's a[idy*n+k] is read once per merged row
+// and b[k*n+idx] once per merged column, from whichever path the array takes, under "some output
+// of that row (column) passes the bounds check".
+TEST(NaiveMerge, LoadsTheMergedOutputsShareAreReadOnceIntoRegisters) {
+  naive::NaiveKernel mm = analyse("mm");
+  int a = -1, b = -1;
+  for (size_t i = 0; i < mm.accesses.size(); ++i) {
+    if (mm.accesses[i].store) continue;
+    (mm.params[static_cast<size_t>(mm.accesses[i].param)].name == "a" ? a : b) =
+        static_cast<int>(i);
+  }
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  const std::string ra = "gt_r" + std::to_string(a), rb = "gt_r" + std::to_string(b);
+  for (Cache path : {Cache::Global, Cache::ReadOnly, Cache::Shared}) {
+    naive::Choice c;
+    c.block_x = 16;
+    c.block_y = 4;
+    c.merge_x = 8;
+    c.merge_y = 4;
+    c.cache = {{"a", path}, {"b", path}};
+    std::string src = naive::emit_variant(mm, c);
+    EXPECT_NE(src.find("float " + ra +
+                       "[4];  // a[idy * n + k], read once for the merged outputs of a row"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("float " + rb +
+                       "[8];  // b[k * n + idx], read once for the merged outputs of a column"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("sum[gt_my][gt_mx] += " + ra + "[gt_my] * " + rb + "[gt_mx];"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("if (gt_ok_row[gt_my]) " + ra + "[gt_my] = "), std::string::npos) << src;
+    EXPECT_NE(src.find("if (gt_ok_col[gt_mx]) " + rb + "[gt_mx] = "), std::string::npos) << src;
+  }
+  // Merged along x only: a is shared by all of a thread's outputs; b is not shared at all.
+  naive::Choice x;
+  x.merge_x = 4;
+  x.block_y = 8;
+  std::string src = naive::emit_variant(mm, x);
+  EXPECT_NE(src.find("float " + ra + ";  // a[idy * n + k], read once for all merged outputs"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("float " + rb), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_ok_any) " + ra + " = "), std::string::npos) << src;
+  // Without merging there is nothing to share.
+  EXPECT_EQ(naive::emit_variant(mm, naive::Choice{}).find("gt_r"), std::string::npos);
+}
+
 // --- halo windows ----------------------------------------------------------------------------
 
 naive::Choice halo_choice(int bx, int by, const std::string& array) {
