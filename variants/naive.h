@@ -52,7 +52,8 @@ struct Param {
   bool pointer = false;
   std::string element;  ///< pointer: element type ("float")
   bool read = false, written = false;
-  long long row = 0;  ///< a 2-D array `T (*a)[row]` (or `T a[][row]`), indexed `a[i][j]`
+  long long row = 0;      ///< a 2-D array `T (*a)[row]` (or `T a[][row]`), indexed `a[i][j]`
+  bool assigned = false;  ///< a scalar the kernel assigns to (its value changes during the work)
 };
 
 struct Local {

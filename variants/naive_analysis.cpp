@@ -65,6 +65,8 @@ class Analyser {
     }
     const auto* body = dyn_cast<CompoundStmt>(f->getBody());
     collect_assigned(body);
+    for (const auto& [pv, id] : param_ids_)
+      if (assigned_.count(pv)) k_.params[static_cast<size_t>(id)].assigned = true;
     std::vector<const clang::Stmt*> top(body->body_begin(), body->body_end());
     // 1. Index variables and thread-independent declarations before the guard.
     std::vector<const clang::Stmt*> rest;
@@ -230,6 +232,15 @@ class Analyser {
         if (auto it = index_vars_.find(v); it != index_vars_.end()) return it->second;
     return -1;
   }
+  /// Whether an expression names a variable the kernel assigns (its value changes over the work).
+  bool uses_assigned(const clang::Stmt* s) const {
+    if (!s) return false;
+    if (const auto* r = dyn_cast<DeclRefExpr>(s))
+      if (const auto* v = dyn_cast<VarDecl>(r->getDecl()); v && assigned_.count(v)) return true;
+    for (const clang::Stmt* c : s->children())
+      if (uses_assigned(c)) return true;
+    return false;
+  }
   /// `idx < E`, `E >= idy`, ... (negated for `if (c) return;`) as an interval bound.
   GuardBound guard_bound(const Expr* e, bool negate) {
     GuardBound g;
@@ -243,7 +254,7 @@ class Analyser {
       other = b->getLHS();
       op = op == BO_LT ? BO_GT : op == BO_GT ? BO_LT : op == BO_LE ? BO_GE : BO_LE;
     }
-    if (dim < 0 || !deps_of(other).empty()) return g;
+    if (dim < 0 || !deps_of(other).empty() || uses_assigned(other)) return g;
     if (negate) op = op == BO_LT ? BO_GE : op == BO_GT ? BO_LE : op == BO_LE ? BO_GT : BO_LT;
     g.dim = dim;
     g.upper = op == BO_LT || op == BO_LE;

@@ -181,7 +181,7 @@ bool scalar_arithmetic(const NaiveKernel& k, const Text& t) {
       while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
       const std::string name = s.substr(i, j - i);
       if (!std::any_of(k.params.begin(), k.params.end(),
-                       [&](const Param& p) { return !p.pointer && p.name == name; }))
+                       [&](const Param& p) { return !p.pointer && !p.assigned && p.name == name; }))
         return false;
       i = j;
     } else if (std::isdigit(c)) {
@@ -283,7 +283,7 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
                   (k.dims == 2 ? " nor " + k.index_names[1] + "'s" : std::string()) + " step");
       if (!scalar_arithmetic(k, l->lo) || !scalar_arithmetic(k, l->hi))
         return no("loop " + l->var +
-                  ": bounds that are not +, -, * of scalar arguments and constants");
+                  ": bounds that are not +, -, * of (unassigned) scalar arguments and constants");
       loops[static_cast<size_t>(d)].push_back(id);
     }
     if (n == 0)

@@ -243,7 +243,20 @@ __global__ void tri(float* out, const float* in, int n, int fw) {
   }
 })",
                     "tri")
-                .find("bounds that are not +, -, * of scalar arguments"),
+                .find("bounds that are not +, -, * of (unassigned) scalar arguments"),
+            std::string::npos);
+  EXPECT_NE(reasons(R"(
+__global__ void shrink(float* out, const float* in, int n, int fw) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx < n) {
+    fw = fw - 1;  // the window would be sized from fw before this
+    float s = 0;
+    for (int f = 0; f < fw; ++f) s += in[idx + f];
+    out[idx] = s;
+  }
+})",
+                    "shrink")
+                .find("bounds that are not +, -, * of (unassigned) scalar arguments"),
             std::string::npos);
 }
 
