@@ -28,6 +28,7 @@ namespace {
 // plain read-modify-writes.
 constexpr const char* kRuntime = R"RT(
 #pragma once
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <algorithm>
 #include <cmath>
@@ -57,9 +58,21 @@ template <class V> V vector_load(const V* p) {
 }
 inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
 // Dynamic shared memory (`extern __shared__ T a[];`): refilled with 0xff bytes (NaN for floats)
-// before each block, so a read of an element no thread of the block wrote shows in the results.
-inline thread_local std::vector<unsigned char> dyn_buffer;
+// before each block, so a read of an element no thread of the block wrote shows in the results;
+// it ends (16-byte aligned) right before an inaccessible page, so using more than the launch gave
+// stops the check, as an out-of-range global access does.
 inline thread_local unsigned char* dyn_smem = nullptr;
+inline unsigned char* dyn_alloc(unsigned long long smem) {
+  static thread_local void* base = nullptr;
+  static thread_local std::size_t total = 0;
+  if (base) munmap(base, total);
+  const std::size_t page = 4096, bytes = (smem + 15) / 16 * 16, data = (bytes + page - 1) / page * page;
+  total = data + page;
+  base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) { base = nullptr; return nullptr; }
+  mprotect(static_cast<char*>(base) + data, page, PROT_NONE);
+  return static_cast<unsigned char*>(base) + data - bytes;
+}
 struct Fiber { ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t; };
 inline thread_local std::vector<Fiber>* fibers = nullptr;
 inline thread_local Fiber* current = nullptr;
@@ -71,8 +84,8 @@ inline void sync() { current->waiting = true; swapcontext(&current->ctx, &schedu
 inline const char* launch(const unsigned* g, const unsigned* b, unsigned long long smem,
                           const std::function<void()>& f) {
   static thread_local std::vector<Fiber> pool;
-  dyn_buffer.assign(smem + 16, 0);
-  dyn_smem = dyn_buffer.data() + (16 - reinterpret_cast<std::uintptr_t>(dyn_buffer.data()) % 16) % 16;
+  dyn_smem = dyn_alloc(smem);
+  if (!dyn_smem) return "cannot map the dynamic shared memory of the launch";
   const unsigned n = b[0] * b[1] * b[2];
   if (pool.size() < n) pool.resize(n);
   body = &f;

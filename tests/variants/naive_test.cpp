@@ -545,7 +545,10 @@ extern "C" __global__ void half(float* out) {
         EXPECT_EQ(out[b * 8 + t], 1.0f + b);
       else  // never written in this block: garbage on a GPU, NaN here (refilled per block)
         EXPECT_TRUE(std::isnan(out[b * 8 + t])) << b << " " << t << " " << out[b * 8 + t];
-    }
+    }  // Using more than the launch gave touches the page after it: the check stops, as on a GPU
+  // (out of range) rather than reading another block's or variant's memory.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(m.launch(0, {1, 1, 1}, {8, 1, 1}, args, 4 * sizeof(float)), "");
 }
 
 TEST(CpuEmulator, VectorLoadsAreCountedAndAMisalignedOneFaultsAsOnAGpu) {
