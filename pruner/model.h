@@ -3,13 +3,17 @@
  * occupancy and wave quantization against a device's rates (a roofline with latency hiding), its
  * calibration per device from measured times, and the rank correlation used to score it.
  *   t = overhead + max(dram, l2, shared, flops) x waves / hiding, where
- *   dram   = compulsory bytes / DRAM bandwidth   (per array: min(its bytes, 32 B x sectors asked
- * for)) l2     = 32 B x global sectors / L2-to-SM bandwidth    (coalescing shows up here) shared =
- * wavefronts / (SMs x clock)                    (bank conflicts show up here) flops  = flops / peak
- * FP32 rate hiding = min(1, resident warps per SM / saturating warps) waves  = ceil(blocks /
- * (blocks per SM x SMs)) x capacity / blocks   (tail effect) Calibration scales each term and fits
- * the overhead and the saturating warp count by minimising the squared log error over measured
- * variants. Must not: include cuda.h, launch anything, or touch the database. */
+ *   dram   = compulsory bytes / DRAM bandwidth
+ *            (per array: min(its bytes, 32 B x sectors asked for))
+ *   l2     = 32 B x global sectors / L2-to-SM bandwidth (coalescing shows up here)
+ *   shared = wavefronts / (SMs x clock) (bank conflicts show up here)
+ *   flops  = (flops + 64 x warp memory instructions) / peak FP32 rate
+ *            (issue: a load or store takes the slot of a warp FMA, 64 flops)
+ *   hiding = min(1, resident warps per SM / saturating warps)
+ *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks (tail effect)
+ * Calibration scales each term and fits the overhead and the saturating warp count by minimising
+ * the squared log error over measured variants.
+ * Must not: include cuda.h, launch anything, or touch the database. */
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,7 @@ struct ModelFeatures {
   bool ok = false;
   std::string reason;  ///< why there is no prediction (parse failure, infeasible launch)
   double sectors = 0, compulsory_bytes = 0, shared_wavefronts = 0, flops = 0;
+  double requests = 0;  ///< warp-level memory instructions (global and shared) over the grid
   std::int64_t blocks = 0;
   int warps_per_block = 0, blocks_per_sm = 0, active_warps = 0;
 };

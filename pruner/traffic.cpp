@@ -674,6 +674,16 @@ class Sim {
         Val v = eval(sub);
         return v.k == Val::Ptr ? Val::constant(1) : Val{};
       }
+      case CK_PointerToIntegral: {
+        // An address as an integer is only ever tested for alignment (`p % 16 == 0` before a
+        // vector load): its offset from the array's start, which cudaMalloc (256 bytes) and the
+        // shared-memory declarations align, gives the same remainder for powers of two.
+        Val v = eval(sub);
+        if (v.k != Val::Ptr) return Val{};
+        v.k = Val::Int;
+        v.arr = -1;
+        return v;
+      }
       case CK_NoOp:
       case CK_BitCast:
       case CK_UncheckedDerivedToBase:

@@ -34,6 +34,7 @@ constexpr const char* kPrelude = R"(
 #define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __align__(n) __attribute__((aligned(n)))
 #define __CUDACC_RTC__ 1
 struct __gt_uint3 { unsigned int x, y, z; };
 extern const __device__ __gt_uint3 threadIdx, blockIdx, blockDim, gridDim;

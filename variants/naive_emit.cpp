@@ -410,6 +410,13 @@ class Emitter {
       }
       site_tile_[static_cast<int>(i)] = it->id;
     }
+    // Vector loads from registers' point of view: with a vector width and thread merge along x,
+    // a thread's merged outputs come in runs of consecutive elements when an x-fast tile can then
+    // be read one run per vector load (mm's b tile). Without such a tile the runs would only
+    // spread each scalar access of a warp over more sectors and banks.
+    if (c_.vector > 1 && c_.merge_x > 1)
+      for (const Tile& t : tiles_)
+        if (vector_tile(t)) xrun_ = std::min(c_.vector, c_.merge_x);
     if (k_.dims == 2)
       for (const std::string& a : c_.stage_store)
         if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
@@ -483,7 +490,12 @@ class Emitter {
     o << ") {\n";
     ind_ = 1;
     line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
-    line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+    if (xrun_ > 1)
+      line(o, "const int gt_x0 = gt_bx + threadIdx.x * " + std::to_string(xrun_) +
+                  ";  // runs of " + std::to_string(xrun_) + " consecutive outputs along " +
+                  k_.index_names[0]);
+    else
+      line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
     if (k_.dims == 2) {
       line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
       line(o, "const int gt_y0 = gt_by + threadIdx.y;");
@@ -495,8 +507,9 @@ class Emitter {
         std::string d;
         for (size_t j = 0; j < t.plan.dims.size(); ++j)
           d += "[" + std::to_string(extent(t, j)) + "]";
-        line(o, "__shared__ " + k_.params[k_.accesses[t.site].param].element + " " + tile_name(t) +
-                    d + ";  // " + describe_tile(t));
+        line(o, "__shared__ " + std::string(vector_access(t) ? "__align__(16) " : "") +
+                    k_.params[k_.accesses[t.site].param].element + " " + tile_name(t) + d +
+                    ";  // " + describe_tile(t));
       }
     }
     for (int site : store_sites_)
@@ -922,8 +935,7 @@ class Emitter {
     }
     line(o, "{");
     ++ind_;
-    line(o, "const int " + k_.index_names[0] + " = gt_x0" +
-                (c_.merge_x > 1 ? " + gt_mx * " + std::to_string(c_.block_x) : "") + ";");
+    line(o, "const int " + k_.index_names[0] + " = " + x_index(c_.merge_x > 1) + ";");
     if (k_.dims == 2)
       line(o, "const int " + k_.index_names[1] + " = gt_y0" +
                   (c_.merge_y > 1 ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
@@ -977,6 +989,11 @@ class Emitter {
       for (const std::string& d : a.depends)
         plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
       if (!plain) continue;  // locals, loaded data, calls: left where they are
+      if (auto t = site_tile_.find(site); xrun_ > 1 && t != site_tile_.end() &&
+                                          vector_tile(tiles_[static_cast<size_t>(t->second)])) {
+        hoist_vector_runs(o, site);
+        continue;
+      }
       const bool x = a.depends.count("x") > 0, y = k_.dims == 2 && a.depends.count("y") > 0;
       const bool mx = c_.merge_x > 1, my = k_.dims == 2 && c_.merge_y > 1;
       if (!((mx && !x) || (my && !y))) continue;  // every merged output reads its own element
@@ -999,8 +1016,7 @@ class Emitter {
       }
       line(o, "{");
       ++ind_;
-      line(o, "const int " + k_.index_names[0] + " = gt_x0" +
-                  (mx && x ? " + gt_mx * " + std::to_string(c_.block_x) : "") + ";");
+      line(o, "const int " + k_.index_names[0] + " = " + x_index(mx && x) + ";");
       if (k_.dims == 2)
         line(o, "const int " + k_.index_names[1] + " = gt_y0" +
                     (my && y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
@@ -1016,6 +1032,52 @@ class Emitter {
       line(o, "}");
       hoisted_[site] = name + index;
     }
+  }
+
+  /// A tile whose fast dimension is x, contiguous (unit stride, 4-byte elements) and not padded:
+  /// a run of consecutive outputs along x reads consecutive, aligned elements of one row.
+  bool vector_tile(const Tile& t) const {
+    return t.plan.contiguous && t.plan.dims.back() == "x" && aligned_rows(t);
+  }
+  /// Every row of the tile starts on a 16-byte boundary (declared __align__(16), a pitch that is
+  /// a power of two times the element) unless a pad makes the pitch odd.
+  bool aligned_rows(const Tile& t) const { return !(t.plan.paddable && c_.pad); }
+  /// Vector accesses reach the tile: its staging stores, or the runs of merged outputs.
+  bool vector_access(const Tile& t) const {
+    return (vector_width(t) > 1 && aligned_rows(t)) || (xrun_ > 1 && vector_tile(t));
+  }
+
+  /// idx of merged column gt_mx: strided by the block (coalesced scalar accesses), or in runs of
+  /// xrun_ consecutive outputs per thread, the runs strided by the block.
+  std::string x_index(bool merged_x) const {
+    if (!merged_x) return "gt_x0";
+    if (xrun_ == 1) return "gt_x0 + gt_mx * " + std::to_string(c_.block_x);
+    const std::string r = std::to_string(xrun_);
+    return "gt_x0 + gt_mx / " + r + " * " + std::to_string(c_.block_x * xrun_) + " + gt_mx % " + r;
+  }
+
+  /// A read of an x-fast shared tile, with merged outputs in runs along x: one float2/float4
+  /// load per run into registers, for all the thread's merged outputs. The tile row is aligned
+  /// (declared __align__(16), its pitch and the run's start multiples of the run) and every
+  /// thread's runs lie inside the tile, so the load needs no bounds check.
+  void hoist_vector_runs(std::ostringstream& o, int site) {
+    const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+    const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
+    const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
+    line(o, elem + " " + name + "[" + std::to_string(c_.merge_x) + "];  // " + prm.name + "[" +
+                index_text(site) + "], " + r + " consecutive elements per load from the tile");
+    line(o, "#pragma unroll");
+    line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
+    ++ind_;
+    line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
+                std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
+    line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
+                ");");
+    for (int j = 0; j < xrun_; ++j)
+      line(o, name + "[gt_q * " + r + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+    --ind_;
+    line(o, "}");
+    hoisted_[site] = name + "[gt_mx]";
   }
 
   void emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded) {
@@ -1201,9 +1263,12 @@ class Emitter {
       line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
       std::string base = tile_name(t);
       for (size_t j = 0; j + 1 < nd; ++j) base += "[" + coord[j] + "]";
-      for (int j = 0; j < v; ++j)
-        line(o, base + "[" + coord[nd - 1] + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] +
-                    ";");
+      if (aligned_rows(t))  // one vector store: consecutive threads, consecutive 16 bytes
+        line(o, "*reinterpret_cast<" + vt + "*>(&" + base + "[" + coord[nd - 1] + "]) = gt_v;");
+      else  // a padded pitch: rows are not aligned, element stores
+        for (int j = 0; j < v; ++j)
+          line(o, base + "[" + coord[nd - 1] + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] +
+                      ";");
       --ind_;
       line(o, "} else {");
       ++ind_;
@@ -1239,6 +1304,10 @@ class Emitter {
       o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
         << c_.merge_x * c_.merge_y
         << " outputs (replicated accumulators; loop control and the loads they share kept once)";
+    if (xrun_ > 1)
+      o << "; along " << k_.index_names[0] << " in runs of " << xrun_
+        << " consecutive outputs, read from x-fast shared tiles with one " << xrun_
+        << "-wide vector load per run";
     o << "\n";
     std::function<void(const std::vector<Stmt>&)> loops = [&](const std::vector<Stmt>& l) {
       for (const Stmt& s : l) {
@@ -1285,6 +1354,7 @@ class Emitter {
   const NaiveKernel& k_;
   Choice c_;
   int tx_ = 0, ty_ = 0;
+  int xrun_ = 1;  ///< merged outputs along x per run of consecutive elements (1: strided)
   int ind_ = 0;
   std::vector<Tile> tiles_;
   std::map<int, int> site_tile_;

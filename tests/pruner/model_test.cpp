@@ -59,6 +59,27 @@ TEST(Model, UncoalescedAccessIsL2BoundAndFlopsBoundKernelsAreNot) {
   EXPECT_NEAR(p.flops_ms, 1e12 / 66900e9 * 1e3, 1e-9);
 }
 
+// Each warp memory instruction takes an issue slot a warp FMA could have used: at equal flops
+// and traffic, the variant that reads with float4 (a quarter of the instructions) is faster when
+// issue bound, and memory instructions decide nothing in a DRAM-bound kernel.
+TEST(Model, MemoryInstructionsTakeIssueSlots) {
+  Calibration c;
+  ModelFeatures f = copy_features(1e6);
+  f.flops = 1e12;
+  f.requests = 1e12 / 64 / 2;  // half as many warp loads as warp FMAs
+  Prediction scalar = predict(f, h100(), c);
+  EXPECT_EQ(scalar.bound, "flops");
+  EXPECT_NEAR(scalar.flops_ms, 1.5e12 / 66900e9 * 1e3, 1e-9);
+  f.requests /= 4;
+  Prediction vec = predict(f, h100(), c);
+  EXPECT_LT(vec.ms, scalar.ms);
+  EXPECT_NEAR(vec.flops_ms, 1.125e12 / 66900e9 * 1e3, 1e-9);
+  ModelFeatures copy = copy_features(1e9);
+  const double dram = predict(copy, h100(), c).ms;
+  copy.requests = 1e9 / 128 / 2;  // the copy's own loads and stores, 4 B x 32 lanes each
+  EXPECT_DOUBLE_EQ(predict(copy, h100(), c).ms, dram);
+}
+
 TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
   Calibration c;
   c.overhead_us = 0;

@@ -214,6 +214,37 @@ __global__ void v(float4* out, const float4* __restrict__ in, int n) {
   EXPECT_DOUBLE_EQ(st->sectors, 16 * requests);
 }
 
+// A generated variant tests a pointer's alignment before a vector load and falls back to scalar
+// loads: the test evaluates (offsets from a 256-byte aligned allocation), so only the path that
+// runs is counted, per lane.
+TEST(Traffic, AlignmentTestsOnPointersPickThePathThatRuns) {
+  auto in = input(R"(
+__global__ void v(float* out, const float* in, int off) {
+  const int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4 + off;
+  const float* p = &in[i];
+  if (reinterpret_cast<unsigned long long>(p) % 16 == 0) {
+    const float4 x = __ldg(reinterpret_cast<const float4*>(p));
+    out[i] = x.x + x.y + x.z + x.w;
+  } else {
+    float s = 0;
+    for (int j = 0; j < 4; ++j) s += __ldg(&in[i + j]);
+    out[i] = s;
+  }
+})",
+                  "v", 128, 8);
+  in.array_bytes["in"] = 4 * (128 * 8 * 4 + 4);
+  for (int off : {0, 1}) {
+    in.scalars["off"] = off;
+    TrafficReport r = analyse_traffic(in);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    double vector = 0, scalar = 0;
+    for (const Access& a : r.accesses)
+      if (a.array == "in") (a.element_bytes == 16 ? vector : scalar) += a.requests;
+    EXPECT_DOUBLE_EQ(vector, off == 0 ? 8.0 * 4 : 0.0) << "off " << off;
+    EXPECT_DOUBLE_EQ(scalar, off == 0 ? 0.0 : 8.0 * 4 * 4) << "off " << off;
+  }
+}
+
 TEST(Traffic, MatmulExampleSharedTilingCutsGlobalSectors) {
   std::ifstream f(std::string(GPUTUNE_SOURCE_DIR) + "/configs/examples/matmul.cu");
   std::stringstream ss;

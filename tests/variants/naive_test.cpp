@@ -4,6 +4,7 @@
 #include "variants/naive.h"
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <cmath>
 #include <fstream>
@@ -120,6 +121,79 @@ TEST(NaiveMerge, LoadsTheMergedOutputsShareAreReadOnceIntoRegisters) {
   EXPECT_EQ(naive::emit_variant(mm, naive::Choice{}).find("gt_r"), std::string::npos);
 }
 
+/// The variant's PTX for Hopper (NVRTC, no GPU needed), to count its instructions.
+std::string ptx_of(const std::string& source) {
+  nvrtcProgram prog;
+  EXPECT_EQ(nvrtcCreateProgram(&prog, source.c_str(), "v.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  const char* opts[] = {"-arch=compute_90", "-w"};
+  const nvrtcResult rc = nvrtcCompileProgram(prog, 2, opts);
+  size_t n = 0;
+  std::string text;
+  if (rc == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &n) == NVRTC_SUCCESS) {
+    text.resize(n);
+    nvrtcGetPTX(prog, text.data());
+  } else {
+    nvrtcGetProgramLogSize(prog, &n);
+    text.resize(n);
+    nvrtcGetProgramLog(prog, text.data());
+    ADD_FAILURE() << "NVRTC: " << text << "\n" << source;
+    text.clear();
+  }
+  nvrtcDestroyProgram(&prog);
+  return text;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// With a vector width, the merged outputs along x come in runs of consecutive elements, so a read
+// of an x-fast tile (mm's b[k*n+idx]) is one float2/float4 shared load per run instead of one
+// scalar load per output; without such a tile the outputs stay strided by the block (coalesced).
+TEST(NaiveMerge, MergedColumnsComeInRunsReadWithOneVectorLoadFromTheTile) {
+  naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 8;
+  c.merge_x = 8;
+  c.merge_y = 4;
+  c.unroll = 1;
+  c.tile_k = 8;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  naive::Choice scalar = c;
+  c.vector = 4;
+  const std::string src = naive::emit_variant(mm, c);
+  EXPECT_NE(src.find("const int gt_x0 = gt_bx + threadIdx.x * 4;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int idx = gt_x0 + gt_mx / 4 * 64 + gt_mx % 4;"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float gt_s_b1[8][128];"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float4 gt_v = *reinterpret_cast<const float4*>(&gt_s_b1[k - "
+                     "gt_k_base][idx - gt_bx]);"),
+            std::string::npos)
+      << src;
+  // The loop over k: a full strip and a remainder, each with 2 float4 loads of b per k; a (read
+  // once per merged row) stays scalar. PTX counts per strip step: 8 fewer shared loads.
+  const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(mm, scalar));
+  EXPECT_GE(count(vec, "ld.shared.v4.f32"), 4u) << vec;
+  EXPECT_EQ(count(sca, "ld.shared.v4.f32"), 0u);
+  EXPECT_LT(count(vec, "ld.shared"), count(sca, "ld.shared"));
+  EXPECT_EQ(count(vec, "fma.rn.f32"), count(sca, "fma.rn.f32"));
+  // A run is never longer than the merge: merge_x 2 with vector 4 reads float2.
+  naive::Choice two = c;
+  two.merge_x = 2;
+  const std::string src2 = naive::emit_variant(mm, two);
+  EXPECT_NE(src2.find("*reinterpret_cast<const float2*>(&gt_s_b1"), std::string::npos) << src2;
+  EXPECT_NE(ptx_of(src2).find("ld.shared.v2.f32"), std::string::npos);
+  // b not in a tile: no run layout (it would spread each scalar access of a warp).
+  naive::Choice ro = c;
+  ro.cache["b"] = Cache::ReadOnly;
+  const std::string src3 = naive::emit_variant(mm, ro);
+  EXPECT_NE(src3.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << src3;
+  EXPECT_EQ(src3.find("reinterpret_cast<const float4*>(&gt_s_"), std::string::npos) << src3;
+}
+
 // --- halo windows ----------------------------------------------------------------------------
 
 naive::Choice halo_choice(int bx, int by, const std::string& array) {
@@ -128,12 +202,6 @@ naive::Choice halo_choice(int bx, int by, const std::string& array) {
   c.block_y = by;
   c.cache[array] = Cache::Shared;
   return c;
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
 }
 
 TEST(NaiveHalo, ConvolutionAndStencilReadThroughOneWindowSizedAtLaunch) {
@@ -577,6 +645,32 @@ __global__ void v4(float* out, const float* in, int off) {
   } catch (const tuner::EmulatorError& e) {
     EXPECT_NE(std::string(e.what()).find("misaligned address"), std::string::npos) << e.what();
   }
+}
+
+// A vector load from shared memory is a plain dereference of a cast pointer: the emulator checks
+// its alignment (the compiler's alignment sanitizer) and stops with the kernel's line, as a GPU
+// faults; an aligned one runs.
+TEST(CpuEmulator, AMisalignedVectorLoadFromSharedMemoryStops) {
+  tuner::CpuKernel k{R"(
+__global__ void s4(float* out, int off) {
+  __shared__ __align__(16) float s[64];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  const float4 v = *reinterpret_cast<const float4*>(&s[4 * (threadIdx.x % 8) + off]);
+  out[threadIdx.x] = v.x + v.w;
+}
+)",
+                     "s4",
+                     {"float *", "int"}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  float out[64];
+  float* po = out;
+  int off = 0;
+  void* args[] = {&po, &off};
+  m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+  EXPECT_EQ(out[9], 4.0f + 7.0f);
+  off = 1;
+  EXPECT_DEATH(m.launch(0, {1, 1, 1}, {64, 1, 1}, args), "misaligned address");
 }
 
 TEST(NaiveJob, EveryShippedNaiveJobLoadsIntoAGeneratedSpace) {
