@@ -689,7 +689,8 @@ class Emitter {
   long long extent(const Tile& t, size_t j) const {
     const std::string& d = t.plan.dims[j];
     long long e = d == "x" ? tx_ : d == "y" ? ty_ : c_.tile_k;
-    if (j + 1 == t.plan.dims.size() && t.plan.dims.size() == 2 && t.plan.paddable && c_.pad) e += 1;
+    if (j + 1 == t.plan.dims.size() && t.plan.dims.size() == 2 && t.plan.paddable && c_.pad)
+      e += pad_amount(t);
     return e;
   }
   long long extent_product(const Tile& t) const {
@@ -709,7 +710,9 @@ class Emitter {
                                : d == "y" ? k_.index_names[1]
                                           : loop_var(t.plan.loop));
     }
-    if (t.plan.paddable && c_.pad) s += ", padded pitch";
+    if (t.plan.paddable && c_.pad)
+      s += ", pitch padded by " + std::to_string(pad_amount(t)) +
+           (pad_amount(t) > 1 ? " (rows stay aligned for vector accesses)" : "");
     return s;
   }
   std::string loop_var(int loop) const { return find_loop_var(k_.body, loop); }
@@ -741,6 +744,10 @@ class Emitter {
           s += k_.index_names[p.dim];
           break;
         case Piece::Access: {
+          if (auto h = loop_hoisted_.find(p.id); h != loop_hoisted_.end()) {
+            s += h->second;
+            break;
+          }
           if (auto h = hoisted_.find(p.id); h != hoisted_.end()) {
             s += h->second;
             break;
@@ -984,7 +991,7 @@ class Emitter {
     for (int site : sites) {
       const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
       const Param& prm = k_.params[static_cast<size_t>(a.param)];
-      if (a.store || prm.written || a.conditional) continue;
+      if (a.store || prm.written || a.conditional || loop_hoisted_.count(site)) continue;
       bool plain = true;
       for (const std::string& d : a.depends)
         plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
@@ -1034,6 +1041,73 @@ class Emitter {
     }
   }
 
+  /// A tile whose fast dimension is the strip loop, contiguous and with aligned rows: a thread's
+  /// read of it at `vector` consecutive steps of the loop is one vector load.
+  bool loop_vector_tile(const Tile& t) const {
+    return c_.vector > 1 && t.plan.contiguous && t.plan.dims.back() == "loop" && aligned_rows(t) &&
+           c_.tile_k % c_.vector == 0;
+  }
+  /// The reads of loop-fast tiles that sit directly in the loop's body (not in a nested loop):
+  /// each is loaded `vector` steps at a time before the steps run.
+  std::vector<int> loop_vector_sites(const Stmt& loop) const {
+    std::vector<int> out;
+    std::function<void(const Text&)> scan = [&](const Text& t) {
+      for (const Piece& p : t) {
+        if (p.kind != Piece::Access) continue;
+        scan(p.index);
+        auto it = site_tile_.find(p.id);
+        if (it == site_tile_.end() || k_.accesses[static_cast<size_t>(p.id)].store) continue;
+        const Tile& tile = tiles_[static_cast<size_t>(it->second)];
+        if (tile.plan.loop != loop.loop || !loop_vector_tile(tile)) continue;
+        if (std::find(out.begin(), out.end(), p.id) == out.end()) out.push_back(p.id);
+      }
+    };
+    for (const Stmt& st : loop.body)
+      if (st.kind != Stmt::Loop) {
+        scan(st.text);
+        scan(st.address);
+      }
+    return out;
+  }
+  /// Loads `vector` steps of a loop-fast tile read into registers, once per merged row (column)
+  /// the read depends on; the steps then read gt_l<site>[...][gt_kv]. Tile memory: in range for
+  /// every thread, no bounds check.
+  void hoist_loop_vector(std::ostringstream& o, const Stmt& loop, int site, const std::string& k0) {
+    const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
+    const Param& prm = k_.params[static_cast<size_t>(a.param)];
+    const std::string elem = strip_const(prm.element), v = std::to_string(c_.vector);
+    const std::string vt = elem + v, name = "gt_l" + std::to_string(site);
+    const bool y = k_.dims == 2 && c_.merge_y > 1 && a.depends.count("y");
+    const bool x = !y && c_.merge_x > 1 && a.depends.count("x");
+    const std::string dims = y   ? "[" + std::to_string(c_.merge_y) + "]"
+                             : x ? "[" + std::to_string(c_.merge_x) + "]"
+                                 : "";
+    const std::string at = y ? "[gt_my]" : x ? "[gt_mx]" : "";
+    line(o, elem + " " + name + dims + "[" + v + "];  // " + prm.name + "[" + index_text(site) +
+                "], " + v + " steps of " + loop.var + " per load from the tile");
+    if (y || x) {
+      line(o, "#pragma unroll");
+      line(o, std::string("for (int ") + (y ? "gt_my" : "gt_mx") + " = 0; " +
+                  (y ? "gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my"
+                     : "gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx") +
+                  ")");
+    }
+    line(o, "{");
+    ++ind_;
+    if (a.depends.count("x")) line(o, "const int " + k_.index_names[0] + " = " + x_index(x) + ";");
+    if (k_.dims == 2 && a.depends.count("y"))
+      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                  (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    line(o, "const int " + loop.var + " = " + k0 + " + gt_kk;");
+    line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
+                ");");
+    for (int j = 0; j < c_.vector; ++j)
+      line(o, name + at + "[" + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+    --ind_;
+    line(o, "}");
+    loop_hoisted_[site] = name + at + "[gt_kv]";
+  }
+
   /// A tile whose fast dimension is x, contiguous (unit stride, 4-byte elements) and not padded:
   /// a run of consecutive outputs along x reads consecutive, aligned elements of one row.
   bool vector_tile(const Tile& t) const {
@@ -1041,10 +1115,17 @@ class Emitter {
   }
   /// Every row of the tile starts on a 16-byte boundary (declared __align__(16), a pitch that is
   /// a power of two times the element) unless a pad makes the pitch odd.
-  bool aligned_rows(const Tile& t) const { return !(t.plan.paddable && c_.pad); }
+  bool aligned_rows(const Tile& t) const {
+    return !(t.plan.paddable && c_.pad) || (c_.vector > 1 && pad_amount(t) % c_.vector == 0);
+  }
+  /// Elements a pad adds to a paddable tile's pitch: one (the rows fall in different banks), or
+  /// the vector width where vector accesses reach the tile, so its rows stay aligned and a
+  /// thread's vector still lands in banks apart from its neighbours'.
+  int pad_amount(const Tile& t) const { return c_.vector > 1 && t.plan.contiguous ? c_.vector : 1; }
   /// Vector accesses reach the tile: its staging stores, or the runs of merged outputs.
   bool vector_access(const Tile& t) const {
-    return (vector_width(t) > 1 && aligned_rows(t)) || (xrun_ > 1 && vector_tile(t));
+    return (vector_width(t) > 1 && aligned_rows(t)) || (xrun_ > 1 && vector_tile(t)) ||
+           loop_vector_tile(t);
   }
 
   /// idx of merged column gt_mx: strided by the block (coalesced scalar accesses), or in runs of
@@ -1164,13 +1245,34 @@ class Emitter {
     line(o, "__syncthreads();");
     line(o, "if (" + k0 + " + " + tk + " <= " + hi + ") {");
     ++ind_;
-    line(o, unroll);
-    line(o, "for (int gt_kk = 0; gt_kk < " + tk + "; ++gt_kk) {");
-    ++ind_;
-    line(o, "const int " + s.var + " = " + k0 + " + gt_kk;");
-    emit_list(o, s.body, guarded);
-    --ind_;
-    line(o, "}");
+    const std::vector<int> along = loop_vector_sites(s);
+    if (along.empty()) {
+      line(o, unroll);
+      line(o, "for (int gt_kk = 0; gt_kk < " + tk + "; ++gt_kk) {");
+      ++ind_;
+      line(o, "const int " + s.var + " = " + k0 + " + gt_kk;");
+      emit_list(o, s.body, guarded);
+      --ind_;
+      line(o, "}");
+    } else {
+      // Reads of loop-fast tiles advance one element per step: one vector load covers
+      // `vector` steps of the loop (a full strip only; the remainder below stays scalar).
+      const std::string v = std::to_string(c_.vector);
+      line(o, "#pragma unroll " + std::to_string(std::max(1, c_.unroll / c_.vector)));
+      line(o, "for (int gt_kk = 0; gt_kk < " + tk + "; gt_kk += " + v + ") {");
+      ++ind_;
+      for (int site : along) hoist_loop_vector(o, s, site, k0);
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_kv = 0; gt_kv < " + v + "; ++gt_kv) {");
+      ++ind_;
+      line(o, "const int " + s.var + " = " + k0 + " + gt_kk + gt_kv;");
+      emit_list(o, s.body, guarded);
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+      loop_hoisted_.clear();
+    }
     --ind_;
     line(o, "} else {");
     ++ind_;
@@ -1361,7 +1463,8 @@ class Emitter {
   std::vector<int> store_sites_;                     ///< stores staged through a tile
   std::vector<HaloPlan> halos_;                      ///< arrays read through a halo window
   std::map<int, std::pair<int, size_t>> halo_site_;  ///< site -> (halo, its index in the plan)
-  std::map<int, std::string> hoisted_;  ///< site -> the register holding it (current group)
+  std::map<int, std::string> hoisted_;       ///< site -> the register holding it (current group)
+  std::map<int, std::string> loop_hoisted_;  ///< site -> its register (current vector loop step)
   std::vector<Sum> sums_;
 };
 
@@ -1600,7 +1703,8 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
         std::string d = t.dims[j] == "x"   ? "block_size_x*merge_x"
                         : t.dims[j] == "y" ? "block_size_y*merge_y"
                                            : "tile_k";
-        if (j + 1 == t.dims.size() && t.dims.size() == 2 && t.paddable) d = "(" + d + " + pad)";
+        if (j + 1 == t.dims.size() && t.dims.size() == 2 && t.paddable)
+          d = "(" + d + (t.contiguous ? " + pad*vector)" : " + pad)");  // Emitter::pad_amount
         e += "*" + d;
       }
       bytes += (bytes.empty() ? "" : " + ") + e;

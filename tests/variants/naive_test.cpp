@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include "pruner/cubin.h"
 #include "tuner/compile.h"
@@ -149,17 +150,19 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// With a vector width, the merged outputs along x come in runs of consecutive elements, so a read
-// of an x-fast tile (mm's b[k*n+idx]) is one float2/float4 shared load per run instead of one
-// scalar load per output; without such a tile the outputs stay strided by the block (coalesced).
-TEST(NaiveMerge, MergedColumnsComeInRunsReadWithOneVectorLoadFromTheTile) {
+// With a vector width, tiles are read with vector loads in the work too, not only staged with
+// them. The merged outputs along x come in runs of consecutive elements, so a read of an x-fast
+// tile (mm's b[k*n+idx]) is one float2/float4 shared load per run instead of one scalar load per
+// output; a read of a loop-fast tile (mm's a[idy*n+k]) is one vector load per `vector` steps of
+// the loop. Without an x-fast tile the outputs stay strided by the block (coalesced).
+TEST(NaiveMerge, VectorWidthReadsTilesWithVectorLoadsInTheWork) {
   naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;
   c.block_x = 16;
   c.block_y = 8;
   c.merge_x = 8;
   c.merge_y = 4;
-  c.unroll = 1;
+  c.unroll = 4;
   c.tile_k = 8;
   c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
   naive::Choice scalar = c;
@@ -173,25 +176,48 @@ TEST(NaiveMerge, MergedColumnsComeInRunsReadWithOneVectorLoadFromTheTile) {
                      "gt_k_base][idx - gt_bx]);"),
             std::string::npos)
       << src;
-  // The loop over k: a full strip and a remainder, each with 2 float4 loads of b per k; a (read
-  // once per merged row) stays scalar. PTX counts per strip step: 8 fewer shared loads.
+  // a: 4 steps of k per float4, for each merged row.
+  EXPECT_NE(src.find("__shared__ __align__(16) float gt_s_a[32][8];"), std::string::npos) << src;
+  EXPECT_NE(src.find("for (int gt_kk = 0; gt_kk < 8; gt_kk += 4) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float4 gt_v = *reinterpret_cast<const float4*>(&gt_s_a[idy - "
+                     "gt_by][k - gt_k_base]);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("sum[gt_my][gt_mx] += gt_l0[gt_my][gt_kv] * gt_r1[gt_mx];"), std::string::npos)
+      << src;
+  // PTX, same FMAs (4 steps of k unrolled in both, strip and remainder): per step of a full
+  // strip, 2 float4 loads of b and 4/4 float4 loads of a instead of 8 + 4 scalar loads.
   const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(mm, scalar));
-  EXPECT_GE(count(vec, "ld.shared.v4.f32"), 4u) << vec;
-  EXPECT_EQ(count(sca, "ld.shared.v4.f32"), 0u);
-  EXPECT_LT(count(vec, "ld.shared"), count(sca, "ld.shared"));
   EXPECT_EQ(count(vec, "fma.rn.f32"), count(sca, "fma.rn.f32"));
+  EXPECT_GE(count(vec, "ld.shared.v4.f32"), 4u * 2 + 4) << vec;
+  EXPECT_EQ(count(sca, "ld.shared.v4.f32"), 0u);
+  EXPECT_LT(2 * count(vec, "ld.shared"), count(sca, "ld.shared"));
   // A run is never longer than the merge: merge_x 2 with vector 4 reads float2.
   naive::Choice two = c;
   two.merge_x = 2;
   const std::string src2 = naive::emit_variant(mm, two);
   EXPECT_NE(src2.find("*reinterpret_cast<const float2*>(&gt_s_b1"), std::string::npos) << src2;
   EXPECT_NE(ptx_of(src2).find("ld.shared.v2.f32"), std::string::npos);
-  // b not in a tile: no run layout (it would spread each scalar access of a warp).
+  // b not in a tile: no run layout (it would spread each scalar access of a warp); a still
+  // reads 4 steps per load.
   naive::Choice ro = c;
   ro.cache["b"] = Cache::ReadOnly;
   const std::string src3 = naive::emit_variant(mm, ro);
   EXPECT_NE(src3.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << src3;
-  EXPECT_EQ(src3.find("reinterpret_cast<const float4*>(&gt_s_"), std::string::npos) << src3;
+  EXPECT_NE(src3.find("*reinterpret_cast<const float4*>(&gt_s_a"), std::string::npos) << src3;
+  // A pad adds the vector width to a's pitch, so its rows stay aligned for the float4 reads;
+  // without a vector width it adds one element. b (x-fast, never padded) keeps its runs.
+  naive::Choice pad = c;
+  pad.pad = true;
+  const std::string src4 = naive::emit_variant(mm, pad);
+  EXPECT_NE(src4.find("__shared__ __align__(16) float gt_s_a[32][12];"), std::string::npos) << src4;
+  EXPECT_NE(src4.find("reinterpret_cast<const float4*>(&gt_s_a"), std::string::npos) << src4;
+  EXPECT_NE(src4.find("reinterpret_cast<const float4*>(&gt_s_b1"), std::string::npos) << src4;
+  EXPECT_EQ(naive::shared_bytes(mm, pad), (32 * 12 + 8 * 128) * 4);
+  naive::Choice pad1 = scalar;
+  pad1.pad = true;
+  EXPECT_NE(naive::emit_variant(mm, pad1).find("__shared__ float gt_s_a[32][9];"),
+            std::string::npos);
 }
 
 // --- halo windows ----------------------------------------------------------------------------
@@ -671,6 +697,38 @@ __global__ void s4(float* out, int off) {
   EXPECT_EQ(out[9], 4.0f + 7.0f);
   off = 1;
   EXPECT_DEATH(m.launch(0, {1, 1, 1}, {64, 1, 1}, args), "misaligned address");
+}
+
+// The generated space keeps a configuration exactly when the variant's static shared memory fits
+// in 48 KiB: the job's condition computes the same pitches (pads, vector widths) the emitter
+// declares. Checked over mv's and mm_sgemm's spaces with and without that condition (mv has
+// configurations where a pad of 4 crosses 48 KiB and a pad of 1 does not).
+TEST(NaiveJob, TheSharedMemoryConditionAgreesWithTheVariantsBytes) {
+  for (const auto& [file, kernel] : {std::pair{"mv.json", "mv"}, {"mm_sgemm.json", "mm"}}) {
+    Job job = load_job(kNaive / file);
+    naive::NaiveKernel k = naive::analyse_naive(load_kernel_source(job), kernel, "k.cu");
+    naive::apply_to_job(job, k);
+    Job open = job;
+    const size_t before = open.conditions.size();
+    std::erase_if(open.conditions, [](const Condition& c) {
+      return c.expression.find("<= 48 * 1024") != std::string::npos;
+    });
+    ASSERT_EQ(open.conditions.size() + 1, before) << file;
+    Space all = build_space(open), kept = build_space(job);
+    std::set<std::string> in_space;
+    for (size_t i = 0; i < kept.size(); ++i) in_space.insert(kept.config(i).json());
+    size_t fits = 0, wrong = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const Config c = all.config(i);
+      const long long bytes = naive::shared_bytes(k, naive::choice_from_config(k, c));
+      if ((bytes <= 48 * 1024) != (in_space.count(c.json()) > 0) && ++wrong <= 3)
+        ADD_FAILURE() << file << ": " << c.json() << " declares " << bytes << " bytes";
+      fits += bytes <= 48 * 1024;
+    }
+    EXPECT_EQ(wrong, 0u) << file;
+    EXPECT_EQ(fits, kept.size()) << file;
+    EXPECT_GT(all.size(), kept.size()) << file << ": no configuration exceeds 48 KiB";
+  }
 }
 
 TEST(NaiveJob, EveryShippedNaiveJobLoadsIntoAGeneratedSpace) {
