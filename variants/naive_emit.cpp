@@ -410,10 +410,10 @@ class Emitter {
       }
       site_tile_[static_cast<int>(i)] = it->id;
     }
-    // Vector loads from registers' point of view: with a vector width and thread merge along x,
-    // a thread's merged outputs come in runs of consecutive elements when an x-fast tile can then
-    // be read one run per vector load (mm's b tile). Without such a tile the runs would only
-    // spread each scalar access of a warp over more sectors and banks.
+    // With a vector width and thread merge along x, a thread's merged outputs come in runs of
+    // consecutive elements when an x-fast tile can then be read one run per vector load (mm's b
+    // tile). Without such a tile the runs would only spread each scalar access of a warp over
+    // more sectors and banks.
     if (c_.vector > 1 && c_.merge_x > 1)
       for (const Tile& t : tiles_)
         if (vector_tile(t)) xrun_ = std::min(c_.vector, c_.merge_x);
