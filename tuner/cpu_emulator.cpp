@@ -31,6 +31,7 @@ constexpr const char* kRuntime = R"RT(
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -149,6 +150,27 @@ inline float2 __ldg(const float2* p) { return ::gt::vector_load(p); }
 inline float4 __ldg(const float4* p) { return ::gt::vector_load(p); }
 inline int2 __ldg(const int2* p) { return ::gt::vector_load(p); }
 inline int4 __ldg(const int4* p) { return ::gt::vector_load(p); }
+// Warp shuffles between block-wide barriers: every thread of the block must reach them (as in
+// the generated split reductions, which shuffle outside any bounds check); lanes are the linear
+// thread index modulo 32, as on a GPU.
+namespace gt {
+inline thread_local std::vector<std::array<unsigned char, 16>> lanes;
+template <class T> T shuffle_xor(T v, unsigned mask) {
+  static_assert(sizeof(T) <= 16, "shuffle of a value wider than 16 bytes");
+  const unsigned n = bdim.x * bdim.y * bdim.z, t = tid.x + bdim.x * (tid.y + bdim.y * tid.z);
+  if (lanes.size() < n) lanes.resize(n);
+  std::memcpy(lanes[t].data(), &v, sizeof v);
+  ::gt::sync();
+  const unsigned from = (t & ~31u) | ((t & 31u) ^ (mask & 31u));
+  T r = v;
+  if (from < n) std::memcpy(&r, lanes[from].data(), sizeof r);
+  ::gt::sync();
+  return r;
+}
+}  // namespace gt
+template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int = 32) {
+  return ::gt::shuffle_xor(v, static_cast<unsigned>(mask));
+}
 template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <class T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
 template <class T> T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }

@@ -143,9 +143,10 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
     std::string label = naive::choice_label(k, c);
     try {
       const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
-      auto got = run_once(m, v + 1, args, to_u3(g),
-                          {static_cast<unsigned>(c.block_x), static_cast<unsigned>(by), 1},
-                          vector_loads, smem);
+      auto got =
+          run_once(m, v + 1, args, to_u3(g),
+                   {static_cast<unsigned>(naive::launch_block_x(c)), static_cast<unsigned>(by), 1},
+                   vector_loads, smem);
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].is_vector || !k.params[a].written) continue;
         Comparison cmp =
@@ -201,6 +202,15 @@ int generate(const GenerateOptions& o) {
               << (o.reduce ? " reduce atomic|block" : "") << (o.stage || o.reduce ? "" : " direct")
               << "\n";
     for (const std::string& r : o.reasons) std::cout << "    " << r << "\n";
+  }
+  if (const naive::SplitOption sp = naive::split_loop(k); sp.loop >= 0) {
+    std::string acc;
+    for (int id : sp.locals)
+      acc += (acc.empty() ? "" : ", ") + k.locals[static_cast<size_t>(id)].name;
+    std::cout << "  split: 1-32 threads per output share the loop adding to " << acc
+              << " (warp-shuffle sum; variants without shared tiles)\n";
+  } else {
+    std::cout << "  split: not offered: " << sp.reason << "\n";
   }
   for (const std::string& n : k.notes) std::cout << "  note: " << n << "\n";
   // The space, through a job (the given one, or a minimal one for the kernel alone).

@@ -153,7 +153,19 @@ struct Choice {
   std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first
+  int split = 1;  ///< threads per output sharing the reduction loop (split_loop); 1: none
 };
+
+/// The loop whose iterations several threads per output can share (`split`), or -1 with the
+/// reason: a 1-D kernel's top-level loop in the work whose body only adds to replicated
+/// accumulators (`sum += a[idx*n+i] * x[i];`). Each of `split` consecutive threads takes every
+/// split-th iteration, the partial sums meet through warp shuffles, one thread writes.
+struct SplitOption {
+  int loop = -1;
+  std::vector<int> locals;  ///< the accumulators
+  std::string reason;
+};
+SplitOption split_loop(const NaiveKernel& k);
 
 /// The load paths an array may take, with the reason for each one left out.
 struct ArrayOptions {
@@ -202,6 +214,9 @@ std::string choice_label(const NaiveKernel& k, const Choice& c);
 /// thread count (OpenCL style) and becomes blocks of block_size x merge. Throws JobError for a job
 /// that does not fit.
 void apply_to_job(Job& job, const NaiveKernel& k);
+
+/// Threads per block along x a variant launches: block_x x split.
+inline int launch_block_x(const Choice& c) { return c.block_x * c.split; }
 
 /// The tuning space for a kernel outside the subset: block shape only, the source unchanged.
 void apply_block_shape_only(Job& job, int dims);

@@ -420,6 +420,17 @@ class Emitter {
     if (k_.dims == 2)
       for (const std::string& a : c_.stage_store)
         if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
+    if (c_.split > 1) {
+      split_ = split_loop(k_);
+      if (split_.loop < 0)
+        throw NaiveError("kernel '" + k_.name + "': split " + std::to_string(c_.split) +
+                         " not possible: " + split_.reason);
+      if (!tiles_.empty() || !halos_.empty())
+        throw NaiveError("kernel '" + k_.name + "': split " + std::to_string(c_.split) +
+                         " is for variants without shared-memory tiles or windows");
+      if (c_.split & (c_.split - 1) || c_.split > 32)
+        throw NaiveError("kernel '" + k_.name + "': split must be a power of two up to 32");
+    }
     std::vector<const Stmt*> all;
     reductions(k_.body, all);
     for (const Stmt* r : all) {
@@ -473,8 +484,8 @@ class Emitter {
   std::string run() {
     std::ostringstream o;
     header(o);
-    o << "extern \"C\" __global__ void __launch_bounds__(" << c_.block_x * c_.block_y << ") "
-      << k_.name << "(";
+    o << "extern \"C\" __global__ void __launch_bounds__(" << launch_block_x(c_) * c_.block_y
+      << ") " << k_.name << "(";
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       if (i) o << ", ";
@@ -490,18 +501,25 @@ class Emitter {
     o << ") {\n";
     ind_ = 1;
     line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
-    if (xrun_ > 1)
+    if (c_.split > 1) {
+      const std::string sp = std::to_string(c_.split);
+      line(o, "const int gt_lane = threadIdx.x % " + sp + ";  // " + sp +
+                  " consecutive threads share each output's loop");
+      line(o, "const int gt_x0 = gt_bx + threadIdx.x / " + sp + ";");
+    } else if (xrun_ > 1) {
       line(o, "const int gt_x0 = gt_bx + threadIdx.x * " + std::to_string(xrun_) +
                   ";  // runs of " + std::to_string(xrun_) + " consecutive outputs along " +
                   k_.index_names[0]);
-    else
+    } else {
       line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+    }
     if (k_.dims == 2) {
       line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
       line(o, "const int gt_y0 = gt_by + threadIdx.y;");
     }
     if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
-      line(o, "const int gt_tid = threadIdx.y * " + std::to_string(c_.block_x) + " + threadIdx.x;");
+      line(o, "const int gt_tid = threadIdx.y * " + std::to_string(launch_block_x(c_)) +
+                  " + threadIdx.x;");
     if (!tiles_.empty()) {
       for (const Tile& t : tiles_) {
         std::string d;
@@ -1161,14 +1179,36 @@ class Emitter {
     hoisted_[site] = name + "[gt_mx]";
   }
 
+  /// After the split loop: the partial sums of an output's `split` threads (consecutive lanes
+  /// of one warp) meet in a butterfly of warp shuffles, every lane ending with the total; every
+  /// thread takes part (no bounds check: a shuffle needs the whole warp), and from here on only
+  /// lane 0 of each output runs the kernel's statements.
+  void combine_split(std::ostringstream& o) {
+    line(o, "// add up the " + std::to_string(c_.split) + " threads' parts of each output");
+    line(o, "#pragma unroll");
+    line(o, "for (int gt_o = " + std::to_string(c_.split / 2) + "; gt_o > 0; gt_o >>= 1)");
+    ++ind_;
+    replica_block(o, [&](std::ostringstream& b) {
+      for (int id : split_.locals) {
+        const std::string v = k_.locals[static_cast<size_t>(id)].name + suffix(c_, k_.dims);
+        line(b, v + " += __shfl_xor_sync(0xffffffffu, " + v + ", gt_o);");
+      }
+    });
+    --ind_;
+    lane0_ = true;
+  }
+
   void emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded) {
     std::vector<const Stmt*> group;
     auto flush = [&] {
       if (group.empty()) return;
       hoist_shared_loads(o, group, guarded);
+      const std::string only =
+          (guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
+          (lane0_ ? std::string(guarded ? " && " : "") + "gt_lane == 0" : std::string());
       replica_block(o, [&](std::ostringstream& b) {
-        if (guarded) {
-          line(b, "if (gt_ok" + suffix(c_, k_.dims) + ") {");
+        if (!only.empty()) {
+          line(b, "if (" + only + ") {");
           ++ind_;
         }
         for (const Stmt* s : group) {
@@ -1183,7 +1223,7 @@ class Emitter {
             emit_text_lines(b, render(s->text));
           }
         }
-        if (guarded) {
+        if (!only.empty()) {
           --ind_;
           line(b, "}");
         }
@@ -1202,13 +1242,15 @@ class Emitter {
         case Stmt::RepDecl: {
           flush();
           const Local& l = k_.locals[s.local];
-          line(o, strip_const(l.type) + " " + l.name + array_dims(c_, k_.dims) + ";");
+          line(o, strip_const(l.type) + " " + l.name + array_dims(c_, k_.dims) +
+                      (c_.split > 1 ? " = {}" : "") + ";");
           if (!s.text.empty()) group.push_back(&s);
           break;
         }
         case Stmt::Loop:
           flush();
           emit_loop(o, s, guarded);
+          if (c_.split > 1 && s.loop == split_.loop) combine_split(o);
           break;
         case Stmt::Rep:
         case Stmt::Reduce:
@@ -1228,8 +1270,12 @@ class Emitter {
       if (t.plan.loop == s.loop) here.push_back(&t);
     if (here.empty()) {
       line(o, unroll);
-      line(o,
-           "for (int " + s.var + " = " + lo + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
+      if (c_.split > 1 && s.loop == split_.loop)  // this thread's share: every split-th step
+        line(o, "for (int " + s.var + " = " + lo + " + gt_lane; " + s.var + " < " + hi + "; " +
+                    s.var + " += " + std::to_string(c_.split) + ") {");
+      else
+        line(o,
+             "for (int " + s.var + " = " + lo + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
       ++ind_;
       emit_list(o, s.body, guarded);
       --ind_;
@@ -1401,11 +1447,16 @@ class Emitter {
   void header(std::ostringstream& o) const {
     o << "// Generated by gputune from the naive kernel '" << k_.name << "' (" << k_.file << ").\n";
     o << "// " << choice_label(k_, c_) << "\n";
-    o << "// - thread block " << c_.block_x << " x " << c_.block_y << " threads";
+    o << "// - thread block " << launch_block_x(c_) << " x " << c_.block_y << " threads";
+    if (c_.split > 1) o << " (" << c_.block_x << " x " << c_.block_y << " outputs)";
     if (merged())
       o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
         << c_.merge_x * c_.merge_y
         << " outputs (replicated accumulators; loop control and the loads they share kept once)";
+    if (c_.split > 1)
+      o << "; " << c_.split << " threads per output share loop "
+        << find_loop(k_.body, split_.loop)->var << " (every " << c_.split
+        << "th step each, partial sums added by warp shuffles)";
     if (xrun_ > 1)
       o << "; along " << k_.index_names[0] << " in runs of " << xrun_
         << " consecutive outputs, read from x-fast shared tiles with one " << xrun_
@@ -1445,8 +1496,8 @@ class Emitter {
     for (const Sum& x : sums_)
       o << "// - atomicAdd(" << literal_text(x.stmt->address)
         << "): summed per block in shared memory, one atomic per block\n";
-    o << "// Launch: block (" << c_.block_x << ", " << c_.block_y << ", 1), grid (ceil(X / " << tx_
-      << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
+    o << "// Launch: block (" << launch_block_x(c_) << ", " << c_.block_y << ", 1), grid (ceil(X / "
+      << tx_ << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
     if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
     if (!halos_.empty())
       o << "; dynamic shared memory for the halo windows, sized at launch from the scalars";
@@ -1456,7 +1507,9 @@ class Emitter {
   const NaiveKernel& k_;
   Choice c_;
   int tx_ = 0, ty_ = 0;
-  int xrun_ = 1;  ///< merged outputs along x per run of consecutive elements (1: strided)
+  int xrun_ = 1;        ///< merged outputs along x per run of consecutive elements (1: strided)
+  SplitOption split_;   ///< the loop `split` threads share (split > 1)
+  bool lane0_ = false;  ///< past the split loop: statements run on lane 0 of each output
   int ind_ = 0;
   std::vector<Tile> tiles_;
   std::map<int, int> site_tile_;
@@ -1546,6 +1599,7 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.tile_k = get("tile_k", 16);
   ch.pad = get("pad", 0) != 0;
   ch.vector = get("vector", 1);
+  ch.split = get("split", 1);
   for (const ArrayOptions& a : array_options(k)) {
     if (!find("cache_" + a.array)) continue;
     const std::string v = str("cache_" + a.array);
@@ -1593,6 +1647,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   s += "_mx" + std::to_string(c.merge_x);
   if (k.dims == 2) s += "_my" + std::to_string(c.merge_y);
   if (k.loops) s += "_u" + std::to_string(c.unroll);
+  if (c.split > 1) s += "_s" + std::to_string(c.split);
   bool shared = false, halo = false;
   const std::map<int, HaloPlan> halos = halo_plans(k);
   for (const ArrayOptions& a : array_options(k)) {
@@ -1759,6 +1814,20 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     conds.push_back({"pad == 0" + anyp, {}});
   }
   if (!smem.empty()) conds.push_back({smem + " <= 48 * 1024", {}});
+  // Several threads per output share the reduction loop (too few outputs to fill a GPU: mv and
+  // tmv at 4096 rows are 128 warps). Not with shared tiles or windows (the tile's cooperative
+  // loads would need the split's lanes too; a tile gives a thread's loop its reuse already).
+  if (split_loop(k).loop >= 0) {
+    gen.push_back(int_param("split", {1, 2, 4, 8, 16, 32}, 1));
+    std::string none;
+    for (const std::string& a : shared_arrays) none += " and cache_" + a + " != 'shared'";
+    for (const std::string& a : pad_arrays)
+      if (std::find(shared_arrays.begin(), shared_arrays.end(), a) == shared_arrays.end())
+        none += " and cache_" + a + " != 'shared'";
+    conds.push_back({"split == 1 or (True" + none + ")", {}});
+    conds.push_back({"block_size_x * split <= 1024", {"block_size_x", "split"}});
+    job.local_size.x = "block_size_x*split";
+  }
   // The job may narrow generated parameters (same name) or list none.
   for (const Parameter& p : job.parameters) {
     bool known =
@@ -1784,6 +1853,54 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
                   : "(" + threads.y + ")";
   job.global_size.z = "(" + threads.z + ")";
   job.global_size_type = "CUDA";
+}
+
+SplitOption split_loop(const NaiveKernel& k) {
+  SplitOption out;
+  if (k.dims != 1) {
+    out.reason = "a 2-D kernel has an output per (idx, idy): enough threads without splitting";
+    return out;
+  }
+  for (size_t i = k.pre_guard; i < k.body.size(); ++i) {
+    const Stmt& l = k.body[i];
+    if (l.kind != Stmt::Loop) continue;
+    std::vector<int> acc;
+    std::string why;
+    for (const Stmt& s : l.body) {
+      if (s.kind == Stmt::KeepDecl) continue;
+      // `L += E;` with L a replicated accumulator that E does not read.
+      const bool add = s.kind == Stmt::Rep && s.text.size() >= 2 &&
+                       s.text[0].kind == Piece::Local && s.text[1].kind == Piece::Lit &&
+                       s.text[1].text.find_first_not_of(' ') != std::string::npos &&
+                       s.text[1].text.compare(s.text[1].text.find_first_not_of(' '), 2, "+=") == 0;
+      if (!add) {
+        why = "loop " + l.var + ": its body does more than add to accumulators (`sum += ...;`)";
+        break;
+      }
+      const int id = s.text[0].id;
+      const Local& loc = k.locals[static_cast<size_t>(id)];
+      const std::string t = strip_const(loc.type);
+      if (!loc.replicated || (t != "float" && t != "double" && t != "int")) {
+        why = "loop " + l.var + ": accumulator " + loc.name + " is not a per-thread float, " +
+              "double or int";
+        break;
+      }
+      for (size_t p = 1; p < s.text.size() && why.empty(); ++p)
+        if (s.text[p].kind == Piece::Local && s.text[p].id == id)
+          why = "loop " + l.var + ": the added value reads the accumulator " + loc.name;
+      if (!why.empty()) break;
+      if (std::find(acc.begin(), acc.end(), id) == acc.end()) acc.push_back(id);
+    }
+    if (why.empty() && acc.empty()) why = "loop " + l.var + ": nothing to add up";
+    if (why.empty()) {
+      out.loop = l.loop;
+      out.locals = acc;
+      return out;
+    }
+    out.reason = why;
+  }
+  if (out.reason.empty()) out.reason = "no loop in the work";
+  return out;
 }
 
 void apply_block_shape_only(Job& job, int dims) {

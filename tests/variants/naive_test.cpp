@@ -565,7 +565,7 @@ TEST(NaiveJob, AJobNarrowsGeneratedParametersAndUnknownNamesAreRefused) {
   for (size_t i = 0; i < narrowed.size(); ++i)
     EXPECT_EQ(narrowed.config(i)["block_size_x"].as_int(), 64);
   EXPECT_EQ(job.global_size_type, "CUDA");
-  EXPECT_EQ(job.local_size.x, "block_size_x");
+  EXPECT_EQ(job.local_size.x, "block_size_x*split");  // mv offers split
   Job bad = load_job(kNaive / "mv.json");
   Parameter unknown;
   unknown.name = "tile_size_x";
@@ -581,7 +581,87 @@ TEST(NaiveJob, AJobNarrowsGeneratedParametersAndUnknownNamesAreRefused) {
   }
 }
 
+// --- split reduction loops -------------------------------------------------------------------
+
+// mv at 4096 rows is 128 warps: `split` lets several threads per output share the loop, each
+// taking every split-th step, their partial sums meeting through warp shuffles, lane 0 writing.
+TEST(NaiveSplit, SeveralThreadsPerOutputShareTheReductionLoop) {
+  naive::NaiveKernel mv = analyse("mv");
+  naive::SplitOption sp = naive::split_loop(mv);
+  ASSERT_EQ(sp.loop, 0) << sp.reason;
+  ASSERT_EQ(sp.locals.size(), 1u);
+  EXPECT_EQ(mv.locals[static_cast<size_t>(sp.locals[0])].name, "sum");
+  naive::Choice c;
+  c.block_x = 32;
+  c.merge_x = 2;
+  c.split = 32;
+  c.cache["x"] = Cache::ReadOnly;
+  const std::string src = naive::emit_variant(mv, c);
+  EXPECT_NE(src.find("__launch_bounds__(1024)"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_lane = threadIdx.x % 32;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_x0 = gt_bx + threadIdx.x / 32;"), std::string::npos) << src;
+  EXPECT_NE(src.find("for (int i = 0 + gt_lane; i < n; i += 32) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("sum[gt_mx] += __shfl_xor_sync(0xffffffffu, sum[gt_mx], gt_o);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_mx] && gt_lane == 0) {\n      y[idx] = sum[gt_mx];"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(naive::choice_label(mv, c).find("_s32"), std::string::npos);
+  // NVRTC: one shfl per merged output per butterfly step (5 steps for 32 lanes).
+  EXPECT_EQ(count(ptx_of(src), "shfl.sync.bfly"), 2u * 5);
+  // Not offered where it cannot apply, with the reason; refused in a variant that asks anyway.
+  EXPECT_EQ(naive::split_loop(analyse("mm")).loop, -1);
+  EXPECT_NE(naive::split_loop(analyse("mm")).reason.find("2-D kernel"), std::string::npos);
+  EXPECT_NE(naive::split_loop(analyse("reduction")).reason.find("no loop"), std::string::npos);
+  naive::Choice tiled = c;
+  tiled.cache["a"] = Cache::Shared;
+  EXPECT_THROW(naive::emit_variant(mv, tiled), naive::NaiveError);
+  // The job launches block_size_x * split threads along x and keeps the grid of outputs.
+  Job job = tuner::load_tuning_job(kNaive / "mv.json");  // the generated space applied
+  ASSERT_TRUE(job.naive_kernel);
+  EXPECT_EQ(job.local_size.x, "block_size_x*split");
+  Space space = build_space(job);
+  ContextSpec ctx;
+  ctx.name = "4096x4096";
+  ctx.problem_size = {Value(4096), Value(4096)};
+  size_t split = 0;
+  for (size_t i = 0; i < space.size(); ++i) {
+    Config cfg = space.config(i);
+    naive::Choice ch = naive::choice_from_config(mv, cfg);
+    if (ch.split == 1) continue;
+    ++split;
+    EXPECT_NE(cfg["cache_a"].as_str(), "shared") << cfg.key();
+    EXPECT_NE(cfg["cache_x"].as_str(), "shared") << cfg.key();
+    LaunchGeometry g = launch_geometry(job, cfg, ctx);
+    EXPECT_EQ(g.block[0], ch.block_x * ch.split) << cfg.key();
+    EXPECT_LE(g.threads_per_block(), 1024) << cfg.key();
+    EXPECT_EQ(g.grid[0], (4096 + ch.block_x * ch.merge_x - 1) / (ch.block_x * ch.merge_x));
+  }
+  EXPECT_GT(split, 100u);
+}
+
 // --- the CPU emulator ------------------------------------------------------------------------
+
+// Warp shuffles run between block barriers; lanes are the linear thread index modulo 32.
+TEST(CpuEmulator, XorShufflesExchangeWithinEachWarp) {
+  tuner::CpuKernel k{R"(
+__global__ void bfly(float* out, int mask) {
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+  out[t] = __shfl_xor_sync(0xffffffffu, float(t), mask);
+}
+)",
+                     "bfly",
+                     {"float *", "int"}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  std::vector<float> out(128);
+  float* po = out.data();
+  for (int mask : {1, 16, 31}) {
+    void* args[] = {&po, &mask};
+    m.launch(0, {1, 1, 1}, {16, 8, 1}, args);
+    for (int t = 0; t < 128; ++t) EXPECT_EQ(out[t], float((t & ~31) | ((t & 31) ^ mask))) << t;
+  }
+}
 
 TEST(CpuEmulator, SharedMemoryAndBarriersBehaveLikeABlock) {
   // Reverses each block's slice through shared memory: wrong without a real barrier.
@@ -772,6 +852,7 @@ std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
       if (p.name == "unroll" && x != 1 && x != 4) continue;
       if (p.name == "tile_k" && x == 32) continue;
       if (p.name == "vector" && x == 2) continue;
+      if (p.name == "split" && x != 1 && x != 4 && x != 32) continue;
       keep.push_back(v);
     }
     p.values = keep;
@@ -808,6 +889,9 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
       EXPECT_TRUE(seen) << a.array << " " << naive::cache_name(want);
     }
   }
+  const bool splits = std::any_of(variants.begin(), variants.end(),
+                                  [](const naive::Choice& ch) { return ch.split > 1; });
+  EXPECT_EQ(splits, !c.aligned && naive::split_loop(k).loop >= 0) << "split variants";
   for (const auto& o : naive::output_options(k)) {
     auto count = [&](auto pick) { return std::count_if(variants.begin(), variants.end(), pick); };
     if (o.stage) {
