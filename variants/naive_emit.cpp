@@ -449,8 +449,10 @@ class Emitter {
     for (int site : store_sites_)
       total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? 1 : 0)) *
                element_bytes(k_.params[k_.accesses[site].param].element);
-    for (const Sum& x : sums_)
-      total += static_cast<long long>(c_.block_x) * c_.block_y * element_bytes(x.stmt->element);
+    for (const Sum& x : sums_)  // one element per warp (a single warp needs none)
+      if (const long long warps = static_cast<long long>(launch_block_x(c_)) * c_.block_y / 32;
+          warps > 1)
+        total += warps * element_bytes(x.stmt->element);
     return total;
   }
 
@@ -634,28 +636,30 @@ class Emitter {
     line(o, "}");
   }
 
-  /// After the work: a tree sum of the threads' parts in shared memory, one atomicAdd per block.
+  /// After the work: the threads' parts summed within each warp by a butterfly of shuffles, the
+  /// warps' sums through shared memory and summed again by shuffles (every warp does it: a
+  /// shuffle needs the whole warp), one atomicAdd per block.
   void block_sum(std::ostringstream& o, const Sum& x) {
-    const int n = c_.block_x * c_.block_y;
-    int p = 1;
-    while (p * 2 <= n) p *= 2;
-    const std::string buf = "gt_red" + x.name.substr(6);
-    line(o, "// sum the block's parts, then one atomicAdd per block");
-    line(o, "__shared__ " + x.stmt->element + " " + buf + "[" + std::to_string(n) + "];");
-    line(o, buf + "[gt_tid] = " + x.name + ";");
-    line(o, "__syncthreads();");
-    if (p < n) {
-      line(o, "if (gt_tid < " + std::to_string(n - p) + ") " + buf + "[gt_tid] += " + buf +
-                  "[gt_tid + " + std::to_string(p) + "];");
+    const int n = launch_block_x(c_) * c_.block_y, warps = n / 32;
+    const std::string buf = "gt_red" + x.name.substr(6), v = "gt_v" + x.name.substr(6);
+    const std::string& t = x.stmt->element;
+    line(o, "// sum the block's parts: each warp by shuffles, then the " + std::to_string(warps) +
+                " warps' sums; one atomicAdd per block");
+    line(o, t + " " + v + " = " + x.name + ";");
+    line(o, "#pragma unroll");
+    line(o, "for (int gt_o = 16; gt_o > 0; gt_o >>= 1) " + v + " += __shfl_xor_sync(0xffffffffu, " +
+                v + ", gt_o);");
+    if (warps > 1) {
+      line(o, "__shared__ " + t + " " + buf + "[" + std::to_string(warps) + "];  // one per warp");
+      line(o, "if (gt_tid % 32 == 0) " + buf + "[gt_tid / 32] = " + v + ";");
       line(o, "__syncthreads();");
+      line(o, v + " = gt_tid % 32 < " + std::to_string(warps) + " ? " + buf +
+                  "[gt_tid % 32] : " + t + "(0);");
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_o = 16; gt_o > 0; gt_o >>= 1) " + v +
+                  " += __shfl_xor_sync(0xffffffffu, " + v + ", gt_o);");
     }
-    line(o, "for (int gt_s = " + std::to_string(p / 2) + "; gt_s > 0; gt_s >>= 1) {");
-    ++ind_;
-    line(o, "if (gt_tid < gt_s) " + buf + "[gt_tid] += " + buf + "[gt_tid + gt_s];");
-    line(o, "__syncthreads();");
-    --ind_;
-    line(o, "}");
-    line(o, "if (gt_tid == 0) atomicAdd(" + render(x.stmt->address) + ", " + buf + "[0]);");
+    line(o, "if (gt_tid == 0) atomicAdd(" + render(x.stmt->address) + ", " + v + ");");
   }
 
   Cache cache_of(int param) const {
@@ -1495,7 +1499,7 @@ class Emitter {
         << "\n";
     for (const Sum& x : sums_)
       o << "// - atomicAdd(" << literal_text(x.stmt->address)
-        << "): summed per block in shared memory, one atomic per block\n";
+        << "): summed per block (warp shuffles, then the warps' sums), one atomic per block\n";
     o << "// Launch: block (" << launch_block_x(c_) << ", " << c_.block_y << ", 1), grid (ceil(X / "
       << tx_ << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
     if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
@@ -1768,6 +1772,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
             ("((" + bytes + ") if cache_" + a.array + " == 'shared' else 0)");
   }
   std::vector<std::string> pad_uses;  // the choices a pitch pad changes
+  const bool split = split_loop(k).loop >= 0;
   for (const std::string& a : pad_arrays) pad_uses.push_back("cache_" + a + " == 'shared'");
   for (const OutputOptions& o : output_options(k)) {
     int prm = 0;
@@ -1789,8 +1794,10 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
       std::string rb = "0";
       for (const Stmt* r : sums)
         if (r->target == prm && addresses.insert(literal_text(r->address)).second)
-          rb += " + " + std::to_string(element_bytes(r->element)) + "*block_size_x" +
-                (k.dims == 2 ? "*block_size_y" : "");
+          rb += " + (" + std::to_string(element_bytes(r->element)) + "*(block_size_x" +
+                (k.dims == 2 ? "*block_size_y" : "") + (split ? "*split" : "") +
+                "//32) if block_size_x" + (k.dims == 2 ? "*block_size_y" : "") +
+                (split ? "*split" : "") + " > 32 else 0)";  // Emitter::block_sum
       smem += (smem.empty() ? "" : " + ") +
               ("((" + rb + ") if reduce_" + o.array + " == 'block' else 0)");
     }
@@ -1817,7 +1824,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   // Several threads per output share the reduction loop (too few outputs to fill a GPU: mv and
   // tmv at 4096 rows are 128 warps). Not with shared tiles or windows (the tile's cooperative
   // loads would need the split's lanes too; a tile gives a thread's loop its reuse already).
-  if (split_loop(k).loop >= 0) {
+  if (split) {
     gen.push_back(int_param("split", {1, 2, 4, 8, 16, 32}, 1));
     std::string none;
     for (const std::string& a : shared_arrays) none += " and cache_" + a + " != 'shared'";

@@ -419,7 +419,7 @@ TEST(NaiveAnalysis, SumsAtomicAddsPerBlockBeforeOneAtomicPerBlock) {
   EXPECT_TRUE(output(ro, "sum")->reduce);
   EXPECT_TRUE(r.params[0].written) << "the sum is an output the checks compare";
   naive::Choice c;
-  c.block_x = 96;  // not a power of two: the tree folds the top 32 first
+  c.block_x = 96;  // three warps
   c.merge_x = 2;
   c.block_reduce = {"sum"};
   std::string src = naive::emit_variant(r, c);
@@ -427,12 +427,30 @@ TEST(NaiveAnalysis, SumsAtomicAddsPerBlockBeforeOneAtomicPerBlock) {
   ASSERT_NE(first, std::string::npos);
   EXPECT_EQ(src.find("atomicAdd(", first + 1), std::string::npos) << "one atomic per block:\n"
                                                                   << src;
-  EXPECT_NE(src.find("if (gt_tid == 0) atomicAdd(sum, gt_red_sum[0]);"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_tid == 0) atomicAdd(sum, gt_v_sum);"), std::string::npos) << src;
   EXPECT_NE(src.find("gt_acc_sum += in[idx];"), std::string::npos) << src;
-  EXPECT_NE(src.find("if (gt_tid < 32) gt_red_sum[gt_tid] += gt_red_sum[gt_tid + 64];"),
+  // Each warp sums by shuffles, lane 0 leaves it in shared memory, every warp sums the 3 again.
+  EXPECT_EQ(count(src, "gt_v_sum += __shfl_xor_sync(0xffffffffu, gt_v_sum, gt_o);"), 2u) << src;
+  EXPECT_NE(src.find("__shared__ float gt_red_sum[3];"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_v_sum = gt_tid % 32 < 3 ? gt_red_sum[gt_tid % 32] : float(0);"),
             std::string::npos)
       << src;
-  EXPECT_EQ(naive::shared_bytes(r, c), 96 * 4);
+  EXPECT_EQ(naive::shared_bytes(r, c), 3 * 4);
+  // And it adds up on the CPU, for 1, 3 and 32 warps, at a size no block divides.
+  Job job = load_job(kNaive / "reduction.json");
+  naive::apply_to_job(job, r);
+  ContextSpec ctx;
+  ctx.name = "test";
+  ctx.problem_size = {Value(100003)};
+  std::vector<naive::Choice> sizes;
+  for (int bx : {32, 96, 1024}) {
+    naive::Choice v = c;
+    v.block_x = bx;
+    sizes.push_back(v);
+  }
+  std::vector<std::string> bad =
+      tuner::check_on_cpu(job, load_kernel_source(job), r, sizes, ctx, 2, nullptr);
+  EXPECT_TRUE(bad.empty()) << bad.front();
   // Without the choice the kernel keeps its atomics.
   c.block_reduce.clear();
   EXPECT_NE(naive::emit_variant(r, c).find("atomicAdd(sum, in[idx]);"), std::string::npos);
