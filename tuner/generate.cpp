@@ -143,10 +143,10 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
     std::string label = naive::choice_label(k, c);
     try {
       const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
-      auto got =
-          run_once(m, v + 1, args, to_u3(g),
-                   {static_cast<unsigned>(naive::launch_block_x(c)), static_cast<unsigned>(by), 1},
-                   vector_loads, smem);
+      auto got = run_once(m, v + 1, args, to_u3(g),
+                          {static_cast<unsigned>(naive::launch_block(k, c)[0]),
+                           static_cast<unsigned>(naive::launch_block(k, c)[1]), 1},
+                          vector_loads, smem);
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].is_vector || !k.params[a].written) continue;
         Comparison cmp =
@@ -208,7 +208,10 @@ int generate(const GenerateOptions& o) {
     for (int id : sp.locals)
       acc += (acc.empty() ? "" : ", ") + k.locals[static_cast<size_t>(id)].name;
     std::cout << "  split: 1-32 threads per output share the loop adding to " << acc
-              << " (warp-shuffle sum; variants without shared tiles)\n";
+              << (sp.across_warps ? " (lanes along threadIdx.y, so each warp still reads "
+                                    "consecutive outputs; parts added in shared memory)"
+                                  : " (lanes within a warp; parts added by warp shuffles)")
+              << ", in variants without shared tiles\n";
   } else {
     std::cout << "  split: not offered: " << sp.reason << "\n";
   }

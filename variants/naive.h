@@ -14,6 +14,7 @@
  * Must not: compile, launch, or touch the database. */
 #pragma once
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -163,6 +164,10 @@ struct Choice {
 struct SplitOption {
   int loop = -1;
   std::vector<int> locals;  ///< the accumulators
+  /// Where an output's lanes sit: consecutive threads of a warp (their parts meet by shuffles),
+  /// or, when a read in the loop is coalesced along idx (tmv's a[i*m+idx]), along threadIdx.y, so
+  /// that each warp still reads consecutive idx (their parts meet in shared memory).
+  bool across_warps = false;
   std::string reason;
 };
 SplitOption split_loop(const NaiveKernel& k);
@@ -215,8 +220,9 @@ std::string choice_label(const NaiveKernel& k, const Choice& c);
 /// that does not fit.
 void apply_to_job(Job& job, const NaiveKernel& k);
 
-/// Threads per block along x a variant launches: block_x x split.
-inline int launch_block_x(const Choice& c) { return c.block_x * c.split; }
+/// The thread block a variant launches (x, y): block_x x block_y, times split along x (lanes in
+/// a warp) or along y (lanes across warps).
+std::array<int, 2> launch_block(const NaiveKernel& k, const Choice& c);
 
 /// The tuning space for a kernel outside the subset: block shape only, the source unchanged.
 void apply_block_shape_only(Job& job, int dims);

@@ -431,6 +431,7 @@ class Emitter {
       if (c_.split & (c_.split - 1) || c_.split > 32)
         throw NaiveError("kernel '" + k_.name + "': split must be a power of two up to 32");
     }
+    lb_ = launch_block(k_, c_);
     std::vector<const Stmt*> all;
     reductions(k_.body, all);
     for (const Stmt* r : all) {
@@ -449,9 +450,12 @@ class Emitter {
     for (int site : store_sites_)
       total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? 1 : 0)) *
                element_bytes(k_.params[k_.accesses[site].param].element);
+    if (c_.split > 1 && split_.across_warps)
+      for (int id : split_.locals)
+        total += static_cast<long long>(c_.split) * tx_ *
+                 element_bytes(strip_const(k_.locals[static_cast<size_t>(id)].type));
     for (const Sum& x : sums_)  // one element per warp (a single warp needs none)
-      if (const long long warps = static_cast<long long>(launch_block_x(c_)) * c_.block_y / 32;
-          warps > 1)
+      if (const long long warps = static_cast<long long>(lb_[0]) * lb_[1] / 32; warps > 1)
         total += warps * element_bytes(x.stmt->element);
     return total;
   }
@@ -486,8 +490,8 @@ class Emitter {
   std::string run() {
     std::ostringstream o;
     header(o);
-    o << "extern \"C\" __global__ void __launch_bounds__(" << launch_block_x(c_) * c_.block_y
-      << ") " << k_.name << "(";
+    o << "extern \"C\" __global__ void __launch_bounds__(" << lb_[0] * lb_[1] << ") " << k_.name
+      << "(";
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       if (i) o << ", ";
@@ -503,7 +507,11 @@ class Emitter {
     o << ") {\n";
     ind_ = 1;
     line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
-    if (c_.split > 1) {
+    if (c_.split > 1 && split_.across_warps) {
+      line(o, "const int gt_lane = threadIdx.y;  // " + std::to_string(c_.split) +
+                  " rows of threads share each output's loop");
+      line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+    } else if (c_.split > 1) {
       const std::string sp = std::to_string(c_.split);
       line(o, "const int gt_lane = threadIdx.x % " + sp + ";  // " + sp +
                   " consecutive threads share each output's loop");
@@ -520,8 +528,7 @@ class Emitter {
       line(o, "const int gt_y0 = gt_by + threadIdx.y;");
     }
     if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
-      line(o, "const int gt_tid = threadIdx.y * " + std::to_string(launch_block_x(c_)) +
-                  " + threadIdx.x;");
+      line(o, "const int gt_tid = threadIdx.y * " + std::to_string(lb_[0]) + " + threadIdx.x;");
     if (!tiles_.empty()) {
       for (const Tile& t : tiles_) {
         std::string d;
@@ -640,7 +647,7 @@ class Emitter {
   /// warps' sums through shared memory and summed again by shuffles (every warp does it: a
   /// shuffle needs the whole warp), one atomicAdd per block.
   void block_sum(std::ostringstream& o, const Sum& x) {
-    const int n = launch_block_x(c_) * c_.block_y, warps = n / 32;
+    const int n = lb_[0] * lb_[1], warps = n / 32;
     const std::string buf = "gt_red" + x.name.substr(6), v = "gt_v" + x.name.substr(6);
     const std::string& t = x.stmt->element;
     line(o, "// sum the block's parts: each warp by shuffles, then the " + std::to_string(warps) +
@@ -1188,6 +1195,35 @@ class Emitter {
   /// thread takes part (no bounds check: a shuffle needs the whole warp), and from here on only
   /// lane 0 of each output runs the kernel's statements.
   void combine_split(std::ostringstream& o) {
+    if (split_.across_warps) {  // the lanes are rows of the block: through shared memory
+      const std::string sp = std::to_string(c_.split), w = std::to_string(tx_);
+      line(o, "// add up the " + sp + " rows' parts of each output in shared memory; row 0 adds");
+      for (int id : split_.locals) {
+        const Local& l = k_.locals[static_cast<size_t>(id)];
+        line(o,
+             "__shared__ " + strip_const(l.type) + " gt_sp_" + l.name + "[" + sp + "][" + w + "];");
+      }
+      replica_block(o, [&](std::ostringstream& b) {
+        for (int id : split_.locals) {
+          const Local& l = k_.locals[static_cast<size_t>(id)];
+          line(b, "gt_sp_" + l.name + "[gt_lane][" + k_.index_names[0] + " - gt_bx] = " + l.name +
+                      suffix(c_, k_.dims) + ";");
+        }
+      });
+      line(o, "__syncthreads();");
+      replica_block(o, [&](std::ostringstream& b) {
+        line(b, "if (gt_lane == 0)");
+        line(b, "  for (int gt_l = 1; gt_l < " + sp + "; ++gt_l) {");
+        for (int id : split_.locals) {
+          const Local& l = k_.locals[static_cast<size_t>(id)];
+          line(b, "    " + l.name + suffix(c_, k_.dims) + " += gt_sp_" + l.name + "[gt_l][" +
+                      k_.index_names[0] + " - gt_bx];");
+        }
+        line(b, "  }");
+      });
+      lane0_ = true;
+      return;
+    }
     line(o, "// add up the " + std::to_string(c_.split) + " threads' parts of each output");
     line(o, "#pragma unroll");
     line(o, "for (int gt_o = " + std::to_string(c_.split / 2) + "; gt_o > 0; gt_o >>= 1)");
@@ -1451,8 +1487,9 @@ class Emitter {
   void header(std::ostringstream& o) const {
     o << "// Generated by gputune from the naive kernel '" << k_.name << "' (" << k_.file << ").\n";
     o << "// " << choice_label(k_, c_) << "\n";
-    o << "// - thread block " << launch_block_x(c_) << " x " << c_.block_y << " threads";
-    if (c_.split > 1) o << " (" << c_.block_x << " x " << c_.block_y << " outputs)";
+    o << "// - thread block " << lb_[0] << " x " << lb_[1] << " threads";
+    if (c_.split > 1)
+      o << " (" << c_.block_x << " x " << (k_.dims == 2 ? c_.block_y : 1) << " outputs)";
     if (merged())
       o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
         << c_.merge_x * c_.merge_y
@@ -1500,8 +1537,8 @@ class Emitter {
     for (const Sum& x : sums_)
       o << "// - atomicAdd(" << literal_text(x.stmt->address)
         << "): summed per block (warp shuffles, then the warps' sums), one atomic per block\n";
-    o << "// Launch: block (" << launch_block_x(c_) << ", " << c_.block_y << ", 1), grid (ceil(X / "
-      << tx_ << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
+    o << "// Launch: block (" << lb_[0] << ", " << lb_[1] << ", 1), grid (ceil(X / " << tx_
+      << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
     if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
     if (!halos_.empty())
       o << "; dynamic shared memory for the halo windows, sized at launch from the scalars";
@@ -1511,9 +1548,10 @@ class Emitter {
   const NaiveKernel& k_;
   Choice c_;
   int tx_ = 0, ty_ = 0;
-  int xrun_ = 1;        ///< merged outputs along x per run of consecutive elements (1: strided)
-  SplitOption split_;   ///< the loop `split` threads share (split > 1)
-  bool lane0_ = false;  ///< past the split loop: statements run on lane 0 of each output
+  int xrun_ = 1;       ///< merged outputs along x per run of consecutive elements (1: strided)
+  SplitOption split_;  ///< the loop `split` threads share (split > 1)
+  std::array<int, 2> lb_{1, 1};  ///< the launched block (launch_block)
+  bool lane0_ = false;           ///< past the split loop: statements run on lane 0 of each output
   int ind_ = 0;
   std::vector<Tile> tiles_;
   std::map<int, int> site_tile_;
@@ -1820,11 +1858,11 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     for (const std::string& u : pad_uses) anyp += " or " + u;
     conds.push_back({"pad == 0" + anyp, {}});
   }
-  if (!smem.empty()) conds.push_back({smem + " <= 48 * 1024", {}});
   // Several threads per output share the reduction loop (too few outputs to fill a GPU: mv and
   // tmv at 4096 rows are 128 warps). Not with shared tiles or windows (the tile's cooperative
   // loads would need the split's lanes too; a tile gives a thread's loop its reuse already).
   if (split) {
+    const SplitOption sp = split_loop(k);
     gen.push_back(int_param("split", {1, 2, 4, 8, 16, 32}, 1));
     std::string none;
     for (const std::string& a : shared_arrays) none += " and cache_" + a + " != 'shared'";
@@ -1833,8 +1871,19 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
         none += " and cache_" + a + " != 'shared'";
     conds.push_back({"split == 1 or (True" + none + ")", {}});
     conds.push_back({"block_size_x * split <= 1024", {"block_size_x", "split"}});
-    job.local_size.x = "block_size_x*split";
+    if (sp.across_warps) {  // lanes along y, parts added in shared memory (Emitter::combine_split)
+      job.local_size.y = "split";
+      std::string b;
+      for (int id : sp.locals)
+        b += (b.empty() ? "" : " + ") +
+             std::to_string(element_bytes(strip_const(k.locals[static_cast<size_t>(id)].type))) +
+             "*split*block_size_x*merge_x";
+      smem += (smem.empty() ? "" : " + ") + ("((" + b + ") if split > 1 else 0)");
+    } else {
+      job.local_size.x = "block_size_x*split";
+    }
   }
+  if (!smem.empty()) conds.push_back({smem + " <= 48 * 1024", {}});
   // The job may narrow generated parameters (same name) or list none.
   for (const Parameter& p : job.parameters) {
     bool known =
@@ -1902,12 +1951,21 @@ SplitOption split_loop(const NaiveKernel& k) {
     if (why.empty()) {
       out.loop = l.loop;
       out.locals = acc;
+      for (const AccessSite& a : k.accesses)
+        if (a.loop == l.loop && !a.store && a.unit.count("x") && a.unit.at("x") == 1)
+          out.across_warps = true;
       return out;
     }
     out.reason = why;
   }
   if (out.reason.empty()) out.reason = "no loop in the work";
   return out;
+}
+
+std::array<int, 2> launch_block(const NaiveKernel& k, const Choice& c) {
+  std::array<int, 2> b{c.block_x, k.dims == 2 ? c.block_y : 1};
+  if (c.split > 1) b[split_loop(k).across_warps ? 1 : 0] *= c.split;
+  return b;
 }
 
 void apply_block_shape_only(Job& job, int dims) {

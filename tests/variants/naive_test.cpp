@@ -657,6 +657,49 @@ TEST(NaiveSplit, SeveralThreadsPerOutputShareTheReductionLoop) {
     EXPECT_EQ(g.grid[0], (4096 + ch.block_x * ch.merge_x - 1) / (ch.block_x * ch.merge_x));
   }
   EXPECT_GT(split, 100u);
+  EXPECT_FALSE(sp.across_warps) << "mv's a[idx*n+i] is coalesced along i: lanes in a warp";
+}
+
+// tmv reads a[i*m+idx], coalesced along idx: its lanes are rows of the block (threadIdx.y), so
+// each warp still reads 32 consecutive idx, and the parts meet in shared memory.
+TEST(NaiveSplit, CoalescedReadsKeepTheirWarpsAndSplitAcrossRows) {
+  naive::NaiveKernel tmv = analyse("tmv");
+  naive::SplitOption sp = naive::split_loop(tmv);
+  ASSERT_GE(sp.loop, 0) << sp.reason;
+  EXPECT_TRUE(sp.across_warps);
+  naive::Choice c;
+  c.block_x = 128;
+  c.merge_x = 2;
+  c.split = 8;
+  const std::string src = naive::emit_variant(tmv, c);
+  EXPECT_EQ(naive::launch_block(tmv, c), (std::array<int, 2>{128, 8}));
+  EXPECT_NE(src.find("__launch_bounds__(1024)"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_lane = threadIdx.y;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ float gt_sp_sum[8][256];"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__shfl"), std::string::npos) << src;
+  EXPECT_EQ(naive::shared_bytes(tmv, c), 8 * 256 * 4);
+  Job job = tuner::load_tuning_job(kNaive / "tmv.json");
+  EXPECT_EQ(job.local_size.x, "block_size_x");
+  EXPECT_EQ(job.local_size.y, "split");
+  ContextSpec ctx;
+  ctx.name = "37x29";
+  ctx.problem_size = {Value(37), Value(29)};
+  Space space = build_space(job);
+  std::vector<naive::Choice> splits;
+  for (size_t i = 0; i < space.size() && splits.size() < 48; i += 7) {
+    Config cfg = space.config(i);
+    naive::Choice ch = naive::choice_from_config(tmv, cfg);
+    if (ch.split == 1) continue;
+    LaunchGeometry g = launch_geometry(job, cfg, ctx);
+    EXPECT_EQ(g.block[0], ch.block_x) << cfg.key();
+    EXPECT_EQ(g.block[1], ch.split) << cfg.key();
+    splits.push_back(ch);
+  }
+  ASSERT_GE(splits.size(), 20u);
+  std::vector<std::string> bad =
+      tuner::check_on_cpu(job, load_kernel_source(job), tmv, splits, ctx, 2, nullptr);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " differ, first: " << bad.front();
 }
 
 // --- the CPU emulator ------------------------------------------------------------------------
