@@ -143,9 +143,9 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
     std::string label = naive::choice_label(k, c);
     try {
       const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
+      const std::array<int, 2> block = naive::launch_block(k, c);
       auto got = run_once(m, v + 1, args, to_u3(g),
-                          {static_cast<unsigned>(naive::launch_block(k, c)[0]),
-                           static_cast<unsigned>(naive::launch_block(k, c)[1]), 1},
+                          {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), 1},
                           vector_loads, smem);
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].is_vector || !k.params[a].written) continue;
