@@ -5,7 +5,8 @@
  * thread-block shape, thread merge along x and y (register tiling: one thread computes
  * merge_x*merge_y outputs, loop control and thread-independent values kept once), unrolling of the
  * loops that every thread runs the same way, and per input array a load path (global, read-only
- * `__ldg`, or staged through a shared-memory tile loaded coalesced, with an optional padded pitch).
+ * `__ldg`, staged through a shared-memory tile loaded coalesced, with an optional padded pitch, or
+ * one register per output for the whole work).
  *
  * Two halves: analyse_naive() (naive_analysis.cpp, clang libTooling) turns the source into a
  * NaiveKernel, a plain description with the source text split around the places a variant changes;
@@ -139,8 +140,10 @@ NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
 // ---------------------------------------------------------------------------------------------
 // Variants (naive_emit.cpp, no clang).
 
-/// Load path of one input array.
-enum class Cache { Global, ReadOnly, Shared };
+/// Where a variant keeps an array the work reads: plain global loads, the read-only path, shared
+/// memory (tiles or a halo window), or registers: one per output for the thread's whole work,
+/// loaded once before it and stored once after when written (register_refusal says when not).
+enum class Cache { Global, ReadOnly, Shared, Registers };
 std::string cache_name(Cache c);
 
 /// What a variant is: one value per tunable dimension.

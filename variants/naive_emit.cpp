@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 #include "variants/expr.h"
@@ -19,6 +20,8 @@ std::string cache_name(Cache c) {
       return "readonly";
     case Cache::Shared:
       return "shared";
+    case Cache::Registers:
+      return "registers";
   }
   return "global";
 }
@@ -154,6 +157,89 @@ int staged_store_site(const NaiveKernel& k, const std::string& array) {
         store_refusal(k, static_cast<int>(i)).empty())
       return static_cast<int>(i);
   return -1;
+}
+
+/// The Access piece of site `site` in a piece list, or nullptr.
+const Piece* access_in(const Text& t, int site) {
+  for (const Piece& p : t) {
+    if (p.kind != Piece::Access) continue;
+    if (p.id == site) return &p;
+    if (const Piece* r = access_in(p.index, site)) return r;
+  }
+  return nullptr;
+}
+/// The Access piece of site `site` in a statement list (texts, loop bounds, addresses), or nullptr.
+const Piece* access_in(const std::vector<Stmt>& list, int site) {
+  for (const Stmt& s : list)
+    for (const Text* t : {&s.text, &s.lo, &s.hi, &s.address})
+      if (const Piece* r = access_in(*t, site)) return r;
+  for (const Stmt& s : list)
+    if (const Piece* r = access_in(s.body, site)) return r;
+  return nullptr;
+}
+
+/// Why array `param` cannot be kept in registers for the thread's whole work ("" when it can):
+/// every access of it reads or writes one element per output (the same subscript, affine in
+/// idx/idy and unassigned scalars, outside conditions), and some access sits inside a loop, so
+/// the register saves a load (and a store) per iteration. Each merged output loads its element
+/// once before the work and, when the kernel writes the array, stores it once after: scalar
+/// replacement, which the compiler cannot do itself while another pointer may alias the array.
+void reductions(const std::vector<Stmt>& list, std::vector<const Stmt*>& out);
+
+std::string register_refusal(const NaiveKernel& k, int param) {
+  const Param& prm = k.params[static_cast<size_t>(param)];
+  const std::vector<Stmt> pre(k.body.begin(), k.body.begin() + static_cast<long>(k.pre_guard));
+  int first = -1;
+  bool in_loop = false;
+  for (size_t i = 0; i < k.accesses.size(); ++i) {
+    const AccessSite& s = k.accesses[i];
+    if (s.param != param) continue;
+    const std::string at = "line " + std::to_string(s.line) + ": ";
+    if (access_in(pre, static_cast<int>(i))) return at + "accessed before the bounds check";
+    if (s.conditional) return at + "accessed under a condition";
+    for (const std::string& d : s.depends) {
+      if (d.rfind("loop:", 0) == 0)
+        return at + "the subscript changes with a loop: a register would hold one element of many";
+      if (d != "x" && d != "y") return at + "the subscript is not affine in idx and idy alone";
+    }
+    const Piece* piece = access_in(k.body, static_cast<int>(i));
+    if (!piece) return at + "the access is not in the work";
+    if (std::any_of(piece->index.begin(), piece->index.end(), [](const Piece& p) {
+          return p.kind != Piece::Lit && p.kind != Piece::ThreadIndex;
+        }))
+      return at + "the subscript reads memory or a local";
+    for (const Param& q : k.params)
+      if (q.assigned && !q.pointer &&
+          std::regex_search(literal_text(piece->index), std::regex("\\b" + q.name + "\\b")))
+        return at + "the subscript uses '" + q.name + "', which the kernel assigns to";
+    if (first < 0) {
+      first = static_cast<int>(i);
+    } else {
+      const AccessSite& f = k.accesses[static_cast<size_t>(first)];
+      const bool same =
+          !s.sym.empty() && !f.sym.empty()
+              ? s.sym == f.sym
+              : literal_text(piece->index) == literal_text(access_in(k.body, first)->index);
+      if (!same)
+        return at + "another element than line " + std::to_string(f.line) +
+               " (one register per output holds one element)";
+    }
+    in_loop = in_loop || s.loop >= 0;
+  }
+  if (first < 0) return "not accessed";
+  const AccessSite& f = k.accesses[static_cast<size_t>(first)];
+  if (!in_loop) return "no access inside a loop: a register would save nothing";
+  if (prm.written) {
+    std::vector<const Stmt*> sums;
+    reductions(k.body, sums);
+    for (const Stmt* r : sums)
+      if (r->target == param) return "updated with atomicAdd: other threads add to it too";
+    if (!f.depends.count("x") || (k.dims == 2 && !f.depends.count("y")))
+      return "line " + std::to_string(f.line) + ": written at a subscript that ignores " +
+             std::string(f.depends.count("x") ? "idy" : "idx") +
+             ": several threads would keep the same element";
+  }
+  return "";
 }
 
 /// The loop statement with id `loop`, or nullptr.
@@ -410,6 +496,26 @@ class Emitter {
       }
       site_tile_[static_cast<int>(i)] = it->id;
     }
+    // Arrays kept in registers for the whole work: every access of one is the same element per
+    // output (register_refusal), so one register per merged row/column it depends on.
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      if (cache_of(static_cast<int>(i)) != Cache::Registers) continue;
+      if (std::string why = register_refusal(k_, static_cast<int>(i)); !why.empty())
+        throw NaiveError("kernel '" + k_.name + "': " + k_.params[i].name +
+                         " cannot be kept in registers: " + why);
+      Reg r;
+      r.param = static_cast<int>(i);
+      r.name = "gt_reg_" + k_.params[i].name;
+      for (size_t a = 0; a < k_.accesses.size(); ++a) {
+        if (k_.accesses[a].param != r.param) continue;
+        if (r.site < 0) r.site = static_cast<int>(a);
+        reg_site_[static_cast<int>(a)] = regs_.size();
+      }
+      const AccessSite& f = k_.accesses[static_cast<size_t>(r.site)];
+      r.x = c_.merge_x > 1 && f.depends.count("x");
+      r.y = k_.dims == 2 && c_.merge_y > 1 && f.depends.count("y");
+      regs_.push_back(r);
+    }
     // With a vector width and thread merge along x, a thread's merged outputs come in runs of
     // consecutive elements when an x-fast tile can then be read one run per vector load (mm's b
     // tile). Without such a tile the runs would only spread each scalar access of a warp over
@@ -577,7 +683,9 @@ class Emitter {
         });
       }
     }
+    load_registers(o);
     emit_list(o, work, !k_.guard.empty());
+    store_registers(o);
     for (int site : store_sites_) write_back(o, site);
     for (const Sum& x : sums_) block_sum(o, x);
     o << "}\n";
@@ -589,6 +697,14 @@ class Emitter {
     TilePlan plan;
     int id;
     int site;
+  };
+  /// An array kept in registers: one per merged row/column its element depends on.
+  struct Reg {
+    int param = -1;
+    int site = -1;              ///< its first access (every access is the same element)
+    bool x = false, y = false;  ///< one register per merged column (x), row (y)
+    std::string name;
+    std::string index() const { return std::string(y ? "[gt_my]" : "") + (x ? "[gt_mx]" : ""); }
   };
   /// One address every thread adds to, summed per block first.
   struct Sum {
@@ -675,30 +791,13 @@ class Emitter {
   }
   bool read_only_path(int param) const {
     Cache c = cache_of(param);
-    return (c == Cache::ReadOnly || c == Cache::Shared) && !k_.params[param].written;
+    return (c == Cache::ReadOnly || c == Cache::Shared || c == Cache::Registers) &&
+           !k_.params[param].written;
   }
   bool merged() const { return c_.merge_x * c_.merge_y > 1; }
 
   /// The Access piece of a site, wherever it sits in the body.
-  const Piece* find_access(int site) const {
-    std::function<const Piece*(const Text&)> in_text = [&](const Text& t) -> const Piece* {
-      for (const Piece& p : t) {
-        if (p.kind != Piece::Access) continue;
-        if (p.id == site) return &p;
-        if (const Piece* r = in_text(p.index)) return r;
-      }
-      return nullptr;
-    };
-    std::function<const Piece*(const std::vector<Stmt>&)> in_list =
-        [&](const std::vector<Stmt>& l) -> const Piece* {
-      for (const Stmt& s : l) {
-        if (const Piece* r = in_text(s.text)) return r;
-        if (const Piece* r = in_list(s.body)) return r;
-      }
-      return nullptr;
-    };
-    return in_list(k_.body);
-  }
+  const Piece* find_access(int site) const { return access_in(k_.body, site); }
   /// The subscript of a site as written (tells tiles apart, names them in comments).
   std::string index_text(int site) const {
     const Piece* p = find_access(site);
@@ -773,6 +872,10 @@ class Emitter {
           s += k_.index_names[p.dim];
           break;
         case Piece::Access: {
+          if (auto r = reg_site_.find(p.id); r != reg_site_.end()) {
+            s += regs_[r->second].name + regs_[r->second].index();
+            break;
+          }
           if (auto h = loop_hoisted_.find(p.id); h != loop_hoisted_.end()) {
             s += h->second;
             break;
@@ -1020,7 +1123,9 @@ class Emitter {
     for (int site : sites) {
       const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
       const Param& prm = k_.params[static_cast<size_t>(a.param)];
-      if (a.store || prm.written || a.conditional || loop_hoisted_.count(site)) continue;
+      if (a.store || prm.written || a.conditional || loop_hoisted_.count(site) ||
+          reg_site_.count(site))
+        continue;
       bool plain = true;
       for (const std::string& d : a.depends)
         plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
@@ -1042,31 +1147,89 @@ class Emitter {
                                                   : "the merged outputs of a column";
       line(o, strip_const(prm.element) + " " + name + dims + ";  // " + prm.name + "[" +
                   index_text(site) + "], read once for " + shared_by);
-      if (my && y) {
-        line(o, "#pragma unroll");
-        line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
-      }
-      if (mx && x) {
-        line(o, "#pragma unroll");
-        line(o, "for (int gt_mx = 0; gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx)");
-      }
-      line(o, "{");
-      ++ind_;
-      line(o, "const int " + k_.index_names[0] + " = " + x_index(mx && x) + ";");
-      if (k_.dims == 2)
-        line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                    (my && y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
-      std::string load = name + index + " = " + render_access(site) + ";";
-      if (guarded)  // some output that reads the value passes the bounds check
-        load = "if (" +
-               std::string(my && y && mx   ? "gt_ok_row[gt_my]"
-                           : mx && x && my ? "gt_ok_col[gt_mx]"
-                                           : "gt_ok_any") +
-               ") " + load;
-      line(o, load);
-      --ind_;
-      line(o, "}");
+      const std::string ok = guarded ? ok_flag(mx && x, my && y) : std::string();
+      per_register(o, mx && x, my && y, [&] {
+        line(o, (ok.empty() ? "" : "if (" + ok + ") ") + name + index + " = " +
+                    render_access(site) + ";");
+      });
       hoisted_[site] = name + index;
+    }
+  }
+
+  /// Emits `body` once per merged column (x) and/or row (y) of this thread, with idx/idy (the
+  /// kernel's names) set for it; along a dimension not given, idx/idy are the first output's.
+  template <class F>
+  void per_register(std::ostringstream& o, bool x, bool y, F body) {
+    if (y) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+    }
+    if (x) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_mx = 0; gt_mx < " + std::to_string(c_.merge_x) + "; ++gt_mx)");
+    }
+    line(o, "{");
+    ++ind_;
+    line(o, "const int " + k_.index_names[0] + " = " + x_index(x) + ";");
+    if (k_.dims == 2)
+      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                  (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    body();
+    --ind_;
+    line(o, "}");
+  }
+
+  /// The flag that says some output using a register passes the bounds check, for a register per
+  /// merged column (x), row (y), both or neither ("" when the kernel has no bounds check).
+  std::string ok_flag(bool x, bool y) const {
+    if (k_.guard.empty()) return "";
+    if (!merged()) return "gt_ok";
+    const bool mx = c_.merge_x > 1, my = k_.dims == 2 && c_.merge_y > 1;
+    if (x == mx && y == my) return "gt_ok" + suffix(c_, k_.dims);
+    if (y && mx) return "gt_ok_row[gt_my]";
+    if (x && my) return "gt_ok_col[gt_mx]";
+    return "gt_ok_any";
+  }
+
+  /// An access of `site` straight from memory, on its array's path (the register's load/store).
+  std::string memory_access(int site, bool load) const {
+    const Piece* p = find_access(site);
+    const std::string at = p->text + "[" + render(p->index) + "]";
+    return load && read_only_path(k_.accesses[static_cast<size_t>(site)].param)
+               ? "__ldg(&" + at + ")"
+               : at;
+  }
+
+  /// Loads the registers of arrays kept in registers, once per output before the work.
+  void load_registers(std::ostringstream& o) {
+    for (const Reg& r : regs_) {
+      const Param& prm = k_.params[static_cast<size_t>(r.param)];
+      std::string dims;
+      if (r.y) dims += "[" + std::to_string(c_.merge_y) + "]";
+      if (r.x) dims += "[" + std::to_string(c_.merge_x) + "]";
+      line(o, strip_const(prm.element) + " " + r.name + dims + " = {};  // " + prm.name + "[" +
+                  index_text(r.site) + "] in registers for the whole work" +
+                  (prm.written ? " (stored back after it)" : ""));
+      const std::string ok = ok_flag(r.x, r.y);
+      per_register(o, r.x, r.y, [&] {
+        line(o, (ok.empty() ? "" : "if (" + ok + ") ") + r.name + r.index() + " = " +
+                    memory_access(r.site, true) + ";");
+      });
+    }
+  }
+
+  /// Stores the registers of written arrays kept in registers, once per output after the work
+  /// (with split, lane 0 holds the value: the other lanes only ran the shared loop).
+  void store_registers(std::ostringstream& o) {
+    for (const Reg& r : regs_) {
+      if (!k_.params[static_cast<size_t>(r.param)].written) continue;
+      std::string ok = ok_flag(r.x, r.y);
+      if (c_.split > 1) ok += (ok.empty() ? "" : " && ") + std::string("gt_lane == 0");
+      line(o, "// " + k_.params[static_cast<size_t>(r.param)].name + " back from registers");
+      per_register(o, r.x, r.y, [&] {
+        line(o, (ok.empty() ? "" : "if (" + ok + ") ") + memory_access(r.site, false) + " = " +
+                    r.name + r.index() + ";");
+      });
     }
   }
 
@@ -1517,10 +1680,16 @@ class Emitter {
       }
     };
     loops(k_.body);
+    for (const Reg& r : regs_) {
+      const Param& p = k_.params[static_cast<size_t>(r.param)];
+      o << "// - " << p.name << ": in registers, one per output for the whole work (loaded once "
+        << (p.written ? "before it, stored once after" : "before it, read-only path") << ")\n";
+    }
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       if (!p.pointer || !p.read || p.written) continue;
       Cache c = cache_of(static_cast<int>(i));
+      if (c == Cache::Registers) continue;
       o << "// - " << p.name << ": "
         << (c == Cache::Global     ? "global loads"
             : c == Cache::ReadOnly ? "read-only path (const __restrict__, __ldg)"
@@ -1561,6 +1730,8 @@ class Emitter {
   std::map<int, std::string> hoisted_;       ///< site -> the register holding it (current group)
   std::map<int, std::string> loop_hoisted_;  ///< site -> its register (current vector loop step)
   std::vector<Sum> sums_;
+  std::vector<Reg> regs_;           ///< arrays kept in registers
+  std::map<int, size_t> reg_site_;  ///< site -> its array's register (regs_)
 };
 
 }  // namespace
@@ -1574,8 +1745,13 @@ std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
     ArrayOptions a;
     a.array = p.name;
     a.allowed.push_back(Cache::Global);
+    const std::string in_registers = register_refusal(k, static_cast<int>(i));
     if (p.written) {
       a.reasons.push_back("written by the kernel: never on the read-only path or staged");
+      if (in_registers.empty())
+        a.allowed.push_back(Cache::Registers);
+      else
+        a.reasons.push_back("not kept in registers: " + in_registers);
       out.push_back(a);
       continue;
     }
@@ -1592,6 +1768,10 @@ std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
     }
     if (!any) a.reasons.push_back("no halo window: " + h.reason);
     if (any) a.allowed.push_back(Cache::Shared);
+    if (in_registers.empty())
+      a.allowed.push_back(Cache::Registers);
+    else
+      a.reasons.push_back("not kept in registers: " + in_registers);
     out.push_back(a);
   }
   return out;
@@ -1645,9 +1825,10 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   for (const ArrayOptions& a : array_options(k)) {
     if (!find("cache_" + a.array)) continue;
     const std::string v = str("cache_" + a.array);
-    ch.cache[a.array] = v == "shared"     ? Cache::Shared
-                        : v == "readonly" ? Cache::ReadOnly
-                                          : Cache::Global;
+    ch.cache[a.array] = v == "shared"      ? Cache::Shared
+                        : v == "readonly"  ? Cache::ReadOnly
+                        : v == "registers" ? Cache::Registers
+                                           : Cache::Global;
   }
   for (const OutputOptions& o : output_options(k)) {
     if (o.stage && str("write_" + o.array) == "shared") ch.stage_store.insert(o.array);

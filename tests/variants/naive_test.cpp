@@ -150,6 +150,143 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// cache_<array> = registers: an array every access of which is one element per output (mm_acc's
+// c[idy*n+idx] += ... inside the loop) is loaded once per output before the work, kept in a
+// register through the loop and, when written, stored once after it. The compiler cannot do this
+// itself: c may alias a or b, so every iteration loads and stores c.
+TEST(NaiveRegisters, AnOutputTheLoopUpdatesStaysInARegister) {
+  naive::NaiveKernel k = analyse("mm_acc");
+  EXPECT_EQ(allowed(k, "c"), (std::vector<Cache>{Cache::Global, Cache::Registers}));
+  EXPECT_EQ(allowed(k, "a"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  for (const auto& a : naive::array_options(k))
+    if (a.array == "a") {
+      ASSERT_FALSE(a.reasons.empty());
+      EXPECT_NE(a.reasons.back().find("not kept in registers: line 9: the subscript changes with a "
+                                      "loop"),
+                std::string::npos)
+          << a.reasons.back();
+    }
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 8;
+  c.merge_x = 2;
+  c.merge_y = 2;
+  c.cache["c"] = Cache::Registers;
+  const std::string src = naive::emit_variant(k, c);
+  EXPECT_NE(src.find("float gt_reg_c[2][2] = {};"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_my][gt_mx]) gt_reg_c[gt_my][gt_mx] = c[idy * n + idx];"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("gt_reg_c[gt_my][gt_mx] += gt_r1[gt_my] * gt_r2[gt_mx];"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_my][gt_mx]) c[idy * n + idx] = gt_reg_c[gt_my][gt_mx];"),
+            std::string::npos)
+      << src;
+  const size_t body = src.find("__global__");
+  EXPECT_EQ(count(src.substr(body), "c[idy * n + idx]"), 3u)
+      << "the register's comment, one load, one store:\n"
+      << src;
+  EXPECT_NE(naive::choice_label(k, c).find("_c-registers"), std::string::npos);
+  // PTX, loop unrolled by 4: four stores (one per merged output) after the loop, against four
+  // in each unrolled step (and the remainder's).
+  c.unroll = 4;
+  naive::Choice direct = c;
+  direct.cache.clear();
+  EXPECT_EQ(count(ptx_of(naive::emit_variant(k, c)), "st.global"), 4u);
+  EXPECT_GE(count(ptx_of(naive::emit_variant(k, direct)), "st.global"), 16u);
+  // Where the pattern does not allow it, with the reason.
+  auto refusal = [](const std::string& body) {
+    const std::string src =
+        "__global__ void k(float* c, const float* a, int n) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int idy = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (idx < n && idy < n) {\n" +
+        body + "\n  }\n}\n";
+    naive::NaiveKernel r = naive::analyse_naive(src, "k", "k.cu");
+    for (const auto& a : naive::array_options(r))
+      if (a.array == "c")
+        for (const std::string& why : a.reasons)
+          if (why.rfind("not kept in registers: ", 0) == 0) return why.substr(23);
+    return std::string("offered");
+  };
+  EXPECT_NE(refusal("for (int k = 0; k < n; k++) c[idx] += a[idy * n + k];").find("ignores idy"),
+            std::string::npos);
+  EXPECT_NE(refusal("for (int k = 0; k < n; k++) if (a[k] > 0) c[idy * n + idx] += a[k];")
+                .find("under a condition"),
+            std::string::npos);
+  EXPECT_NE(refusal("for (int k = 0; k < n; k++) c[idy * n + idx] += c[idy * n + idx + 1];")
+                .find("another element than line"),
+            std::string::npos);
+  EXPECT_NE(refusal("c[idy * n + idx] += a[idx];").find("no access inside a loop"),
+            std::string::npos);
+  EXPECT_EQ(refusal("c[idy * n + idx] = 0;\n for (int k = 0; k < n; k++) c[n * idy + idx] += "
+                    "a[idy * n + k];"),
+            "offered")
+      << "the same element, written differently";
+  EXPECT_NE(allowed(analyse("jacobi"), "in").back(), Cache::Registers);
+  EXPECT_NE(allowed(analyse("mv"), "x").back(), Cache::Registers);
+}
+
+// A read-only array read at one element per output inside a loop (w[idx]) is loaded once, on the
+// read-only path, before the loop, also in split and merged variants; checked on the CPU.
+TEST(NaiveRegisters, ALoopInvariantReadIsLoadedOncePerOutput) {
+  fs::path dir = fs::path(GPUTUNE_TEST_STATE_DIR) / "naive-registers";
+  fs::create_directories(dir);
+  std::ofstream(dir / "wtmv.cu") << R"(
+__global__ void wtmv(float* y, const float* a, const float* x, const float* w, int m, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx < m) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += a[i * m + idx] * x[i] * w[idx];
+    y[idx] = sum;
+  }
+}
+)";
+  std::ofstream(dir / "job.json") << R"({
+  "KernelSpecification": {"Language": "CUDA", "KernelName": "wtmv", "KernelFile": "wtmv.cu",
+    "GlobalSize": {"X": "ProblemSize[0]", "Y": "1", "Z": "1"}, "GlobalSizeType": "OpenCL",
+    "Arguments": [
+      {"Name": "y", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly", "Size": "ProblemSize[0]", "FillType": "Constant", "FillValue": 0.0, "Output": 1},
+      {"Name": "a", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[0]*ProblemSize[1]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "x", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[1]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "w", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[0]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "m", "Type": "int32", "MemoryType": "Scalar", "FillType": "Constant", "FillValue": "ProblemSize[0]"},
+      {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillType": "Constant", "FillValue": "ProblemSize[1]"}]},
+  "GPUTune": {"Naive": true, "Contexts": [{"Name": "t", "ProblemSize": [37, 29]}],
+    "Verification": {"AbsoluteTolerance": 1e-4, "RelativeTolerance": 1e-4}}
+})";
+  Job job = tuner::load_tuning_job(dir / "job.json");
+  ASSERT_TRUE(job.naive_kernel) << job.naive_fallback;
+  const naive::NaiveKernel& k = *job.naive_kernel;
+  ASSERT_EQ(allowed(k, "w").back(), Cache::Registers);
+  naive::Choice c;
+  c.block_x = 32;
+  c.merge_x = 2;
+  c.cache["w"] = Cache::Registers;
+  const std::string src = naive::emit_variant(k, c);
+  EXPECT_NE(src.find("float gt_reg_w[2] = {};"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_mx]) gt_reg_w[gt_mx] = __ldg(&w[idx]);"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const float* __restrict__ w"), std::string::npos) << src;
+  EXPECT_EQ(count(src, "w[idx]"), 2u) << "the register's comment and its one load:\n" << src;
+  std::vector<naive::Choice> variants;
+  for (int split : {1, 4, 32})
+    for (int merge : {1, 2})
+      for (Cache wc : {Cache::Global, Cache::Registers}) {
+        naive::Choice v = c;
+        v.split = split;
+        v.merge_x = merge;
+        v.cache["w"] = wc;
+        variants.push_back(v);
+      }
+  ContextSpec ctx;
+  ctx.name = "test";
+  ctx.problem_size = {Value(37), Value(29)};
+  std::vector<std::string> bad =
+      tuner::check_on_cpu(job, load_kernel_source(job), k, variants, ctx, 2, nullptr);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " differ, first: " << bad.front();
+}
+
 // With a vector width, tiles are read with vector loads in the work too, not only staged with
 // them. The merged outputs along x come in runs of consecutive elements, so a read of an x-fast
 // tile (mm's b[k*n+idx]) is one float2/float4 shared load per run instead of one scalar load per
@@ -1001,15 +1138,14 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
             << sample.size() << " of them compiled for sm_90\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(ConfigsNaive, NaiveVariants,
-                         ::testing::Values(Case{"mm", {37}}, Case{"mm", {44}, true},
-                                           Case{"mv", {37, 29}}, Case{"mv", {36, 44}, true},
-                                           Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
-                                           Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
-                                           Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}},
-                                           Case{"reduction", {1031}},
-                                           Case{"mm2d", {37}, false, 120}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    ConfigsNaive, NaiveVariants,
+    ::testing::Values(Case{"mm", {37}}, Case{"mm", {44}, true}, Case{"mv", {37, 29}},
+                      Case{"mv", {36, 44}, true}, Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
+                      Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
+                      Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}}, Case{"reduction", {1031}},
+                      Case{"mm2d", {37}, false, 120}, Case{"mm_acc", {37}, false, 160}),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace gputune
