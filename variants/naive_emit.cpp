@@ -242,6 +242,20 @@ std::string register_refusal(const NaiveKernel& k, int param) {
   return "";
 }
 
+/// Whether a read can come `vector` elements at a time straight from global memory once a
+/// thread's merged outputs come in runs of consecutive idx: consecutive idx read consecutive
+/// 4-byte elements (unit idx coefficient), the subscript affine in idx, idy and loop counters,
+/// outside conditions, on a 1-D pointer the kernel never writes. Alignment is checked at run time.
+bool vector_global_site(const NaiveKernel& k, const AccessSite& s) {
+  const Param& prm = k.params[static_cast<size_t>(s.param)];
+  if (s.store || prm.written || s.conditional || prm.row > 0) return false;
+  if (prm.element != "float" && prm.element != "int") return false;
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y" && d.rfind("loop:", 0) != 0) return false;
+  auto it = s.unit.find("x");
+  return it != s.unit.end() && it->second == 1;
+}
+
 /// The loop statement with id `loop`, or nullptr.
 const Stmt* find_loop(const std::vector<Stmt>& list, int loop) {
   for (const Stmt& s : list) {
@@ -517,12 +531,16 @@ class Emitter {
       regs_.push_back(r);
     }
     // With a vector width and thread merge along x, a thread's merged outputs come in runs of
-    // consecutive elements when an x-fast tile can then be read one run per vector load (mm's b
-    // tile). Without such a tile the runs would only spread each scalar access of a warp over
-    // more sectors and banks.
-    if (c_.vector > 1 && c_.merge_x > 1)
+    // consecutive elements when a read can then take one vector load per run: of an x-fast tile
+    // (mm's b tile) or straight from global memory (transpose's in[idy*n+idx], tmv's a[i*m+idx]).
+    // Without such a read the runs would only spread each scalar access of a warp over more
+    // sectors and banks.
+    if (c_.vector > 1 && c_.merge_x > 1 && c_.split == 1) {
       for (const Tile& t : tiles_)
         if (vector_tile(t)) xrun_ = std::min(c_.vector, c_.merge_x);
+      for (size_t i = 0; i < k_.accesses.size(); ++i)
+        if (global_run_candidate(static_cast<int>(i))) xrun_ = std::min(c_.vector, c_.merge_x);
+    }
     if (k_.dims == 2)
       for (const std::string& a : c_.stage_store)
         if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
@@ -1135,6 +1153,10 @@ class Emitter {
         hoist_vector_runs(o, site);
         continue;
       }
+      if (xrun_ > 1 && global_run_candidate(site)) {
+        hoist_global_runs(o, site, guarded);
+        continue;
+      }
       const bool x = a.depends.count("x") > 0, y = k_.dims == 2 && a.depends.count("y") > 0;
       const bool mx = c_.merge_x > 1, my = k_.dims == 2 && c_.merge_y > 1;
       if (!((mx && !x) || (my && !y))) continue;  // every merged output reads its own element
@@ -1351,6 +1373,75 @@ class Emitter {
     --ind_;
     line(o, "}");
     hoisted_[site] = name + "[gt_mx]";
+  }
+
+  /// A read that goes straight to memory (no tile, window or register) and can take one vector
+  /// load per run of consecutive outputs (vector_global_site).
+  bool global_run_candidate(int site) const {
+    return !site_tile_.count(site) && !halo_site_.count(site) && !reg_site_.count(site) &&
+           vector_global_site(k_, k_.accesses[static_cast<size_t>(site)]);
+  }
+
+  /// A read straight from global memory, with merged outputs in runs along x: one float2/float4
+  /// load per run (per merged row when the subscript uses idy) into registers, when every output
+  /// of the run passes the bounds check (so every element is one the naive kernel reads) and the
+  /// address is aligned; element by element otherwise (odd row lengths, offsets like idx - 1).
+  void hoist_global_runs(std::ostringstream& o, int site, bool guarded) {
+    const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
+    const Param& prm = k_.params[static_cast<size_t>(a.param)];
+    const bool ro = read_only_path(a.param);
+    const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
+    const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
+    const bool y = k_.dims == 2 && c_.merge_y > 1 && a.depends.count("y");
+    line(o, elem + " " + name + (y ? "[" + std::to_string(c_.merge_y) + "]" : "") + "[" +
+                std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) + "], " +
+                r + " consecutive elements per load where aligned");
+    if (y) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+    }
+    line(o, "#pragma unroll");
+    line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
+    ++ind_;
+    line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
+                std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
+    if (k_.dims == 2)
+      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                  (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    const std::string row = y ? "[gt_my]" : "";
+    auto member = [&](int j) { return "[gt_q * " + r + " + " + std::to_string(j) + "]"; };
+    auto ok = [&](int j) {
+      std::string f = guarded ? ok_flag(true, y) : std::string();
+      if (auto p = f.find("[gt_mx]"); p != std::string::npos) f.replace(p, 7, member(j));
+      return f;
+    };
+    std::string all;
+    for (int j = 0; j < xrun_ && guarded; ++j) all += (j ? " && " : "") + ok(j);
+    line(o, "const " + elem + "* gt_p = &" + prm.name + "[" + render_index(site) + "];");
+    line(o, "if (" + (all.empty() ? "" : all + " && ") +
+                "reinterpret_cast<unsigned long long>(gt_p) % " + std::to_string(4 * xrun_) +
+                " == 0) {");
+    ++ind_;
+    line(o, "const " + vt + " gt_v = " +
+                (ro ? "__ldg(reinterpret_cast<const " + vt + "*>(gt_p))"
+                    : "*reinterpret_cast<const " + vt + "*>(gt_p)") +
+                ";");
+    for (int j = 0; j < xrun_; ++j) line(o, name + row + member(j) + " = gt_v." + "xyzw"[j] + ";");
+    --ind_;
+    line(o, "} else {");
+    ++ind_;
+    for (int j = 0; j < xrun_; ++j) {
+      const std::string f = ok(j);
+      line(o, (f.empty() ? "" : "if (" + f + ") ") + name + row + member(j) + " = " +
+                  (ro ? "__ldg(gt_p + " + std::to_string(j) + ")"
+                      : "gt_p[" + std::to_string(j) + "]") +
+                  ";");
+    }
+    --ind_;
+    line(o, "}");
+    --ind_;
+    line(o, "}");
+    hoisted_[site] = name + row + "[gt_mx]";
   }
 
   /// After the split loop: the partial sums of an output's `split` threads (consecutive lanes
@@ -1891,8 +1982,8 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
     }
     if (o.reduce) s += "_r" + o.array + "-" + (c.block_reduce.count(o.array) ? "block" : "atomic");
   }
-  if (shared)
-    s += "_tk" + std::to_string(c.tile_k) + (c.vector > 1 ? "_v" + std::to_string(c.vector) : "");
+  if (shared) s += "_tk" + std::to_string(c.tile_k);
+  if (c.vector > 1) s += "_v" + std::to_string(c.vector);
   if ((shared || staged || halo) && c.pad) s += "_pad";
   return s;
 }
@@ -2027,10 +2118,27 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
     conds.push_back({"tile_k == 16" + any, {}});
   }
-  if (!vector_arrays.empty()) {
+  // Arrays read straight from global memory at consecutive idx (vector_global_site): with
+  // merge_x > 1 their reads take one vector per run of `vector` consecutive outputs.
+  std::vector<std::string> run_arrays;
+  for (const AccessSite& s : k.accesses) {
+    const std::string& a = k.params[static_cast<size_t>(s.param)].name;
+    if (vector_global_site(k, s) &&
+        std::find(run_arrays.begin(), run_arrays.end(), a) == run_arrays.end())
+      run_arrays.push_back(a);
+  }
+  if (!vector_arrays.empty() || !run_arrays.empty()) {
     gen.push_back(int_param("vector", {1, 2, 4}, 1));
     std::string any;
     for (const std::string& a : vector_arrays) any += " or cache_" + a + " == 'shared'";
+    if (!run_arrays.empty()) {  // runs of min(vector, merge_x): vector > merge_x adds nothing
+      std::string direct;
+      for (const std::string& a : run_arrays)
+        direct += std::string(direct.empty() ? "" : " or ") + "cache_" + a + " in ('global', " +
+                  "'readonly')";
+      any += " or (vector <= merge_x" + std::string(split ? " and split == 1" : "") + " and (" +
+             direct + "))";
+    }
     conds.push_back({"vector == 1" + any, {}});
   }
   if (!pad_uses.empty()) {

@@ -150,6 +150,78 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// Reads straight from global memory at consecutive idx (transpose's in[idy*n+idx], tmv's
+// a[i*m+idx]) take one float2/float4 per run of consecutive merged outputs when every output of
+// the run passes the bounds check and the address is aligned, element by element otherwise.
+TEST(NaiveMerge, ReadsStraightFromGlobalMemoryTakeOneVectorPerRun) {
+  naive::NaiveKernel t = analyse("transpose");
+  naive::Choice c;
+  c.block_x = 32;
+  c.block_y = 4;
+  c.merge_x = 4;
+  c.vector = 4;
+  c.cache["in"] = Cache::ReadOnly;
+  const std::string src = naive::emit_variant(t, c);
+  EXPECT_NE(src.find("const int gt_x0 = gt_bx + threadIdx.x * 4;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float* gt_p = &in[idy * n + idx];"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_q * 4 + 0] && gt_ok[gt_q * 4 + 1] && gt_ok[gt_q * 4 + 2] && "
+                     "gt_ok[gt_q * 4 + 3] && reinterpret_cast<unsigned long long>(gt_p) % 16 == "
+                     "0) {"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const float4 gt_v = __ldg(reinterpret_cast<const float4*>(gt_p));"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_q * 4 + 3]) gt_r1[gt_q * 4 + 3] = __ldg(gt_p + 3);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(naive::choice_label(t, c).find("_v4"), std::string::npos);
+  // PTX: one 16-byte load per run, against four scalar loads per thread without runs.
+  naive::Choice scalar = c;
+  scalar.vector = 1;
+  const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(t, scalar));
+  EXPECT_EQ(count(vec, "ld.global.nc.v4.f32"), 1u) << vec;
+  EXPECT_EQ(count(sca, "ld.global.nc.v4.f32"), 0u);
+  EXPECT_EQ(count(sca, "ld.global.nc.f32"), 4u);
+  // On the plain global path the vector load is a plain dereference; merge 2 gives float2 runs.
+  c.cache["in"] = Cache::Global;
+  c.merge_x = 2;
+  const std::string two = naive::emit_variant(t, c);
+  EXPECT_NE(two.find("const float2 gt_v = *reinterpret_cast<const float2*>(gt_p);"),
+            std::string::npos)
+      << two;
+  EXPECT_NE(two.find("gt_x0 = gt_bx + threadIdx.x * 2;"), std::string::npos) << two;
+  // mv's a[idx*n+i] is not contiguous along idx and x[i] ignores it: no runs, outputs stay
+  // strided by the block.
+  naive::Choice mvc;
+  mvc.block_x = 32;
+  mvc.merge_x = 4;
+  mvc.vector = 4;
+  const std::string mv = naive::emit_variant(analyse("mv"), mvc);
+  EXPECT_NE(mv.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << mv;
+  EXPECT_EQ(mv.find("gt_p"), std::string::npos) << mv;
+  // jacobi's neighbours idx - 1 and idx + 1 take the same runs; their alignment fails at run
+  // time and they load element by element (checked on the CPU with the other variants).
+  naive::Choice jc;
+  jc.block_x = 16;
+  jc.block_y = 4;
+  jc.merge_x = 4;
+  jc.vector = 4;
+  const std::string jac = naive::emit_variant(analyse("jacobi"), jc);
+  EXPECT_EQ(count(jac, "const float* gt_p = &in["), 5u) << jac;
+  // The job offers vector > 1 without tiles only where runs can form.
+  Job job = tuner::load_tuning_job(kNaive / "transpose.json");
+  Space space = build_space(job);
+  size_t runs = 0;
+  for (size_t i = 0; i < space.size(); ++i) {
+    naive::Choice ch = naive::choice_from_config(*job.naive_kernel, space.config(i));
+    if (ch.vector == 1) continue;
+    ++runs;
+    EXPECT_LE(ch.vector, ch.merge_x) << space.config(i).key();
+  }
+  EXPECT_GT(runs, 100u);
+}
+
 // cache_<array> = registers: an array every access of which is one element per output (mm_acc's
 // c[idy*n+idx] += ... inside the loop) is loaded once per output before the work, kept in a
 // register through the loop and, when written, stored once after it. The compiler cannot do this
@@ -335,12 +407,13 @@ TEST(NaiveMerge, VectorWidthReadsTilesWithVectorLoadsInTheWork) {
   const std::string src2 = naive::emit_variant(mm, two);
   EXPECT_NE(src2.find("*reinterpret_cast<const float2*>(&gt_s_b1"), std::string::npos) << src2;
   EXPECT_NE(ptx_of(src2).find("ld.shared.v2.f32"), std::string::npos);
-  // b not in a tile: no run layout (it would spread each scalar access of a warp); a still
-  // reads 4 steps per load.
+  // b not in a tile: its runs come straight from global memory (one float4 __ldg per run where
+  // aligned); a still reads 4 steps per load.
   naive::Choice ro = c;
   ro.cache["b"] = Cache::ReadOnly;
   const std::string src3 = naive::emit_variant(mm, ro);
-  EXPECT_NE(src3.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << src3;
+  EXPECT_NE(src3.find("const int gt_x0 = gt_bx + threadIdx.x * 4;"), std::string::npos) << src3;
+  EXPECT_NE(src3.find("const float* gt_p = &b[k * n + idx];"), std::string::npos) << src3;
   EXPECT_NE(src3.find("*reinterpret_cast<const float4*>(&gt_s_a"), std::string::npos) << src3;
   // A pad adds the vector width to a's pitch, so its rows stay aligned for the float4 reads;
   // without a vector width it adds one element. b (x-fast, never padded) keeps its runs.
@@ -1142,9 +1215,10 @@ INSTANTIATE_TEST_SUITE_P(
     ConfigsNaive, NaiveVariants,
     ::testing::Values(Case{"mm", {37}}, Case{"mm", {44}, true}, Case{"mv", {37, 29}},
                       Case{"mv", {36, 44}, true}, Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
-                      Case{"transpose", {37, 29}}, Case{"conv2d", {23, 19, 3}},
-                      Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}}, Case{"reduction", {1031}},
-                      Case{"mm2d", {37}, false, 120}, Case{"mm_acc", {37}, false, 160}),
+                      Case{"transpose", {37, 29}}, Case{"transpose", {44, 36}, true},
+                      Case{"conv2d", {23, 19, 3}}, Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}},
+                      Case{"reduction", {1031}}, Case{"mm2d", {37}, false, 120},
+                      Case{"mm_acc", {37}, false, 160}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
