@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -120,6 +122,7 @@ class Sim {
         tid_[2][l] = t / (b[0] * b[1]);
       }
       vars_.clear();
+      local_vals_.clear();
       bind_params();
       weight_ = base;
       active_ = m;
@@ -148,6 +151,7 @@ class Sim {
   std::vector<ArrayDesc> arrays_;
   std::unordered_map<const VarDecl*, int> array_of_;
   std::unordered_map<const VarDecl*, Val> vars_;
+  std::map<std::pair<int, std::int64_t>, std::pair<Val, Mask>> local_vals_;  ///< remember_local
   std::map<std::pair<const Expr*, bool>, Access> accesses_;
   std::unordered_map<const Expr*, std::optional<std::int64_t>> const_cache_;
   std::set<std::string> notes_;
@@ -395,6 +399,7 @@ class Sim {
       if (!m->isArrow() && !is_memory(m->getBase())) return Val{};
     }
     Val a = addr(e);
+    if (a.arr >= 0 && arrays_[static_cast<size_t>(a.arr)].space == "local") return recall_local(a);
     if (a.arr >= 0) record(e, a, size_of(lv->getType()), false);
     return Val{};
   }
@@ -469,7 +474,46 @@ class Sim {
     }
     if (auto* m = dyn_cast<MemberExpr>(e); m && !m->isArrow() && !is_memory(m->getBase())) return;
     Val a = addr(e);
+    if (a.arr >= 0 && arrays_[static_cast<size_t>(a.arr)].space == "local") {
+      if (a.k == Val::Ptr)
+        remember_local(a.arr, a, value);
+      else
+        forget_local(a.arr);  // an element we cannot tell: none of the array is known now
+      return;
+    }
     if (a.arr >= 0) record(site, a, size_of(lhs->getType()), true);
+  }
+
+  /// Values of a thread's local arrays (`bool gt_ok[2][4]` in the generated code, indexed by
+  /// unrolled constants), per element and lane, so that branches on them are decided per lane
+  /// rather than counted both ways.
+  void remember_local(int arr, const Val& at, const Val& value) {
+    for (int l = 0; l < W; ++l) {
+      if (!(active_ >> l & 1)) continue;
+      auto& [v, known] = local_vals_[{arr, at.v[l]}];
+      if (value.k == Val::Int) {
+        v.v[l] = value.v[l];
+        known |= Mask(1) << l;
+      } else {
+        known &= ~(Mask(1) << l);
+      }
+    }
+  }
+  void forget_local(int arr) {
+    for (auto it = local_vals_.lower_bound({arr, std::numeric_limits<std::int64_t>::min()});
+         it != local_vals_.end() && it->first.first == arr;)
+      it = local_vals_.erase(it);
+  }
+  Val recall_local(const Val& at) const {
+    if (at.k != Val::Ptr) return Val{};
+    Val out = Val::constant(0);
+    for (int l = 0; l < W; ++l) {
+      if (!(active_ >> l & 1)) continue;
+      auto it = local_vals_.find({at.arr, at.v[l]});
+      if (it == local_vals_.end() || !(it->second.second >> l & 1)) return Val{};
+      out.v[l] = it->second.first.v[l];
+    }
+    return out;
   }
 
   Val arith(BinaryOperatorKind op, const Val& a, const Val& b, QualType rt, QualType lt) {
@@ -914,8 +958,16 @@ class Sim {
         auto* v = dyn_cast<VarDecl>(dd);
         if (!v) continue;
         if (v->getType()->isArrayType()) {
-          array_for(v, space_of(v), size_of(v->getType()));
+          const int id = array_for(v, space_of(v), size_of(v->getType()));
           if (v->hasInit()) eval(v->getInit());
+          if (space_of(v) == "local") {  // a fresh array: `= {}` is all zeros, else unknown
+            forget_local(id);
+            auto* init = dyn_cast_or_null<InitListExpr>(v->hasInit() ? v->getInit() : nullptr);
+            const std::int64_t step = size_of(ctx_.getBaseElementType(v->getType()));
+            if (init && init->getNumInits() == 0 && step > 0)
+              for (std::int64_t off = 0; off < size_of(v->getType()); off += step)
+                remember_local(id, Val::constant(off), Val::constant(0));
+          }
           continue;
         }
         if (v->hasInit()) {

@@ -256,6 +256,25 @@ bool vector_global_site(const NaiveKernel& k, const AccessSite& s) {
   return it != s.unit.end() && it->second == 1;
 }
 
+/// Whether a store can go out `vector` elements at a time once a thread's merged outputs come in
+/// runs of consecutive idx: a plain `a[i] = v;` statement outside loops and conditions, the only
+/// access of an array the kernel never reads, consecutive idx writing consecutive 4-byte elements
+/// and, in a 2-D kernel, every row its own elements (the subscript uses idy).
+bool vector_store_site(const NaiveKernel& k, int site) {
+  const AccessSite& s = k.accesses[static_cast<size_t>(site)];
+  const Param& prm = k.params[static_cast<size_t>(s.param)];
+  if (!s.store || !s.whole_store || s.loop >= 0 || s.conditional || prm.read || prm.row > 0)
+    return false;
+  if (prm.element != "float" && prm.element != "int") return false;
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (static_cast<int>(i) != site && k.accesses[i].param == s.param) return false;
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y") return false;
+  if (k.dims == 2 && !s.depends.count("y")) return false;
+  auto it = s.unit.find("x");
+  return it != s.unit.end() && it->second == 1;
+}
+
 /// The loop statement with id `loop`, or nullptr.
 const Stmt* find_loop(const std::vector<Stmt>& list, int loop) {
   for (const Stmt& s : list) {
@@ -530,20 +549,21 @@ class Emitter {
       r.y = k_.dims == 2 && c_.merge_y > 1 && f.depends.count("y");
       regs_.push_back(r);
     }
+    if (k_.dims == 2)
+      for (const std::string& a : c_.stage_store)
+        if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
     // With a vector width and thread merge along x, a thread's merged outputs come in runs of
     // consecutive elements when a read can then take one vector load per run: of an x-fast tile
-    // (mm's b tile) or straight from global memory (transpose's in[idy*n+idx], tmv's a[i*m+idx]).
-    // Without such a read the runs would only spread each scalar access of a warp over more
-    // sectors and banks.
+    // (mm's b tile) or straight from global memory (transpose's in[idy*n+idx], tmv's a[i*m+idx]),
+    // or a store one vector store per run (outer's c[row*n+col]). Without such an access the runs
+    // would only spread each scalar access of a warp over more sectors and banks.
     if (c_.vector > 1 && c_.merge_x > 1 && c_.split == 1) {
       for (const Tile& t : tiles_)
         if (vector_tile(t)) xrun_ = std::min(c_.vector, c_.merge_x);
       for (size_t i = 0; i < k_.accesses.size(); ++i)
-        if (global_run_candidate(static_cast<int>(i))) xrun_ = std::min(c_.vector, c_.merge_x);
+        if (global_run_candidate(static_cast<int>(i)) || run_store_candidate(static_cast<int>(i)))
+          xrun_ = std::min(c_.vector, c_.merge_x);
     }
-    if (k_.dims == 2)
-      for (const std::string& a : c_.stage_store)
-        if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
     if (c_.split > 1) {
       split_ = split_loop(k_);
       if (split_.loop < 0)
@@ -905,6 +925,8 @@ class Emitter {
           auto it = site_tile_.find(p.id);
           if (auto hs = halo_site_.find(p.id); hs != halo_site_.end()) {
             s += halo_read(halos_[static_cast<size_t>(hs->second.first)], hs->second.second);
+          } else if (k_.accesses[p.id].store && xrun_ > 1 && run_store_candidate(p.id)) {
+            s += "gt_w" + std::to_string(p.id) + run_store_row(p.id) + "[gt_mx]";
           } else if (k_.accesses[p.id].store && staged_store(p.id)) {
             s += store_tile(p.id) + "[" + k_.index_names[0] + " - gt_bx][" + k_.index_names[1] +
                  " - gt_by]";
@@ -1375,6 +1397,89 @@ class Emitter {
     hoisted_[site] = name + "[gt_mx]";
   }
 
+  /// A store that goes straight to memory (not staged in a tile) and can go out one vector per
+  /// run of consecutive outputs (vector_store_site).
+  bool run_store_candidate(int site) const {
+    return k_.accesses[static_cast<size_t>(site)].store && !staged_store(site) &&
+           !reg_site_.count(site) && vector_store_site(k_, site);
+  }
+  /// The merged row a run store's register has ("[gt_my]" with merge_y > 1, else "").
+  std::string run_store_row(int /*site*/) const {
+    return k_.dims == 2 && c_.merge_y > 1 ? "[gt_my]" : "";
+  }
+  /// The run stores among a group's statements: their values go to registers in the replica
+  /// block (declared here), and out after it (store_runs).
+  std::vector<int> declare_run_stores(std::ostringstream& o,
+                                      const std::vector<const Stmt*>& group) {
+    std::vector<int> out;
+    if (xrun_ == 1) return out;
+    for (const Stmt* st : group)
+      for (const Piece& p : st->text)
+        if (p.kind == Piece::Access && run_store_candidate(p.id)) out.push_back(p.id);
+    for (int site : out) {
+      const Param& prm =
+          k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+      line(o, strip_const(prm.element) + " gt_w" + std::to_string(site) +
+                  (run_store_row(site).empty() ? "" : "[" + std::to_string(c_.merge_y) + "]") +
+                  "[" + std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) +
+                  "], stored " + std::to_string(xrun_) +
+                  " consecutive elements at a time where aligned");
+    }
+    return out;
+  }
+  /// The stores of the group's run stores: one float2/float4 store per run when every output of
+  /// the run passes the bounds check and the address is aligned, element by element otherwise.
+  void store_runs(std::ostringstream& o, const std::vector<int>& sites, bool guarded) {
+    for (int site : sites) {
+      const Param& prm =
+          k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+      const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
+      const std::string vt = elem + r, w = "gt_w" + std::to_string(site) + run_store_row(site);
+      const bool y = !run_store_row(site).empty();
+      if (y) {
+        line(o, "#pragma unroll");
+        line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+      }
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
+      ++ind_;
+      line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
+                  std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
+      if (k_.dims == 2)
+        line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                    (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+      auto member = [&](int j) { return "[gt_q * " + r + " + " + std::to_string(j) + "]"; };
+      auto ok = [&](int j) {
+        std::string f = guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string();
+        if (auto p = f.find("[gt_mx]"); p != std::string::npos) f.replace(p, 7, member(j));
+        return f;
+      };
+      std::string all;
+      for (int j = 0; j < xrun_ && guarded; ++j) all += (j ? " && " : "") + ok(j);
+      line(o, elem + "* gt_p = &" + prm.name + "[" + render_index(site) + "];");
+      line(o, "if (" + (all.empty() ? "" : all + " && ") +
+                  "reinterpret_cast<unsigned long long>(gt_p) % " + std::to_string(4 * xrun_) +
+                  " == 0) {");
+      ++ind_;
+      line(o, vt + " gt_v;");
+      for (int j = 0; j < xrun_; ++j)
+        line(o, std::string("gt_v.") + "xyzw"[j] + " = " + w + member(j) + ";");
+      line(o, "*reinterpret_cast<" + vt + "*>(gt_p) = gt_v;");
+      --ind_;
+      line(o, "} else {");
+      ++ind_;
+      for (int j = 0; j < xrun_; ++j) {
+        const std::string f = ok(j);
+        line(o, (f.empty() ? "" : "if (" + f + ") ") + "gt_p[" + std::to_string(j) + "] = " + w +
+                    member(j) + ";");
+      }
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+    }
+  }
+
   /// A read that goes straight to memory (no tile, window or register) and can take one vector
   /// load per run of consecutive outputs (vector_global_site).
   bool global_run_candidate(int site) const {
@@ -1497,6 +1602,7 @@ class Emitter {
     auto flush = [&] {
       if (group.empty()) return;
       hoist_shared_loads(o, group, guarded);
+      const std::vector<int> run_stores = declare_run_stores(o, group);
       const std::string only =
           (guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
           (lane0_ ? std::string(guarded ? " && " : "") + "gt_lane == 0" : std::string());
@@ -1522,6 +1628,7 @@ class Emitter {
           line(b, "}");
         }
       });
+      store_runs(o, run_stores, guarded);
       hoisted_.clear();
       group.clear();
     };
@@ -1754,8 +1861,9 @@ class Emitter {
         << "th step each, partial sums added by warp shuffles)";
     if (xrun_ > 1)
       o << "; along " << k_.index_names[0] << " in runs of " << xrun_
-        << " consecutive outputs, read from x-fast shared tiles with one " << xrun_
-        << "-wide vector load per run";
+        << " consecutive outputs: one " << xrun_
+        << "-wide vector access per run (x-fast shared tiles; reads and stores at consecutive "
+        << k_.index_names[0] << ", where aligned)";
     o << "\n";
     std::function<void(const std::vector<Stmt>&)> loops = [&](const std::vector<Stmt>& l) {
       for (const Stmt& s : l) {
@@ -2120,22 +2228,28 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   }
   // Arrays read straight from global memory at consecutive idx (vector_global_site): with
   // merge_x > 1 their reads take one vector per run of `vector` consecutive outputs.
-  std::vector<std::string> run_arrays;
-  for (const AccessSite& s : k.accesses) {
+  // Stores at consecutive idx (vector_store_site) go out one vector per run unless staged.
+  std::vector<std::string> runs;  // when each such access is a run (condition clauses)
+  for (size_t i = 0; i < k.accesses.size(); ++i) {
+    const AccessSite& s = k.accesses[i];
     const std::string& a = k.params[static_cast<size_t>(s.param)].name;
-    if (vector_global_site(k, s) &&
-        std::find(run_arrays.begin(), run_arrays.end(), a) == run_arrays.end())
-      run_arrays.push_back(a);
+    std::string when;
+    if (vector_global_site(k, s)) {
+      when = "cache_" + a + " in ('global', 'readonly')";
+    } else if (vector_store_site(k, static_cast<int>(i))) {
+      const bool stage = staged_store_site(k, a) >= 0;
+      when = stage ? "write_" + a + " == 'direct'" : "True";
+    }
+    if (!when.empty() && std::find(runs.begin(), runs.end(), when) == runs.end())
+      runs.push_back(when);
   }
-  if (!vector_arrays.empty() || !run_arrays.empty()) {
+  if (!vector_arrays.empty() || !runs.empty()) {
     gen.push_back(int_param("vector", {1, 2, 4}, 1));
     std::string any;
     for (const std::string& a : vector_arrays) any += " or cache_" + a + " == 'shared'";
-    if (!run_arrays.empty()) {  // runs of min(vector, merge_x): vector > merge_x adds nothing
+    if (!runs.empty()) {  // runs of min(vector, merge_x): vector > merge_x adds nothing
       std::string direct;
-      for (const std::string& a : run_arrays)
-        direct += std::string(direct.empty() ? "" : " or ") + "cache_" + a + " in ('global', " +
-                  "'readonly')";
+      for (const std::string& w : runs) direct += std::string(direct.empty() ? "" : " or ") + w;
       any += " or (vector <= merge_x" + std::string(split ? " and split == 1" : "") + " and (" +
              direct + "))";
     }

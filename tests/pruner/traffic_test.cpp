@@ -245,6 +245,41 @@ __global__ void v(float* out, const float* in, int off) {
   }
 }
 
+// The generated variants keep per-output flags in local arrays (`bool gt_ok[2]`, indexed by
+// unrolled constants) and branch on them: the analysis remembers their values per lane, so each
+// side of such a branch is counted for the lanes that take it, not for every lane.
+TEST(Traffic, BranchesOnLocalFlagArraysAreDecidedPerLane) {
+  auto in = input(R"(
+__global__ void v(float* out, const float* in, int n) {
+  const int x0 = blockIdx.x * 256 + threadIdx.x;
+  bool ok[2];
+  bool never[2] = {};
+  for (int m = 0; m < 2; ++m) ok[m] = threadIdx.x % 32 + m * 32 < n;
+  for (int m = 0; m < 2; ++m) {
+    if (ok[m])
+      out[x0 + m * 128] = in[x0 + m * 128];
+    else
+      out[m] = 0.0f;
+  }
+  if (never[1]) out[2] = in[2];
+})",
+                  "v", 128, 8);
+  in.scalars["n"] = 20;  // lanes 0..19 of every warp pass for m = 0, none for m = 1
+  in.array_bytes["in"] = in.array_bytes["out"] = 4 * 2048;
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  double loaded = 0, stored = 0, requests = 0;
+  for (const Access& a : r.accesses) {
+    if (a.array == "in") loaded += a.bytes;
+    if (a.array == "out") stored += a.bytes;
+    if (a.array == "out") requests += a.requests;
+  }
+  const double warps = 8 * 4;
+  EXPECT_NEAR(loaded, warps * 20 * 4, 1e-6) << "only the lanes whose flag is set read";
+  EXPECT_NEAR(stored, warps * (20 + 12 + 32) * 4, 1e-6) << "each lane stores once a step";
+  EXPECT_NEAR(requests, warps * 3, 1e-6) << "then and else at m = 0, else at m = 1, never[1] never";
+}
+
 TEST(Traffic, MatmulExampleSharedTilingCutsGlobalSectors) {
   std::ifstream f(std::string(GPUTUNE_SOURCE_DIR) + "/configs/examples/matmul.cu");
   std::stringstream ss;

@@ -191,15 +191,20 @@ TEST(NaiveMerge, ReadsStraightFromGlobalMemoryTakeOneVectorPerRun) {
             std::string::npos)
       << two;
   EXPECT_NE(two.find("gt_x0 = gt_bx + threadIdx.x * 2;"), std::string::npos) << two;
-  // mv's a[idx*n+i] is not contiguous along idx and x[i] ignores it: no runs, outputs stay
-  // strided by the block.
+  // mv's a[idx*n+i] is not contiguous along idx and x[i] ignores it: its reads stay scalar
+  // (only its store y[idx] goes out per run).
   naive::Choice mvc;
   mvc.block_x = 32;
   mvc.merge_x = 4;
   mvc.vector = 4;
   const std::string mv = naive::emit_variant(analyse("mv"), mvc);
-  EXPECT_NE(mv.find("const int gt_x0 = gt_bx + threadIdx.x;"), std::string::npos) << mv;
-  EXPECT_EQ(mv.find("gt_p"), std::string::npos) << mv;
+  EXPECT_EQ(mv.find("float* gt_p = &a["), std::string::npos) << mv;
+  EXPECT_EQ(mv.find("float* gt_p = &x["), std::string::npos) << mv;
+  EXPECT_NE(mv.find("float* gt_p = &y[idx];"), std::string::npos) << mv;
+  // conv1d's in[i+k] moves with the loop: a run per step, aligned one step in four.
+  naive::Choice cc = mvc;
+  EXPECT_NE(naive::emit_variant(analyse("conv1d"), cc).find("const float* gt_p = &in[i + k];"),
+            std::string::npos);
   // jacobi's neighbours idx - 1 and idx + 1 take the same runs; their alignment fails at run
   // time and they load element by element (checked on the CPU with the other variants).
   naive::Choice jc;
@@ -220,6 +225,40 @@ TEST(NaiveMerge, ReadsStraightFromGlobalMemoryTakeOneVectorPerRun) {
     EXPECT_LE(ch.vector, ch.merge_x) << space.config(i).key();
   }
   EXPECT_GT(runs, 100u);
+}
+
+// A plain store at consecutive idx (outer's c[row*n+col] = ...) goes out one float2/float4 per
+// run of merged outputs when the whole run passes the bounds check and the address is aligned.
+TEST(NaiveMerge, StoresAtConsecutiveIdxGoOutOneVectorPerRun) {
+  naive::NaiveKernel k = analyse("outer");
+  naive::Choice c;
+  c.block_x = 32;
+  c.block_y = 4;
+  c.merge_x = 4;
+  c.vector = 4;
+  c.cache["a"] = c.cache["b"] = Cache::ReadOnly;
+  const std::string src = naive::emit_variant(k, c);
+  EXPECT_NE(src.find("float* gt_p = &c[row * n + col];"), std::string::npos) << src;
+  EXPECT_NE(src.find("*reinterpret_cast<float4*>(gt_p) = gt_v;"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (gt_ok[gt_q * 4 + 3]) gt_p[3] = "), std::string::npos) << src;
+  naive::Choice scalar = c;
+  scalar.vector = 1;
+  const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(k, scalar));
+  EXPECT_EQ(count(vec, "st.global.v4.f32"), 1u) << vec;
+  EXPECT_EQ(count(sca, "st.global.v4.f32"), 0u);
+  EXPECT_EQ(count(sca, "st.global.f32"), 4u);
+  // Staged stores (transpose's write tile) and stores strided along idx are not run stores.
+  naive::Choice t;
+  t.block_x = 16;
+  t.block_y = 4;
+  t.merge_x = 4;
+  t.vector = 4;
+  t.cache["in"] = Cache::ReadOnly;
+  EXPECT_EQ(naive::emit_variant(analyse("transpose"), t).find("float* gt_p = &out"),
+            std::string::npos);
+  t.stage_store = {"out"};
+  EXPECT_EQ(naive::emit_variant(analyse("transpose"), t).find("float* gt_p = &out"),
+            std::string::npos);
 }
 
 // cache_<array> = registers: an array every access of which is one element per output (mm_acc's
@@ -1215,10 +1254,10 @@ INSTANTIATE_TEST_SUITE_P(
     ConfigsNaive, NaiveVariants,
     ::testing::Values(Case{"mm", {37}}, Case{"mm", {44}, true}, Case{"mv", {37, 29}},
                       Case{"mv", {36, 44}, true}, Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
-                      Case{"transpose", {37, 29}}, Case{"transpose", {44, 36}, true},
-                      Case{"conv2d", {23, 19, 3}}, Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}},
-                      Case{"reduction", {1031}}, Case{"mm2d", {37}, false, 120},
-                      Case{"mm_acc", {37}, false, 160}),
+                      Case{"outer", {44, 36}, true}, Case{"transpose", {37, 29}},
+                      Case{"transpose", {44, 36}, true}, Case{"conv2d", {23, 19, 3}},
+                      Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}}, Case{"reduction", {1031}},
+                      Case{"mm2d", {37}, false, 120}, Case{"mm_acc", {37}, false, 160}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
