@@ -1397,6 +1397,38 @@ class Emitter {
     hoisted_[site] = name + "[gt_mx]";
   }
 
+  /// Opens a loop over this thread's runs of xrun_ consecutive outputs (per merged row when
+  /// `y`), with idx/idy set to the run's first output; the caller closes it.
+  void open_runs(std::ostringstream& o, bool y) {
+    if (y) {
+      line(o, "#pragma unroll");
+      line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
+    }
+    line(o, "#pragma unroll");
+    line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
+    ++ind_;
+    line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
+                std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
+    if (k_.dims == 2)
+      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
+                  (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+  }
+  /// The merged column of member j of the current run.
+  std::string run_member(int j) const {
+    return "[gt_q * " + std::to_string(xrun_) + " + " + std::to_string(j) + "]";
+  }
+  /// A flag indexed by [gt_mx] ("" when there is none), for member j of the current run.
+  std::string member_flag(std::string f, int j) const {
+    if (auto p = f.find("[gt_mx]"); p != std::string::npos) f.replace(p, 7, run_member(j));
+    return f;
+  }
+  /// The flag for every member of the run, joined by && ("" when there is none).
+  std::string run_flags(const std::string& f) const {
+    std::string all;
+    for (int j = 0; j < xrun_ && !f.empty(); ++j) all += (j ? " && " : "") + member_flag(f, j);
+    return all;
+  }
+
   /// A store that goes straight to memory (not staged in a tile) and can go out one vector per
   /// run of consecutive outputs (vector_store_site).
   bool run_store_candidate(int site) const {
@@ -1436,26 +1468,11 @@ class Emitter {
       const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
       const std::string vt = elem + r, w = "gt_w" + std::to_string(site) + run_store_row(site);
       const bool y = !run_store_row(site).empty();
-      if (y) {
-        line(o, "#pragma unroll");
-        line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
-      }
-      line(o, "#pragma unroll");
-      line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
-      ++ind_;
-      line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
-                  std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
-      if (k_.dims == 2)
-        line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                    (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
-      auto member = [&](int j) { return "[gt_q * " + r + " + " + std::to_string(j) + "]"; };
-      auto ok = [&](int j) {
-        std::string f = guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string();
-        if (auto p = f.find("[gt_mx]"); p != std::string::npos) f.replace(p, 7, member(j));
-        return f;
-      };
-      std::string all;
-      for (int j = 0; j < xrun_ && guarded; ++j) all += (j ? " && " : "") + ok(j);
+      open_runs(o, y);
+      auto member = [&](int j) { return run_member(j); };
+      const std::string flag = guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string();
+      auto ok = [&](int j) { return member_flag(flag, j); };
+      const std::string all = run_flags(flag);
       line(o, elem + "* gt_p = &" + prm.name + "[" + render_index(site) + "];");
       line(o, "if (" + (all.empty() ? "" : all + " && ") +
                   "reinterpret_cast<unsigned long long>(gt_p) % " + std::to_string(4 * xrun_) +
@@ -1501,27 +1518,12 @@ class Emitter {
     line(o, elem + " " + name + (y ? "[" + std::to_string(c_.merge_y) + "]" : "") + "[" +
                 std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) + "], " +
                 r + " consecutive elements per load where aligned");
-    if (y) {
-      line(o, "#pragma unroll");
-      line(o, "for (int gt_my = 0; gt_my < " + std::to_string(c_.merge_y) + "; ++gt_my)");
-    }
-    line(o, "#pragma unroll");
-    line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
-    ++ind_;
-    line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
-                std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
-    if (k_.dims == 2)
-      line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                  (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    open_runs(o, y);
     const std::string row = y ? "[gt_my]" : "";
-    auto member = [&](int j) { return "[gt_q * " + r + " + " + std::to_string(j) + "]"; };
-    auto ok = [&](int j) {
-      std::string f = guarded ? ok_flag(true, y) : std::string();
-      if (auto p = f.find("[gt_mx]"); p != std::string::npos) f.replace(p, 7, member(j));
-      return f;
-    };
-    std::string all;
-    for (int j = 0; j < xrun_ && guarded; ++j) all += (j ? " && " : "") + ok(j);
+    auto member = [&](int j) { return run_member(j); };
+    const std::string flag = guarded ? ok_flag(true, y) : std::string();
+    auto ok = [&](int j) { return member_flag(flag, j); };
+    const std::string all = run_flags(flag);
     line(o, "const " + elem + "* gt_p = &" + prm.name + "[" + render_index(site) + "];");
     line(o, "if (" + (all.empty() ? "" : all + " && ") +
                 "reinterpret_cast<unsigned long long>(gt_p) % " + std::to_string(4 * xrun_) +
