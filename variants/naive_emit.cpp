@@ -926,7 +926,7 @@ class Emitter {
           if (auto hs = halo_site_.find(p.id); hs != halo_site_.end()) {
             s += halo_read(halos_[static_cast<size_t>(hs->second.first)], hs->second.second);
           } else if (k_.accesses[p.id].store && xrun_ > 1 && run_store_candidate(p.id)) {
-            s += "gt_w" + std::to_string(p.id) + run_store_row(p.id) + "[gt_mx]";
+            s += "gt_w" + std::to_string(p.id) + run_store_row() + "[gt_mx]";
           } else if (k_.accesses[p.id].store && staged_store(p.id)) {
             s += store_tile(p.id) + "[" + k_.index_names[0] + " - gt_bx][" + k_.index_names[1] +
                  " - gt_by]";
@@ -1435,10 +1435,8 @@ class Emitter {
     return k_.accesses[static_cast<size_t>(site)].store && !staged_store(site) &&
            !reg_site_.count(site) && vector_store_site(k_, site);
   }
-  /// The merged row a run store's register has ("[gt_my]" with merge_y > 1, else "").
-  std::string run_store_row(int /*site*/) const {
-    return k_.dims == 2 && c_.merge_y > 1 ? "[gt_my]" : "";
-  }
+  /// The merged row every run store's register has ("[gt_my]" with merge_y > 1, else "").
+  std::string run_store_row() const { return k_.dims == 2 && c_.merge_y > 1 ? "[gt_my]" : ""; }
   /// The run stores among a group's statements: their values go to registers in the replica
   /// block (declared here), and out after it (store_runs).
   std::vector<int> declare_run_stores(std::ostringstream& o,
@@ -1452,8 +1450,8 @@ class Emitter {
       const Param& prm =
           k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
       line(o, strip_const(prm.element) + " gt_w" + std::to_string(site) +
-                  (run_store_row(site).empty() ? "" : "[" + std::to_string(c_.merge_y) + "]") +
-                  "[" + std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) +
+                  (run_store_row().empty() ? "" : "[" + std::to_string(c_.merge_y) + "]") + "[" +
+                  std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) +
                   "], stored " + std::to_string(xrun_) +
                   " consecutive elements at a time where aligned");
     }
@@ -1466,8 +1464,8 @@ class Emitter {
       const Param& prm =
           k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
       const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
-      const std::string vt = elem + r, w = "gt_w" + std::to_string(site) + run_store_row(site);
-      const bool y = !run_store_row(site).empty();
+      const std::string vt = elem + r, w = "gt_w" + std::to_string(site) + run_store_row();
+      const bool y = !run_store_row().empty();
       open_runs(o, y);
       auto member = [&](int j) { return run_member(j); };
       const std::string flag = guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string();
