@@ -1191,7 +1191,10 @@ class Emitter {
                                                   : "the merged outputs of a column";
       line(o, strip_const(prm.element) + " " + name + dims + ";  // " + prm.name + "[" +
                   index_text(site) + "], read once for " + shared_by);
-      const std::string ok = guarded ? ok_flag(mx && x, my && y) : std::string();
+      // A tile holds every output of the block (zero outside the range): no check needed.
+      const bool tile = site_tile_.count(site) && !halo_site_.count(site);
+      if (tile) tile_hoisted_.insert(site);
+      const std::string ok = guarded && !tile ? ok_flag(mx && x, my && y) : std::string();
       per_register(o, mx && x, my && y, [&] {
         line(o, (ok.empty() ? "" : "if (" + ok + ") ") + name + index + " = " +
                     render_access(site) + ";");
@@ -1221,6 +1224,71 @@ class Emitter {
     body();
     --ind_;
     line(o, "}");
+  }
+
+  /// True when every statement of `group` may run for merged outputs outside the bounds check:
+  /// each declares or updates (`=`, `+=`, `-=`, `*=`) a float/double local of the output, from
+  /// shared tiles (every output of the block lies inside them; outside the range they hold zero),
+  /// thread indices, kept locals and locals already set for every output, with no call, division,
+  /// increment or other assignment. Such a result is never stored for an output out of range, so
+  /// dropping the check changes no output and takes the predicate off every FMA of the inner loop.
+  bool unguarded(const std::vector<const Stmt*>& group) {
+    if (k_.guard.empty() || !merged()) return false;
+    static const std::regex unsafe(R"([A-Za-z_0-9]\s*\(|=|\+\+|--|[/%{}\[\]?;])");
+    auto local_ok = [&](int id) {
+      const std::string t = strip_const(k_.locals[static_cast<size_t>(id)].type);
+      return t == "float" || t == "double";
+    };
+    std::set<int> set;  // locals this group sets
+    std::function<bool(const Text&, size_t)> pure = [&](const Text& t, size_t from) {
+      for (size_t i = from; i < t.size(); ++i) {
+        const Piece& p = t[i];
+        switch (p.kind) {
+          case Piece::Lit: {
+            std::string text = p.text;
+            if (i + 1 == t.size() && !text.empty() && text.back() == ';') text.pop_back();
+            if (std::regex_search(text, unsafe)) return false;
+            break;
+          }
+          case Piece::Local:
+            if (k_.locals[static_cast<size_t>(p.id)].replicated && !defined_.count(p.id) &&
+                !set.count(p.id))
+              return false;
+            break;
+          case Piece::ThreadIndex:
+            break;
+          case Piece::Access: {
+            const AccessSite& a = k_.accesses[static_cast<size_t>(p.id)];
+            const bool from_tile = loop_hoisted_.count(p.id) || tile_hoisted_.count(p.id) ||
+                                   (!hoisted_.count(p.id) && site_tile_.count(p.id));
+            if (a.store || reg_site_.count(p.id) || halo_site_.count(p.id) || !from_tile)
+              return false;
+            break;
+          }
+        }
+      }
+      return true;
+    };
+    for (const Stmt* s : group) {
+      if (s->kind == Stmt::RepDecl) {
+        if (!local_ok(s->local) || !pure(s->text, 0)) return false;
+        set.insert(s->local);
+        continue;
+      }
+      if (s->kind != Stmt::Rep || s->text.size() < 3 || s->text[0].kind != Piece::Local ||
+          s->text[1].kind != Piece::Lit || !local_ok(s->text[0].id) ||
+          !k_.locals[static_cast<size_t>(s->text[0].id)].replicated)
+        return false;
+      static const std::regex op(R"(^\s*[-+*]?=\s*$)");
+      const int target = s->text[0].id;
+      const bool update = s->text[1].text.find_first_of("+-*") != std::string::npos;
+      if (!std::regex_match(s->text[1].text, op) || !pure(s->text, 2) ||
+          (update && !defined_.count(target) && !set.count(target)))
+        return false;
+      set.insert(target);
+    }
+    defined_.insert(set.begin(), set.end());
+    return true;
   }
 
   /// The flag that says some output using a register passes the bounds check, for a register per
@@ -1395,6 +1463,7 @@ class Emitter {
     --ind_;
     line(o, "}");
     hoisted_[site] = name + "[gt_mx]";
+    tile_hoisted_.insert(site);
   }
 
   /// Opens a loop over this thread's runs of xrun_ consecutive outputs (per merged row when
@@ -1603,9 +1672,12 @@ class Emitter {
       if (group.empty()) return;
       hoist_shared_loads(o, group, guarded);
       const std::vector<int> run_stores = declare_run_stores(o, group);
+      // Work that only updates the output's own float accumulators from shared tiles runs for
+      // every merged output, in range or not: no per-statement predicate in the inner loop.
+      const bool check = guarded && !unguarded(group);
       const std::string only =
-          (guarded ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
-          (lane0_ ? std::string(guarded ? " && " : "") + "gt_lane == 0" : std::string());
+          (check ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
+          (lane0_ ? std::string(check ? " && " : "") + "gt_lane == 0" : std::string());
       replica_block(o, [&](std::ostringstream& b) {
         if (!only.empty()) {
           line(b, "if (" + only + ") {");
@@ -1630,6 +1702,7 @@ class Emitter {
       });
       store_runs(o, run_stores, guarded);
       hoisted_.clear();
+      tile_hoisted_.clear();
       group.clear();
     };
     for (const Stmt& s : list) {
@@ -1928,6 +2001,8 @@ class Emitter {
   std::map<int, std::pair<int, size_t>> halo_site_;  ///< site -> (halo, its index in the plan)
   std::map<int, std::string> hoisted_;       ///< site -> the register holding it (current group)
   std::map<int, std::string> loop_hoisted_;  ///< site -> its register (current vector loop step)
+  std::set<int> tile_hoisted_;  ///< hoisted_ sites loaded from a shared tile, for every output
+  std::set<int> defined_;       ///< replicated locals set for every merged output, in range or not
   std::vector<Sum> sums_;
   std::vector<Reg> regs_;           ///< arrays kept in registers
   std::map<int, size_t> reg_site_;  ///< site -> its array's register (regs_)

@@ -105,8 +105,12 @@ TEST(NaiveMerge, LoadsTheMergedOutputsShareAreReadOnceIntoRegisters) {
     EXPECT_NE(src.find("sum[gt_my][gt_mx] += " + ra + "[gt_my] * " + rb + "[gt_mx];"),
               std::string::npos)
         << src;
-    EXPECT_NE(src.find("if (gt_ok_row[gt_my]) " + ra + "[gt_my] = "), std::string::npos) << src;
-    EXPECT_NE(src.find("if (gt_ok_col[gt_mx]) " + rb + "[gt_mx] = "), std::string::npos) << src;
+    // From memory only where some output of the row (column) passes the check; a shared tile
+    // holds every output of the block, so its loads need no check.
+    const std::string row = path == Cache::Shared ? "" : "if (gt_ok_row[gt_my]) ";
+    const std::string col = path == Cache::Shared ? "" : "if (gt_ok_col[gt_mx]) ";
+    EXPECT_NE(src.find("  " + row + ra + "[gt_my] = "), std::string::npos) << src;
+    EXPECT_NE(src.find("  " + col + rb + "[gt_mx] = "), std::string::npos) << src;
   }
   // Merged along x only: a is shared by all of a thread's outputs; b is not shared at all.
   naive::Choice x;
@@ -148,6 +152,60 @@ size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
+}
+
+// Work that only updates an output's own float accumulator from shared tiles runs for every
+// merged output, in range or not (the tiles hold zero outside it, and such a result is never
+// stored): no bounds-check predicate on each FMA of the inner loop. Reads from memory, other
+// arithmetic (a division) or a store keep their check.
+TEST(NaiveMerge, AccumulationFromSharedTilesNeedsNoCheckPerOutput) {
+  const naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 8;
+  c.merge_x = 4;
+  c.merge_y = 4;
+  c.tile_k = 16;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  // The lines just before each accumulation that test the output's flag.
+  auto checked_updates = [](const std::string& src) {
+    size_t n = 0;
+    for (size_t p = src.find("sum[gt_my][gt_mx] += "); p != std::string::npos;
+         p = src.find("sum[gt_my][gt_mx] += ", p + 1)) {
+      const size_t end = src.rfind('\n', p), begin = src.rfind('\n', end - 1);
+      n += src.substr(begin, end - begin).find("if (gt_ok[gt_my][gt_mx]) {") != std::string::npos;
+    }
+    return n;
+  };
+  const std::string shared = naive::emit_variant(mm, c);
+  EXPECT_EQ(checked_updates(shared), 0u) << shared;
+  EXPECT_NE(shared.find("    sum[gt_my][gt_mx] = 0.0f;"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("if (gt_ok[gt_my][gt_mx]) {\n      c[idy * n + idx] = sum[gt_my][gt_mx];"),
+            std::string::npos)
+      << shared;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::ReadOnly}};
+  const std::string global = naive::emit_variant(mm, c);
+  EXPECT_EQ(checked_updates(global), 2u) << global;  // the full strip and the remainder
+  // NVRTC's PTX: with the check, each FMA of the unrolled strip is followed by a select.
+  const std::string p_shared = ptx_of(shared), p_global = ptx_of(global);
+  EXPECT_GE(count(p_shared, "fma.rn.f32"), 16u);  // merge 4 x 4: 16 per step of k
+  EXPECT_EQ(count(p_shared, "selp.f32"), 0u) << p_shared;
+  EXPECT_GE(count(p_global, "selp.f32") + count(p_global, "@%p"), 16u);
+  // A division in the update stays under the check: an output out of range could divide by zero.
+  const naive::NaiveKernel div = naive::analyse_naive(R"(
+__global__ void mmdiv(float *c, const float *a, const float *b, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int idy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (idx < n && idy < n) {
+    float sum = 0;
+    for (int k = 0; k < n; k++) sum += a[idy * n + k] / b[k * n + idx];
+    c[idy * n + idx] = sum;
+  }
+})",
+                                                      "mmdiv", "mmdiv.cu");
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  const std::string d = naive::emit_variant(div, c);
+  EXPECT_EQ(checked_updates(d), 2u) << d;
 }
 
 // Reads straight from global memory at consecutive idx (transpose's in[idy*n+idx], tmv's
