@@ -62,6 +62,7 @@ const Driver& Driver::instance() {
     load(d.cuMemFree, "cuMemFree_v2");
     load(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     load(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    load(d.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
     load(d.cuMemsetD8, "cuMemsetD8_v2");
     load(d.cuEventCreate, "cuEventCreate");
     load(d.cuEventDestroy, "cuEventDestroy_v2");

@@ -51,6 +51,7 @@ struct Driver {
   GPUTUNE_CU_FN(cuMemFree);
   GPUTUNE_CU_FN(cuMemcpyHtoD);
   GPUTUNE_CU_FN(cuMemcpyDtoH);
+  GPUTUNE_CU_FN(cuMemcpyDtoD);
   GPUTUNE_CU_FN(cuMemsetD8);
   GPUTUNE_CU_FN(cuEventCreate);
   GPUTUNE_CU_FN(cuEventDestroy);
