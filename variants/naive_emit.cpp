@@ -683,12 +683,16 @@ class Emitter {
                     ";  // " + describe_tile(t));
       }
     }
-    for (int site : store_sites_)
-      line(o, "__shared__ " + k_.params[k_.accesses[site].param].element + " " + store_tile(site) +
-                  "[" + std::to_string(tx_) + "][" + std::to_string(ty_ + (c_.pad ? 1 : 0)) +
-                  "];  // " + k_.params[k_.accesses[site].param].name + "[" + index_text(site) +
-                  "] for " + k_.index_names[0] + " x " + k_.index_names[1] +
-                  (c_.pad ? ", padded pitch" : "") + ", written back along " + k_.index_names[1]);
+    for (int site : store_sites_) {
+      const int v = store_vector(site);
+      line(o, "__shared__ " + std::string(v > 1 ? "__align__(16) " : "") +
+                  k_.params[k_.accesses[site].param].element + " " + store_tile(site) + "[" +
+                  std::to_string(tx_) + "][" + std::to_string(ty_ + (c_.pad ? v : 0)) + "];  // " +
+                  k_.params[k_.accesses[site].param].name + "[" + index_text(site) + "] for " +
+                  k_.index_names[0] + " x " + k_.index_names[1] + (c_.pad ? ", padded pitch" : "") +
+                  ", written back along " + k_.index_names[1] +
+                  (v > 1 ? ", " + std::to_string(v) + " elements per store where aligned" : ""));
+    }
     for (const Sum& x : sums_)
       line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
                   "(0);  // this thread's part of " + literal_text(x.stmt->address));
@@ -776,23 +780,77 @@ class Emitter {
     return std::find(store_sites_.begin(), store_sites_.end(), site) != store_sites_.end();
   }
 
-  /// After the work: the stores staged in a tile go out with consecutive threads along idy.
+  /// Elements per write-back store of a staged store: `vector` when its 4-byte elements fill the
+  /// tile's rows evenly (each thread then stores `vector` consecutive idy at once), else 1.
+  int store_vector(int site) const {
+    const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+    return c_.vector > 1 && ty_ % c_.vector == 0 && element_bytes(prm.element) == 4 ? c_.vector : 1;
+  }
+
+  /// After the work: the stores staged in a tile go out with consecutive threads along idy; with
+  /// a vector width, `vector` consecutive elements per thread as one float2/float4 store where
+  /// all of them pass the bounds check and the address is aligned (the tile row always is: its
+  /// pitch is a multiple of the width), one by one otherwise.
   void write_back(std::ostringstream& o, int site) {
-    const std::string n = std::to_string(c_.block_x * c_.block_y), ty = std::to_string(ty_);
+    const int v = store_vector(site);
+    const std::string n = std::to_string(c_.block_x * c_.block_y),
+                      per_row = std::to_string(ty_ / v);
+    const std::string& array = k_.params[k_.accesses[site].param].name;
     line(o, "__syncthreads();");
-    line(o, "// write " + k_.params[k_.accesses[site].param].name +
-                " back from the tile: consecutive threads along " + k_.index_names[1] +
-                " store consecutive elements");
-    line(o, "for (int gt_e = gt_tid; gt_e < " + std::to_string(static_cast<long long>(tx_) * ty_) +
-                "; gt_e += " + n + ") {");
+    line(o, "// write " + array + " back from the tile: consecutive threads along " +
+                k_.index_names[1] + " store consecutive elements" +
+                (v > 1 ? ", " + std::to_string(v) + " per store where aligned" : ""));
+    line(o, "for (int gt_e = gt_tid; gt_e < " +
+                std::to_string(static_cast<long long>(tx_) * ty_ / v) + "; gt_e += " + n + ") {");
     ++ind_;
-    line(o, "const int gt_t0 = gt_e / " + ty + ", gt_t1 = gt_e % " + ty + ";");
-    line(o, "const int " + k_.index_names[0] + " = gt_bx + gt_t0;");
-    line(o, "const int " + k_.index_names[1] + " = gt_by + gt_t1;");
+    line(o, "const int gt_t0 = gt_e / " + per_row + ", gt_t1 = gt_e % " + per_row +
+                (v > 1 ? " * " + std::to_string(v) : "") + ";");
     const std::string cond = guard_text();
-    std::string store = k_.params[k_.accesses[site].param].name + "[" + render_index(site) +
-                        "] = " + store_tile(site) + "[gt_t0][gt_t1];";
-    line(o, cond.empty() ? store : "if (" + cond + ") " + store);
+    const std::string tile = store_tile(site) + "[gt_t0][gt_t1";
+    auto at = [&](const std::string& j) {
+      line(o, "const int " + k_.index_names[0] + " = gt_bx + gt_t0;");
+      line(o, "const int " + k_.index_names[1] + " = gt_by + gt_t1" + j + ";");
+    };
+    if (v == 1) {
+      at("");
+      const std::string store = array + "[" + render_index(site) + "] = " + tile + "];";
+      line(o, cond.empty() ? store : "if (" + cond + ") " + store);
+    } else {
+      const std::string vt =
+          strip_const(k_.params[k_.accesses[site].param].element) + std::to_string(v);
+      line(o, "bool gt_all = true;");
+      line(o, "for (int gt_j = 0; gt_j < " + std::to_string(v) + "; ++gt_j) {");
+      ++ind_;
+      at(" + gt_j");
+      line(o,
+           "gt_all = gt_all && " + (cond.empty() ? std::string("true") : "(" + cond + ")") + ";");
+      --ind_;
+      line(o, "}");
+      line(o, "{");
+      ++ind_;
+      at("");
+      line(o, k_.params[k_.accesses[site].param].element + "* gt_p = &" + array + "[" +
+                  render_index(site) + "];");
+      line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " +
+                  std::to_string(4 * v) + " == 0) {");
+      ++ind_;
+      line(o, "*reinterpret_cast<" + vt + "*>(gt_p) = *reinterpret_cast<const " + vt + "*>(&" +
+                  tile + "]);");
+      --ind_;
+      line(o, "} else {");
+      ++ind_;
+      line(o, "for (int gt_j = 0; gt_j < " + std::to_string(v) + "; ++gt_j) {");
+      ++ind_;
+      at(" + gt_j");
+      const std::string store = array + "[" + render_index(site) + "] = " + tile + " + gt_j];";
+      line(o, cond.empty() ? store : "if (" + cond + ") " + store);
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+      --ind_;
+      line(o, "}");
+    }
     --ind_;
     line(o, "}");
   }
@@ -2274,10 +2332,12 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     if (o.stage) {
       gen.push_back(str_param("write_" + o.array, {"direct", "shared"}));
       pad_uses.push_back("write_" + o.array + " == 'shared'");
-      smem += (smem.empty() ? "" : " + ") + ("((" + eb +
-                                             "*block_size_x*merge_x*(block_size_y*merge_y + pad)) "
-                                             "if write_" +
-                                             o.array + " == 'shared' else 0)");
+      // The pad is `vector` elements where the write-back stores vectors (Emitter::store_vector).
+      const std::string pad =
+          eb == "4" ? "pad * (vector if (block_size_y*merge_y) % vector == 0 else 1)" : "pad";
+      smem += (smem.empty() ? "" : " + ") +
+              ("((" + eb + "*block_size_x*merge_x*(block_size_y*merge_y + " + pad + ")) if write_" +
+               o.array + " == 'shared' else 0)");
     }
     if (o.reduce) {
       gen.push_back(str_param("reduce_" + o.array, {"atomic", "block"}));
@@ -2304,7 +2364,8 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   // Arrays read straight from global memory at consecutive idx (vector_global_site): with
   // merge_x > 1 their reads take one vector per run of `vector` consecutive outputs.
   // Stores at consecutive idx (vector_store_site) go out one vector per run unless staged.
-  std::vector<std::string> runs;  // when each such access is a run (condition clauses)
+  std::vector<std::string> runs;    // when each such access is a run (condition clauses)
+  std::vector<std::string> stored;  // when a staged store's write-back takes vectors
   for (size_t i = 0; i < k.accesses.size(); ++i) {
     const AccessSite& s = k.accesses[i];
     const std::string& a = k.params[static_cast<size_t>(s.param)].name;
@@ -2317,11 +2378,16 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     }
     if (!when.empty() && std::find(runs.begin(), runs.end(), when) == runs.end())
       runs.push_back(when);
+    // A staged store's write-back takes `vector` elements per store (Emitter::store_vector).
+    if (s.store && staged_store_site(k, a) == static_cast<int>(i) &&
+        element_bytes(k.params[static_cast<size_t>(s.param)].element) == 4)
+      stored.push_back("(write_" + a + " == 'shared' and (block_size_y*merge_y) % vector == 0)");
   }
-  if (!vector_arrays.empty() || !runs.empty()) {
+  if (!vector_arrays.empty() || !runs.empty() || !stored.empty()) {
     gen.push_back(int_param("vector", {1, 2, 4}, 1));
     std::string any;
     for (const std::string& a : vector_arrays) any += " or cache_" + a + " == 'shared'";
+    for (const std::string& w : stored) any += " or " + w;
     if (!runs.empty()) {  // runs of min(vector, merge_x): vector > merge_x adds nothing
       std::string direct;
       for (const std::string& w : runs) direct += std::string(direct.empty() ? "" : " or ") + w;

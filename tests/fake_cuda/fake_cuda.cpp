@@ -229,6 +229,11 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   std::memcpy(dst, reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  if (CUresult rc = guard()) return rc;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
 CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) {
   if (CUresult rc = guard()) return rc;
   std::memset(reinterpret_cast<void*>(p), v, n);

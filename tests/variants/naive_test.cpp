@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "pruner/cubin.h"
@@ -208,6 +209,56 @@ __global__ void mmdiv(float *c, const float *a, const float *b, int n) {
   EXPECT_EQ(checked_updates(d), 2u) << d;
 }
 
+// A staged store's write-back (the tiled transpose) takes `vector` consecutive idy per thread:
+// one float4 read of the tile row and one float4 store where the whole run passes the bounds
+// check and the address is aligned, element by element otherwise. The tile's pitch is padded by
+// the width, so every row stays 16-byte aligned.
+TEST(NaiveMerge, StagedStoresGoBackOneVectorPerThread) {
+  const naive::NaiveKernel t = analyse("transpose");
+  naive::Choice c;
+  c.block_x = 32;
+  c.block_y = 8;
+  c.merge_y = 4;
+  c.pad = 1;
+  c.vector = 4;
+  c.cache["in"] = Cache::ReadOnly;
+  c.stage_store.insert("out");
+  const std::string src = naive::emit_variant(t, c);
+  EXPECT_NE(src.find("__shared__ __align__(16) float gt_w_out[32][36];"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_t0 = gt_e / 8, gt_t1 = gt_e % 8 * 4;"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("*reinterpret_cast<float4*>(gt_p) = *reinterpret_cast<const "
+                     "float4*>(&gt_w_out[gt_t0][gt_t1]);"),
+            std::string::npos)
+      << src;
+  const std::string vec = ptx_of(src);  // NVVM moves the copy as v4.u32
+  EXPECT_GE(count(vec, "st.global.v4."), 1u) << vec;
+  EXPECT_GE(count(vec, "ld.shared.v4."), 1u) << vec;
+  // Scalar: vector 1, or rows of the tile (block_size_y * merge_y) the width does not divide.
+  c.vector = 1;
+  const std::string scalar = ptx_of(naive::emit_variant(t, c));
+  EXPECT_EQ(count(scalar, "st.global.v4."), 0u);
+  EXPECT_GE(count(scalar, "st.global.f32"), 1u);
+  c.vector = 4;
+  c.block_y = 2;
+  c.merge_y = 1;
+  const std::string narrow = naive::emit_variant(t, c);
+  EXPECT_EQ(narrow.find("reinterpret_cast<float4*>(gt_p)"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("gt_w_out[32][3];"), std::string::npos) << narrow;
+  // The space offers vector 2 and 4 with staged stores only where the width divides the rows.
+  Job job = load_job(kNaive / "transpose.json");
+  naive::apply_to_job(job, t);
+  const Space s = build_space(job);
+  size_t staged_vectors = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const naive::Choice ch = naive::choice_from_config(t, s.config(i));
+    if (ch.stage_store.empty() || ch.vector == 1 || ch.merge_x >= ch.vector) continue;
+    ++staged_vectors;
+    EXPECT_EQ(ch.block_y * ch.merge_y % ch.vector, 0) << naive::choice_label(t, ch);
+  }
+  EXPECT_GT(staged_vectors, 0u);
+}
+
 // Reads straight from global memory at consecutive idx (transpose's in[idy*n+idx], tmv's
 // a[i*m+idx]) take one float2/float4 per run of consecutive merged outputs when every output of
 // the run passes the bounds check and the address is aligned, element by element otherwise.
@@ -278,7 +329,7 @@ TEST(NaiveMerge, ReadsStraightFromGlobalMemoryTakeOneVectorPerRun) {
   size_t runs = 0;
   for (size_t i = 0; i < space.size(); ++i) {
     naive::Choice ch = naive::choice_from_config(*job.naive_kernel, space.config(i));
-    if (ch.vector == 1) continue;
+    if (ch.vector == 1 || !ch.stage_store.empty()) continue;  // staged: vector write-back
     ++runs;
     EXPECT_LE(ch.vector, ch.merge_x) << space.config(i).key();
   }
@@ -302,7 +353,7 @@ TEST(NaiveMerge, StoresAtConsecutiveIdxGoOutOneVectorPerRun) {
   naive::Choice scalar = c;
   scalar.vector = 1;
   const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(k, scalar));
-  EXPECT_EQ(count(vec, "st.global.v4.f32"), 1u) << vec;
+  EXPECT_EQ(count(vec, "st.global.v4."), 1u) << vec;
   EXPECT_EQ(count(sca, "st.global.v4.f32"), 0u);
   EXPECT_EQ(count(sca, "st.global.f32"), 4u);
   // Staged stores (transpose's write tile) and stores strided along idx are not run stores.
@@ -314,9 +365,12 @@ TEST(NaiveMerge, StoresAtConsecutiveIdxGoOutOneVectorPerRun) {
   t.cache["in"] = Cache::ReadOnly;
   EXPECT_EQ(naive::emit_variant(analyse("transpose"), t).find("float* gt_p = &out"),
             std::string::npos);
+  // A staged store goes out from its tile (StagedStoresGoBackOneVectorPerThread), not in runs
+  // of registers gt_w<site>.
   t.stage_store = {"out"};
-  EXPECT_EQ(naive::emit_variant(analyse("transpose"), t).find("float* gt_p = &out"),
-            std::string::npos);
+  const std::string staged = naive::emit_variant(analyse("transpose"), t);
+  EXPECT_FALSE(std::regex_search(staged, std::regex("gt_w[0-9]"))) << staged;
+  EXPECT_NE(staged.find("gt_w_out[gt_t0][gt_t1]"), std::string::npos) << staged;
 }
 
 // cache_<array> = registers: an array every access of which is one element per output (mm_acc's
@@ -495,7 +549,7 @@ TEST(NaiveMerge, VectorWidthReadsTilesWithVectorLoadsInTheWork) {
   // strip, 2 float4 loads of b and 4/4 float4 loads of a instead of 8 + 4 scalar loads.
   const std::string vec = ptx_of(src), sca = ptx_of(naive::emit_variant(mm, scalar));
   EXPECT_EQ(count(vec, "fma.rn.f32"), count(sca, "fma.rn.f32"));
-  EXPECT_GE(count(vec, "ld.shared.v4.f32"), 4u * 2 + 4) << vec;
+  EXPECT_GE(count(vec, "ld.shared.v4."), 4u * 2 + 4) << vec;
   EXPECT_EQ(count(sca, "ld.shared.v4.f32"), 0u);
   EXPECT_LT(2 * count(vec, "ld.shared"), count(sca, "ld.shared"));
   // A run is never longer than the merge: merge_x 2 with vector 4 reads float2.
