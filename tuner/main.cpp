@@ -73,13 +73,32 @@ int cmd_run(int argc, char** argv) {
                                      cxxopts::value<std::string>())(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
-      "no-gpu", "do not use a GPU even if one is present")("q,quiet", "no progress line")("h,help",
-                                                                                          "help");
+      "strategy", "replace the job's GPUTune.Search.Strategy: brute_force, random, model_guided",
+      cxxopts::value<std::string>())(
+      "budget", "replace the job's GPUTune.Budget.Configurations (configurations measured)",
+      cxxopts::value<std::uint64_t>())("no-gpu", "do not use a GPU even if one is present")(
+      "q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
+  if (r.count("strategy")) {
+    const std::string s = r["strategy"].as<std::string>();
+    if (s != "brute_force" && s != "random" && s != "model_guided")
+      throw JobError("command line", "--strategy", "unknown strategy '" + s + "'",
+                     "use brute_force, random or model_guided");
+    job.strategy = s;
+    // model_guided prunes; the others keep the job's explicit GPUTune.Pruner.Enabled, if any.
+    if (!job.pruner.explicit_enabled) job.pruner.enabled = s == "model_guided";
+  }
+  if (r.count("budget")) {
+    const auto n = r["budget"].as<std::uint64_t>();
+    if (n == 0)
+      throw JobError("command line", "--budget", "a budget of 0 configurations measures nothing",
+                     "give a positive number of configurations");
+    job.budget.max_configurations = n;
+  }
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
   if (r.count("arch")) opt.arch = r["arch"].as<std::string>();

@@ -561,6 +561,7 @@ void read_extension(Reader& r, const json& ext, Job& job) {
     if (pr.contains("Enabled")) {
       if (!pr["Enabled"].is_boolean()) r.fail("GPUTune.Pruner.Enabled", "expected true or false");
       job.pruner.enabled = pr["Enabled"].get<bool>();
+      job.pruner.explicit_enabled = true;
     }
     if (pr.contains("ModelMargin"))
       job.pruner.model_margin = num(pr["ModelMargin"], "GPUTune.Pruner.ModelMargin", 1, 1e6);

@@ -97,10 +97,11 @@ struct MeasureSettings {
 /// GPUTune.Pruner: the model-driven pruner's settings (used by `run` with model_guided, `prune`
 /// and `replay`).
 struct PrunerSettings {
-  bool enabled = false;       ///< `run`: skip pruned variants (model_guided turns it on)
-  double model_margin = 2.0;  ///< rule 4: drop variants predicted slower than margin x best
-  int max_spill_bytes = 0;    ///< rule 2: spill bytes above this are pruned; < 0 disables
-  int regret_sample = 5;      ///< pruned variants timed anyway, to report the regret
+  bool enabled = false;           ///< `run`: skip pruned variants (model_guided turns it on)
+  bool explicit_enabled = false;  ///< GPUTune.Pruner.Enabled was written in the job
+  double model_margin = 2.0;      ///< rule 4: drop variants predicted slower than margin x best
+  int max_spill_bytes = 0;        ///< rule 2: spill bytes above this are pruned; < 0 disables
+  int regret_sample = 5;          ///< pruned variants timed anyway, to report the regret
 };
 
 struct Job {

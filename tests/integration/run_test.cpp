@@ -45,6 +45,26 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   EXPECT_EQ(store.runs().size(), 2u);
 }
 
+// --strategy and --budget replace the job's GPUTune.Search.Strategy and Budget (a model proof
+// measures a whole space with brute force whatever the job says); bad values are refused.
+TEST(Cli, StrategyAndBudgetFromTheCommandLine) {
+  test::TempDir dir;
+  const std::string base = "run '" + (test::examples_dir() / "matmul.json").string() + "' --db '" +
+                           (dir / "g.db").string() + "' --cache-dir '" + (dir / "cache").string() +
+                           "' --no-gpu";
+  auto r = run_gputune(base + " --strategy random --budget 5");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  // Five random configurations, and the default one as the reference.
+  EXPECT_NE(r.out.find("planned 6,"), std::string::npos) << r.out;
+  auto bad = run_gputune(base + " --strategy bogus");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("'--strategy': unknown strategy 'bogus'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("brute_force, random or model_guided"), std::string::npos) << bad.out;
+  auto zero = run_gputune(base + " --budget 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.out;
+  EXPECT_NE(zero.out.find("'--budget'"), std::string::npos) << zero.out;
+}
+
 TEST(Cli, SpaceCountAndList) {
   auto job = "'" +
              (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() +
