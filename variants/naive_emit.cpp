@@ -1285,9 +1285,10 @@ class Emitter {
   }
 
   /// True when every statement of `group` may run for merged outputs outside the bounds check:
-  /// each declares or updates (`=`, `+=`, `-=`, `*=`) a float/double local of the output, from
-  /// shared tiles (every output of the block lies inside them; outside the range they hold zero),
-  /// thread indices, kept locals and locals already set for every output, with no call, division,
+  /// each declares or updates (`=`, `+=`, `-=`, `*=`) a float/double local of the output (or its
+  /// element of a float array kept in registers, zero unless loaded), from shared tiles (every
+  /// output of the block lies inside them; outside the range they hold zero), registers, thread
+  /// indices, kept locals and locals already set for every output, with no call, division,
   /// increment or other assignment. Such a result is never stored for an output out of range, so
   /// dropping the check changes no output and takes the predicate off every FMA of the inner loop.
   bool unguarded(const std::vector<const Stmt*>& group) {
@@ -1319,8 +1320,8 @@ class Emitter {
             const AccessSite& a = k_.accesses[static_cast<size_t>(p.id)];
             const bool from_tile = loop_hoisted_.count(p.id) || tile_hoisted_.count(p.id) ||
                                    (!hoisted_.count(p.id) && site_tile_.count(p.id));
-            if (a.store || reg_site_.count(p.id) || halo_site_.count(p.id) || !from_tile)
-              return false;
+            if (reg_site_.count(p.id)) break;  // a register array: zero unless loaded
+            if (a.store || halo_site_.count(p.id) || !from_tile) return false;
             break;
           }
         }
@@ -1333,20 +1334,30 @@ class Emitter {
         set.insert(s->local);
         continue;
       }
-      if (s->kind != Stmt::Rep || s->text.size() < 3 || s->text[0].kind != Piece::Local ||
-          s->text[1].kind != Piece::Lit || !local_ok(s->text[0].id) ||
-          !k_.locals[static_cast<size_t>(s->text[0].id)].replicated)
-        return false;
+      if (s->kind != Stmt::Rep || s->text.size() < 3 || s->text[1].kind != Piece::Lit) return false;
       static const std::regex op(R"(^\s*[-+*]?=\s*$)");
-      const int target = s->text[0].id;
-      const bool update = s->text[1].text.find_first_of("+-*") != std::string::npos;
-      if (!std::regex_match(s->text[1].text, op) || !pure(s->text, 2) ||
-          (update && !defined_.count(target) && !set.count(target)))
+      if (!std::regex_match(s->text[1].text, op) || !pure(s->text, 2)) return false;
+      const Piece& lhs = s->text[0];
+      if (lhs.kind == Piece::Access) {
+        // An array kept in registers (zero-initialised, stored back under the check).
+        if (!reg_site_.count(lhs.id) || !float_element(lhs.id)) return false;
+        continue;
+      }
+      if (lhs.kind != Piece::Local || !local_ok(lhs.id) ||
+          !k_.locals[static_cast<size_t>(lhs.id)].replicated)
         return false;
-      set.insert(target);
+      const bool update = s->text[1].text.find_first_of("+-*") != std::string::npos;
+      if (update && !defined_.count(lhs.id) && !set.count(lhs.id)) return false;
+      set.insert(lhs.id);
     }
     defined_.insert(set.begin(), set.end());
     return true;
+  }
+
+  bool float_element(int site) const {
+    const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+    const std::string t = strip_const(prm.element);
+    return t == "float" || t == "double";
   }
 
   /// The flag that says some output using a register passes the bounds check, for a register per

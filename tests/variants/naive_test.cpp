@@ -168,11 +168,11 @@ TEST(NaiveMerge, AccumulationFromSharedTilesNeedsNoCheckPerOutput) {
   c.merge_y = 4;
   c.tile_k = 16;
   c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
-  // The lines just before each accumulation that test the output's flag.
-  auto checked_updates = [](const std::string& src) {
+  // Occurrences of `what` (default: the accumulation) right under a test of the output's flag.
+  auto checked_updates = [](const std::string& src,
+                            const std::string& what = "sum[gt_my][gt_mx] += ") {
     size_t n = 0;
-    for (size_t p = src.find("sum[gt_my][gt_mx] += "); p != std::string::npos;
-         p = src.find("sum[gt_my][gt_mx] += ", p + 1)) {
+    for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1)) {
       const size_t end = src.rfind('\n', p), begin = src.rfind('\n', end - 1);
       n += src.substr(begin, end - begin).find("if (gt_ok[gt_my][gt_mx]) {") != std::string::npos;
     }
@@ -207,6 +207,19 @@ __global__ void mmdiv(float *c, const float *a, const float *b, int n) {
   c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
   const std::string d = naive::emit_variant(div, c);
   EXPECT_EQ(checked_updates(d), 2u) << d;
+  // An output kept in registers (mm_acc's c, zero unless loaded, stored back under the check) is
+  // updated without it too; in global memory it keeps it.
+  const naive::NaiveKernel acc = analyse("mm_acc");
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}, {"c", Cache::Registers}};
+  const std::string in_regs = naive::emit_variant(acc, c);
+  EXPECT_EQ(count(in_regs, "gt_reg_c[gt_my][gt_mx] += "), 2u) << in_regs;
+  EXPECT_EQ(checked_updates(in_regs, "gt_reg_c[gt_my][gt_mx] += "), 0u) << in_regs;
+  EXPECT_NE(in_regs.find("if (gt_ok[gt_my][gt_mx]) c[idy * n + idx] = gt_reg_c[gt_my][gt_mx];"),
+            std::string::npos)
+      << in_regs;
+  c.cache["c"] = Cache::Global;
+  const std::string in_memory = naive::emit_variant(acc, c);
+  EXPECT_EQ(checked_updates(in_memory, "c[idy * n + idx] += "), 2u) << in_memory;
 }
 
 // A staged store's write-back (the tiled transpose) takes `vector` consecutive idy per thread:
