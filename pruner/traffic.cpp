@@ -894,6 +894,22 @@ class Sim {
       }
       return Val{};
     }
+    // A pipelined variant's asynchronous copy (naive_emit's kCpAsync): a load from global
+    // memory on the lanes whose `ok` holds (the others copy nothing: zero-fill), a store to the
+    // shared buffer on every lane. Its commit and wait move no data.
+    if (name == "gt_cp_async" && c->getNumArgs() == 3) {
+      Val dst = eval(c->getArg(0)), src = eval(c->getArg(1)), ok = eval(c->getArg(2));
+      bool unk = false;
+      const Mask copy = truth(ok, unk);
+      const std::int64_t bytes = size_of(c->getArg(1)->getType()->getPointeeType());
+      const Mask saved = active_;
+      active_ = unk ? saved : saved & copy;
+      if (src.arr >= 0 && active_) record(c->getArg(1), src, bytes, false);
+      active_ = saved;
+      if (dst.arr >= 0) record(c, dst, bytes, true);
+      return Val{};
+    }
+    if (name == "gt_cp_commit" || name == "gt_cp_wait") return Val{};
     if (name.rfind("__ld", 0) == 0 && c->getNumArgs() == 1) {
       Val p = eval(c->getArg(0));
       if (p.arr >= 0) record(c, p, size_of(c->getArg(0)->getType()->getPointeeType()), false);

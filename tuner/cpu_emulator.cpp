@@ -74,7 +74,14 @@ inline unsigned char* dyn_alloc(unsigned long long smem) {
   mprotect(static_cast<char*>(base) + data, page, PROT_NONE);
   return static_cast<unsigned char*>(base) + data - bytes;
 }
-struct Fiber { ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t; };
+// cp.async (gt_cp_async in pipelined variants): each copy's value is read when it is issued
+// and written to shared memory only at the gt_cp_wait that covers its group, so a buffer read
+// before its wait (or never waited for) shows in the results as on a GPU it may.
+struct Copy { void* dst; std::array<unsigned char, 16> bytes; std::size_t n; };
+struct Fiber {
+  ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t;
+  std::vector<Copy> open; std::vector<std::vector<Copy>> groups;
+};
 inline thread_local std::vector<Fiber>* fibers = nullptr;
 inline thread_local Fiber* current = nullptr;
 inline thread_local ucontext_t scheduler;
@@ -102,6 +109,8 @@ inline const char* launch(const unsigned* g, const unsigned* b, unsigned long lo
         for (unsigned i = 0; i < n; ++i) {
           Fiber& fb = pool[i];
           fb.done = fb.waiting = false;
+          fb.open.clear();
+          fb.groups.clear();
           fb.t = uint3{i % b[0], (i / b[0]) % b[1], i / (b[0] * b[1])};
           if (fb.stack.empty()) fb.stack.resize(256 * 1024);
           getcontext(&fb.ctx);
@@ -129,7 +138,34 @@ inline const char* launch(const unsigned* g, const unsigned* b, unsigned long lo
   return nullptr;
 }
 template <class T> T ldg(const T* p) { return *p; }
+template <class T> void cp_async(T* dst, const T* src, bool ok) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "cp.async copies 4, 8, 16 bytes");
+  if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(T) && !fault)
+    fault = "misaligned address: a cp.async to an address that is not a multiple of its size";
+  Copy c{dst, {}, sizeof(T)};
+  if (ok) {
+    if constexpr (sizeof(T) == 16) {
+      const T v = vector_load(src);
+      std::memcpy(c.bytes.data(), &v, sizeof v);
+    } else {
+      std::memcpy(c.bytes.data(), src, sizeof(T));
+    }
+  }
+  current->open.push_back(c);
+}
+inline void cp_commit() { current->groups.push_back(std::move(current->open)); current->open.clear(); }
+inline void cp_wait(std::size_t keep) {
+  auto& g = current->groups;
+  while (g.size() > keep) {
+    for (const Copy& c : g.front()) std::memcpy(c.dst, c.bytes.data(), c.n);
+    g.erase(g.begin());
+  }
+}
 }  // namespace gt
+#define GT_CP_ASYNC_EMULATED 1
+template <class T> void gt_cp_async(T* dst, const T* src, bool ok) { ::gt::cp_async(dst, src, ok); }
+inline void gt_cp_commit() { ::gt::cp_commit(); }
+template <int N> void gt_cp_wait() { ::gt::cp_wait(N); }
 #define threadIdx (::gt::tid)
 #define blockIdx (::gt::bid)
 #define blockDim (::gt::bdim)

@@ -158,6 +158,9 @@ struct Choice {
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first
   int split = 1;  ///< threads per output sharing the reduction loop (split_loop); 1: none
+  /// Strips of a strip-mined loop's shared tiles in flight: 2 loads the next strip with cp.async
+  /// (sm_80+; a plain copy elsewhere) while the threads work on the current one.
+  int stages = 1;
 };
 
 /// The loop whose iterations several threads per output can share (`split`), or -1 with the

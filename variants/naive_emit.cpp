@@ -28,6 +28,35 @@ std::string cache_name(Cache c) {
 
 namespace {
 
+/// The cp.async helpers of pipelined variants (Choice::stages): on sm_80+ an asynchronous copy
+/// from global to shared memory (a source size of 0 zero-fills: the element is out of range),
+/// the commit of a group of them and the wait for all but the N most recent groups; elsewhere
+/// (older GPUs, the traffic model's parse) a plain copy. The CPU emulator brings its own
+/// (GT_CP_ASYNC_EMULATED), which holds each copy back until the wait that covers it, so a read
+/// of a buffer before its wait shows in the results.
+constexpr const char* kCpAsync = R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <class T>
+__device__ __forceinline__ void gt_cp_async(T* dst, const T* src, bool ok) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (sizeof(T) == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+  else if constexpr (sizeof(T) == 8)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 8 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void gt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#elif !defined(GT_CP_ASYNC_EMULATED)
+template <class T>
+__device__ __forceinline__ void gt_cp_async(T* dst, const T* src, bool ok) { *dst = ok ? *src : T(); }
+__device__ __forceinline__ void gt_cp_commit() {}
+template <int N>
+__device__ __forceinline__ void gt_cp_wait() {}
+#endif
+)";
+
 int element_bytes(const std::string& t) {
   static const std::map<std::string, int> sizes = {{"float", 4},       {"double", 8},
                                                    {"int", 4},         {"unsigned int", 4},
@@ -590,9 +619,9 @@ class Emitter {
 
   long long shared_bytes() const {
     long long total = 0;
-    for (const Tile& t : tiles_) total += extent_product(t) * t.plan.bytes;
+    for (const Tile& t : tiles_) total += extent_product(t) * t.plan.bytes * c_.stages;
     for (int site : store_sites_)
-      total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? 1 : 0)) *
+      total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? store_vector(site) : 0)) *
                element_bytes(k_.params[k_.accesses[site].param].element);
     if (c_.split > 1 && split_.across_warps)
       for (int id : split_.locals)
@@ -634,6 +663,7 @@ class Emitter {
   std::string run() {
     std::ostringstream o;
     header(o);
+    if (pipelined()) o << kCpAsync;
     o << "extern \"C\" __global__ void __launch_bounds__(" << lb_[0] * lb_[1] << ") " << k_.name
       << "(";
     for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -678,9 +708,13 @@ class Emitter {
         std::string d;
         for (size_t j = 0; j < t.plan.dims.size(); ++j)
           d += "[" + std::to_string(extent(t, j)) + "]";
-        line(o, "__shared__ " + std::string(vector_access(t) ? "__align__(16) " : "") +
-                    k_.params[k_.accesses[t.site].param].element + " " + tile_name(t) + d +
-                    ";  // " + describe_tile(t));
+        const std::string name = "gt_s_" + k_.params[k_.accesses[t.site].param].name +
+                                 (t.id ? std::to_string(t.id) : std::string());
+        line(o, "__shared__ " +
+                    std::string(vector_access(t) || pipelined() ? "__align__(16) " : "") +
+                    k_.params[k_.accesses[t.site].param].element + " " + name +
+                    (pipelined() ? "[" + std::to_string(c_.stages) + "]" : "") + d + ";  // " +
+                    describe_tile(t) + (pipelined() ? ", one buffer per strip in flight" : ""));
       }
     }
     for (int site : store_sites_) {
@@ -922,10 +956,17 @@ class Emitter {
     for (size_t j = 0; j < t.plan.dims.size(); ++j) p *= extent(t, j);
     return p;
   }
-  std::string tile_name(const Tile& t) const {
-    return "gt_s_" + k_.params[k_.accesses[t.site].param].name +
-           (t.id ? std::to_string(t.id) : std::string());
+  /// The tile's array; pipelined, its buffer for the current strip (or `buffer`).
+  std::string tile_name(const Tile& t, const std::string& buffer = "") const {
+    const std::string base = "gt_s_" + k_.params[k_.accesses[t.site].param].name +
+                             (t.id ? std::to_string(t.id) : std::string());
+    if (!pipelined()) return base;
+    return base + "[" + (buffer.empty() ? stage_var(t.plan.loop) : buffer) + "]";
   }
+  /// Double-buffered tiles: the next strip is copied (cp.async) while the current one is used.
+  bool pipelined() const { return c_.stages > 1 && !tiles_.empty(); }
+  /// The buffer a strip-mined loop works on.
+  static std::string stage_var(int loop) { return "gt_stage" + std::to_string(loop); }
   std::string describe_tile(const Tile& t) const {
     std::string s = k_.params[k_.accesses[t.site].param].name + "[" + index_text(t.site) + "] for ";
     for (size_t j = 0; j < t.plan.dims.size(); ++j) {
@@ -1825,12 +1866,43 @@ class Emitter {
       line(o, "}");
       return;
     }
-    // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory.
+    // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory. Pipelined,
+    // the first strip is copied before the loop and each step starts the copy of the next one
+    // into the other buffer, then waits for its own.
     const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
-    line(o,
-         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
-    ++ind_;
-    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi);
+    const std::string stage = stage_var(s.loop);
+    if (pipelined()) {
+      line(o, "{");
+      ++ind_;
+      line(o, "const int " + k0 + " = " + lo + ";");
+      line(o, "if (" + k0 + " < " + hi + ") {");
+      ++ind_;
+      for (const Tile* t : here) stage_tile(o, s, *t, k0, hi, "0");
+      --ind_;
+      line(o, "}");
+      line(o, "gt_cp_commit();");
+      --ind_;
+      line(o, "}");
+      line(o, "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk +
+                  ") {");
+      ++ind_;
+      line(o, "const int " + stage + " = (" + k0 + " - (" + lo + ")) / " + tk +
+                  " % 2;  // the buffer of this strip");
+      const std::string next = "gt_" + s.var + "_next";
+      line(o, "const int " + next + " = " + k0 + " + " + tk + ";");
+      line(o, "if (" + next + " < " + hi + ") {");
+      ++ind_;
+      for (const Tile* t : here) stage_tile(o, s, *t, next, hi, stage + " ^ 1");
+      --ind_;
+      line(o, "}");
+      line(o, "gt_cp_commit();");
+      line(o, "gt_cp_wait<1>();  // this strip's copies (all but the group just started)");
+    } else {
+      line(o, "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk +
+                  ") {");
+      ++ind_;
+      for (const Tile* t : here) stage_tile(o, s, *t, k0, hi);
+    }
     line(o, "__syncthreads();");
     line(o, "if (" + k0 + " + " + tk + " <= " + hi + ") {");
     ++ind_;
@@ -1883,7 +1955,8 @@ class Emitter {
   /// subscript is contiguous along the fast dimension (proven), all of them are in range and the
   /// address is aligned (checked: an odd row length or offset falls back to scalar loads).
   void stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, const std::string& k0,
-                  const std::string& hi) {
+                  const std::string& hi, const std::string& buffer = "") {
+    const bool async = pipelined();
     const size_t nd = t.plan.dims.size();
     std::vector<long long> ext;
     long long n = 1;
@@ -1928,10 +2001,15 @@ class Emitter {
     const AccessSite& site = k_.accesses[t.site];
     const std::string& elem = k_.params[site.param].element;
     std::string load = k_.params[site.param].name + "[" + render_index(t.site) + "]";
-    std::string dst = tile_name(t);
+    std::string dst = tile_name(t, buffer);
     for (size_t j = 0; j < nd; ++j)
       dst += "[" + coord[j] + (j + 1 == nd && v > 1 ? " + gt_j" : "") + "]";
-    std::string scalar = dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + elem + "(0);";
+    // Out of range: zero (an asynchronous copy of no bytes from the array's start zero-fills).
+    std::string scalar = async
+                             ? "gt_cp_async(&" + dst + ", (" + conds + ") ? &" + load +
+                                   " : reinterpret_cast<const " + strip_const(elem) + "*>(" +
+                                   k_.params[site.param].name + "), " + conds + ");"
+                             : dst + " = (" + conds + ") ? __ldg(&" + load + ") : " + elem + "(0);";
     if (v == 1) {
       declare("");
       line(o, scalar);
@@ -1951,15 +2029,24 @@ class Emitter {
       line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " +
                   std::to_string(v * t.plan.bytes) + " == 0) {");
       ++ind_;
-      line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
-      std::string base = tile_name(t);
+      std::string base = tile_name(t, buffer);
       for (size_t j = 0; j + 1 < nd; ++j) base += "[" + coord[j] + "]";
-      if (aligned_rows(t))  // one vector store: consecutive threads, consecutive 16 bytes
-        line(o, "*reinterpret_cast<" + vt + "*>(&" + base + "[" + coord[nd - 1] + "]) = gt_v;");
-      else  // a padded pitch: rows are not aligned, element stores
+      const std::string at = base + "[" + coord[nd - 1];
+      if (async && aligned_rows(t)) {  // one asynchronous vector copy
+        line(o, "gt_cp_async(reinterpret_cast<" + vt + "*>(&" + at + "]), reinterpret_cast<const " +
+                    vt + "*>(gt_p), true);");
+      } else if (async) {  // a padded pitch: rows are not aligned, element copies
         for (int j = 0; j < v; ++j)
-          line(o, base + "[" + coord[nd - 1] + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] +
-                      ";");
+          line(o, "gt_cp_async(&" + at + " + " + std::to_string(j) + "], gt_p + " +
+                      std::to_string(j) + ", true);");
+      } else if (aligned_rows(t)) {  // one vector store: consecutive threads, consecutive 16 bytes
+        line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+        line(o, "*reinterpret_cast<" + vt + "*>(&" + at + "]) = gt_v;");
+      } else {  // a padded pitch: rows are not aligned, element stores
+        line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+        for (int j = 0; j < v; ++j)
+          line(o, at + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+      }
       --ind_;
       line(o, "} else {");
       ++ind_;
@@ -2014,6 +2101,9 @@ class Emitter {
                                  [&](const Tile& t) { return t.plan.loop == s.loop; });
         o << "// - loop " << s.var << ": unroll " << c_.unroll;
         if (strip) o << ", strip-mined by tile_k = " << c_.tile_k << " for shared-memory tiles";
+        if (strip && pipelined())
+          o << ", two buffers: the next strip is copied asynchronously (cp.async) while this one "
+               "is used";
         if (strip && c_.vector > 1)
           o << ", staged with " << c_.vector << "-wide vector loads where contiguous and aligned";
         o << "\n";
@@ -2165,6 +2255,7 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.pad = get("pad", 0) != 0;
   ch.vector = get("vector", 1);
   ch.split = get("split", 1);
+  ch.stages = get("stages", 1);
   for (const ArrayOptions& a : array_options(k)) {
     if (!find("cache_" + a.array)) continue;
     const std::string v = str("cache_" + a.array);
@@ -2235,6 +2326,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
     if (o.reduce) s += "_r" + o.array + "-" + (c.block_reduce.count(o.array) ? "block" : "atomic");
   }
   if (shared) s += "_tk" + std::to_string(c.tile_k);
+  if (shared && c.stages > 1) s += "_st" + std::to_string(c.stages);
   if (c.vector > 1) s += "_v" + std::to_string(c.vector);
   if ((shared || staged || halo) && c.pad) s += "_pad";
   return s;
@@ -2296,6 +2388,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
   std::vector<std::string> shared_arrays, pad_arrays, vector_arrays;
   std::string smem;
+  bool copyable = true;  // every tile's elements can be copied by cp.async (4 or 8 bytes)
   const std::map<int, HaloPlan> halos = halo_plans(k);
   for (const ArrayOptions& a : array_options(k)) {
     if (a.allowed.size() < 2) continue;
@@ -2329,9 +2422,10 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
         e += "*" + d;
       }
       bytes += (bytes.empty() ? "" : " + ") + e;
+      copyable = copyable && (t.bytes == 4 || t.bytes == 8);
     }
     smem += (smem.empty() ? "" : " + ") +
-            ("((" + bytes + ") if cache_" + a.array + " == 'shared' else 0)");
+            ("((" + bytes + ") * stages if cache_" + a.array + " == 'shared' else 0)");
   }
   std::vector<std::string> pad_uses;  // the choices a pitch pad changes
   const bool split = split_loop(k).loop >= 0;
@@ -2371,6 +2465,10 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     std::string any;
     for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
     conds.push_back({"tile_k == 16" + any, {}});
+    // Two buffers per tile: the next strip is copied asynchronously while the threads work on
+    // this one (Emitter::pipelined).
+    gen.push_back(copyable ? int_param("stages", {1, 2}, 1) : int_param("stages", {1}, 1));
+    if (copyable) conds.push_back({"stages == 1" + any, {}});
   }
   // Arrays read straight from global memory at consecutive idx (vector_global_site): with
   // merge_x > 1 their reads take one vector per run of `vector` consecutive outputs.

@@ -1214,6 +1214,94 @@ __global__ void s4(float* out, int off) {
   EXPECT_DEATH(m.launch(0, {1, 1, 1}, {64, 1, 1}, args), "misaligned address");
 }
 
+// cp.async in the emulator: a copy reaches shared memory only at the gt_cp_wait that covers its
+// group (as on a GPU it may arrive any time before), so a read before the wait sees the old value
+// and a read after it the new one; a copy of no bytes (ok false) zero-fills.
+TEST(CpuEmulator, AsynchronousCopiesArriveAtTheirWait) {
+  tuner::CpuKernel k{R"(
+__global__ void cp(float* out, const float* in, int wait) {
+  __shared__ float s[2][32];
+  s[0][threadIdx.x] = -1.0f;
+  s[1][threadIdx.x] = -1.0f;
+  gt_cp_async(&s[0][threadIdx.x], &in[threadIdx.x], true);
+  gt_cp_commit();
+  gt_cp_async(&s[1][threadIdx.x], &in[threadIdx.x], threadIdx.x % 2 == 0);
+  gt_cp_commit();
+  if (wait == 1) gt_cp_wait<1>();
+  if (wait == 0) gt_cp_wait<0>();
+  __syncthreads();
+  out[threadIdx.x] = s[0][threadIdx.x];
+  out[32 + threadIdx.x] = s[1][threadIdx.x];
+}
+)",
+                     "cp",
+                     {"float *", "const float *", "int"}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  float in[32], out[64];
+  for (int i = 0; i < 32; ++i) in[i] = static_cast<float>(i + 1);
+  float* po = out;
+  const float* pi = in;
+  int wait = 2;  // no wait: nothing has arrived
+  void* args[] = {&po, &pi, &wait};
+  m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
+  EXPECT_EQ(out[5], -1.0f);
+  EXPECT_EQ(out[32 + 4], -1.0f);
+  wait = 1;  // all but the most recent group: the first copy only
+  m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
+  EXPECT_EQ(out[5], 6.0f);
+  EXPECT_EQ(out[32 + 4], -1.0f);
+  wait = 0;  // everything, the zero-fill of the odd threads too
+  m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
+  EXPECT_EQ(out[32 + 4], 5.0f);
+  EXPECT_EQ(out[32 + 5], 0.0f);
+}
+
+// stages = 2: each strip-mined loop's tiles get two buffers; the first strip is copied before the
+// loop and every step starts the cp.async copy of the next strip into the other buffer, waits for
+// its own (wait_group 1) and works on it. On sm_80+ the copies are cp.async (16 bytes where the
+// vector staging aligns, zero-fill out of range); for older targets a plain copy.
+TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
+  const naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 16;
+  c.merge_x = 4;
+  c.merge_y = 4;
+  c.vector = 4;
+  c.stages = 2;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  const std::string src = naive::emit_variant(mm, c);
+  EXPECT_NE(src.find("__shared__ __align__(16) float gt_s_a[2][64][16];"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const int gt_stage0 = (gt_k_base - (0)) / 16 % 2;"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("gt_cp_wait<1>();"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_s_a[gt_stage0 ^ 1]"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_s_a[gt_stage0][idy - gt_by]"), std::string::npos) << src;
+  EXPECT_EQ(naive::shared_bytes(mm, c), 2 * 2 * 64 * 16 * 4);
+  const std::string ptx = ptx_of(src);
+  EXPECT_GE(count(ptx, "cp.async.cg.shared.global"), 2u) << "16-byte copies of a and b";
+  EXPECT_GE(count(ptx, "cp.async.ca.shared.global"), 2u) << "element copies at the edges";
+  EXPECT_GE(count(ptx, "cp.async.wait_group 1"), 1u);
+  EXPECT_EQ(count(ptx, "ld.global"), 0u) << "every tile load is a copy";
+  // One stage: the tiles are loaded and stored by the threads, no cp.async.
+  c.stages = 1;
+  EXPECT_EQ(naive::emit_variant(mm, c).find("gt_cp_"), std::string::npos);
+  // The job offers stages 2 only with a shared tile.
+  Job job = load_job(kNaive / "mm.json");
+  naive::apply_to_job(job, mm);
+  Space space = build_space(job);
+  size_t two = 0;
+  for (size_t i = 0; i < space.size(); i += 7) {
+    const naive::Choice ch = naive::choice_from_config(mm, space.config(i));
+    if (ch.stages == 1) continue;
+    ++two;
+    EXPECT_TRUE(ch.cache.at("a") == Cache::Shared || ch.cache.at("b") == Cache::Shared)
+        << naive::choice_label(mm, ch);
+  }
+  EXPECT_GT(two, 0u);
+}
+
 // The generated space keeps a configuration exactly when the variant's static shared memory fits
 // in 48 KiB: the job's condition computes the same pitches (pads, vector widths) the emitter
 // declares. Checked over mv's, mm_sgemm's and tmv's spaces (tmv: split buffers) with and
