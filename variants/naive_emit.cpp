@@ -814,6 +814,44 @@ class Emitter {
     return std::find(store_sites_.begin(), store_sites_.end(), site) != store_sites_.end();
   }
 
+  /// `v` consecutive elements as one vector access where every one passes `cond` (with the
+  /// kernel's indices set by `at(" + gt_j")` for element gt_j) and the address `gt_p` declared by
+  /// `pointer` is a multiple of `align` bytes: `vector()`; element by element otherwise:
+  /// `element()` with element gt_j's indices set.
+  template <class At, class Vector, class Element>
+  void vector_or_elements(std::ostringstream& o, int v, const std::string& cond, At at,
+                          const std::string& pointer, int align, Vector vector, Element element) {
+    const std::string vs = std::to_string(v);
+    line(o, "bool gt_all = true;");
+    line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
+    ++ind_;
+    at(" + gt_j");
+    line(o, "gt_all = gt_all && (" + cond + ");");
+    --ind_;
+    line(o, "}");
+    line(o, "{");
+    ++ind_;
+    at("");
+    line(o, pointer);
+    line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " + std::to_string(align) +
+                " == 0) {");
+    ++ind_;
+    vector();
+    --ind_;
+    line(o, "} else {");
+    ++ind_;
+    line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
+    ++ind_;
+    at(" + gt_j");
+    element();
+    --ind_;
+    line(o, "}");
+    --ind_;
+    line(o, "}");
+    --ind_;
+    line(o, "}");
+  }
+
   /// Elements per write-back store of a staged store: `vector` when its 4-byte elements fill the
   /// tile's rows evenly (each thread then stores `vector` consecutive idy at once), else 1.
   int store_vector(int site) const {
@@ -852,38 +890,20 @@ class Emitter {
     } else {
       const std::string vt =
           strip_const(k_.params[k_.accesses[site].param].element) + std::to_string(v);
-      line(o, "bool gt_all = true;");
-      line(o, "for (int gt_j = 0; gt_j < " + std::to_string(v) + "; ++gt_j) {");
-      ++ind_;
-      at(" + gt_j");
-      line(o,
-           "gt_all = gt_all && " + (cond.empty() ? std::string("true") : "(" + cond + ")") + ";");
-      --ind_;
-      line(o, "}");
-      line(o, "{");
-      ++ind_;
-      at("");
-      line(o, k_.params[k_.accesses[site].param].element + "* gt_p = &" + array + "[" +
-                  render_index(site) + "];");
-      line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " +
-                  std::to_string(4 * v) + " == 0) {");
-      ++ind_;
-      line(o, "*reinterpret_cast<" + vt + "*>(gt_p) = *reinterpret_cast<const " + vt + "*>(&" +
-                  tile + "]);");
-      --ind_;
-      line(o, "} else {");
-      ++ind_;
-      line(o, "for (int gt_j = 0; gt_j < " + std::to_string(v) + "; ++gt_j) {");
-      ++ind_;
-      at(" + gt_j");
-      const std::string store = array + "[" + render_index(site) + "] = " + tile + " + gt_j];";
-      line(o, cond.empty() ? store : "if (" + cond + ") " + store);
-      --ind_;
-      line(o, "}");
-      --ind_;
-      line(o, "}");
-      --ind_;
-      line(o, "}");
+      vector_or_elements(
+          o, v, cond.empty() ? "true" : cond, at,
+          k_.params[k_.accesses[site].param].element + "* gt_p = &" + array + "[" +
+              render_index(site) + "];",
+          4 * v,
+          [&] {
+            line(o, "*reinterpret_cast<" + vt + "*>(gt_p) = *reinterpret_cast<const " + vt +
+                        "*>(&" + tile + "]);");
+          },
+          [&] {
+            const std::string store =
+                array + "[" + render_index(site) + "] = " + tile + " + gt_j];";
+            line(o, cond.empty() ? store : "if (" + cond + ") " + store);
+          });
     }
     --ind_;
     line(o, "}");
@@ -2014,52 +2034,30 @@ class Emitter {
       declare("");
       line(o, scalar);
     } else {
-      const std::string vt = elem + std::to_string(v), vs = std::to_string(v);
-      line(o, "bool gt_all = true;");
-      line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
-      ++ind_;
-      declare(" + gt_j");
-      line(o, "gt_all = gt_all && (" + conds + ");");
-      --ind_;
-      line(o, "}");
-      line(o, "{");
-      ++ind_;
-      declare("");
-      line(o, "const " + elem + "* gt_p = &" + load + ";");
-      line(o, "if (gt_all && reinterpret_cast<unsigned long long>(gt_p) % " +
-                  std::to_string(v * t.plan.bytes) + " == 0) {");
-      ++ind_;
+      const std::string vt = elem + std::to_string(v);
       std::string base = tile_name(t, buffer);
       for (size_t j = 0; j + 1 < nd; ++j) base += "[" + coord[j] + "]";
       const std::string at = base + "[" + coord[nd - 1];
-      if (async && aligned_rows(t)) {  // one asynchronous vector copy
-        line(o, "gt_cp_async(reinterpret_cast<" + vt + "*>(&" + at + "]), reinterpret_cast<const " +
-                    vt + "*>(gt_p), true);");
-      } else if (async) {  // a padded pitch: rows are not aligned, element copies
-        for (int j = 0; j < v; ++j)
-          line(o, "gt_cp_async(&" + at + " + " + std::to_string(j) + "], gt_p + " +
-                      std::to_string(j) + ", true);");
-      } else if (aligned_rows(t)) {  // one vector store: consecutive threads, consecutive 16 bytes
-        line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
-        line(o, "*reinterpret_cast<" + vt + "*>(&" + at + "]) = gt_v;");
-      } else {  // a padded pitch: rows are not aligned, element stores
-        line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
-        for (int j = 0; j < v; ++j)
-          line(o, at + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
-      }
-      --ind_;
-      line(o, "} else {");
-      ++ind_;
-      line(o, "for (int gt_j = 0; gt_j < " + vs + "; ++gt_j) {");
-      ++ind_;
-      declare(" + gt_j");
-      line(o, scalar);
-      --ind_;
-      line(o, "}");
-      --ind_;
-      line(o, "}");
-      --ind_;
-      line(o, "}");
+      vector_or_elements(
+          o, v, conds, declare, "const " + elem + "* gt_p = &" + load + ";", v * t.plan.bytes,
+          [&] {
+            if (async && aligned_rows(t)) {  // one asynchronous vector copy
+              line(o, "gt_cp_async(reinterpret_cast<" + vt + "*>(&" + at +
+                          "]), reinterpret_cast<const " + vt + "*>(gt_p), true);");
+            } else if (async) {  // a padded pitch: rows are not aligned, element copies
+              for (int j = 0; j < v; ++j)
+                line(o, "gt_cp_async(&" + at + " + " + std::to_string(j) + "], gt_p + " +
+                            std::to_string(j) + ", true);");
+            } else if (aligned_rows(t)) {  // one vector store: consecutive 16 bytes per thread
+              line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+              line(o, "*reinterpret_cast<" + vt + "*>(&" + at + "]) = gt_v;");
+            } else {  // a padded pitch: rows are not aligned, element stores
+              line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+              for (int j = 0; j < v; ++j)
+                line(o, at + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+            }
+          },
+          [&] { line(o, scalar); });
     }
     --ind_;
     line(o, "}");
