@@ -708,8 +708,7 @@ class Emitter {
         std::string d;
         for (size_t j = 0; j < t.plan.dims.size(); ++j)
           d += "[" + std::to_string(extent(t, j)) + "]";
-        const std::string name = "gt_s_" + k_.params[k_.accesses[t.site].param].name +
-                                 (t.id ? std::to_string(t.id) : std::string());
+        const std::string name = tile_array(t);
         line(o, "__shared__ " +
                     std::string(vector_access(t) || pipelined() ? "__align__(16) " : "") +
                     k_.params[k_.accesses[t.site].param].element + " " + name +
@@ -978,10 +977,13 @@ class Emitter {
   }
   /// The tile's array; pipelined, its buffer for the current strip (or `buffer`).
   std::string tile_name(const Tile& t, const std::string& buffer = "") const {
-    const std::string base = "gt_s_" + k_.params[k_.accesses[t.site].param].name +
-                             (t.id ? std::to_string(t.id) : std::string());
-    if (!pipelined()) return base;
-    return base + "[" + (buffer.empty() ? stage_var(t.plan.loop) : buffer) + "]";
+    if (!pipelined()) return tile_array(t);
+    return tile_array(t) + "[" + (buffer.empty() ? stage_var(t.plan.loop) : buffer) + "]";
+  }
+  /// The tile's __shared__ array (with its buffers when pipelined).
+  std::string tile_array(const Tile& t) const {
+    return "gt_s_" + k_.params[k_.accesses[t.site].param].name +
+           (t.id ? std::to_string(t.id) : std::string());
   }
   /// Double-buffered tiles: the next strip is copied (cp.async) while the current one is used.
   bool pipelined() const { return c_.stages > 1 && !tiles_.empty(); }
