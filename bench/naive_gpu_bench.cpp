@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -61,7 +60,7 @@ struct Row {
   std::string kernel, context;
   double naive_ms = 0, best_ms = 0;
   std::optional<double> best_gbps, best_gflops;
-  std::string best_params, note;
+  std::string best_params;
   std::size_t measured = 0, space = 0;
 };
 

@@ -84,13 +84,7 @@ int cmd_run(int argc, char** argv) {
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   if (r.count("strategy")) {
-    const std::string s = r["strategy"].as<std::string>();
-    if (s != "brute_force" && s != "random" && s != "model_guided")
-      throw JobError("command line", "--strategy", "unknown strategy '" + s + "'",
-                     "use brute_force, random or model_guided");
-    job.strategy = s;
-    // model_guided prunes; the others keep the job's explicit GPUTune.Pruner.Enabled, if any.
-    if (!job.pruner.explicit_enabled) job.pruner.enabled = s == "model_guided";
+    set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
   if (r.count("budget")) {
     const auto n = r["budget"].as<std::uint64_t>();

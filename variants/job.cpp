@@ -545,12 +545,8 @@ void read_extension(Reader& r, const json& ext, Job& job) {
     const json& s = ext["Search"];
     r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed"});
     if (s.contains("Strategy")) {
-      std::string st = r.get_string(s["Strategy"], "GPUTune.Search.Strategy");
-      if (st != "brute_force" && st != "random" && st != "model_guided")
-        r.fail("GPUTune.Search.Strategy", "unknown strategy '" + st + "'",
-               "use brute_force, random or model_guided");
-      job.strategy = st;
-      if (st == "model_guided") job.pruner.enabled = true;
+      set_strategy(job, r.get_string(s["Strategy"], "GPUTune.Search.Strategy"), job.file.string(),
+                   "GPUTune.Search.Strategy");
     }
     if (s.contains("Seed"))
       job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
@@ -737,6 +733,15 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   for (auto& c : job.contexts)
     if (c.name.empty()) c.name = context_label(c.problem_size);
   return job;
+}
+
+void set_strategy(Job& job, const std::string& name, const std::string& file,
+                  const std::string& field) {
+  if (name != "brute_force" && name != "random" && name != "model_guided")
+    throw JobError(file, field, "unknown strategy '" + name + "'",
+                   "use brute_force, random or model_guided");
+  job.strategy = name;
+  if (!job.pruner.explicit_enabled) job.pruner.enabled = name == "model_guided";
 }
 
 Job load_job(const std::filesystem::path& file) {

@@ -154,6 +154,12 @@ struct Job {
   std::vector<std::string> notes;
 };
 
+/// Sets the search strategy (brute_force, random or model_guided), as GPUTune.Search.Strategy
+/// does: model_guided prunes, the others only where GPUTune.Pruner.Enabled says so. Throws
+/// JobError naming `file` and `field` for another name.
+void set_strategy(Job& job, const std::string& name, const std::string& file,
+                  const std::string& field);
+
 /// Reads and validates a T1 job file. Throws JobError naming the file, the field and the fix.
 Job load_job(const std::filesystem::path& file);
 /// Same, from an already parsed document (file is used for messages and relative paths).

@@ -1362,7 +1362,7 @@ class Emitter {
       return t == "float" || t == "double";
     };
     std::set<int> set;  // locals this group sets
-    std::function<bool(const Text&, size_t)> pure = [&](const Text& t, size_t from) {
+    auto pure = [&](const Text& t, size_t from) {
       for (size_t i = from; i < t.size(); ++i) {
         const Piece& p = t[i];
         switch (p.kind) {
