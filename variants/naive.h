@@ -158,8 +158,8 @@ struct Choice {
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first
   int split = 1;  ///< threads per output sharing the reduction loop (split_loop); 1: none
-  /// Strips of a strip-mined loop's shared tiles in flight: 2 loads the next strip with cp.async
-  /// (sm_80+; a plain copy elsewhere) while the threads work on the current one.
+  /// Buffers of a strip-mined loop's shared tiles: S > 1 copies the next S-1 strips with
+  /// cp.async (sm_80+; a plain copy elsewhere) while the threads work on the current one.
   int stages = 1;
 };
 

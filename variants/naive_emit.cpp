@@ -1888,18 +1888,23 @@ class Emitter {
       line(o, "}");
       return;
     }
-    // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory. Pipelined,
-    // the first strip is copied before the loop and each step starts the copy of the next one
-    // into the other buffer, then waits for its own.
+    // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory. Pipelined
+    // with S stages, the first S-1 strips are copied before the loop (one commit group each) and
+    // each step starts the copy of the strip S-1 ahead into the buffer the previous step worked
+    // on (free after its closing barrier), then waits for all but the S-1 newest groups: its own.
     const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
     const std::string stage = stage_var(s.loop);
     if (pipelined()) {
-      line(o, "{");
+      const int S = c_.stages;
+      const std::string ahead = std::to_string(S - 1), prologue = "gt_" + s.var + "_ahead";
+      line(o, "#pragma unroll");
+      line(o, "for (int " + prologue + " = 0; " + prologue + " < " + ahead + "; ++" + prologue +
+                  ") {  // the first " + (S == 2 ? "strip" : ahead + " strips"));
       ++ind_;
-      line(o, "const int " + k0 + " = " + lo + ";");
+      line(o, "const int " + k0 + " = " + lo + " + " + prologue + " * " + tk + ";");
       line(o, "if (" + k0 + " < " + hi + ") {");
       ++ind_;
-      for (const Tile* t : here) stage_tile(o, s, *t, k0, hi, "0");
+      for (const Tile* t : here) stage_tile(o, s, *t, k0, hi, prologue);
       --ind_;
       line(o, "}");
       line(o, "gt_cp_commit();");
@@ -1908,17 +1913,19 @@ class Emitter {
       line(o, "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk +
                   ") {");
       ++ind_;
-      line(o, "const int " + stage + " = (" + k0 + " - (" + lo + ")) / " + tk +
-                  " % 2;  // the buffer of this strip");
+      line(o, "const int " + stage + " = (" + k0 + " - (" + lo + ")) / " + tk + " % " +
+                  std::to_string(S) + ";  // the buffer of this strip");
       const std::string next = "gt_" + s.var + "_next";
-      line(o, "const int " + next + " = " + k0 + " + " + tk + ";");
+      line(o, "const int " + next + " = " + k0 + " + " + ahead + " * " + tk + ";");
       line(o, "if (" + next + " < " + hi + ") {");
       ++ind_;
-      for (const Tile* t : here) stage_tile(o, s, *t, next, hi, stage + " ^ 1");
+      const std::string into = "(" + stage + " + " + ahead + ") % " + std::to_string(S);
+      for (const Tile* t : here) stage_tile(o, s, *t, next, hi, into);
       --ind_;
       line(o, "}");
       line(o, "gt_cp_commit();");
-      line(o, "gt_cp_wait<1>();  // this strip's copies (all but the group just started)");
+      line(o, "gt_cp_wait<" + ahead + ">();  // this strip's copies (all but the " +
+                  (S == 2 ? "group" : ahead + " groups") + " started after them)");
     } else {
       line(o, "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk +
                   ") {");
@@ -2465,9 +2472,9 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     std::string any;
     for (const std::string& a : shared_arrays) any += " or cache_" + a + " == 'shared'";
     conds.push_back({"tile_k == 16" + any, {}});
-    // Two buffers per tile: the next strip is copied asynchronously while the threads work on
-    // this one (Emitter::pipelined).
-    gen.push_back(copyable ? int_param("stages", {1, 2}, 1) : int_param("stages", {1}, 1));
+    // S buffers per tile: the next S-1 strips are copied asynchronously while the threads work
+    // on this one (Emitter::pipelined); the shared-memory condition below counts every buffer.
+    gen.push_back(copyable ? int_param("stages", {1, 2, 3, 4}, 1) : int_param("stages", {1}, 1));
     if (copyable) conds.push_back({"stages == 1" + any, {}});
   }
   // Arrays read straight from global memory at consecutive idx (vector_global_site): with

@@ -1258,8 +1258,9 @@ __global__ void cp(float* out, const float* in, int wait) {
 
 // stages = 2: each strip-mined loop's tiles get two buffers; the first strip is copied before the
 // loop and every step starts the cp.async copy of the next strip into the other buffer, waits for
-// its own (wait_group 1) and works on it. On sm_80+ the copies are cp.async (16 bytes where the
-// vector staging aligns, zero-fill out of range); for older targets a plain copy.
+// its own (wait_group 1) and works on it. stages = S: S-1 strips ahead, wait_group S-1. On sm_80+
+// the copies are cp.async (16 bytes where the vector staging aligns, zero-fill out of range); for
+// older targets a plain copy.
 TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
   const naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;
@@ -1276,7 +1277,7 @@ TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
   EXPECT_NE(src.find("const int gt_stage0 = (gt_k_base - (0)) / 16 % 2;"), std::string::npos)
       << src;
   EXPECT_NE(src.find("gt_cp_wait<1>();"), std::string::npos) << src;
-  EXPECT_NE(src.find("gt_s_a[gt_stage0 ^ 1]"), std::string::npos) << src;
+  EXPECT_NE(src.find("gt_s_a[(gt_stage0 + 1) % 2]"), std::string::npos) << src;
   EXPECT_NE(src.find("gt_s_a[gt_stage0][idy - gt_by]"), std::string::npos) << src;
   EXPECT_EQ(naive::shared_bytes(mm, c), 2 * 2 * 64 * 16 * 4);
   const std::string ptx = ptx_of(src);
@@ -1284,22 +1285,38 @@ TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
   EXPECT_GE(count(ptx, "cp.async.ca.shared.global"), 2u) << "element copies at the edges";
   EXPECT_GE(count(ptx, "cp.async.wait_group 1"), 1u);
   EXPECT_EQ(count(ptx, "ld.global"), 0u) << "every tile load is a copy";
+  // Three stages: two strips copied ahead, each step copies into the buffer the previous step
+  // used and waits for all but the two newest groups.
+  c.stages = 3;
+  const std::string three = naive::emit_variant(mm, c);
+  EXPECT_NE(three.find("__shared__ __align__(16) float gt_s_a[3][64][16];"), std::string::npos)
+      << three;
+  EXPECT_NE(three.find("gt_k_ahead < 2; ++gt_k_ahead) {  // the first 2 strips"), std::string::npos)
+      << three;
+  EXPECT_NE(three.find("const int gt_k_next = gt_k_base + 2 * 16;"), std::string::npos) << three;
+  EXPECT_NE(three.find("gt_s_a[(gt_stage0 + 2) % 3]"), std::string::npos) << three;
+  EXPECT_EQ(naive::shared_bytes(mm, c), 3 * 2 * 64 * 16 * 4);
+  const std::string ptx3 = ptx_of(three);
+  EXPECT_GE(count(ptx3, "cp.async.wait_group 2"), 1u);
+  EXPECT_EQ(count(ptx3, "cp.async.wait_group 1"), 0u);
   // One stage: the tiles are loaded and stored by the threads, no cp.async.
   c.stages = 1;
   EXPECT_EQ(naive::emit_variant(mm, c).find("gt_cp_"), std::string::npos);
-  // The job offers stages 2 only with a shared tile.
+  // The job offers stages 2-4 only with a shared tile, and only where every buffer fits.
   Job job = load_job(kNaive / "mm.json");
   naive::apply_to_job(job, mm);
   Space space = build_space(job);
-  size_t two = 0;
+  std::map<int, size_t> by_stages;
   for (size_t i = 0; i < space.size(); i += 7) {
     const naive::Choice ch = naive::choice_from_config(mm, space.config(i));
+    ++by_stages[ch.stages];
     if (ch.stages == 1) continue;
-    ++two;
     EXPECT_TRUE(ch.cache.at("a") == Cache::Shared || ch.cache.at("b") == Cache::Shared)
         << naive::choice_label(mm, ch);
+    EXPECT_LE(naive::shared_bytes(mm, ch), 48 * 1024) << naive::choice_label(mm, ch);
   }
-  EXPECT_GT(two, 0u);
+  for (int stages : {1, 2, 3, 4}) EXPECT_GT(by_stages[stages], 0u) << stages << " stages";
+  EXPECT_EQ(by_stages.size(), 4u);
 }
 
 // The generated space keeps a configuration exactly when the variant's static shared memory fits
@@ -1380,6 +1397,7 @@ std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
       if (p.name == "tile_k" && x == 32) continue;
       if (p.name == "vector" && x == 2) continue;
       if (p.name == "split" && x != 1 && x != 4 && x != 32) continue;
+      if (p.name == "stages" && x != 1 && x != 4) continue;  // one path for every S: the deepest
       keep.push_back(v);
     }
     p.values = keep;
