@@ -146,6 +146,14 @@ NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
 enum class Cache { Global, ReadOnly, Shared, Registers };
 std::string cache_name(Cache c);
 
+/// How a variant bounds its registers. `Threads`: __launch_bounds__(threads of the block), so
+/// every launch fits (ptxas may also cap registers below what the code wants and spill: mm's
+/// sgemm tile with two stages gets 128 registers and 36 bytes of spills from NVRTC); `None`: no
+/// attribute, the compiler's choice up to 255 (the same tile: 167, no spills); `TwoBlocks`:
+/// __launch_bounds__(threads, 2), registers capped so two blocks fit per SM.
+enum class LaunchBounds { Threads, None, TwoBlocks };
+std::string launch_bounds_name(LaunchBounds b);  ///< "threads", "none", "two_blocks"
+
 /// What a variant is: one value per tunable dimension.
 struct Choice {
   int block_x = 32, block_y = 1;
@@ -161,6 +169,9 @@ struct Choice {
   /// Buffers of a strip-mined loop's shared tiles: S > 1 copies the next S-1 strips with
   /// cp.async (sm_80+; a plain copy elsewhere) while the threads work on the current one.
   int stages = 1;
+  /// The kernel's register budget (launch_bounds_name): __launch_bounds__(threads), none, or
+  /// __launch_bounds__(threads, 2).
+  LaunchBounds bounds = LaunchBounds::Threads;
 };
 
 /// The loop whose iterations several threads per output can share (`split`), or -1 with the

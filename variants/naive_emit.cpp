@@ -26,6 +26,18 @@ std::string cache_name(Cache c) {
   return "global";
 }
 
+std::string launch_bounds_name(LaunchBounds b) {
+  switch (b) {
+    case LaunchBounds::None:
+      return "none";
+    case LaunchBounds::TwoBlocks:
+      return "two_blocks";
+    case LaunchBounds::Threads:
+      break;
+  }
+  return "threads";
+}
+
 namespace {
 
 /// The cp.async helpers of pipelined variants (Choice::stages): on sm_80+ an asynchronous copy
@@ -664,8 +676,11 @@ class Emitter {
     std::ostringstream o;
     header(o);
     if (pipelined()) o << kCpAsync;
-    o << "extern \"C\" __global__ void __launch_bounds__(" << lb_[0] * lb_[1] << ") " << k_.name
-      << "(";
+    o << "extern \"C\" __global__ void ";
+    if (c_.bounds != LaunchBounds::None)
+      o << "__launch_bounds__(" << lb_[0] * lb_[1]
+        << (c_.bounds == LaunchBounds::TwoBlocks ? ", 2" : "") << ") ";
+    o << k_.name << "(";
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const Param& p = k_.params[i];
       if (i) o << ", ";
@@ -2095,6 +2110,11 @@ class Emitter {
       o << "; " << c_.split << " threads per output share loop "
         << find_loop(k_.body, split_.loop)->var << " (every " << c_.split
         << "th step each, partial sums added by warp shuffles)";
+    if (c_.bounds == LaunchBounds::None)
+      o << "; no __launch_bounds__: registers are the compiler's choice (up to 255)";
+    if (c_.bounds == LaunchBounds::TwoBlocks)
+      o << "; __launch_bounds__ asks for 2 resident blocks per SM (the compiler caps registers "
+           "to fit them)";
     if (xrun_ > 1)
       o << "; along " << k_.index_names[0] << " in runs of " << xrun_
         << " consecutive outputs: one " << xrun_
@@ -2109,8 +2129,8 @@ class Emitter {
         o << "// - loop " << s.var << ": unroll " << c_.unroll;
         if (strip) o << ", strip-mined by tile_k = " << c_.tile_k << " for shared-memory tiles";
         if (strip && pipelined())
-          o << ", two buffers: the next strip is copied asynchronously (cp.async) while this one "
-               "is used";
+          o << ", " << c_.stages << " buffers: the next " << c_.stages - 1
+            << " strip(s) are copied asynchronously (cp.async) while this one is used";
         if (strip && c_.vector > 1)
           o << ", staged with " << c_.vector << "-wide vector loads where contiguous and aligned";
         o << "\n";
@@ -2263,6 +2283,10 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.vector = get("vector", 1);
   ch.split = get("split", 1);
   ch.stages = get("stages", 1);
+  const std::string bounds = str("launch_bounds");
+  ch.bounds = bounds == "none"         ? LaunchBounds::None
+              : bounds == "two_blocks" ? LaunchBounds::TwoBlocks
+                                       : LaunchBounds::Threads;
   for (const ArrayOptions& a : array_options(k)) {
     if (!find("cache_" + a.array)) continue;
     const std::string v = str("cache_" + a.array);
@@ -2336,6 +2360,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   if (shared && c.stages > 1) s += "_st" + std::to_string(c.stages);
   if (c.vector > 1) s += "_v" + std::to_string(c.vector);
   if ((shared || staged || halo) && c.pad) s += "_pad";
+  if (c.bounds != LaunchBounds::Threads) s += "_lb-" + launch_bounds_name(c.bounds);
   return s;
 }
 
@@ -2476,6 +2501,20 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     // on this one (Emitter::pipelined); the shared-memory condition below counts every buffer.
     gen.push_back(copyable ? int_param("stages", {1, 2, 3, 4}, 1) : int_param("stages", {1}, 1));
     if (copyable) conds.push_back({"stages == 1" + any, {}});
+    // Register-tiled 2-D blocks with shared tiles use the most registers, and there ptxas's
+    // choice under __launch_bounds__(threads) swings (mm 16x16 merge 8x8 tk16, NVRTC: 128
+    // registers and 36 bytes of spills with two stages, 171 and none with three): `none` leaves
+    // the compiler up to 255 (offered up to 256 threads, where any count launches), `two_blocks`
+    // caps them for two blocks per SM (where that is under 128: 2 x threads >= 512). Only for
+    // the heaviest register tiles (32 outputs or more per thread): the rest fit either way.
+    if (k.dims == 2) {
+      gen.push_back(str_param("launch_bounds", {"threads", "none", "two_blocks"}));
+      conds.push_back({"launch_bounds == 'threads' or (merge_x*merge_y >= 32 and (" +
+                           any.substr(4) +
+                           ") and (block_size_x*block_size_y <= 256 if launch_bounds == 'none' "
+                           "else block_size_x*block_size_y >= 256))",
+                       {}});
+    }
   }
   // Arrays read straight from global memory at consecutive idx (vector_global_site): with
   // merge_x > 1 their reads take one vector per run of `vector` consecutive outputs.

@@ -1319,6 +1319,77 @@ TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
   EXPECT_EQ(by_stages.size(), 4u);
 }
 
+// launch_bounds: every variant says __launch_bounds__(threads) unless told otherwise, and under it
+// ptxas's register choice swings: NVRTC gives mm's sgemm tile (16x16 threads, merge 8x8, two
+// stages) 128 registers and spills (which the spill rule prunes), while without the bound it takes
+// 167 and spills nothing; `two_blocks` asks for two blocks per SM (at most 128 registers at 256
+// threads). Offered for 2-D kernels with a shared tile and 32 outputs or more per thread: `none`
+// up to 256 threads (any register count launches), `two_blocks` from 256 (where the cap binds).
+TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
+  const naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16;
+  c.block_y = 16;
+  c.merge_x = 8;
+  c.merge_y = 8;
+  c.unroll = 4;
+  c.vector = 4;
+  c.stages = 2;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  const std::vector<naive::LaunchBounds> all = {
+      naive::LaunchBounds::Threads, naive::LaunchBounds::None, naive::LaunchBounds::TwoBlocks};
+  std::vector<Variant> vs;
+  for (naive::LaunchBounds b : all) {
+    c.bounds = b;
+    Variant v;
+    v.kernel_name = "mm";
+    v.source = naive::emit_variant(mm, c);
+    vs.push_back(v);
+  }
+  EXPECT_NE(vs[0].source.find("void __launch_bounds__(256) mm("), std::string::npos);
+  EXPECT_NE(vs[1].source.find("__global__ void mm("), std::string::npos) << vs[1].source;
+  EXPECT_NE(vs[2].source.find("void __launch_bounds__(256, 2) mm("), std::string::npos);
+  EXPECT_NE(naive::choice_label(mm, c).find("_lb-two_blocks"), std::string::npos);
+  auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
+  std::vector<pruner::Resources> res;
+  for (const auto& cv : compiled) {
+    ASSERT_TRUE(cv.ok) << cv.log;
+    res.push_back(pruner::read_cubin_resources(cv.cubin, cv.lowered_name));
+    pruner::apply_ptxas_log(res.back(), cv.log, cv.lowered_name);
+  }
+  // The compiler's own choice spills nothing; the bounded ones stay within their caps.
+  EXPECT_EQ(res[1].spill_stores, 0) << res[1].registers << " registers";
+  EXPECT_GT(res[1].registers, 128);
+  EXPECT_LE(res[0].registers, 255);
+  EXPECT_LE(res[2].registers, 128);
+  EXPECT_EQ(res[0].max_threads, 256);
+  EXPECT_EQ(res[1].max_threads, 0);
+  // The job offers the other two only for the heaviest register tiles, each where it can matter.
+  Job job = load_job(kNaive / "mm_sgemm.json");
+  naive::apply_to_job(job, mm);
+  Space space = build_space(job);
+  std::map<naive::LaunchBounds, size_t> seen;
+  for (size_t i = 0; i < space.size(); ++i) {
+    const naive::Choice ch = naive::choice_from_config(mm, space.config(i));
+    ++seen[ch.bounds];
+    if (ch.bounds == naive::LaunchBounds::Threads) continue;
+    const int threads = ch.block_x * ch.block_y;
+    EXPECT_GE(ch.merge_x * ch.merge_y, 32) << naive::choice_label(mm, ch);
+    if (ch.bounds == naive::LaunchBounds::None) {
+      EXPECT_LE(threads, 256) << naive::choice_label(mm, ch);
+    } else {
+      EXPECT_GE(threads, 256) << naive::choice_label(mm, ch);
+    }
+  }
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_GT(seen[naive::LaunchBounds::Threads], seen[naive::LaunchBounds::None]);
+  // 1-D kernels do not get the dimension.
+  Job mv = load_job(kNaive / "mv.json");
+  naive::apply_to_job(mv, analyse("mv"));
+  EXPECT_TRUE(std::none_of(mv.parameters.begin(), mv.parameters.end(),
+                           [](const Parameter& p) { return p.name == "launch_bounds"; }));
+}
+
 // The generated space keeps a configuration exactly when the variant's static shared memory fits
 // in 48 KiB: the job's condition computes the same pitches (pads, vector widths) the emitter
 // declares. Checked over mv's, mm_sgemm's and tmv's spaces (tmv: split buffers) with and
