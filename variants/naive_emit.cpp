@@ -2595,6 +2595,30 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
                      "use the generated names (" + names + ") or drop the parameter");
     }
   }
+  // A narrowing value must be one the emitter understands: a listed choice for a string
+  // dimension (an unknown one would silently mean the default), an integer for a numeric one (at
+  // least 1 where every generated value is).
+  for (const Parameter& p : job.parameters) {
+    const Parameter& g =
+        *std::find_if(gen.begin(), gen.end(), [&](const Parameter& x) { return x.name == p.name; });
+    std::string offered;
+    for (const Value& v : g.values) offered += (offered.empty() ? "" : ", ") + v.repr();
+    const bool positive = std::all_of(g.values.begin(), g.values.end(),
+                                      [](const Value& v) { return v.is_int() && v.as_int() >= 1; });
+    for (const Value& v : p.values) {
+      const bool ok = g.type == "string"
+                          ? std::any_of(g.values.begin(), g.values.end(),
+                                        [&](const Value& x) { return py_equal(x, v); })
+                          : v.is_int() && v.as_int() >= (positive ? 1 : 0);
+      if (!ok)
+        throw JobError(
+            job.file.string(), "ConfigurationSpace.TuningParameters." + p.name,
+            "value " + v.repr() + " is not one naive kernel '" + k.name + "' can be generated with",
+            g.type == "string" ? "use values among " + offered
+                               : std::string("use ") + (positive ? "positive " : "") +
+                                     "integers, as generated: " + offered);
+    }
+  }
   for (Parameter& g : gen)
     for (const Parameter& p : job.parameters)
       if (p.name == g.name) g = p;

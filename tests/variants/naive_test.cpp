@@ -971,6 +971,28 @@ TEST(NaiveJob, AJobNarrowsGeneratedParametersAndUnknownNamesAreRefused) {
     EXPECT_EQ(e.field, "ConfigurationSpace.TuningParameters.tile_size_x");
     EXPECT_NE(e.fix.find("merge_x"), std::string::npos) << e.fix;
   }
+  // A value the emitter does not know is refused, not read as the default.
+  auto refused = [&](const std::string& name, Value v) {
+    Job j = load_job(kNaive / "mv.json");
+    Parameter q;
+    q.name = name;
+    q.type = v.is_str() ? "string" : "int";
+    q.values = {v};
+    j.parameters = {q};
+    try {
+      naive::apply_to_job(j, k);
+    } catch (const JobError& e) {
+      EXPECT_EQ(e.field, "ConfigurationSpace.TuningParameters." + name);
+      return e.fix;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused("cache_a", "texture").find("'global', 'readonly', 'shared'"),
+            std::string::npos);
+  EXPECT_NE(refused("merge_x", 0).find("positive integers"), std::string::npos);
+  EXPECT_NE(refused("unroll", "4").find("integers"), std::string::npos);
+  EXPECT_EQ(refused("merge_x", 16), "accepted");  // beyond the generated values, still valid
+  EXPECT_EQ(refused("cache_a", "shared"), "accepted");
 }
 
 // --- split reduction loops -------------------------------------------------------------------
