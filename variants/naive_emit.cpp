@@ -26,6 +26,11 @@ std::string cache_name(Cache c) {
   return "global";
 }
 
+namespace {
+constexpr LaunchBounds kLaunchBounds[] = {LaunchBounds::Threads, LaunchBounds::None,
+                                          LaunchBounds::TwoBlocks};
+}
+
 std::string launch_bounds_name(LaunchBounds b) {
   switch (b) {
     case LaunchBounds::None:
@@ -2283,10 +2288,8 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.vector = get("vector", 1);
   ch.split = get("split", 1);
   ch.stages = get("stages", 1);
-  const std::string bounds = str("launch_bounds");
-  ch.bounds = bounds == "none"         ? LaunchBounds::None
-              : bounds == "two_blocks" ? LaunchBounds::TwoBlocks
-                                       : LaunchBounds::Threads;
+  for (LaunchBounds b : kLaunchBounds)
+    if (str("launch_bounds") == launch_bounds_name(b)) ch.bounds = b;
   for (const ArrayOptions& a : array_options(k)) {
     if (!find("cache_" + a.array)) continue;
     const std::string v = str("cache_" + a.array);
@@ -2508,7 +2511,9 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     // caps them for two blocks per SM (where that is under 128: 2 x threads >= 512). Only for
     // the heaviest register tiles (32 outputs or more per thread): the rest fit either way.
     if (k.dims == 2) {
-      gen.push_back(str_param("launch_bounds", {"threads", "none", "two_blocks"}));
+      std::vector<std::string> names;
+      for (LaunchBounds b : kLaunchBounds) names.push_back(launch_bounds_name(b));
+      gen.push_back(str_param("launch_bounds", names));  // "threads" first: the default
       conds.push_back({"launch_bounds == 'threads' or (merge_x*merge_y >= 32 and (" +
                            any.substr(4) +
                            ") and (block_size_x*block_size_y <= 256 if launch_bounds == 'none' "
@@ -2583,24 +2588,21 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     }
   }
   if (!smem.empty()) conds.push_back({smem + " <= 48 * 1024", {}});
-  // The job may narrow generated parameters (same name) or list none.
+  // The job may narrow generated parameters (same name) or list none. A narrowing value must be
+  // one the emitter understands: a listed choice for a string dimension (an unknown one would
+  // silently mean the default), an integer for a numeric one (at least 1 where every generated
+  // value is).
   for (const Parameter& p : job.parameters) {
-    bool known =
-        std::any_of(gen.begin(), gen.end(), [&](const Parameter& g) { return g.name == p.name; });
-    if (!known) {
+    auto it =
+        std::find_if(gen.begin(), gen.end(), [&](const Parameter& g) { return g.name == p.name; });
+    if (it == gen.end()) {
       std::string names;
       for (const Parameter& g : gen) names += (names.empty() ? "" : ", ") + g.name;
       throw JobError(job.file.string(), "ConfigurationSpace.TuningParameters." + p.name,
                      "not a dimension of the generated space of naive kernel '" + k.name + "'",
                      "use the generated names (" + names + ") or drop the parameter");
     }
-  }
-  // A narrowing value must be one the emitter understands: a listed choice for a string
-  // dimension (an unknown one would silently mean the default), an integer for a numeric one (at
-  // least 1 where every generated value is).
-  for (const Parameter& p : job.parameters) {
-    const Parameter& g =
-        *std::find_if(gen.begin(), gen.end(), [&](const Parameter& x) { return x.name == p.name; });
+    const Parameter& g = *it;
     std::string offered;
     for (const Value& v : g.values) offered += (offered.empty() ? "" : ", ") + v.repr();
     const bool positive = std::all_of(g.values.begin(), g.values.end(),
