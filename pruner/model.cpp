@@ -50,6 +50,7 @@ ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
   f.shared_wavefronts = t.shared_wavefronts;
   f.flops = t.flops;
   for (const Access& a : t.accesses) f.requests += a.requests;
+  f.control = t.control_instructions;
   f.blocks = t.blocks;
   f.warps_per_block = static_cast<int>((threads_per_block + 31) / 32);
   f.blocks_per_sm = occ.blocks_per_sm;
@@ -91,8 +92,9 @@ Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibrati
   p.dram_ms = c.dram * f.compulsory_bytes / (d.dram_gbs * 1e9) * 1e3;
   p.l2_ms = c.l2 * 32.0 * f.sectors / (d.l2_gbs * 1e9) * 1e3;
   p.shared_ms = c.shared * f.shared_wavefronts / (d.sm_count * d.clock_ghz * 1e9) * 1e3;
-  // Issue: every warp memory instruction takes a slot a warp FMA (32 lanes x 2 flops) could use.
-  p.flops_ms = c.flops * (f.flops + 64.0 * f.requests) / (d.fp32_gflops * 1e9) * 1e3;
+  // Issue: every warp memory or loop-control instruction takes a slot a warp FMA (32 lanes x 2
+  // flops) could use.
+  p.flops_ms = c.flops * (f.flops + 64.0 * (f.requests + f.control)) / (d.fp32_gflops * 1e9) * 1e3;
   double t = p.dram_ms;
   p.bound = "dram";
   if (p.l2_ms > t) t = p.l2_ms, p.bound = "l2";

@@ -7,8 +7,9 @@
  *            (per array: min(its bytes, 32 B x sectors asked for))
  *   l2     = 32 B x global sectors / L2-to-SM bandwidth (coalescing shows up here)
  *   shared = wavefronts / (SMs x clock) (bank conflicts show up here)
- *   flops  = (flops + 64 x warp memory instructions) / peak FP32 rate
- *            (issue: a load or store takes the slot of a warp FMA, 64 flops)
+ *   flops  = (flops + 64 x (warp memory instructions + loop control)) / peak FP32 rate
+ *            (issue: a load, a store or a loop's counter/compare/branch takes the slot of a
+ *            warp FMA, 64 flops; so unrolling shows up here)
  *   hiding = min(1, resident warps per SM / saturating warps)
  *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks (tail effect)
  * Calibration scales each term and fits the overhead and the saturating warp count by minimising
@@ -46,6 +47,7 @@ struct ModelFeatures {
   std::string reason;  ///< why there is no prediction (parse failure, infeasible launch)
   double sectors = 0, compulsory_bytes = 0, shared_wavefronts = 0, flops = 0;
   double requests = 0;  ///< warp-level memory instructions (global and shared) over the grid
+  double control = 0;   ///< warp-level loop-control instructions over the grid
   std::int64_t blocks = 0;
   int warps_per_block = 0, blocks_per_sm = 0, active_warps = 0;
 };

@@ -259,6 +259,88 @@ class Sim {
   }
   double flops_ = 0;
 
+  // ---------------------------------------------------------------- loop control
+  // What a loop costs besides its body: per iteration the compiled loop keeps, one counter
+  // update, one compare and one branch (kControlPerIteration warp instructions). Unrolling by U
+  // leaves floor(T/U) iterations and a remainder of T mod U, so the count follows the unroll
+  // factor the compiler will use:
+  //   `#pragma unroll N`: N; `#pragma nounroll`: 1;
+  //   `#pragma unroll` or no pragma, compile-time trip count: fully unrolled (none left) when
+  //     T <= kFullUnrollTrips, else kDefaultUnroll;
+  //   no compile-time trip count: kDefaultUnroll (what nvcc and NVRTC do without a pragma).
+  static constexpr double kControlPerIteration = 3;
+  static constexpr int kDefaultUnroll = 4;
+  static constexpr std::int64_t kFullUnrollTrips = 32;
+  static constexpr int kFull = 0;  ///< unroll factor "all of it"
+  std::optional<int> hint_;        ///< the unroll pragma on the statement being entered
+  double control_ = 0;
+
+  /// The unroll pragma of an attributed loop: its count, kFull for `#pragma unroll`, 1 for
+  /// `#pragma nounroll`; nullopt without one (or with a count clang cannot evaluate).
+  std::optional<int> unroll_hint(const AttributedStmt* a) const {
+    for (const Attr* at : a->getAttrs()) {
+      const auto* h = dyn_cast<LoopHintAttr>(at);
+      if (!h) continue;
+      if (h->getOption() == LoopHintAttr::UnrollCount && h->getValue()) {
+        Expr::EvalResult r;
+        if (h->getValue()->EvaluateAsInt(r, ctx_) && r.Val.getInt().getSExtValue() >= 1)
+          return static_cast<int>(r.Val.getInt().getSExtValue());
+      } else if (h->getOption() == LoopHintAttr::Unroll) {
+        if (h->getState() == LoopHintAttr::Disable) return 1;
+        return kFull;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// The trip count when the compiler can see it: start, bound and step are constant expressions.
+  std::optional<std::int64_t> static_trips(const Stmt* init, const Expr* cond, const Expr* inc) {
+    auto p = pattern(cond, inc);
+    if (!p) return std::nullopt;
+    const Expr* start = nullptr;
+    if (auto* ds = dyn_cast_or_null<DeclStmt>(init)) {
+      if (ds->isSingleDecl() && ds->getSingleDecl() == p->iv) start = p->iv->getInit();
+    } else if (auto* b = dyn_cast_or_null<BinaryOperator>(init)) {
+      if (b->getOpcode() == BO_Assign && as_var(b->getLHS()) == p->iv) start = b->getRHS();
+    }
+    auto constant = [&](const Expr* e) -> std::optional<std::int64_t> {
+      Expr::EvalResult r;
+      if (!e || e->isValueDependent() || !e->EvaluateAsInt(r, ctx_)) return std::nullopt;
+      return r.Val.getInt().getSExtValue();
+    };
+    auto x = constant(start), e = constant(p->bound);
+    auto st = p->step ? constant(p->step) : std::optional<std::int64_t>(1);
+    if (!x || !e || !st || *st <= 0) return std::nullopt;
+    const std::int64_t s = p->sign * *st;
+    switch (p->cmp) {
+      case BO_LT:
+        return s > 0 ? std::max<std::int64_t>(0, (*e - *x + s - 1) / s) : -1;
+      case BO_LE:
+        return s > 0 ? std::max<std::int64_t>(0, (*e - *x) / s + 1) : -1;
+      case BO_GT:
+        return s < 0 ? std::max<std::int64_t>(0, (*x - *e - s - 1) / -s) : -1;
+      case BO_GE:
+        return s < 0 ? std::max<std::int64_t>(0, (*x - *e) / -s + 1) : -1;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  /// The unroll factor the compiler will use for a loop (kFull: no loop left).
+  int unroll_factor(std::optional<int> hint, const Stmt* init, const Expr* cond, const Expr* inc,
+                    bool do_while) {
+    if (hint && *hint != kFull) return *hint;
+    auto t = do_while ? std::nullopt : static_trips(init, cond, inc);
+    if (t && *t >= 0 && *t <= kFullUnrollTrips) return kFull;
+    return kDefaultUnroll;
+  }
+
+  void count_control(std::int64_t trips, int unroll, double weight) {
+    if (unroll == kFull || trips <= 0) return;
+    const std::int64_t left = trips / unroll + trips % unroll;
+    control_ += kControlPerIteration * static_cast<double>(left) * weight;
+  }
+
   // ---------------------------------------------------------------- memory
   void record(const Expr* site, const Val& a, std::int64_t bytes, bool store) {
     if (a.arr < 0 || !active_ || bytes <= 0) return;
@@ -1000,7 +1082,12 @@ class Sim {
       eval(e);
       return;
     }
-    if (auto* a = dyn_cast<AttributedStmt>(s)) return exec(a->getSubStmt());
+    if (auto* a = dyn_cast<AttributedStmt>(s)) {
+      hint_ = unroll_hint(a);
+      exec(a->getSubStmt());
+      hint_.reset();
+      return;
+    }
     if (auto* i = dyn_cast<IfStmt>(s)) {
       if (i->getInit()) exec(i->getInit());
       if (i->getConditionVariableDeclStmt()) exec(i->getConditionVariableDeclStmt());
@@ -1161,8 +1248,11 @@ class Sim {
 
   void loop(const Stmt* init, const Expr* cond, const Expr* inc, const Stmt* body, bool do_while,
             const Stmt* where) {
+    const std::optional<int> hint = hint_;
+    hint_.reset();  // a loop nested in this one has its own pragma or none
     if (init) exec(init);
     if (!active_) return;
+    const int unroll = unroll_factor(hint, init, cond, inc, do_while);
     // A long loop with one trip count for all lanes and no loop-carried integer state is sampled.
     if (!do_while) {
       if (auto p = pattern(cond, inc)) {
@@ -1179,6 +1269,7 @@ class Sim {
         if (!carried && in_bound.empty() && !contains_jump(body)) {
           auto t = trip_count(*p);
           if (t && *t > 8) {
+            count_control(*t, unroll, weight_);
             sampled(*p, *t, body);
             return;
           }
@@ -1188,6 +1279,7 @@ class Sim {
     Mask exited = 0;
     loops_.push_back({});
     Mask in_loop = active_;
+    const double entry_weight = weight_;
     int it = 0;
     for (;; ++it) {
       active_ = in_loop;
@@ -1223,6 +1315,7 @@ class Sim {
     }
     active_ = exited | loops_.back().brk | (it >= kMaxIterations ? in_loop : 0);
     loops_.pop_back();
+    count_control(it, unroll, entry_weight);
   }
 
   void sampled(const Pattern& p, std::int64_t trips, const Stmt* body) {
@@ -1276,6 +1369,7 @@ class Sim {
     });
     rep.accesses = std::move(out);
     rep.flops = flops_;
+    rep.control_instructions = control_;
     rep.notes.assign(notes_.begin(), notes_.end());
   }
 };

@@ -7,7 +7,8 @@
  * evaluated for the 32 lanes of the warp: 32-byte sectors per warp request (coalescing), bytes
  * requested, and for shared memory the bank-conflict degree (wavefronts per request). Long loops
  * with a uniform trip count and no loop-carried integer state are sampled (iterations 0, 1, T/2,
- * T-1, each weighted T/4); flops are counted from floating-point arithmetic.
+ * T-1, each weighted T/4); flops are counted from floating-point arithmetic, and each loop's
+ * control instructions from its trip count and unroll pragma.
  * An access whose address depends on loaded data, or a branch on data, is reported as such (with
  * its line) and counted at its worst case, never guessed silently. A source clang cannot parse
  * gives `parsed == false` with the first error, so callers fall back to the resource rules.
@@ -63,6 +64,10 @@ struct TrafficReport {
   double compulsory_bytes = 0;                 ///< per array: min(allocated bytes, bytes requested)
   double shared_wavefronts = 0, shared_ideal = 0;
   double flops = 0;
+  /// Warp instructions that keep the loops going (counter, compare, branch per iteration left
+  /// after the unrolling the compiler will do: `#pragma unroll N`, full for short constant trips,
+  /// else 4), over the grid.
+  double control_instructions = 0;
   std::int64_t blocks = 0;
   int warps_per_block = 0, warps_simulated = 0;
 };

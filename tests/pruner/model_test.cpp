@@ -80,6 +80,22 @@ TEST(Model, MemoryInstructionsTakeIssueSlots) {
   EXPECT_DOUBLE_EQ(predict(copy, h100(), c).ms, dram);
 }
 
+// Loop control takes issue slots too: at equal flops and traffic, the unrolled variant (fewer
+// counter/compare/branch instructions) is predicted faster when issue bound.
+TEST(Model, LoopControlTakesIssueSlots) {
+  Calibration c;
+  ModelFeatures f = copy_features(1e6);
+  f.flops = 1e12;
+  f.control = 3 * 1e12 / 64;  // one loop step (3 instructions) per warp FMA: not unrolled
+  Prediction rolled = predict(f, h100(), c);
+  EXPECT_EQ(rolled.bound, "flops");
+  EXPECT_NEAR(rolled.flops_ms, 4e12 / 66900e9 * 1e3, 1e-9);
+  f.control /= 4;  // unrolled by 4
+  Prediction unrolled = predict(f, h100(), c);
+  EXPECT_NEAR(unrolled.flops_ms, 1.75e12 / 66900e9 * 1e3, 1e-9);
+  EXPECT_LT(unrolled.ms, rolled.ms);
+}
+
 TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
   Calibration c;
   c.overhead_us = 0;

@@ -154,6 +154,54 @@ __global__ void mm(float* C, const float* A, const float* B, int n) {
   EXPECT_DOUBLE_EQ(find(r, "C", "store")->sectors, 4 * warps);
 }
 
+// A loop costs a counter update, a compare and a branch per iteration the compiler leaves after
+// unrolling: `#pragma unroll N` leaves floor(T/N) + T mod N; no pragma (or a bare `#pragma
+// unroll`) on a run-time trip count unrolls by 4; a short constant trip count unrolls fully.
+TEST(Traffic, LoopControlFollowsTheUnrollPragma) {
+  auto control = [](const std::string& pragma, std::vector<std::string> options = {}) {
+    auto in = input(R"(
+__global__ void mv(float* y, const float* a, const float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+  )" + pragma + R"(
+  for (int k = 0; k < n; ++k) {
+    for (int j = 0; j < 4; ++j) acc += a[(i * n + k) * 4 + j] * x[k];
+  }
+  y[i] = acc;
+})",
+                    "mv", 128, 8);
+    in.options = std::move(options);
+    in.scalars["n"] = 515;
+    TrafficReport r = analyse_traffic(in);
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    EXPECT_NEAR(r.flops, 8.0 * 128 * 515 * 4 * 2, 1e-3);  // the body is counted in full
+    return r.control_instructions;
+  };
+  const double warps = 8.0 * 4, per = 3 * warps;  // 3 instructions per iteration and warp
+  EXPECT_DOUBLE_EQ(control("#pragma unroll 1"), per * 515);
+  EXPECT_DOUBLE_EQ(control("#pragma unroll 8"), per * (64 + 3));
+  EXPECT_DOUBLE_EQ(control("#pragma unroll UNROLL", {"-DUNROLL=2"}), per * (257 + 1));
+  EXPECT_DOUBLE_EQ(control(""), per * (128 + 3));                // the compiler's 4
+  EXPECT_DOUBLE_EQ(control("#pragma unroll"), per * (128 + 3));  // run-time trips: the same
+  // A constant trip count unrolls fully: the inner j loop above costs nothing, and so does a
+  // fully unrolled outer loop over a constant bound.
+  auto in = input(R"(
+#define K 16
+__global__ void dot(float* y, const float* a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) acc += a[k * 1024 + i];
+#pragma unroll 1
+  for (int k = K; k > 0; k -= 2) acc += a[k * 512 + i];
+  y[i] = acc;
+})",
+                  "dot", 128, 8);
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_DOUBLE_EQ(r.control_instructions, per * 8);  // only the second: 16 down to 2 by 2
+}
+
 TEST(Traffic, DataDependentIndexIsReportedNotGuessed) {
   auto in = input(R"(
 __global__ void gather(float* out, const float* in, const int* idx) {
