@@ -376,6 +376,7 @@ struct HaloPlan {
   std::vector<std::array<long long, 2>> off;  ///< per site: its offset from the window's corner
   std::array<long long, 2> span{0, 0};        ///< largest constant offset per axis
   std::array<std::vector<int>, 2> loops;      ///< loop ids that advance it along x, y
+  bool contiguous = false;  ///< consecutive columns are consecutive 4-byte elements (vector loads)
 };
 
 /// The trip count of a loop as C text over scalars ("(hi) - (lo)", inclusive "+ 1").
@@ -418,6 +419,8 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
   }
   if (k.dims == 2 && step[0] == step[1])
     return no("line " + std::to_string(r.line) + ": idx and idy advance the subscript alike");
+  h.contiguous = element_bytes(prm.element) == 4 &&
+                 std::all_of(step[0].begin(), step[0].end(), [](long long v) { return v == 1; });
   std::vector<std::array<long long, 2>> rel;
   for (size_t n = 0; n < h.sites.size(); ++n) {
     const AccessSite& s = k.accesses[static_cast<size_t>(h.sites[n])];
@@ -1111,6 +1114,9 @@ class Emitter {
     }
     return s;
   }
+  /// Columns per load of a halo window: the choice's vector width where consecutive columns are
+  /// consecutive 4-byte elements, else 1.
+  int halo_vector(const HaloPlan& h) const { return h.contiguous ? c_.vector : 1; }
   /// A read of site n of a halo array, from its window.
   std::string halo_read(const HaloPlan& h, size_t n) const {
     auto coord = [&](size_t d) {
@@ -1190,10 +1196,6 @@ class Emitter {
       offset = ho + " + " + hh + " * " + hp;
       line(o, "const bool " + run + " = " + trips + "gt_vx0 <= gt_vx1" +
                   (k_.dims == 2 ? " && gt_vy0 <= gt_vy1" : "") + always + ";");
-      line(o,
-           "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
-      ++ind_;
-      line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
       // Needed when some valid thread reads it through some read: thread x reads column c
       // through read n for x in [bx + c - off_n - loops, bx + c - off_n].
       std::set<std::array<long long, 2>> seen;
@@ -1214,28 +1216,82 @@ class Emitter {
         }
         need.push_back("(" + t + ")");
       }
-      line(o, "const bool gt_need = " + run + " && (" + need[0] + (need.size() == 1 ? ");" : ""));
-      for (size_t n = 1; n < need.size(); ++n)
-        line(o, "    || " + need[n] + (n + 1 == need.size() ? ");" : ""));
-      line(o, elem + " gt_v = " + elem + "(0);");
-      line(o, "if (gt_need) {");
-      ++ind_;
-      for (int d = 0; d < k_.dims; ++d)
-        line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
-                    (d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
-                    (h.off[0][static_cast<size_t>(d)]
-                         ? " - " + std::to_string(h.off[0][static_cast<size_t>(d)])
-                         : std::string()) +
-                    ";");
-      for (size_t d = 0; d < 2; ++d)
-        for (int id : h.loops[d]) {
-          const Stmt* l = find_loop(k_.body, id);
-          line(o, "const int " + l->var + " = " + literal_text(l->lo) + ";");
-        }
-      line(o, "gt_v = __ldg(&" + a + "[" + render_index(ref) + "]);");
-      --ind_;
-      line(o, "}");
-      line(o, "gt_halo[" + ho + " + gt_r * " + hp + " + gt_c] = gt_v;");
+      // The kernel's indices and loop counters at column gt_c (plus `shift`) of row gt_r.
+      auto bind = [&](const std::string& shift) {
+        if (!shift.empty()) line(o, "const int gt_c = gt_c0" + shift + ";");
+        for (int d = 0; d < k_.dims; ++d)
+          line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
+                      (d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
+                      (h.off[0][static_cast<size_t>(d)]
+                           ? " - " + std::to_string(h.off[0][static_cast<size_t>(d)])
+                           : std::string()) +
+                      ";");
+        for (size_t d = 0; d < 2; ++d)
+          for (int id : h.loops[d]) {
+            const Stmt* l = find_loop(k_.body, id);
+            line(o, "const int " + l->var + " = " + literal_text(l->lo) + ";");
+          }
+      };
+      const std::string slot = "gt_halo[" + ho + " + gt_r * " + hp + " + gt_c";
+      const std::string load = "__ldg(&" + a + "[" + render_index(ref) + "])";
+      const int v = halo_vector(h);
+      if (v == 1) {
+        line(o,
+             "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
+        ++ind_;
+        line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
+        line(o, "const bool gt_need = " + run + " && (" + need[0] + (need.size() == 1 ? ");" : ""));
+        for (size_t n = 1; n < need.size(); ++n)
+          line(o, "    || " + need[n] + (n + 1 == need.size() ? ");" : ""));
+        line(o, elem + " gt_v = " + elem + "(0);");
+        line(o, "if (gt_need) {");
+        ++ind_;
+        bind("");
+        line(o, "gt_v = " + load + ";");
+        --ind_;
+        line(o, "}");
+        line(o, slot + "] = gt_v;");
+      } else {
+        // Groups of v columns that start where the row's address is a multiple of v elements
+        // (rows of odd length start anywhere), so every group inside the needed part is one
+        // aligned vector load; the groups at the edges go element by element.
+        const std::string vs = std::to_string(v), groups = halo_name(h, "g");
+        line(o, "// " + vs + " columns per load: groups aligned to the row's addresses");
+        line(o, "const int " + groups + " = (" + hw + " + " + std::to_string(2 * v - 2) + ") / " +
+                    vs + ";  // groups per row");
+        line(o, "for (int gt_e = gt_tid; gt_e < " + hh + " * " + groups + "; gt_e += " + nthreads +
+                    ") {");
+        ++ind_;
+        line(o, "const int gt_r = gt_e / " + groups + ";");
+        line(o, "int gt_c0;");
+        line(o, "{");
+        ++ind_;
+        line(o, "const int gt_c = 0;");
+        bind("");
+        line(o, "// the first column's offset from a " + std::to_string(4 * v) + "-byte boundary");
+        line(o, "gt_c0 = (gt_e % " + groups + ") * " + vs +
+                    " - static_cast<int>((reinterpret_cast<unsigned long long>(" + a + ") / 4 + " +
+                    "static_cast<unsigned long long>(static_cast<long long>(" + render_index(ref) +
+                    "))) % " + vs + ");");
+        --ind_;
+        line(o, "}");
+        std::string cond = "gt_c >= 0 && gt_c < " + hw + " && " + run + " && (";
+        for (size_t n = 0; n < need.size(); ++n) cond += (n ? " || " : "") + need[n];
+        cond += ")";
+        const std::string vt = elem + vs;
+        vector_or_elements(
+            o, v, cond, [&](const std::string& shift) { bind(shift.empty() ? " + 0" : shift); },
+            "const " + elem + "* gt_p = &" + a + "[" + render_index(ref) + "];", 4 * v,
+            [&] {
+              line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+              for (int j = 0; j < v; ++j)
+                line(o, slot + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+            },
+            [&] {
+              line(o, "if (gt_c >= 0 && gt_c < " + hw + ")");
+              line(o, "  " + slot + "] = (" + cond + ") ? " + load + " : " + elem + "(0);");
+            });
+      }
       --ind_;
       line(o, "}");
     }
@@ -2159,8 +2215,11 @@ class Emitter {
             : halo_of(static_cast<int>(i))
                 ? "a halo window in dynamic shared memory: the block's outputs widened by the "
                   "reads' offsets, loaded once per block"
-                : "shared-memory tiles where reused, read-only path elsewhere")
-        << "\n";
+                : "shared-memory tiles where reused, read-only path elsewhere");
+      for (const HaloPlan& h : halos_)
+        if (h.param == static_cast<int>(i) && halo_vector(h) > 1)
+          o << ", " << halo_vector(h) << " columns per load where aligned";
+      o << "\n";
     }
     for (int site : store_sites_)
       o << "// - " << k_.params[k_.accesses[site].param].name
@@ -2435,6 +2494,8 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     while (k.params[static_cast<size_t>(prm)].name != a.array) ++prm;
     if (halos.at(prm).ok) {  // a halo window: dynamic shared memory, sized at launch
       pad_arrays.push_back(a.array);
+      // Loaded `vector` columns at a time where its rows are contiguous (Emitter::halo_vector).
+      if (halos.at(prm).contiguous) vector_arrays.push_back(a.array);
       continue;
     }
     shared_arrays.push_back(a.array);

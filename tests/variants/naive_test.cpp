@@ -1182,6 +1182,62 @@ extern "C" __global__ void half(float* out) {
   EXPECT_DEATH(m.launch(0, {1, 1, 1}, {8, 1, 1}, args, 4 * sizeof(float)), "");
 }
 
+// With a vector width, a halo window whose columns are consecutive floats is loaded four
+// columns at a time: each row is cut into groups that start where its address is a multiple of
+// 16 bytes (odd row lengths start anywhere), so a group the block's valid outputs need in full is
+// one aligned float4 load, and the groups at the window's edges go element by element.
+TEST(NaiveHalo, WindowsLoadFourColumnsPerVectorWhereTheRowAllows) {
+  naive::NaiveKernel jac = analyse("jacobi");
+  naive::Choice c = halo_choice(32, 4, "in");
+  c.vector = 4;
+  const std::string src = naive::emit_variant(jac, c);
+  EXPECT_NE(src.find("const int gt_hg_in = (gt_hw_in + 6) / 4;  // groups per row"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("gt_c0 = (gt_e % gt_hg_in) * 4 - static_cast<int>((reinterpret_cast<unsigned "
+                     "long long>(in) / 4 + static_cast<unsigned long long>(static_cast<long "
+                     "long>(idy * n + idx))) % 4);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const float4 gt_v = __ldg(reinterpret_cast<const float4*>(gt_p));"),
+            std::string::npos)
+      << src;
+  naive::Choice scalar = c;
+  scalar.vector = 1;
+  const std::string vec_ptx = ptx_of(src), sca_ptx = ptx_of(naive::emit_variant(jac, scalar));
+  EXPECT_EQ(count(vec_ptx, "ld.global.nc.v4.f32"), 1u) << vec_ptx;
+  EXPECT_EQ(count(sca_ptx, "ld.global.nc.v4.f32"), 0u);
+
+  // On the CPU: n = 64 (rows of 256 bytes, the array page-aligned by the emulator), grid 2 x 16.
+  // A block's needed columns are its valid outputs +-1 (clipped to 1..62): 8 aligned groups per
+  // row, and 7 in the rows above and below, where only the centre column is read. Rows: blocks
+  // at the top and bottom edge have 3 valid rows (1 x 7 + 3 x 8 + 1 x 7 = 38 groups), the 14
+  // others 4 (7 + 32 + 7 = 46): 2 x (2 x 38 + 14 x 46) = 1440 float4 loads; none without vectors.
+  Job job = load_job(kNaive / "jacobi.json");
+  const std::string naive_src = load_kernel_source(job);
+  naive::apply_to_job(job, jac);
+  ContextSpec ctx;
+  ctx.name = "64";
+  ctx.problem_size.emplace_back(std::int64_t{64});
+  unsigned long long loads = 0;
+  EXPECT_TRUE(tuner::check_on_cpu(job, naive_src, jac, {c}, ctx, 1, &loads).empty());
+  EXPECT_EQ(loads, 1440u);
+  EXPECT_TRUE(tuner::check_on_cpu(job, naive_src, jac, {scalar}, ctx, 1, &loads).empty());
+  EXPECT_EQ(loads, 0u);
+  // n = 37: every row starts at another alignment; the groups follow it and still agree.
+  ctx.problem_size = {Value(std::int64_t{37})};
+  EXPECT_TRUE(tuner::check_on_cpu(job, naive_src, jac, {c}, ctx, 1, &loads).empty());
+  EXPECT_GT(loads, 0u);
+  // The space offers the width for a window where nothing else takes vectors (merge_x 1).
+  Space s = build_space(job);
+  bool offered = false;
+  for (size_t i = 0; i < s.size() && !offered; ++i) {
+    naive::Choice ch = naive::choice_from_config(jac, s.config(i));
+    offered = ch.vector == 4 && ch.merge_x == 1 && ch.cache["in"] == Cache::Shared;
+  }
+  EXPECT_TRUE(offered);
+}
+
 TEST(CpuEmulator, VectorLoadsAreCountedAndAMisalignedOneFaultsAsOnAGpu) {
   tuner::CpuKernel v4{R"(
 __global__ void v4(float* out, const float* in, int off) {
@@ -1580,8 +1636,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mv", {36, 44}, true}, Case{"tmv", {37, 29}}, Case{"outer", {37, 29}},
                       Case{"outer", {44, 36}, true}, Case{"transpose", {37, 29}},
                       Case{"transpose", {44, 36}, true}, Case{"conv2d", {23, 19, 3}},
-                      Case{"jacobi", {37}}, Case{"conv1d", {1031, 7}}, Case{"reduction", {1031}},
-                      Case{"mm2d", {37}, false, 120}, Case{"mm_acc", {37}, false, 160}),
+                      Case{"jacobi", {37}}, Case{"jacobi", {44}, true},
+                      Case{"conv2d", {24, 20, 3}, true, 96}, Case{"conv1d", {1031, 7}},
+                      Case{"reduction", {1031}}, Case{"mm2d", {37}, false, 120},
+                      Case{"mm_acc", {37}, false, 160}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
