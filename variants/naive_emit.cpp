@@ -1386,12 +1386,16 @@ class Emitter {
       const std::string shared_by = index.empty() ? "all merged outputs"
                                     : (mx && !x)  ? "the merged outputs of a row"
                                                   : "the merged outputs of a column";
-      line(o, strip_const(prm.element) + " " + name + dims + ";  // " + prm.name + "[" +
-                  index_text(site) + "], read once for " + shared_by);
       // A tile holds every output of the block (zero outside the range): no check needed.
       const bool tile = site_tile_.count(site) && !halo_site_.count(site);
       if (tile) tile_hoisted_.insert(site);
       const std::string ok = guarded && !tile ? ok_flag(mx && x, my && y) : std::string();
+      // A register loaded under a check starts at zero: left undefined, the compiler may carry
+      // the previous step's value into the skipped path and reuse its products there, which
+      // splits each FMA into a multiply and an add (conv1d merge 4 with a sliding window: 14
+      // mul + 14 add + 6 FMA in the PTX, against 20 FMA).
+      line(o, strip_const(prm.element) + " " + name + dims + (ok.empty() ? "" : "{}") + ";  // " +
+                  prm.name + "[" + index_text(site) + "], read once for " + shared_by);
       per_register(o, mx && x, my && y, [&] {
         line(o, (ok.empty() ? "" : "if (" + ok + ") ") + name + index + " = " +
                     render_access(site) + ";");
@@ -1943,6 +1947,73 @@ class Emitter {
     flush();
   }
 
+  /// Reads of a halo window that slide along loop `s`: with merged outputs in runs of
+  /// consecutive x, output j of a run reads at step k + 1 the element output j + 1 read at step
+  /// k (conv1d's in[i + k], conv2d's in[(y + fy) * W + x + fx] along fx). Such a read, in the
+  /// loop's own body (not a nested loop) and advanced along x by this loop alone, is kept in a
+  /// register window per run: xrun - 1 elements loaded before the loop, one per step, shifted
+  /// after it, so each step reads shared memory once per run instead of once per output.
+  std::vector<int> sliding_sites(const Stmt& s) const {
+    std::vector<int> out;
+    if (xrun_ < 2 || c_.split > 1) return out;
+    std::set<int> direct;
+    std::function<void(const Text&)> scan = [&](const Text& t) {
+      for (const Piece& p : t)
+        if (p.kind == Piece::Access) {
+          direct.insert(p.id);
+          scan(p.index);
+        }
+    };
+    for (const Stmt& b : s.body)
+      if (b.kind != Stmt::Loop) scan(b.text), scan(b.address);
+    for (const auto& [site, at] : halo_site_) {
+      const HaloPlan& h = halos_[static_cast<size_t>(at.first)];
+      if (direct.count(site) && h.loops[0].size() == 1 && h.loops[0][0] == s.loop)
+        out.push_back(site);
+    }
+    return out;
+  }
+  enum class Slide { Before, Newest, Shift };
+  /// One part of a sliding window (sliding_sites): its declaration and first xrun - 1 elements
+  /// (Before the loop), the element the run's last output reads at this step (Newest, at the top
+  /// of the body), and the shift by one (Shift, at its end).
+  void slide_window(std::ostringstream& o, const Stmt& s, int site, Slide part) {
+    const auto& [hn, n] = halo_site_.at(site);
+    const HaloPlan& h = halos_[static_cast<size_t>(hn)];
+    const Param& prm = k_.params[static_cast<size_t>(h.param)];
+    const bool y = k_.dims == 2 && c_.merge_y > 1;
+    const std::string name = "gt_sw" + std::to_string(site), row = y ? "[gt_my]" : "";
+    auto member = [&](int j) {
+      line(o, "{");
+      ++ind_;
+      line(o, "const int " + k_.index_names[0] + " = gt_xr + " + std::to_string(j) + ";");
+      if (part == Slide::Before) line(o, "const int " + s.var + " = " + render(s.lo) + ";");
+      line(o, name + row + run_member(j) + " = " + halo_read(h, n) + ";");
+      --ind_;
+      line(o, "}");
+    };
+    if (part == Slide::Before)
+      line(o, strip_const(prm.element) + " " + name +
+                  (y ? "[" + std::to_string(c_.merge_y) + "]" : "") + "[" +
+                  std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) +
+                  "]: a window sliding along " + s.var + ", " + std::to_string(xrun_) +
+                  " consecutive outputs per run");
+    open_runs(o, y);
+    if (part == Slide::Shift) {
+      for (int j = 0; j + 1 < xrun_; ++j)
+        line(o, name + row + run_member(j) + " = " + name + row + run_member(j + 1) + ";");
+    } else {
+      line(o, "const int gt_xr = " + k_.index_names[0] + ";");
+      if (part == Slide::Before)
+        for (int j = 0; j + 1 < xrun_; ++j) member(j);
+      else
+        member(xrun_ - 1);
+    }
+    --ind_;
+    line(o, "}");
+    if (part == Slide::Before) loop_hoisted_[site] = name + row + "[gt_mx]";
+  }
+
   void emit_loop(std::ostringstream& o, const Stmt& s, bool guarded) {
     std::string lo = render(s.lo), hi = render(s.hi);
     if (s.inclusive) hi = "(" + hi + ") + 1";
@@ -1950,6 +2021,15 @@ class Emitter {
     std::vector<const Tile*> here;
     for (const Tile& t : tiles_)
       if (t.plan.loop == s.loop) here.push_back(&t);
+    // Every step of the loop runs the body once, in order, whichever form below runs it: a
+    // sliding window (sliding_sites) is loaded before all of them and moves with each body.
+    const std::vector<int> slide = sliding_sites(s);
+    for (int site : slide) slide_window(o, s, site, Slide::Before);
+    auto body = [&] {
+      for (int site : slide) slide_window(o, s, site, Slide::Newest);
+      emit_list(o, s.body, guarded);
+      for (int site : slide) slide_window(o, s, site, Slide::Shift);
+    };
     if (here.empty()) {
       line(o, unroll);
       if (c_.split > 1 && s.loop == split_.loop)  // this thread's share: every split-th step
@@ -1959,9 +2039,10 @@ class Emitter {
         line(o,
              "for (int " + s.var + " = " + lo + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
       ++ind_;
-      emit_list(o, s.body, guarded);
+      body();
       --ind_;
       line(o, "}");
+      for (int site : slide) loop_hoisted_.erase(site);
       return;
     }
     // Strip-mined by tile_k: stage the tiles, then run the strip from shared memory. Pipelined
@@ -2017,7 +2098,7 @@ class Emitter {
       line(o, "for (int gt_kk = 0; gt_kk < " + tk + "; ++gt_kk) {");
       ++ind_;
       line(o, "const int " + s.var + " = " + k0 + " + gt_kk;");
-      emit_list(o, s.body, guarded);
+      body();
       --ind_;
       line(o, "}");
     } else {
@@ -2032,19 +2113,19 @@ class Emitter {
       line(o, "for (int gt_kv = 0; gt_kv < " + v + "; ++gt_kv) {");
       ++ind_;
       line(o, "const int " + s.var + " = " + k0 + " + gt_kk + gt_kv;");
-      emit_list(o, s.body, guarded);
+      body();
       --ind_;
       line(o, "}");
       --ind_;
       line(o, "}");
-      loop_hoisted_.clear();
+      for (int site : along) loop_hoisted_.erase(site);
     }
     --ind_;
     line(o, "} else {");
     ++ind_;
     line(o, "for (int " + s.var + " = " + k0 + "; " + s.var + " < " + hi + "; ++" + s.var + ") {");
     ++ind_;
-    emit_list(o, s.body, guarded);
+    body();
     --ind_;
     line(o, "}");
     --ind_;
@@ -2052,6 +2133,7 @@ class Emitter {
     line(o, "__syncthreads();");
     --ind_;
     line(o, "}");
+    for (int site : slide) loop_hoisted_.erase(site);
   }
 
   /// Loads one strip of a tile cooperatively: consecutive threads take consecutive elements of

@@ -95,12 +95,14 @@ TEST(NaiveMerge, LoadsTheMergedOutputsShareAreReadOnceIntoRegisters) {
     c.merge_y = 4;
     c.cache = {{"a", path}, {"b", path}};
     std::string src = naive::emit_variant(mm, c);
-    EXPECT_NE(src.find("float " + ra +
-                       "[4];  // a[idy * n + k], read once for the merged outputs of a row"),
+    // Loaded under a check (global paths), a register starts at zero; a tile's needs no check.
+    const std::string init = path == Cache::Shared ? "" : "{}";
+    EXPECT_NE(src.find("float " + ra + "[4]" + init +
+                       ";  // a[idy * n + k], read once for the merged outputs of a row"),
               std::string::npos)
         << src;
-    EXPECT_NE(src.find("float " + rb +
-                       "[8];  // b[k * n + idx], read once for the merged outputs of a column"),
+    EXPECT_NE(src.find("float " + rb + "[8]" + init +
+                       ";  // b[k * n + idx], read once for the merged outputs of a column"),
               std::string::npos)
         << src;
     EXPECT_NE(src.find("sum[gt_my][gt_mx] += " + ra + "[gt_my] * " + rb + "[gt_mx];"),
@@ -118,7 +120,7 @@ TEST(NaiveMerge, LoadsTheMergedOutputsShareAreReadOnceIntoRegisters) {
   x.merge_x = 4;
   x.block_y = 8;
   std::string src = naive::emit_variant(mm, x);
-  EXPECT_NE(src.find("float " + ra + ";  // a[idy * n + k], read once for all merged outputs"),
+  EXPECT_NE(src.find("float " + ra + "{};  // a[idy * n + k], read once for all merged outputs"),
             std::string::npos)
       << src;
   EXPECT_EQ(src.find("float " + rb), std::string::npos) << src;
@@ -1236,6 +1238,75 @@ TEST(NaiveHalo, WindowsLoadFourColumnsPerVectorWhereTheRowAllows) {
     offered = ch.vector == 4 && ch.merge_x == 1 && ch.cache["in"] == Cache::Shared;
   }
   EXPECT_TRUE(offered);
+}
+
+// With merged outputs in runs of consecutive x, output j of a run reads at step k + 1 of a
+// filter loop what output j + 1 read at step k: the run keeps those elements in a register window
+// that slides along the loop (conv1d's in[i + k]: 3 loaded before the loop, one per step, shifted
+// after it), so a step reads the halo window once per run instead of once per output.
+TEST(NaiveHalo, ARegisterWindowSlidesAlongTheFilterLoop) {
+  naive::NaiveKernel conv = analyse("conv1d");
+  naive::Choice c = halo_choice(64, 1, "in");
+  c.merge_x = 4;
+  c.vector = 4;
+  c.unroll = 4;
+  c.cache["filt"] = Cache::ReadOnly;
+  const std::string src = naive::emit_variant(conv, c);
+  EXPECT_NE(src.find("float gt_sw0[4];  // in[i + k]: a window sliding along k, 4 consecutive "
+                     "outputs per run"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("gt_sw0[gt_q * 4 + 2] = gt_halo[gt_ho_in + i - gt_bx + k];"),
+            std::string::npos)
+      << src;  // before the loop, at k = 0
+  EXPECT_NE(src.find("gt_sw0[gt_q * 4 + 3] = gt_halo[gt_ho_in + i - gt_bx + k];"),
+            std::string::npos)
+      << src;  // each step: the run's last output's element
+  EXPECT_NE(src.find("gt_sw0[gt_q * 4 + 0] = gt_sw0[gt_q * 4 + 1];"), std::string::npos) << src;
+  EXPECT_NE(src.find("sum[gt_mx] += gt_sw0[gt_mx] * gt_r1;"), std::string::npos) << src;
+  // The filter's register starts at zero (it is loaded under a check): left undefined, NVVM
+  // reuses the previous step's products on the skipped path and splits every FMA.
+  EXPECT_NE(src.find("float gt_r1{};  // filt[k]"), std::string::npos) << src;
+  const std::string ptx = ptx_of(src);
+  EXPECT_EQ(count(ptx, "fma.rn.f32"), 20u) << ptx;  // 4 outputs x (4 unrolled + 1 remainder)
+  EXPECT_EQ(count(ptx, "mul.f32"), 0u) << ptx;
+  EXPECT_LE(count(ptx, "ld.shared"), 6u) << ptx;  // 20 without the window: one per output, step
+  // Every form of the loop moves the window: plain, strip-mined with the filter in shared memory
+  // (full strips, vector steps, remainder), pipelined; 2-D along fx inside fy (conv2d).
+  Job job = load_job(kNaive / "conv1d.json");
+  const std::string naive_src = load_kernel_source(job);
+  naive::apply_to_job(job, conv);
+  std::vector<naive::Choice> variants;
+  for (Cache f : {Cache::ReadOnly, Cache::Shared})
+    for (int stages : {1, 3})
+      for (int merge : {2, 8}) {
+        naive::Choice v = c;
+        v.cache["filt"] = f;
+        v.stages = f == Cache::Shared ? stages : 1;
+        v.merge_x = merge;
+        v.tile_k = 8;
+        variants.push_back(v);
+      }
+  for (const naive::Choice& v : variants)
+    EXPECT_NE(naive::emit_variant(conv, v).find("a window sliding along k"), std::string::npos);
+  ContextSpec ctx;
+  ctx.name = "1001x7";
+  ctx.problem_size = {Value(std::int64_t{1001}), Value(std::int64_t{7})};
+  EXPECT_TRUE(tuner::check_on_cpu(job, naive_src, conv, variants, ctx, 2).empty());
+  naive::NaiveKernel conv2 = analyse("conv2d");
+  naive::Choice c2 = halo_choice(8, 2, "in");
+  c2.merge_x = 4;
+  c2.merge_y = 2;
+  c2.vector = 2;
+  const std::string src2 = naive::emit_variant(conv2, c2);
+  EXPECT_NE(src2.find("a window sliding along fx, 2 consecutive outputs per run"),
+            std::string::npos)
+      << src2;
+  Job job2 = load_job(kNaive / "conv2d.json");
+  const std::string naive2 = load_kernel_source(job2);
+  naive::apply_to_job(job2, conv2);
+  ctx.problem_size = {Value(std::int64_t{37}), Value(std::int64_t{29}), Value(std::int64_t{5})};
+  EXPECT_TRUE(tuner::check_on_cpu(job2, naive2, conv2, {c2}, ctx, 1).empty());
 }
 
 TEST(CpuEmulator, VectorLoadsAreCountedAndAMisalignedOneFaultsAsOnAGpu) {
