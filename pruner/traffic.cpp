@@ -310,20 +310,8 @@ class Sim {
     };
     auto x = constant(start), e = constant(p->bound);
     auto st = p->step ? constant(p->step) : std::optional<std::int64_t>(1);
-    if (!x || !e || !st || *st <= 0) return std::nullopt;
-    const std::int64_t s = p->sign * *st;
-    switch (p->cmp) {
-      case BO_LT:
-        return s > 0 ? std::max<std::int64_t>(0, (*e - *x + s - 1) / s) : -1;
-      case BO_LE:
-        return s > 0 ? std::max<std::int64_t>(0, (*e - *x) / s + 1) : -1;
-      case BO_GT:
-        return s < 0 ? std::max<std::int64_t>(0, (*x - *e - s - 1) / -s) : -1;
-      case BO_GE:
-        return s < 0 ? std::max<std::int64_t>(0, (*x - *e) / -s + 1) : -1;
-      default:
-        return std::nullopt;
-    }
+    if (!x || !e || !st) return std::nullopt;
+    return trips_of(p->cmp, *x, *e, p->sign * *st);
   }
 
   /// The unroll factor the compiler will use for a loop (kFull: no loop left).
@@ -331,7 +319,7 @@ class Sim {
                     bool do_while) {
     if (hint && *hint != kFull) return *hint;
     auto t = do_while ? std::nullopt : static_trips(init, cond, inc);
-    if (t && *t >= 0 && *t <= kFullUnrollTrips) return kFull;
+    if (t && *t <= kFullUnrollTrips) return kFull;
     return kDefaultUnroll;
   }
 
@@ -1218,32 +1206,39 @@ class Sim {
     std::optional<std::int64_t> t;
     for (int l = 0; l < W; ++l) {
       if (!(active_ >> l & 1)) continue;
-      std::int64_t s = p.sign * st.v[l], x = v0.v[l], e = b.v[l], n = 0;
-      if (s == 0) return std::nullopt;
-      switch (p.cmp) {
-        case BO_LT:
-          n = s > 0 ? std::max<std::int64_t>(0, (e - x + s - 1) / s) : (x < e ? -1 : 0);
-          break;
-        case BO_LE:
-          n = s > 0 ? std::max<std::int64_t>(0, (e - x) / s + 1) : (x <= e ? -1 : 0);
-          break;
-        case BO_GT:
-          n = s < 0 ? std::max<std::int64_t>(0, (x - e + (-s) - 1) / (-s)) : (x > e ? -1 : 0);
-          break;
-        case BO_GE:
-          n = s < 0 ? std::max<std::int64_t>(0, (x - e) / (-s) + 1) : (x >= e ? -1 : 0);
-          break;
-        case BO_NE:
-          n = ((e - x) % s == 0 && (e - x) / s >= 0) ? (e - x) / s : -1;
-          break;
-        default:
-          return std::nullopt;
-      }
-      if (n < 0) return std::nullopt;
-      if (t && *t != n) return std::nullopt;
+      auto n = trips_of(p.cmp, v0.v[l], b.v[l], p.sign * st.v[l]);
+      if (!n || (t && *t != *n)) return std::nullopt;
       t = n;
     }
     return t;
+  }
+
+  /// Iterations of `for (v = x; v CMP e; v += s)`; nullopt when it never ends or CMP is another.
+  static std::optional<std::int64_t> trips_of(BinaryOperatorKind cmp, std::int64_t x,
+                                              std::int64_t e, std::int64_t s) {
+    if (s == 0) return std::nullopt;
+    std::int64_t n = 0;
+    switch (cmp) {
+      case BO_LT:
+        n = s > 0 ? std::max<std::int64_t>(0, (e - x + s - 1) / s) : (x < e ? -1 : 0);
+        break;
+      case BO_LE:
+        n = s > 0 ? std::max<std::int64_t>(0, (e - x) / s + 1) : (x <= e ? -1 : 0);
+        break;
+      case BO_GT:
+        n = s < 0 ? std::max<std::int64_t>(0, (x - e + (-s) - 1) / (-s)) : (x > e ? -1 : 0);
+        break;
+      case BO_GE:
+        n = s < 0 ? std::max<std::int64_t>(0, (x - e) / (-s) + 1) : (x >= e ? -1 : 0);
+        break;
+      case BO_NE:
+        n = ((e - x) % s == 0 && (e - x) / s >= 0) ? (e - x) / s : -1;
+        break;
+      default:
+        return std::nullopt;
+    }
+    if (n < 0) return std::nullopt;
+    return n;
   }
 
   void loop(const Stmt* init, const Expr* cond, const Expr* inc, const Stmt* body, bool do_while,
