@@ -1216,6 +1216,9 @@ class Emitter {
         }
         need.push_back("(" + t + ")");
       }
+      std::string needed = run + " && (";  // some valid thread reads (gt_r, gt_c)
+      for (size_t n = 0; n < need.size(); ++n) needed += (n ? " || " : "") + need[n];
+      needed += ")";
       // The kernel's indices and loop counters at column gt_c (plus `shift`) of row gt_r.
       auto bind = [&](const std::string& shift) {
         if (!shift.empty()) line(o, "const int gt_c = gt_c0" + shift + ";");
@@ -1240,9 +1243,7 @@ class Emitter {
              "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
         ++ind_;
         line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
-        line(o, "const bool gt_need = " + run + " && (" + need[0] + (need.size() == 1 ? ");" : ""));
-        for (size_t n = 1; n < need.size(); ++n)
-          line(o, "    || " + need[n] + (n + 1 == need.size() ? ");" : ""));
+        line(o, "const bool gt_need = " + needed + ";");
         line(o, elem + " gt_v = " + elem + "(0);");
         line(o, "if (gt_need) {");
         ++ind_;
@@ -1275,9 +1276,7 @@ class Emitter {
                     "))) % " + vs + ");");
         --ind_;
         line(o, "}");
-        std::string cond = "gt_c >= 0 && gt_c < " + hw + " && " + run + " && (";
-        for (size_t n = 0; n < need.size(); ++n) cond += (n ? " || " : "") + need[n];
-        cond += ")";
+        const std::string cond = "gt_c >= 0 && gt_c < " + hw + " && " + needed;
         const std::string vt = elem + vs;
         vector_or_elements(
             o, v, cond, [&](const std::string& shift) { bind(shift.empty() ? " + 0" : shift); },
@@ -1956,20 +1955,14 @@ class Emitter {
   std::vector<int> sliding_sites(const Stmt& s) const {
     std::vector<int> out;
     if (xrun_ < 2 || c_.split > 1) return out;
-    std::set<int> direct;
-    std::function<void(const Text&)> scan = [&](const Text& t) {
-      for (const Piece& p : t)
-        if (p.kind == Piece::Access) {
-          direct.insert(p.id);
-          scan(p.index);
-        }
+    auto direct = [&](int site) {
+      return std::any_of(s.body.begin(), s.body.end(), [&](const Stmt& b) {
+        return b.kind != Stmt::Loop && (access_in(b.text, site) || access_in(b.address, site));
+      });
     };
-    for (const Stmt& b : s.body)
-      if (b.kind != Stmt::Loop) scan(b.text), scan(b.address);
     for (const auto& [site, at] : halo_site_) {
       const HaloPlan& h = halos_[static_cast<size_t>(at.first)];
-      if (direct.count(site) && h.loops[0].size() == 1 && h.loops[0][0] == s.loop)
-        out.push_back(site);
+      if (h.loops[0].size() == 1 && h.loops[0][0] == s.loop && direct(site)) out.push_back(site);
     }
     return out;
   }
