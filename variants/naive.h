@@ -226,6 +226,12 @@ std::vector<std::string> halo_windows(const NaiveKernel& k);
 /// `problem` (when given) adds the launch geometry for those sizes to the comment.
 std::string emit_variant(const NaiveKernel& k, const Choice& c);
 
+/// Removes `const int NAME = EXPR;` lines whose NAME is not used in the rest of its block (the
+/// per-output idx/idy bindings a loop over merged outputs does not need), so the generated
+/// source compiles without "declared but never referenced" warnings. Only expressions without
+/// calls, assignments or increments go, and never a name a preprocessor line mentions.
+std::string drop_unused_bindings(const std::string& src);
+
 /// A short label for file names: "bx32_by4_mx2_my2_u4_a-shared_b-readonly".
 std::string choice_label(const NaiveKernel& k, const Choice& c);
 

@@ -2464,7 +2464,104 @@ std::vector<std::string> halo_windows(const NaiveKernel& k) {
   return out;
 }
 
-std::string emit_variant(const NaiveKernel& k, const Choice& c) { return Emitter(k, c).run(); }
+namespace {
+
+bool ident_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }
+
+/// Whether `name` occurs as a whole identifier in `text`.
+bool mentions(const std::string& text, const std::string& name) {
+  for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
+    const bool start = p == 0 || !ident_char(text[p - 1]);
+    const bool end = p + name.size() >= text.size() || !ident_char(text[p + name.size()]);
+    if (start && end) return true;
+  }
+  return false;
+}
+
+/// The code of a line, without its `//` comment.
+std::string code_of(const std::string& l) {
+  const size_t c = l.find("//");
+  return c == std::string::npos ? l : l.substr(0, c);
+}
+
+/// `const int NAME = EXPR;` alone on a line (a comment may follow), EXPR without calls,
+/// assignments or increments: NAME, or "" for any other line.
+std::string pure_binding(const std::string& l) {
+  static const std::string kConst = "const int ";
+  size_t p = l.find_first_not_of(' ');
+  if (p == std::string::npos || l.compare(p, kConst.size(), kConst) != 0) return "";
+  p += kConst.size();
+  size_t e = p;
+  while (e < l.size() && ident_char(l[e])) ++e;
+  if (e == p || std::isdigit(static_cast<unsigned char>(l[p])) || l.compare(e, 3, " = ") != 0)
+    return "";
+  const size_t semi = l.find(';', e);
+  if (semi == std::string::npos) return "";
+  const std::string rest = code_of(l.substr(semi + 1));
+  if (rest.find_first_not_of(' ') != std::string::npos) return "";
+  const std::string expr = l.substr(e + 3, semi - e - 3);
+  for (size_t i = 0; i < expr.size(); ++i) {
+    const char ch = expr[i], prev = i ? expr[i - 1] : ' ',
+               next = i + 1 < expr.size() ? expr[i + 1] : ' ';
+    if ((ch == '+' || ch == '-') && next == ch) return "";
+    if (ch == '=' && next != '=' && prev != '=' && prev != '<' && prev != '>' && prev != '!')
+      return "";
+    if (ch == '(') {  // a call: an identifier just before the parenthesis
+      size_t j = i;
+      while (j > 0 && expr[j - 1] == ' ') --j;
+      if (j > 0 && ident_char(expr[j - 1])) return "";
+    }
+  }
+  return l.substr(p, e - p);
+}
+
+}  // namespace
+
+std::string drop_unused_bindings(const std::string& src) {
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(src);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  std::string macros;  // a name a macro mentions is kept: its uses are hidden in the macro
+  for (const std::string& l : lines) {
+    const size_t first = l.find_first_not_of(' ');
+    if (first != std::string::npos && l[first] == '#') macros += l + "\n";
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string name = pure_binding(lines[i]);
+      if (name.empty() || mentions(macros, name)) continue;
+      bool used = false;
+      int depth = 0;
+      for (size_t j = i + 1; j < lines.size() && depth >= 0 && !used; ++j) {
+        std::string code = code_of(lines[j]);
+        for (size_t c = 0; c < code.size(); ++c) {
+          if (code[c] == '{') ++depth;
+          if (code[c] == '}' && --depth < 0) {
+            code.resize(c);  // the enclosing block ends here
+            break;
+          }
+        }
+        used = mentions(code, name);
+      }
+      if (!used) {
+        lines.erase(lines.begin() + static_cast<long>(i));
+        changed = true;
+        --i;
+      }
+    }
+  }
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  if (!src.empty() && src.back() != '\n') out.pop_back();
+  return out;
+}
+
+std::string emit_variant(const NaiveKernel& k, const Choice& c) {
+  return drop_unused_bindings(Emitter(k, c).run());
+}
 
 std::string choice_label(const NaiveKernel& k, const Choice& c) {
   std::string s = "bx" + std::to_string(c.block_x);
