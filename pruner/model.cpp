@@ -115,6 +115,18 @@ Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibrati
   return p;
 }
 
+Prediction best_case(ModelFeatures f, const DeviceRates& d, const Calibration& c,
+                     int max_blocks_per_sm) {
+  Prediction best;
+  for (int b = 1; b <= max_blocks_per_sm; ++b) {
+    f.blocks_per_sm = b;
+    f.active_warps = b * f.warps_per_block;
+    Prediction p = predict(f, d, c);
+    if (p.ok && (!best.ok || p.ms < best.ms)) best = p;
+  }
+  return best;
+}
+
 namespace {
 
 double loss(const std::vector<ModelFeatures>& f, const std::vector<double>& m, const DeviceRates& d,

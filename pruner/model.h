@@ -73,6 +73,14 @@ struct Prediction {
 
 Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibration& c);
 
+/// The fastest prediction any occupancy up to `max_blocks_per_sm` allows: f's blocks per SM (and
+/// its resident warps with them) replaced by each of 1..max_blocks_per_sm. Registers and static
+/// shared memory can only lower a variant's occupancy, so with the bound from the thread count
+/// and the launch's dynamic shared memory alone, no compiled variant is predicted faster: rule 4
+/// can judge a variant from its source before it is compiled.
+Prediction best_case(ModelFeatures f, const DeviceRates& d, const Calibration& c,
+                     int max_blocks_per_sm);
+
 /// Fits a calibration to measured times (ms) of variants with features; needs at least 4 with
 /// ok features, else returns `start` unchanged.
 Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<double>& measured_ms,

@@ -186,7 +186,10 @@ int cmd_prune(int argc, char** argv) {
                              "prediction (default: the job's GPUTune.Pruner.ModelMargin, else 2)",
                              cxxopts::value<double>())(
       "no-model", "skip the traffic model and rule 4 (resource rules only)")(
-      "json", "one JSON object per configuration")(
+      "screen",
+      "apply rule 4 before compiling: a variant whose best possible prediction (any occupancy) is "
+      "more than the margin x the best compiled prediction is not compiled; same kept set, fewer "
+      "compiles, no registers for the screened ones")("json", "one JSON object per configuration")(
       "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))("h,help", "help");
@@ -204,6 +207,7 @@ int cmd_prune(int argc, char** argv) {
       throw std::invalid_argument("--margin must be at least 1 (1 keeps only the best prediction)");
   }
   po.model = !r.count("no-model");
+  po.screen = r.count("screen") > 0;
   if (r.count("db")) po.db_path = r["db"].as<std::string>();
   if (r.count("cache-dir")) po.cache_dir = r["cache-dir"].as<std::string>();
   po.threads = r["threads"].as<int>();

@@ -11,6 +11,7 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
 #include "tuner/model_stage.h"
+#include "tuner/screen.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -68,13 +69,6 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
 
   std::vector<Config> configs;
   for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
-  CompileReport cr = compile_and_inspect(job, source, configs, rep.arch, cache_for(o.cache_dir),
-                                         o.threads ? o.threads : job.compile_threads, o.progress);
-  rep.compile_failed = cr.failed;
-  std::vector<pruner::RuleInput> inputs = rule_inputs(job, configs, *ctx, cr);
-  pruner::PruneOptions po;
-  po.max_spill_bytes = o.max_spill_bytes.value_or(job.pruner.max_spill_bytes);
-  pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
 
   // The database: where decisions are stored and the device's calibration comes from.
   std::unique_ptr<db::Store> store;
@@ -90,9 +84,30 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       calibration = pruner::Calibration::from_json(*c);
   }
   rep.calibration_samples = calibration.samples;
+  rep.margin = o.model_margin.value_or(job.pruner.model_margin);
+  pruner::PruneOptions po;
+  po.max_spill_bytes = o.max_spill_bytes.value_or(job.pruner.max_spill_bytes);
+
+  // Compile: everything, or (--screen) only what rule 4 could keep.
+  CompileReport cr;
+  ScreenResult screen;
+  if (o.screen && o.model && rates.rates) {
+    ScreenOptions so;
+    so.margin = rep.margin, so.rules = po, so.threads = o.threads, so.progress = o.progress;
+    so.batch = o.screen_batch;
+    screen = compile_screened(job, source, configs, {ctx}, limits, rates, calibration, rep.arch,
+                              cache_for(o.cache_dir), so);
+    cr = std::move(screen.compile);
+    rep.screened = screen.count;
+  } else {
+    cr = compile_and_inspect(job, source, configs, rep.arch, cache_for(o.cache_dir),
+                             o.threads ? o.threads : job.compile_threads, o.progress);
+  }
+  rep.compile_failed = cr.failed;
+  std::vector<pruner::RuleInput> inputs = rule_inputs(job, configs, *ctx, cr);
+  pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
 
   // Rule 4: the model ranking.
-  rep.margin = o.model_margin.value_or(job.pruner.model_margin);
   ModelRun model;
   if (o.model) {
     std::vector<bool> usable(configs.size());
@@ -110,7 +125,12 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     rep.rates = rates.rates;
     rep.calibration = calibration;
     std::size_t removed = apply_model_rule(pr.decisions, model, rep.margin);
-    pr.counts.push_back({"model", removed});
+    for (size_t i = 0; i < configs.size(); ++i)
+      if (rep.screened && screen.screened[i]) {
+        pr.decisions[i].rule = "model";
+        pr.decisions[i].reason = screen.reason[i];
+      }
+    pr.counts.push_back({"model", removed + rep.screened});
     pr.kept -= removed;
   }
   rep.counts = pr.counts;
@@ -149,7 +169,9 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       m.variant_id = st.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
       m.cubin_hash = cr.compiled[i].cubin_hash;
       m.compile_ms = cr.compiled[i].compile_ms;
-      if (!row.compiled) {
+      if (rep.screened && screen.screened[i]) {
+        m.status = "constraints", m.reason = "pruned by rule model: " + row.decision.reason;
+      } else if (!row.compiled) {
         m.status = "compile", m.reason = cr.inspected[i].reason, m.log = cr.compiled[i].log;
       } else {
         m.registers = row.registers, m.static_smem = cr.inspected[i].res.static_smem;
@@ -196,7 +218,11 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
     return;
   }
   out << "pruned for " << r.device << " (" << r.arch << "), context " << r.context << ": "
-      << r.space_size << " configurations, " << r.compile_failed << " failed to compile\n";
+      << r.space_size << " configurations, " << r.compile_failed << " failed to compile";
+  if (r.screened)
+    out << ", " << r.screened
+        << " not compiled (rule 4 judged them from their source at their best occupancy)";
+  out << "\n";
   for (auto& c : r.counts)
     out << "  rule " << std::left << std::setw(10) << c.rule << " removed " << c.removed << "\n";
   out << "  kept " << r.kept << " of " << r.space_size << " (" << std::fixed << std::setprecision(1)

@@ -27,7 +27,9 @@ struct PruneRunOptions {
   std::optional<int> max_spill_bytes;  ///< < 0 disables the spill rule; unset: the job's
   std::optional<double> model_margin;  ///< rule 4; unset: the job's GPUTune.Pruner.ModelMargin
   bool model = true;                   ///< run the traffic model and rule 4
-  std::string context;                 ///< context label (default: the job's first)
+  bool screen = false;  ///< rule 4 before compiling: what it would drop is not compiled (screen.h)
+  std::size_t screen_batch = 0;  ///< ScreenOptions::batch (0: 4 per compile worker, at least 32)
+  std::string context;           ///< context label (default: the job's first)
   bool progress = false;
   bool store = true;
 };
@@ -44,6 +46,7 @@ struct PruneRow {
 struct PruneReport {
   std::string device, arch, context;
   std::size_t space_size = 0, compile_failed = 0, kept = 0;
+  std::size_t screened = 0;  ///< not compiled: rule 4 judged them from their source (--screen)
   std::vector<pruner::RuleCount> counts;
   // The model (rule 4).
   std::string rates_source;  ///< where the device's rates came from, or why there are none

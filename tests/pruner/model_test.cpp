@@ -113,6 +113,32 @@ TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
   EXPECT_NEAR(p.hiding, 0.5, 1e-12);  // one block of 8 warps per SM
 }
 
+TEST(Model, TheBestCaseIsNoSlowerThanAnyOccupancyItAllows) {
+  Calibration c;
+  c.overhead_us = 0;
+  // 200 blocks of 8 warps on 132 SMs: one block per SM leaves 68 blocks for a second wave (2 x
+  // 132 / 200 = 1.32) and hides latency with 8 of the 16 warps (2x); two per SM run every block
+  // in one wave with 16 warps.
+  ModelFeatures f = copy_features(1e9);
+  f.blocks = 200;
+  double fastest = 1e300;
+  for (int b = 1; b <= 8; ++b) {
+    ModelFeatures g = f;
+    g.blocks_per_sm = b, g.active_warps = 8 * b;
+    fastest = std::min(fastest, predict(g, h100(), c).ms);
+  }
+  Prediction best = best_case(f, h100(), c, 8);
+  ASSERT_TRUE(best.ok);
+  EXPECT_DOUBLE_EQ(best.ms, fastest);
+  ModelFeatures one = f;
+  one.blocks_per_sm = 1, one.active_warps = 8;
+  EXPECT_NEAR(predict(one, h100(), c).ms, 1.32 * 2 * best.ms, 1e-9);
+  // A bound of one block per SM gives that block's prediction; none for no features.
+  EXPECT_DOUBLE_EQ(best_case(f, h100(), c, 1).ms, predict(one, h100(), c).ms);
+  f.ok = false;
+  EXPECT_FALSE(best_case(f, h100(), c, 8).ok);
+}
+
 TEST(Model, NoPredictionWithoutFeaturesOrForInfeasibleLaunches) {
   TrafficReport t;
   t.parsed = false;

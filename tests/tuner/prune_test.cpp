@@ -170,6 +170,50 @@ TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
   EXPECT_EQ(bare.counts.back().rule, "duplicate");
 }
 
+TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
+  // Strided reads from 1 to 128 floats apart: the wide strides are DRAM-bound many times over.
+  // Rule 4 judges them from their source before compiling; the kept set must not change.
+  test::TempDir dir;
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride] + unused;
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32, 64, 128]"},
+                          {"Name": "unused", "Type": "int", "Values": "[0, 0, 0, 0]"}])");
+  job.global_size.x = "1048576 // bs";
+  auto o = opts(dir, "h100-sxm");
+  auto all = prune_job(job, o);
+  o.screen = true;
+  o.screen_batch = 8;
+  o.cache_dir = dir / "cache2";  // compile from scratch: the screen must not see old cubins
+  auto screened = prune_job(job, o);
+  ASSERT_EQ(all.rows.size(), 64u);
+  ASSERT_EQ(screened.rows.size(), 64u);
+  EXPECT_EQ(all.screened, 0u);
+  EXPECT_GT(screened.screened, 20u);
+  EXPECT_EQ(screened.kept, all.kept);
+  size_t not_compiled = 0;
+  for (size_t i = 0; i < all.rows.size(); ++i) {
+    const auto& a = all.rows[i];
+    const auto& s = screened.rows[i];
+    EXPECT_EQ(s.decision.kept, a.decision.kept) << a.config.key();
+    if (s.compiled) continue;
+    ++not_compiled;
+    // Not compiled: rule 4 said so, with the best case, and it would have said so after compiling
+    // (or an earlier rule would have removed the variant).
+    EXPECT_EQ(s.decision.rule, "model") << a.config.key();
+    EXPECT_NE(s.decision.reason.find("at any occupancy"), std::string::npos) << s.decision.reason;
+    EXPECT_FALSE(a.decision.kept) << a.config.key();
+  }
+  EXPECT_EQ(not_compiled, screened.screened);
+  ASSERT_EQ(screened.counts.back().rule, "model");
+  std::ostringstream text;
+  print_prune_report(screened, text, false);
+  EXPECT_NE(text.str().find(std::to_string(screened.screened) + " not compiled"), std::string::npos)
+      << text.str();
+}
+
 TEST(Prune, UnparsableKernelFallsBackToTheResourceRulesAndSaysSo) {
   test::TempDir dir;
   // NVRTC knows __brev; the analysis prelude does not declare it.

@@ -1,0 +1,189 @@
+#include "tuner/screen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "tuner/arguments.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+namespace {
+
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+/// One context's model of every configuration before compiling.
+struct ContextModel {
+  const ContextSpec* ctx = nullptr;
+  ModelRun model;               ///< features at the optimistic occupancy
+  std::vector<double> best_ms;  ///< best case per config; NaN: none (must be compiled)
+};
+
+ContextModel model_before_compile(const Job& job, const std::string& source,
+                                  const std::vector<Config>& configs, const ContextSpec& ctx,
+                                  const pruner::DeviceLimits& limits, const Rates& rates,
+                                  const pruner::Calibration& calibration, const ScreenOptions& o) {
+  const size_t n = configs.size();
+  ContextModel cm;
+  cm.ctx = &ctx;
+  std::vector<bool> usable(n, false);
+  std::vector<pruner::Occupancy> occ(n);
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      LaunchGeometry g = launch_geometry(job, configs[i], ctx);
+      // No registers and no static shared memory: the most blocks per SM the variant can get.
+      occ[i] = pruner::compute_occupancy(pruner::Resources{}, g.threads_per_block(), g.dynamic_smem,
+                                         limits);
+      usable[i] = true;
+    } catch (const JobError&) {
+    }
+  }
+  cm.model = run_model(job, source, configs, ctx, make_arguments(job, ctx), usable, occ, rates,
+                       calibration, o.threads ? o.threads : job.compile_threads, o.progress);
+  cm.best_ms.assign(n, kNone);
+  for (size_t i = 0; i < n; ++i) {
+    if (!usable[i] || !occ[i].feasible || !cm.model.features[i].ok) continue;
+    pruner::Prediction p =
+        pruner::best_case(cm.model.features[i], *rates.rates, calibration, occ[i].blocks_per_sm);
+    if (p.ok) cm.best_ms[i] = p.ms;
+  }
+  return cm;
+}
+
+/// The best prediction among the compiled configurations rules 1-3 keep, with their real
+/// occupancy: what rule 4 will measure every other variant against (or a larger value, while
+/// not everything it could win against is compiled). NaN when none has one.
+double best_compiled(const Job& job, const std::vector<Config>& configs, const ContextModel& cm,
+                     const CompileReport& compiled, const pruner::DeviceLimits& limits,
+                     const Rates& rates, const pruner::Calibration& calibration,
+                     const pruner::PruneOptions& rules) {
+  pruner::PruneResult pr =
+      pruner::apply_rules(rule_inputs(job, configs, *cm.ctx, compiled), limits, rules);
+  double best = kNone;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (!pr.decisions[i].kept || !cm.model.features[i].ok) continue;
+    pruner::ModelFeatures f = cm.model.features[i];
+    f.blocks_per_sm = pr.decisions[i].occupancy.blocks_per_sm;
+    f.active_warps = pr.decisions[i].occupancy.active_warps;
+    pruner::Prediction p = pruner::predict(f, *rates.rates, calibration);
+    if (p.ok && !(p.ms >= best)) best = p.ms;
+  }
+  return best;
+}
+
+}  // namespace
+
+ScreenResult compile_screened(const Job& job, const std::string& source,
+                              const std::vector<Config>& configs,
+                              const std::vector<const ContextSpec*>& contexts,
+                              const pruner::DeviceLimits& limits, const Rates& rates,
+                              const pruner::Calibration& calibration, const std::string& arch,
+                              const CubinCache& cache, const ScreenOptions& o) {
+  const size_t n = configs.size();
+  ScreenResult r;
+  r.compile.compiled.resize(n);
+  r.compile.inspected.resize(n);
+  r.screened.assign(n, 0);
+  r.reason.resize(n);
+  std::vector<char> done(n, 0);
+  auto compile = [&](const std::vector<size_t>& which) {
+    if (which.empty()) return;
+    std::vector<Config> sub;
+    for (size_t i : which) sub.push_back(configs[i]);
+    CompileReport cr = compile_and_inspect(job, source, sub, arch, cache,
+                                           o.threads ? o.threads : job.compile_threads, o.progress);
+    for (size_t k = 0; k < which.size(); ++k) {
+      r.compile.compiled[which[k]] = std::move(cr.compiled[k]);
+      r.compile.inspected[which[k]] = std::move(cr.inspected[k]);
+      done[which[k]] = 1;
+    }
+    r.compile.ok += cr.ok, r.compile.failed += cr.failed, r.compile.cached += cr.cached;
+    ++r.rounds;
+  };
+  if (!rates.rates || contexts.empty()) {  // no model: compile everything
+    std::vector<size_t> all(n);
+    for (size_t i = 0; i < n; ++i) all[i] = i;
+    compile(all);
+    return r;
+  }
+
+  std::vector<ContextModel> models;
+  for (const ContextSpec* c : contexts)
+    models.push_back(model_before_compile(job, source, configs, *c, limits, rates, calibration, o));
+
+  // Order: the best case relative to the context's smallest one, the smallest over contexts.
+  // A configuration without a best case in some context (not analysed, no launch) is compiled
+  // in the first round, and so is the reference.
+  std::vector<double> priority(n, std::numeric_limits<double>::infinity());
+  std::vector<size_t> first;
+  std::vector<char> in_first(n, 0);
+  for (size_t i : o.always)
+    if (i < n && !in_first[i]) first.push_back(i), in_first[i] = 1;
+  for (const ContextModel& cm : models) {
+    double lowest = kNone;
+    for (double b : cm.best_ms)
+      if (!(b >= lowest)) lowest = b;
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isnan(cm.best_ms[i])) {
+        if (!in_first[i]) first.push_back(i), in_first[i] = 1;
+        continue;
+      }
+      priority[i] = std::min(priority[i], cm.best_ms[i] / lowest);
+    }
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (!in_first[i]) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return priority[a] < priority[b]; });
+
+  const int threads = o.threads ? o.threads : job.compile_threads;
+  const size_t cores = threads > 0 ? static_cast<size_t>(threads)
+                                   : std::max(1u, std::thread::hardware_concurrency());
+  const size_t batch = o.batch ? o.batch : std::max<size_t>(32, 4 * cores);
+  size_t next = 0;
+  std::vector<size_t> round = first;
+  for (size_t k = 0; k < batch && next < order.size(); ++k) round.push_back(order[next++]);
+  while (true) {
+    compile(round);
+    std::vector<double> best;
+    for (const ContextModel& cm : models)
+      best.push_back(
+          best_compiled(job, configs, cm, r.compile, limits, rates, calibration, o.rules));
+    if (std::none_of(best.begin(), best.end(), [](double b) { return std::isnan(b); })) {
+      // Everything that could come within the margin in some context is compiled; the rest
+      // is screened.
+      std::vector<size_t> rest;
+      for (size_t i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        bool hopeless = true;
+        for (size_t c = 0; c < models.size(); ++c)
+          hopeless = hopeless && models[c].best_ms[i] > o.margin * best[c];
+        if (!hopeless) {
+          rest.push_back(i);
+          continue;
+        }
+        r.screened[i] = 1;
+        ++r.count;
+        std::ostringstream why;
+        why.precision(3);
+        why << "not compiled: at best " << models[0].best_ms[i]
+            << " ms at any occupancy, more than " << o.margin << " x the best prediction "
+            << best[0] << " ms" << (models.size() > 1 ? " (first context; in every context)" : "");
+        r.reason[i] = why.str();
+      }
+      compile(rest);
+      break;
+    }
+    // No prediction yet in some context: the next batch in order.
+    round.clear();
+    for (size_t k = 0; k < batch && next < order.size(); ++k) round.push_back(order[next++]);
+    if (round.empty()) break;  // everything is compiled
+  }
+  return r;
+}
+
+}  // namespace gputune::tuner

@@ -1,0 +1,49 @@
+/** \file tuner/screen.h
+ * Owns: the compile screen, rule 4 applied before compiling. The traffic model reads a variant's
+ * source, not its cubin; only its occupancy needs the cubin, and registers and static shared
+ * memory can only lower that. So every configuration gets a best case (pruner::best_case at the
+ * occupancy its thread count and dynamic shared memory allow), configurations are compiled in
+ * order of it, and those whose best case is more than margin x the best prediction among the
+ * compiled variants that rules 1-3 keep are never compiled: rule 4 would drop them whatever
+ * their registers. Used by `run` (when the pruner is on and the device's rates are known) and by
+ * `prune --screen`.
+ * Consumes: Job, source, Configs, contexts, device limits and rates. Produces: a CompileReport
+ * over every config (screened ones left uncompiled) and the screened set with reasons.
+ * Must not: launch anything or write SQL. */
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pruner/rules.h"
+#include "tuner/inspect.h"
+#include "tuner/model_stage.h"
+
+namespace gputune::tuner {
+
+struct ScreenOptions {
+  double margin = 2.0;         ///< rule 4's margin
+  pruner::PruneOptions rules;  ///< rules 1-3, applied to what was compiled
+  int threads = 0;
+  bool progress = false;
+  std::size_t batch = 0;            ///< configurations compiled per round before a best exists
+  std::vector<std::size_t> always;  ///< compiled whatever their best case (the reference)
+};
+
+struct ScreenResult {
+  CompileReport compile;            ///< per config; screened ones are not compiled (ok false)
+  std::vector<char> screened;       ///< per config
+  std::vector<std::string> reason;  ///< per screened config: its best case against the best
+  std::size_t count = 0;            ///< screened configurations
+  std::size_t rounds = 0;           ///< compile rounds
+};
+
+ScreenResult compile_screened(const Job& job, const std::string& source,
+                              const std::vector<Config>& configs,
+                              const std::vector<const ContextSpec*>& contexts,
+                              const pruner::DeviceLimits& limits, const Rates& rates,
+                              const pruner::Calibration& calibration, const std::string& arch,
+                              const CubinCache& cache, const ScreenOptions& options);
+
+}  // namespace gputune::tuner
