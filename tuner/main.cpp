@@ -77,7 +77,9 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "budget", "replace the job's GPUTune.Budget.Configurations (configurations measured)",
       cxxopts::value<std::uint64_t>())("no-gpu", "do not use a GPU even if one is present")(
-      "q,quiet", "no progress line")("h,help", "help");
+      "no-screen",
+      "with the pruner on, compile every planned configuration (default: not those rule 4 drops "
+      "from their source alone)")("q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -99,6 +101,7 @@ int cmd_run(int argc, char** argv) {
   if (r.count("cache-dir")) opt.cache_dir = r["cache-dir"].as<std::string>();
   opt.threads = r["threads"].as<int>();
   opt.no_gpu = r.count("no-gpu") > 0;
+  opt.screen = r.count("no-screen") == 0;
   opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);

@@ -118,9 +118,13 @@ void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calib
 
 std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const ModelRun& m,
                              double margin) {
+  // The best over every variant rules 1-2 keep: a duplicate is the same binary as a kept one,
+  // so its prediction counts too (and the screen, which cannot know which of a group of
+  // identical binaries will represent it, gets the same best).
   double best = -1;
   for (size_t i = 0; i < decisions.size(); ++i)
-    if (decisions[i].kept && m.predictions[i].ok && (best < 0 || m.predictions[i].ms < best))
+    if ((decisions[i].kept || decisions[i].rule == "duplicate") && m.predictions[i].ok &&
+        (best < 0 || m.predictions[i].ms < best))
       best = m.predictions[i].ms;
   if (best <= 0) return 0;
   std::size_t removed = 0;

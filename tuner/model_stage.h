@@ -51,7 +51,8 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
 void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration);
 
 /// Rule 4: among kept decisions with a prediction, drop those predicted slower than
-/// margin x the best prediction. Returns how many it removed.
+/// margin x the best prediction of the variants rules 1-2 keep (duplicates included: the same
+/// binary as a kept one). Returns how many it removed.
 std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const ModelRun& m,
                              double margin);
 

@@ -23,6 +23,7 @@
 #include "tuner/measure.h"
 #include "tuner/model_stage.h"
 #include "tuner/progress.h"
+#include "tuner/screen.h"
 #include "tuner/strategy.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
@@ -161,33 +162,61 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   configs.reserve(order.size());
   for (size_t i : order) configs.push_back(space.config(i));
 
-  // 5. Compile every planned configuration once (options do not depend on the context).
-  CompileReport cr = [&] {
+  // The device's record and the model's calibration for it (fitted by earlier runs).
+  db::DeviceRecord dr;
+  if (dev) {
+    dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
+    dr.sm_count = dev->limits.sm_count, dr.total_mem = dev->total_mem, dr.source = "driver";
+  } else {
+    dr.name = "target " + rep.arch, dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor;
+    dr.source = "target";
+  }
+  const std::int64_t device_id = store.upsert_device(dr);
+  pruner::Calibration calibration;
+  if (use_model)
+    if (auto c = store.latest_calibration(device_id))
+      calibration = pruner::Calibration::from_json(*c);
+  pruner::PruneOptions rule_options;
+  rule_options.max_spill_bytes = job.pruner.max_spill_bytes;
+
+  // 5. Compile every planned configuration once (options do not depend on the context); with the
+  // pruner on, only those rule 4 could keep in some context (the reference always).
+  long def = default_index(job, configs);
+  std::vector<char> screened(configs.size(), 0);
+  std::vector<std::string> screen_reason(configs.size());
+  CompileReport built = [&] {
     Stage s(log, "compile");
+    if (opt.screen && job.pruner.enabled && rates.rates) {
+      ScreenOptions so;
+      so.margin = job.pruner.model_margin, so.rules = rule_options;
+      so.threads = opt.threads, so.progress = opt.progress;
+      if (def >= 0) so.always.push_back(static_cast<size_t>(def));
+      std::vector<const ContextSpec*> ctxs;
+      for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
+      ScreenResult sr = compile_screened(job, source, configs, ctxs, limits, rates, calibration,
+                                         rep.arch, cache_for(opt.cache_dir), so);
+      screened = sr.screened, screen_reason = sr.reason, rep.screened = sr.count;
+      log << "gputune: screen: " << sr.count << " of " << configs.size()
+          << " configurations not compiled: rule 4 judged them from their source (their best "
+             "prediction at any occupancy is more than "
+          << job.pruner.model_margin << " x the best compiled one)\n";
+      return std::move(sr.compile);
+    }
     return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
                                opt.threads ? opt.threads : job.compile_threads, opt.progress);
   }();
-  const std::vector<CompiledVariant>& compiled = cr.compiled;
-  const std::vector<Inspected>& inspected = cr.inspected;
-  rep.cached = cr.cached, rep.compiled_ok = cr.ok, rep.compile_failed = cr.failed;
-  const CompileReport& compile_report = cr;
+  const std::vector<CompiledVariant>& compiled = built.compiled;
+  const std::vector<Inspected>& inspected = built.inspected;
+  rep.cached = built.cached, rep.compiled_ok = built.ok, rep.compile_failed = built.failed;
+  const CompileReport& compile_report = built;
 
   // 6. Records that identify this run.
-  std::int64_t job_id, kernel_id, device_id, run_id;
+  std::int64_t job_id, kernel_id, run_id;
   std::vector<std::int64_t> variant_ids(configs.size());
   {
     db::Transaction t(store.db());
     job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
     kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
-    db::DeviceRecord dr;
-    if (dev) {
-      dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
-      dr.sm_count = dev->limits.sm_count, dr.total_mem = dev->total_mem, dr.source = "driver";
-    } else {
-      dr.name = "target " + rep.arch, dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor;
-      dr.source = "target";
-    }
-    device_id = store.upsert_device(dr);
     if (opt.resume_run) {
       auto prev = store.run(*opt.resume_run);
       if (!prev)
@@ -205,10 +234,6 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   }
   rep.run_id = run_id;
   if (opt.on_run_started) opt.on_run_started(run_id);
-  pruner::Calibration calibration;
-  if (use_model)
-    if (auto c = store.latest_calibration(device_id))
-      calibration = pruner::Calibration::from_json(*c);
   // On resume: what this run already measured, per (context, variant).
   std::set<std::pair<std::int64_t, std::int64_t>> already;
   if (opt.resume_run)
@@ -258,7 +283,6 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.
   std::unique_ptr<PrimaryContext> gpu;
   if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
-  long def = default_index(job, configs);
   // The time budget, as a deadline (max() when the job sets none).
   Clock::time_point deadline = Clock::time_point::max();
   if (job.budget.max_seconds)
@@ -337,18 +361,23 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
             << " variants not analysed (judged by the resource rules only): " << model.first_error
             << "\n";
       if (job.pruner.enabled) {
-        pruner::PruneOptions po;
-        po.max_spill_bytes = job.pruner.max_spill_bytes;
-        pruner::PruneResult pr =
-            pruner::apply_rules(rule_inputs(job, configs, ctx, compile_report), limits, po);
+        pruner::PruneResult pr = pruner::apply_rules(rule_inputs(job, configs, ctx, compile_report),
+                                                     limits, rule_options);
         std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);
-        pr.counts.push_back({"model", by_model});
+        for (size_t i = 0; i < configs.size(); ++i)
+          if (screened[i]) {
+            pr.decisions[i].kept = false;
+            pr.decisions[i].rule = "model";
+            pr.decisions[i].reason = screen_reason[i];
+          }
+        pr.counts.push_back({"model", by_model + rep.screened});
         decisions = pr.decisions;
         log << "gputune: pruner:";
         for (auto& c : pr.counts) log << " " << c.rule << " " << c.removed;
         log << " (removed per rule)\n";
         for (size_t i = 0; i < configs.size(); ++i)
-          pruned[i] = inspected[i].ok && !decisions[i].kept && static_cast<long>(i) != def;
+          pruned[i] =
+              (inspected[i].ok || screened[i]) && !decisions[i].kept && static_cast<long>(i) != def;
       }
     }
 
@@ -521,7 +550,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (use_model && !rep.interrupted) {
       std::vector<size_t> candidates;
       for (size_t i = 0; i < configs.size() && measurer; ++i)
-        if (!visited[i] && inspected[i].ok && rows[i].v &&
+        if (!visited[i] && (inspected[i].ok || screened[i]) && rows[i].v &&
             (pruned[i] ? decisions[i].rule != "duplicate" && decisions[i].rule != "resources"
                        : guide != nullptr))
           candidates.push_back(i);
@@ -529,6 +558,26 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       std::shuffle(candidates.begin(), candidates.end(), rng);
       candidates.resize(std::min<size_t>(
           candidates.size(), static_cast<size_t>(std::max(0, job.pruner.regret_sample))));
+      // The screen did not compile these: compile them now, so the sample covers what it judged.
+      std::vector<size_t> late;
+      for (size_t i : candidates)
+        if (screened[i] && !inspected[i].ok) late.push_back(i);
+      if (!late.empty()) {
+        std::vector<Config> sub;
+        for (size_t i : late) sub.push_back(configs[i]);
+        CompileReport more =
+            compile_and_inspect(job, source, sub, rep.arch, cache_for(opt.cache_dir),
+                                opt.threads ? opt.threads : job.compile_threads, false);
+        for (size_t k = 0; k < late.size(); ++k) {
+          const size_t i = late[k];
+          built.compiled[i] = std::move(more.compiled[k]);
+          built.inspected[i] = std::move(more.inspected[k]);
+          if (inspected[i].ok)
+            rows[i].occ =
+                pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
+                                          rows[i].v->geometry.dynamic_smem, limits);
+        }
+      }
       std::optional<double> best_kept = best_ms, best_sample;
       for (size_t i : candidates) {
         if (opt.should_stop && opt.should_stop()) {

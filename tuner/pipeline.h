@@ -37,6 +37,9 @@ struct RunOptions {
   bool progress = false;            ///< live progress line on stderr
   bool no_gpu = false;              ///< behave as if no device were present
   std::ostream* log = nullptr;      ///< stage log (stderr when null)
+  /// With the pruner on and the device's rates known, compile only what rule 4 could keep
+  /// (tuner/screen.h); false compiles every planned configuration.
+  bool screen = true;
   // Hooks for the daemon's workers.
   std::optional<std::int64_t>
       resume_run;  ///< continue this run, skipping measured (context, variant) pairs
@@ -65,6 +68,7 @@ struct RunReport {
   std::string device;   ///< name, or "none"
   std::string arch;
   std::size_t space_size = 0, planned = 0, compiled_ok = 0, compile_failed = 0, cached = 0;
+  std::size_t screened = 0;  ///< planned but not compiled: rule 4 judged them from their source
   std::size_t correct = 0, failed = 0;
   bool timed = false;
   bool interrupted = false;

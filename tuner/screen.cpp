@@ -53,15 +53,17 @@ ContextModel model_before_compile(const Job& job, const std::string& source,
   return cm;
 }
 
-/// The best prediction among the compiled configurations rules 1-3 keep, with their real
+/// The best prediction among the compiled configurations rules 1-2 keep, with their real
 /// occupancy: what rule 4 will measure every other variant against (or a larger value, while
-/// not everything it could win against is compiled). NaN when none has one.
+/// not everything is compiled: the best only falls as more are). NaN when none has one.
 double best_compiled(const Job& job, const std::vector<Config>& configs, const ContextModel& cm,
                      const CompileReport& compiled, const pruner::DeviceLimits& limits,
                      const Rates& rates, const pruner::Calibration& calibration,
                      const pruner::PruneOptions& rules) {
+  pruner::PruneOptions no_collapse = rules;  // rule 4's best counts duplicates too
+  no_collapse.collapse_duplicates = false;
   pruner::PruneResult pr =
-      pruner::apply_rules(rule_inputs(job, configs, *cm.ctx, compiled), limits, rules);
+      pruner::apply_rules(rule_inputs(job, configs, *cm.ctx, compiled), limits, no_collapse);
   double best = kNone;
   for (size_t i = 0; i < configs.size(); ++i) {
     if (!pr.decisions[i].kept || !cm.model.features[i].ok) continue;

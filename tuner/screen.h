@@ -4,7 +4,7 @@
  * memory can only lower that. So every configuration gets a best case (pruner::best_case at the
  * occupancy its thread count and dynamic shared memory allow), configurations are compiled in
  * order of it, and those whose best case is more than margin x the best prediction among the
- * compiled variants that rules 1-3 keep are never compiled: rule 4 would drop them whatever
+ * compiled variants that rules 1-2 keep are never compiled: rule 4 would drop them whatever
  * their registers. Used by `run` (when the pruner is on and the device's rates are known) and by
  * `prune --screen`.
  * Consumes: Job, source, Configs, contexts, device limits and rates. Produces: a CompileReport

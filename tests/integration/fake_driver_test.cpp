@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "db/store.h"
 #include "test_util.h"
@@ -135,6 +137,58 @@ TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("calibration fitted on"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("; calibration fitted on"), std::string::npos) << again.out;
+}
+
+TEST(FakeDriver, TheScreenMeasuresWhatCompilingEverythingMeasures) {
+  // vector_add over 96 configurations (a parameter with no effect quadruples the 24), two
+  // contexts, margin 1 (rule 4 keeps only the best prediction). With the screen, what rule 4
+  // drops from the source alone is not compiled; what is measured must not change.
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["ConfigurationSpace"]["TuningParameters"].push_back(
+      {{"Name", "spare"}, {"Type", "int"}, {"Values", "[0, 1, 2, 3]"}, {"Default", 0}});
+  job["GPUTune"]["Pruner"] = {{"Enabled", true}, {"ModelMargin", 1.0}, {"RegretSample", 3}};
+  test::write_file(dir / "job.json", job.dump());
+  auto measured = [&](const std::string& db, const std::string& flags) {
+    auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
+                "' -j 2 --cache-dir '" + (dir / ("cache" + flags)).string() + "' " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    db::Store store(db);
+    std::set<std::string> timed;
+    std::map<std::string, int> statuses;
+    for (auto& m : store.measurements(0)) {
+      ++statuses[m.status];
+      if (m.status == "correct" && m.reason.find("re-measurement") != 0)
+        timed.insert(std::to_string(m.context_id) + " " + m.params_json);
+    }
+    return std::make_tuple(r.out, timed, statuses);
+  };
+  auto [out, timed, statuses] = measured((dir / "s.db").string(), "");
+  auto [all_out, all_timed, all_statuses] = measured((dir / "a.db").string(), "--no-screen");
+  EXPECT_NE(out.find("gputune: screen: "), std::string::npos) << out;
+  EXPECT_EQ(all_out.find("gputune: screen: "), std::string::npos) << all_out;
+  const size_t at = out.find("gputune: screen: ") + 17;
+  const int screened = std::atoi(out.c_str() + at);
+  EXPECT_GT(screened, 10) << out;
+  EXPECT_NE(out.find(" of 96 configurations not compiled"), std::string::npos) << out;
+  EXPECT_EQ(timed, all_timed);
+  // The same variants pruned and stored; the fake driver's injected faults (runtime or
+  // correctness) may land on different launches.
+  EXPECT_EQ(statuses["constraints"], all_statuses["constraints"]);
+  auto total = [](const std::map<std::string, int>& m) {
+    int n = 0;
+    for (auto& [k, v] : m) n += v;
+    return n;
+  };
+  EXPECT_EQ(total(statuses), total(all_statuses));
+  EXPECT_GE(timed.size(), 2u);
+  // What the screen judged is stored as pruned by rule 4, with its best case.
+  db::Store store((dir / "s.db").string());
+  int judged = 0;
+  for (auto& m : store.measurements(0))
+    judged += m.reason.find("pruned by rule model: not compiled: at best") == 0;
+  EXPECT_GE(judged, screened) << out;  // once per context at least
 }
 
 TEST(FakeDriver, DefaultConfigurationIsAlwaysTheReference) {
