@@ -61,6 +61,20 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
   return r;
 }
 
+void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
+                  const std::string& source, const std::vector<Config>& configs,
+                  const std::string& arch, const CubinCache& cache, int threads, bool progress) {
+  if (which.empty()) return;
+  std::vector<Config> sub;
+  for (std::size_t i : which) sub.push_back(configs[i]);
+  CompileReport cr = compile_and_inspect(job, source, sub, arch, cache, threads, progress);
+  for (std::size_t k = 0; k < which.size(); ++k) {
+    into.compiled[which[k]] = std::move(cr.compiled[k]);
+    into.inspected[which[k]] = std::move(cr.inspected[k]);
+  }
+  into.ok += cr.ok, into.failed += cr.failed, into.cached += cr.cached;
+}
+
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,
                                            const ContextSpec& ctx, const CompileReport& cr) {
   std::vector<pruner::RuleInput> inputs(configs.size());

@@ -36,6 +36,12 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
                                   const CubinCache& cache, int threads, bool progress);
 
+/// Compiles configs[i] for each i in `which` and writes their entries of `into` (sized like
+/// configs), adding to its counts: compiling a part of a plan after (or instead of) the rest.
+void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
+                  const std::string& source, const std::vector<Config>& configs,
+                  const std::string& arch, const CubinCache& cache, int threads, bool progress);
+
 /// What the pruning rules need of each compiled config in one context (geometry from the job;
 /// a config without a valid launch geometry is not judged).
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,

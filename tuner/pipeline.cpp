@@ -182,8 +182,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   // 5. Compile every planned configuration once (options do not depend on the context); with the
   // pruner on, only those rule 4 could keep in some context (the reference always).
   long def = default_index(job, configs);
-  std::vector<char> screened(configs.size(), 0);
-  std::vector<std::string> screen_reason(configs.size());
+  ScreenResult screen;  // empty unless the screen ran
+  screen.screened.assign(configs.size(), 0);
+  const std::vector<char>& screened = screen.screened;
   CompileReport built = [&] {
     Stage s(log, "compile");
     if (opt.screen && job.pruner.enabled && rates.rates) {
@@ -193,14 +194,14 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       if (def >= 0) so.always.push_back(static_cast<size_t>(def));
       std::vector<const ContextSpec*> ctxs;
       for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
-      ScreenResult sr = compile_screened(job, source, configs, ctxs, limits, rates, calibration,
-                                         rep.arch, cache_for(opt.cache_dir), so);
-      screened = sr.screened, screen_reason = sr.reason, rep.screened = sr.count;
-      log << "gputune: screen: " << sr.count << " of " << configs.size()
+      screen = compile_screened(job, source, configs, ctxs, limits, rates, calibration, rep.arch,
+                                cache_for(opt.cache_dir), so);
+      rep.screened = screen.count;
+      log << "gputune: screen: " << screen.count << " of " << configs.size()
           << " configurations not compiled: rule 4 judged them from their source (their best "
              "prediction at any occupancy is more than "
           << job.pruner.model_margin << " x the best compiled one)\n";
-      return std::move(sr.compile);
+      return std::move(screen.compile);
     }
     return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
                                opt.threads ? opt.threads : job.compile_threads, opt.progress);
@@ -364,13 +365,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         pruner::PruneResult pr = pruner::apply_rules(rule_inputs(job, configs, ctx, compile_report),
                                                      limits, rule_options);
         std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);
-        for (size_t i = 0; i < configs.size(); ++i)
-          if (screened[i]) {
-            pr.decisions[i].kept = false;
-            pr.decisions[i].rule = "model";
-            pr.decisions[i].reason = screen_reason[i];
-          }
-        pr.counts.push_back({"model", by_model + rep.screened});
+        pr.counts.push_back({"model", by_model + mark_screened(pr.decisions, screen)});
         decisions = pr.decisions;
         log << "gputune: pruner:";
         for (auto& c : pr.counts) log << " " << c.rule << " " << c.removed;
@@ -562,22 +557,13 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       std::vector<size_t> late;
       for (size_t i : candidates)
         if (screened[i] && !inspected[i].ok) late.push_back(i);
-      if (!late.empty()) {
-        std::vector<Config> sub;
-        for (size_t i : late) sub.push_back(configs[i]);
-        CompileReport more =
-            compile_and_inspect(job, source, sub, rep.arch, cache_for(opt.cache_dir),
-                                opt.threads ? opt.threads : job.compile_threads, false);
-        for (size_t k = 0; k < late.size(); ++k) {
-          const size_t i = late[k];
-          built.compiled[i] = std::move(more.compiled[k]);
-          built.inspected[i] = std::move(more.inspected[k]);
-          if (inspected[i].ok)
-            rows[i].occ =
-                pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
-                                          rows[i].v->geometry.dynamic_smem, limits);
-        }
-      }
+      compile_into(built, late, job, source, configs, rep.arch, cache_for(opt.cache_dir),
+                   opt.threads ? opt.threads : job.compile_threads, false);
+      for (size_t i : late)
+        if (inspected[i].ok)
+          rows[i].occ =
+              pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
+                                        rows[i].v->geometry.dynamic_smem, limits);
       std::optional<double> best_kept = best_ms, best_sample;
       for (size_t i : candidates) {
         if (opt.should_stop && opt.should_stop()) {

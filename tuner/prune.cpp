@@ -125,12 +125,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     rep.rates = rates.rates;
     rep.calibration = calibration;
     std::size_t removed = apply_model_rule(pr.decisions, model, rep.margin);
-    for (size_t i = 0; i < configs.size(); ++i)
-      if (rep.screened && screen.screened[i]) {
-        pr.decisions[i].rule = "model";
-        pr.decisions[i].reason = screen.reason[i];
-      }
-    pr.counts.push_back({"model", removed + rep.screened});
+    pr.counts.push_back({"model", removed + mark_screened(pr.decisions, screen)});
     pr.kept -= removed;
   }
   rep.counts = pr.counts;

@@ -93,16 +93,9 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   std::vector<char> done(n, 0);
   auto compile = [&](const std::vector<size_t>& which) {
     if (which.empty()) return;
-    std::vector<Config> sub;
-    for (size_t i : which) sub.push_back(configs[i]);
-    CompileReport cr = compile_and_inspect(job, source, sub, arch, cache,
-                                           o.threads ? o.threads : job.compile_threads, o.progress);
-    for (size_t k = 0; k < which.size(); ++k) {
-      r.compile.compiled[which[k]] = std::move(cr.compiled[k]);
-      r.compile.inspected[which[k]] = std::move(cr.inspected[k]);
-      done[which[k]] = 1;
-    }
-    r.compile.ok += cr.ok, r.compile.failed += cr.failed, r.compile.cached += cr.cached;
+    compile_into(r.compile, which, job, source, configs, arch, cache,
+                 o.threads ? o.threads : job.compile_threads, o.progress);
+    for (size_t i : which) done[i] = 1;
     ++r.rounds;
   };
   if (!rates.rates || contexts.empty()) {  // no model: compile everything
@@ -186,6 +179,16 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
     if (round.empty()) break;  // everything is compiled
   }
   return r;
+}
+
+std::size_t mark_screened(std::vector<pruner::Decision>& decisions, const ScreenResult& screen) {
+  for (size_t i = 0; i < decisions.size() && i < screen.screened.size(); ++i)
+    if (screen.screened[i]) {
+      decisions[i].kept = false;
+      decisions[i].rule = "model";
+      decisions[i].reason = screen.reason[i];
+    }
+  return screen.count;
 }
 
 }  // namespace gputune::tuner

@@ -46,4 +46,8 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                               const pruner::Calibration& calibration, const std::string& arch,
                               const CubinCache& cache, const ScreenOptions& options);
 
+/// Rule 4's decision for every screened configuration (kept false, rule "model", the screen's
+/// reason); returns how many. `run` and `prune` add these to rule 4's count.
+std::size_t mark_screened(std::vector<pruner::Decision>& decisions, const ScreenResult& screen);
+
 }  // namespace gputune::tuner
