@@ -13,7 +13,7 @@ out=$root/bench/results/gpu-${dev:-unknown}-$date.md
   echo "# GPU benchmarks, $date"
   echo
   echo "- command: \`bench/run_gpu_benchmarks.sh\` (\`$build/bench/gpu_bench 4096\`)"
-  echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- commit: ${GPUTUNE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
   echo
   echo '```'

@@ -46,7 +46,7 @@ for spec in "${jobs[@]}"; do
     echo "## $(basename "$(dirname "$job")")/$(basename "$job")"
     echo
     echo "- measured: \`gputune run $spec ${measure[*]}\` (exit $rc, $(( $(date +%s) - start )) s with the replay)"
-    echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "- commit: ${GPUTUNE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     echo
     echo '```'
     tail -n 8 "$keep/$name.run.txt"

@@ -21,7 +21,7 @@ out=$root/bench/results/naive-gpu-${dev:-unknown}-$date.md
   [[ -f $out ]] || echo "# Naive kernels on the GPU, $date"
   echo
   echo "- command: \`bench/run_naive_gpu_bench.sh $*\` (exit $rc)"
-  echo "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- commit: ${GPUTUNE_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
   echo
   cat "$tmp"

@@ -6,6 +6,7 @@
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Tooling/Tooling.h>
 
+#include <cstdlib>
 #include <functional>
 
 #ifndef GPUTUNE_CLANG_RESOURCE_DIR
@@ -16,7 +17,10 @@ namespace gputune {
 
 using namespace clang;
 
-std::string clang_resource_dir() { return GPUTUNE_CLANG_RESOURCE_DIR; }
+std::string clang_resource_dir() {
+  if (const char* d = std::getenv("GPUTUNE_CLANG_RESOURCE_DIR"); d && *d) return d;
+  return GPUTUNE_CLANG_RESOURCE_DIR;
+}
 
 namespace {
 

@@ -15,7 +15,8 @@
 
 namespace gputune {
 
-/// Resource directory of clang 14 (its CUDA builtin headers), fixed at configure time.
+/// Resource directory of clang 14 (its CUDA builtin headers): $GPUTUNE_CLANG_RESOURCE_DIR, else
+/// the one found at configure time.
 std::string clang_resource_dir();
 
 /// Lines the prelude adds before the user's source (offsets into the parsed buffer start after it).

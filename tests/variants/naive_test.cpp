@@ -911,6 +911,35 @@ __global__ void k(float* out, int n) {
   }
 }
 
+// clang's builtin headers (its stddef.h, the CUDA wrappers) live in its resource directory, found
+// at configure time; $GPUTUNE_CLANG_RESOURCE_DIR names another (the GPU kit carries a copy).
+TEST(NaiveAnalysis, ClangsResourceDirectoryCanBeMoved) {
+  const std::string src = R"(#include <gputune_probe.h>
+__global__ void k(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + GPUTUNE_PROBE;
+}
+)";
+  // NaiveError comes from code built without RTTI: gtest's EXPECT_NO_THROW would read its typeid.
+  auto error_of = [&] {
+    try {
+      naive::analyse_naive(src, "k", "k.cu");
+      return std::string();
+    } catch (const naive::NaiveError& e) {
+      return std::string(e.what());
+    }
+  };
+  fs::path dir = fs::path(GPUTUNE_TEST_STATE_DIR) / "moved-resource-dir";
+  fs::create_directories(dir / "include");
+  std::ofstream(dir / "include" / "gputune_probe.h") << "#define GPUTUNE_PROBE 7\n";
+  ASSERT_TRUE(std::getenv("GPUTUNE_CLANG_RESOURCE_DIR") == nullptr) << "the test sets it itself";
+  EXPECT_NE(error_of().find("'gputune_probe.h' file not found"), std::string::npos);
+  setenv("GPUTUNE_CLANG_RESOURCE_DIR", dir.c_str(), 1);
+  std::string moved = error_of();
+  unsetenv("GPUTUNE_CLANG_RESOURCE_DIR");
+  EXPECT_EQ(moved, "");
+}
+
 TEST(NaiveAnalysis, KernelOutsideTheSubsetIsStillTunedOverBlockShape) {
   fs::path dir = fs::path(GPUTUNE_TEST_STATE_DIR) / "naive-fallback";
   fs::create_directories(dir);
