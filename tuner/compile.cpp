@@ -2,6 +2,7 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -155,9 +156,26 @@ void CubinCache::put(const CompiledVariant& c) const {
   write(".json", m.dump());
 }
 
+int compile_threads_for(unsigned cores, long long available_bytes) {
+  long long n = std::clamp<long long>(cores, 1, 64);
+  if (available_bytes >= 0) n = std::min(n, std::max(1LL, available_bytes / kCompileWorkerBytes));
+  return static_cast<int>(n);
+}
+
+namespace {
+long long mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return -1;
+}
+}  // namespace
+
 int default_compile_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp(n == 0 ? 1u : n, 1u, 8u));
+  return compile_threads_for(std::thread::hardware_concurrency(), mem_available_bytes());
 }
 
 std::vector<CompiledVariant> compile_all(

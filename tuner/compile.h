@@ -55,7 +55,15 @@ class CubinCache {
   std::filesystem::path dir_;
 };
 
-/// Default worker count: one per core, capped at 8 (each NVRTC instance uses hundreds of MB).
+/// Memory set aside per compile worker. An NVRTC instance compiling a generated conv2d variant
+/// adds about 30 MB to the peak (bench/results/cpu-vm-2026-11-22.md); this leaves 8x headroom.
+inline constexpr long long kCompileWorkerBytes = 256LL << 20;
+
+/// Workers for `cores` cores and `available_bytes` of free memory (negative: unknown): one per
+/// core, no more than the memory holds at kCompileWorkerBytes each, at least 1, at most 64.
+int compile_threads_for(unsigned cores, long long available_bytes);
+
+/// compile_threads_for this machine (hardware threads, MemAvailable from /proc/meminfo).
 int default_compile_threads();
 
 /// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`

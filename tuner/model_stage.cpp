@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tuner/arguments.h"
+#include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/progress.h"
 #include "variants/instantiate.h"
@@ -90,9 +91,8 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
       prog.update(++done, 0, std::nullopt);
     }
   };
-  int nt = threads > 0
-               ? threads
-               : static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  // A clang AST per worker: the compile pool's rule (one per core as far as memory holds).
+  int nt = threads > 0 ? threads : default_compile_threads();
   std::vector<std::thread> pool;
   for (int k = 0; k < nt; ++k) pool.emplace_back(worker);
   for (auto& t : pool) t.join();

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "tuner/arguments.h"
+#include "tuner/compile.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -136,8 +136,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                    [&](size_t a, size_t b) { return priority[a] < priority[b]; });
 
   const int threads = o.threads ? o.threads : job.compile_threads;
-  const size_t cores = threads > 0 ? static_cast<size_t>(threads)
-                                   : std::max(1u, std::thread::hardware_concurrency());
+  const size_t cores = static_cast<size_t>(threads > 0 ? threads : default_compile_threads());
   const size_t batch = o.batch ? o.batch : std::max<size_t>(32, 4 * cores);
   size_t next = 0;
   std::vector<size_t> round = first;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 #include "test_util.h"
 
@@ -84,10 +86,20 @@ TEST(Compile, DisabledCacheNeverStores) {
   EXPECT_FALSE(none.get(r[0].key).has_value());
 }
 
-TEST(Compile, NvrtcVersionIsReported) {
-  EXPECT_NE(nvrtc_version().find('.'), std::string::npos);
-  EXPECT_GE(default_compile_threads(), 1);
-  EXPECT_LE(default_compile_threads(), 8);
+TEST(Compile, NvrtcVersionIsReported) { EXPECT_NE(nvrtc_version().find('.'), std::string::npos); }
+
+TEST(Compile, OneWorkerPerCoreAsFarAsMemoryHolds) {
+  const long long gib = 1LL << 30;
+  EXPECT_EQ(compile_threads_for(16, 128 * gib), 16);  // the lent GPU machine
+  EXPECT_EQ(compile_threads_for(2, 24 * gib), 2);     // the development VM
+  EXPECT_EQ(compile_threads_for(16, 1 * gib), 4);     // 256 MiB each
+  EXPECT_EQ(compile_threads_for(16, 100LL << 20), 1);
+  EXPECT_EQ(compile_threads_for(0, -1), 1);  // nothing known
+  EXPECT_EQ(compile_threads_for(12, -1), 12);
+  EXPECT_EQ(compile_threads_for(256, 1024 * gib), 64);
+  int here = default_compile_threads();
+  EXPECT_GE(here, 1);
+  EXPECT_LE(here, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 }  // namespace
