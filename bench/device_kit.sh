@@ -20,10 +20,8 @@
 # The binaries keep the absolute paths they were built with (the source tree for configs/, the
 # build tree for tests), so `unpack` makes that path a link to the GPU machine's copy of the tree
 # when the two differ. The kit's own loader and libraries are set as each binary's interpreter and
-# rpath (patchelf), so the GPU machine's glibc version does not matter. One call there:
-#   run(carry=[".devkit"], command="bash bench/device_kit.sh unpack && . build-kit/kit-env.sh &&
-#       build-kit/tests/gpu_test && bench/run_gpu_benchmarks.sh build-kit;
-#       bash bench/device_kit.sh collect")
+# rpath (patchelf), so the GPU machine's glibc version does not matter. bench/on_device.sh runs
+# the GPU steps from the kit: run(carry=[".devkit"], command="bash bench/on_device.sh tests -- bench").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit_dir=$root/.devkit
@@ -165,7 +163,7 @@ collect() {
   local files=()
   while IFS= read -r f; do files+=("${f#"$root"/}"); done \
     < <(find "$root/bench/results" -type f -newer "$build/unpacked")
-  for p in "$@"; do files+=("$p"); done
+  for p in "$@"; do [[ -e $root/$p ]] && files+=("$p"); done
   ((${#files[@]})) || {
     echo "device_kit: nothing new to collect"
     return 0
