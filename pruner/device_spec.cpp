@@ -9,6 +9,9 @@
 #ifndef GPUTUNE_DEVICES_DIR
 #define GPUTUNE_DEVICES_DIR "configs/devices"
 #endif
+#ifndef GPUTUNE_INSTALLED_DEVICES_DIR
+#define GPUTUNE_INSTALLED_DEVICES_DIR "share/gputune/devices"
+#endif
 
 namespace gputune::pruner {
 
@@ -29,6 +32,13 @@ int fp32_lanes_per_sm(int major, int minor) {
 
 std::filesystem::path default_devices_dir() {
   if (const char* d = std::getenv("GPUTUNE_DEVICES_DIR"); d && *d) return d;
+  // An installed binary: PREFIX/bin/gputune reads PREFIX/share/gputune/devices.
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / GPUTUNE_INSTALLED_DEVICES_DIR;
+    if (std::filesystem::is_directory(installed, ec)) return installed;
+  }
   return GPUTUNE_DEVICES_DIR;
 }
 

@@ -40,7 +40,8 @@ class DeviceError : public std::runtime_error {
 /// FP32 rate consistent (within 10%) with SMs x FP32 lanes per SM x 2 x boost clock.
 DeviceSpec load_device_file(const std::filesystem::path& file);
 
-/// The shipped device folder: $GPUTUNE_DEVICES_DIR, else the source tree's configs/devices.
+/// The shipped device folder: $GPUTUNE_DEVICES_DIR, else PREFIX/share/gputune/devices beside an
+/// installed binary (PREFIX/bin), else the source tree's configs/devices.
 std::filesystem::path default_devices_dir();
 
 /// All devices of a folder, sorted by key. Throws DeviceError for the first bad file.

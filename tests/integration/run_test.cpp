@@ -1,6 +1,8 @@
 // `gputune` end to end on a machine without a GPU (or with --no-gpu): everything up to timing runs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 namespace gputune {
 namespace {
 
+namespace fs = std::filesystem;
 using test::run_gputune;
 
 TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
@@ -149,6 +152,44 @@ TEST(Cli, GenerateWritesNaiveKernelVariantsThatAgreeOnTheCpu) {
   EXPECT_NE(bad.out.find("no __global__ function named 'nope'"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("the file has: transpose"), std::string::npos) << bad.out;
   EXPECT_EQ(bad.out.find("block shape"), std::string::npos) << bad.out;
+}
+
+// `cmake --install` gives a gputune that runs from its prefix and reads the device files installed
+// beside it (a device only the installed folder has is found), not the source tree's.
+TEST(Cli, AnInstalledGputuneReadsTheDeviceFilesInstalledBesideIt) {
+  fs::path prefix = fs::path(GPUTUNE_TEST_STATE_DIR) / "install";
+  fs::remove_all(prefix);
+  auto install = test::run_command(std::string("'") + GPUTUNE_CMAKE + "' --install '" +
+                                   GPUTUNE_BUILD_DIR + "' --prefix '" + prefix.string() + "'");
+  ASSERT_EQ(install.exit_code, 0) << install.out;
+  fs::path exe = prefix / "bin" / "gputune";
+  fs::path devices = prefix / "share" / "gputune" / "devices";
+  ASSERT_TRUE(fs::exists(exe)) << install.out;
+  ASSERT_TRUE(fs::exists(devices / "h100-sxm.json")) << install.out;
+  EXPECT_TRUE(fs::exists(prefix / "share" / "gputune" / "examples" / "vector_add.json"));
+  EXPECT_TRUE(fs::exists(prefix / "share" / "gputune" / "naive" / "mm.json"));
+
+  // A device file only the installed folder has.
+  std::ifstream in(devices / "h100-sxm.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto j = nlohmann::json::parse(text);
+  j["name"] = "Installed Only GPU";
+  j["aliases"] = nlohmann::json::array({"installed-only-gpu"});
+  std::ofstream(devices / "installed-only.json") << j.dump(2);
+
+  const std::string job =
+      (fs::path(GPUTUNE_SOURCE_DIR) / "configs/examples/vector_add.json").string();
+  auto r = test::run_command("env -u GPUTUNE_DEVICES_DIR '" + exe.string() + "' prune '" + job +
+                             "' --device installed-only --no-store --cache-dir -");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Installed Only GPU"), std::string::npos) << r.out;
+  // The build tree's binary reads the source tree, which has no such device.
+  auto b =
+      test::run_command(std::string("env -u GPUTUNE_DEVICES_DIR '") + GPUTUNE_BINARY + "' prune '" +
+                        job + "' --device installed-only --no-store --cache-dir -");
+  EXPECT_EQ(b.exit_code, 2) << b.out;
+  EXPECT_NE(b.out.find("h100-sxm"), std::string::npos) << "lists the known devices: " << b.out;
+  fs::remove_all(prefix);
 }
 
 TEST(Cli, StartsAndExplainsWithoutADriver) {
