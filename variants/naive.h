@@ -26,15 +26,19 @@
 
 namespace gputune::naive {
 
-/// Thrown for a kernel outside the subset; names the construct and its line.
+/// Thrown for a kernel outside the subset; names the construct and its line. The analysis that
+/// throws it is built without RTTI (as LLVM 14 is): the out-of-line destructors (naive_emit.cpp,
+/// built with RTTI) make that the one place the vtables are emitted, with their type information.
 class NaiveError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  ~NaiveError() override;
 };
 /// Thrown when the file has no kernel of that name (or cannot be parsed): nothing to fall back to.
 class NaiveSourceError : public NaiveError {
  public:
   using NaiveError::NaiveError;
+  ~NaiveSourceError() override;
 };
 
 /// Source text split around what a variant rewrites.

@@ -12,6 +12,9 @@
 
 namespace gputune::naive {
 
+NaiveError::~NaiveError() = default;
+NaiveSourceError::~NaiveSourceError() = default;
+
 std::string cache_name(Cache c) {
   switch (c) {
     case Cache::Global:

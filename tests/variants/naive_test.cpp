@@ -911,6 +911,24 @@ __global__ void k(float* out, int n) {
   }
 }
 
+// The analysis is built without RTTI (LLVM 14 is), yet what it throws must be an ordinary
+// exception: typeid works on it (gtest's EXPECT_NO_THROW reads it; a vtable from code built
+// without RTTI has none and crashes it).
+TEST(NaiveAnalysis, ItsErrorsCarryTheirTypeInformation) {
+  try {
+    naive::analyse_naive("__global__ void k(float* o) { o[threadIdx.x] = 1.0f; }", "nope", "k.cu");
+    FAIL() << "no kernel named nope";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(typeid(e).name()), typeid(naive::NaiveSourceError).name());
+  }
+  try {
+    naive::analyse_naive("__global__ void k(float* o) { o[threadIdx.x] = 1.0f; }", "k", "k.cu");
+    FAIL() << "threadIdx used directly must be refused";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(typeid(e).name()), typeid(naive::NaiveError).name());
+  }
+}
+
 // clang's builtin headers (its stddef.h, the CUDA wrappers) live in its resource directory, found
 // at configure time; $GPUTUNE_CLANG_RESOURCE_DIR names another (the GPU kit carries a copy).
 TEST(NaiveAnalysis, ClangsResourceDirectoryCanBeMoved) {
@@ -920,7 +938,6 @@ __global__ void k(float* out, const float* in, int n) {
   if (i < n) out[i] = in[i] + GPUTUNE_PROBE;
 }
 )";
-  // NaiveError comes from code built without RTTI: gtest's EXPECT_NO_THROW would read its typeid.
   auto error_of = [&] {
     try {
       naive::analyse_naive(src, "k", "k.cu");
