@@ -1,13 +1,16 @@
-// GPU tests (ctest label `gpu`): the examples end to end on a real device, and the cubin reader
-// against the driver. Each skips with the reason where there is no driver or device.
+// GPU tests (ctest label `gpu`): the examples and the naive kernels end to end on a real device,
+// the cubin reader against the driver, and the resource rule against real launches and the
+// occupancy API. Each skips with the reason where there is no driver or device.
 #include <gtest/gtest.h>
 
 #include "db/store.h"
 #include "pruner/cubin.h"
 #include "pruner/occupancy.h"
+#include "pruner/rules.h"
 #include "test_util.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
+#include "tuner/generate.h"
 #include "tuner/pipeline.h"
 
 namespace gputune {
@@ -94,6 +97,135 @@ TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
     }
   }
 }
+
+// Issue #3's rule 1 on the device: a configuration the resource rule keeps launches, one it
+// removes fails to launch, and where it launches, the pruner's blocks per SM are the occupancy
+// API's. Registers (an unrolled array of K floats, no launch bounds), static and dynamic shared
+// memory and threads are swept across the limits: 255 registers x 1024 threads, 48 KB without
+// opt-in, the opt-in maximum, the per-block reserve.
+TEST(GpuResources, TheResourceRuleAgreesWithLaunchesAndTheOccupancyApi) {
+  REQUIRE_GPU();
+  auto info = tuner::query_device(0);
+  tuner::PrimaryContext ctx(0);
+  const auto& d = tuner::Driver::instance();
+  const int n = 1024;
+  const int optin = info.limits.smem_per_block_optin;
+  tuner::DeviceBuffer p(sizeof(float) * (160 * n + n));
+  auto error_name = [&](CUresult rc) {
+    const char* name = nullptr;
+    d.cuGetErrorName(rc, &name);
+    return std::string(name ? name : "unknown error");
+  };
+  int launched_count = 0, refused_count = 0;
+  for (int k : {4, 64, 160}) {
+    for (int static_bytes : {4, 40 * 1024}) {
+      Variant v;
+      v.kernel_name = "k";
+      v.source = R"(extern "C" __global__ void k(float* p, int n) {
+        extern __shared__ float dyn[];
+        __shared__ float st[STATIC_BYTES / 4];
+        float acc[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) acc[i] = p[i * n + threadIdx.x];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+          for (int i = 0; i < K; i++) acc[i] = acc[i] * acc[(i + 1) % K] + 1.0f;
+        st[threadIdx.x % (STATIC_BYTES / 4)] = acc[0];
+        dyn[threadIdx.x] = acc[K - 1];
+        __syncthreads();
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < K; i++) s += acc[i];
+        p[threadIdx.x] = s + st[(threadIdx.x + 1) % (STATIC_BYTES / 4)] + dyn[threadIdx.x];
+      })";
+      v.options = {"-DK=" + std::to_string(k), "-DSTATIC_BYTES=" + std::to_string(static_bytes)};
+      auto c = tuner::compile_variant(v, info.limits.arch());
+      ASSERT_TRUE(c.ok) << c.log;
+      auto r = pruner::read_cubin_resources(c.cubin, c.lowered_name);
+      tuner::Module m(c.cubin, c.lowered_name);
+      for (int threads : {128, 384, 512, 1024}) {
+        // Every thread writes dyn[threadIdx.x]: at least threads floats of dynamic memory. The
+        // last three sit at the opt-in limit per block: 4 bytes under, exactly at, 4 bytes over.
+        const int at_limit = optin - r.static_smem;
+        for (int dyn : {4 * threads, 8 * 1024, 100 * 1024, at_limit - 4, at_limit, at_limit + 4}) {
+          if (dyn < 4 * threads) continue;
+          pruner::RuleInput in;
+          in.inspected = true;
+          in.res = r;
+          in.threads_per_block = threads;
+          in.dynamic_smem = dyn;
+          in.cubin_hash = "h";
+          in.geometry = "g";
+          auto rule = pruner::apply_rules({in}, info.limits, {.max_spill_bytes = -1});
+          const auto& decision = rule.decisions.at(0);
+          const std::string what = "K " + std::to_string(k) + " (" + std::to_string(r.registers) +
+                                   " registers), static " + std::to_string(static_bytes) +
+                                   ", dynamic " + std::to_string(dyn) + ", threads " +
+                                   std::to_string(threads);
+          CUresult set = d.cuFuncSetAttribute(m.function(),
+                                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn);
+          CUdeviceptr ptr = p.get();
+          int nn = n;
+          void* params[] = {&ptr, &nn};
+          CUresult launch = set == CUDA_SUCCESS ? d.cuLaunchKernel(m.function(), 1, 1, 1, threads,
+                                                                   1, 1, static_cast<unsigned>(dyn),
+                                                                   nullptr, params, nullptr)
+                                                : set;
+          if (launch == CUDA_SUCCESS) launch = d.cuCtxSynchronize();
+          const bool launched = launch == CUDA_SUCCESS;
+          EXPECT_EQ(decision.kept, launched)
+              << what << ": rule says " << (decision.kept ? "kept" : decision.reason)
+              << ", driver says " << error_name(launch);
+          if (launched) {
+            ++launched_count;
+            int blocks = 0;
+            d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m.function(), threads,
+                                                                  static_cast<size_t>(dyn)),
+                    "occupancy");
+            EXPECT_EQ(decision.occupancy.blocks_per_sm, blocks) << what;
+          } else {
+            ++refused_count;
+          }
+        }
+      }
+    }
+  }
+  // The sweep crosses the limits both ways.
+  EXPECT_GT(launched_count, 20);
+  EXPECT_GT(refused_count, 5);
+}
+
+// Issue #4 on the device: a sample of each shipped naive kernel's generated variants through the
+// real pipeline, each verified against the default configuration's outputs.
+class NaiveJobs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NaiveJobs, GeneratedVariantsComputeWhatTheNaiveKernelComputes) {
+  REQUIRE_GPU();
+  test::TempDir dir;
+  Job job =
+      tuner::load_tuning_job(test::source_dir() / "configs" / "naive" / (GetParam() + ".json"));
+  job.budget.max_configurations = 16;
+  job.strategy = "random";
+  job.measure.repeats = 3;
+  tuner::RunOptions opt;
+  opt.db_path = (dir / "g.db").string();
+  opt.cache_dir = dir / "cache";
+  auto rep = tuner::run_job(job, opt);
+  EXPECT_EQ(rep.exit_code, tuner::kExitOk) << rep.message;
+  db::Store store(opt.db_path);
+  size_t correct = 0;
+  for (auto& m : store.measurements(rep.run_id)) {
+    EXPECT_NE(m.status, "correctness") << m.params_json << ": " << m.reason;
+    EXPECT_NE(m.status, "runtime") << m.params_json << ": " << m.reason;
+    if (m.status == "correct") ++correct;
+  }
+  EXPECT_GT(correct, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, NaiveJobs,
+                         ::testing::Values("mm", "mm2d", "mm_acc", "mv", "tmv", "outer",
+                                           "transpose", "conv1d", "conv2d", "jacobi", "reduction"));
 
 }  // namespace
 }  // namespace gputune
