@@ -124,22 +124,29 @@ unpack() {
   rm -rf "$build"
   mv "$tmp/build-kit" "$build"
   rm -rf "$tmp"
-  local cublas=""
+  # NVRTC (needed) and cuBLAS (the baselines): the toolkit's, else a Python wheel's (the torch
+  # environment has both), through LD_LIBRARY_PATH, which the loader reads after the rpath.
+  local nvrtc="" cublas="" extra=""
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /opt /usr/lib; do
     [[ -d $d ]] || continue
-    cublas=$(find "$d" -name 'libcublas.so.13*' 2>/dev/null | head -1)
-    [[ -n $cublas ]] && break
+    [[ -n $nvrtc ]] || nvrtc=$(find "$d/" -name 'libnvrtc.so.13' 2>/dev/null | head -1)
+    [[ -n $cublas ]] || cublas=$(find "$d/" -name 'libcublas.so.13*' 2>/dev/null | head -1)
+    [[ -n $nvrtc && -n $cublas ]] && break
+  done
+  for f in "$nvrtc" "$cublas"; do
+    [[ -n $f && ${f%/*} != /usr/local/cuda/lib64 ]] && extra="$extra${extra:+:}${f%/*}"
   done
   {
     echo "# written by bench/device_kit.sh unpack"
     echo "export GPUTUNE_CLANG_RESOURCE_DIR=$want/build-kit/clang-resource"
     echo "export GPUTUNE_COMMIT=$(sed -n 's/^commit=//p' "$build/KIT")"
     echo "export PATH=/usr/local/cuda/bin:\$PATH"
-    [[ -n $cublas ]] && echo "export LD_LIBRARY_PATH=$(dirname "$cublas")\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    [[ -n $extra ]] && echo "export LD_LIBRARY_PATH=$extra\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
   } >"$build/kit-env.sh"
   touch "$build/unpacked"
   cat "$build/KIT"
-  [[ -n $cublas ]] && echo "cublas: $cublas" || echo "cublas: not found (the cuBLAS baselines will say so)"
+  echo "nvrtc: ${nvrtc:-not found (gputune cannot compile without it)}"
+  echo "cublas: ${cublas:-not found (the cuBLAS baselines will say so)}"
   # shellcheck disable=SC1091
   . "$build/kit-env.sh"
   local bad=0 loader
