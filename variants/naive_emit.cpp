@@ -2744,7 +2744,10 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     // choice under __launch_bounds__(threads) swings (mm 16x16 merge 8x8 tk16, NVRTC: 128
     // registers and 36 bytes of spills with two stages, 171 and none with three): `none` leaves
     // the compiler up to 255 (offered up to 256 threads, where any count launches), `two_blocks`
-    // caps them for two blocks per SM (where that is under 128: 2 x threads >= 512). Only for
+    // caps them for two blocks per SM (where that is under 128: 2 x threads >= 512), and only
+    // where the cap (64K registers per SM, as on every GPU since Kepler, over 2 x threads) is
+    // above the outputs per thread: at or below it the accumulators alone fill the registers and
+    // every such variant spills (mm 32x16 merge 8x8: 64 registers, 2-3 KB of spills). Only for
     // the heaviest register tiles (32 outputs or more per thread): the rest fit either way.
     if (k.dims == 2) {
       std::vector<std::string> names;
@@ -2753,7 +2756,8 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
       conds.push_back({"launch_bounds == 'threads' or (merge_x*merge_y >= 32 and (" +
                            any.substr(4) +
                            ") and (block_size_x*block_size_y <= 256 if launch_bounds == 'none' "
-                           "else block_size_x*block_size_y >= 256))",
+                           "else 256 <= block_size_x*block_size_y and merge_x*merge_y < 32768 // "
+                           "(block_size_x*block_size_y)))",
                        {}});
     }
   }

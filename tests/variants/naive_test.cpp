@@ -1519,7 +1519,8 @@ TEST(NaivePipeline, TheNextStripIsCopiedWhileTheWorkUsesThisOne) {
 // stages) 128 registers and spills (which the spill rule prunes), while without the bound it takes
 // 167 and spills nothing; `two_blocks` asks for two blocks per SM (at most 128 registers at 256
 // threads). Offered for 2-D kernels with a shared tile and 32 outputs or more per thread: `none`
-// up to 256 threads (any register count launches), `two_blocks` from 256 (where the cap binds).
+// up to 256 threads (any register count launches), `two_blocks` from 256 (where the cap binds)
+// while the cap stays above the outputs per thread.
 TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   const naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;
@@ -1545,6 +1546,15 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   EXPECT_NE(vs[1].source.find("__global__ void mm("), std::string::npos) << vs[1].source;
   EXPECT_NE(vs[2].source.find("void __launch_bounds__(256, 2) mm("), std::string::npos);
   EXPECT_NE(naive::choice_label(mm, c).find("_lb-two_blocks"), std::string::npos);
+  // Not offered: two blocks of 32x16 threads cap registers at 64, what merge 8x8's accumulators
+  // alone need, so ptxas spills.
+  c.block_x = 32;
+  c.bounds = naive::LaunchBounds::TwoBlocks;
+  Variant wide;
+  wide.kernel_name = "mm";
+  wide.source = naive::emit_variant(mm, c);
+  vs.push_back(wide);
+  c.block_x = 16;
   auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
   std::vector<pruner::Resources> res;
   for (const auto& cv : compiled) {
@@ -1559,6 +1569,8 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   EXPECT_LE(res[2].registers, 128);
   EXPECT_EQ(res[0].max_threads, 256);
   EXPECT_EQ(res[1].max_threads, 0);
+  EXPECT_LE(res[3].registers, 64);
+  EXPECT_GT(res[3].spill_stores, 256) << res[3].registers << " registers";
   // The job offers the other two only for the heaviest register tiles, each where it can matter.
   Job job = load_job(kNaive / "mm_sgemm.json");
   naive::apply_to_job(job, mm);
@@ -1574,6 +1586,8 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
       EXPECT_LE(threads, 256) << naive::choice_label(mm, ch);
     } else {
       EXPECT_GE(threads, 256) << naive::choice_label(mm, ch);
+      // The cap for two blocks (64K registers / (2 x threads)) is above the accumulators.
+      EXPECT_LT(ch.merge_x * ch.merge_y, 32768 / threads) << naive::choice_label(mm, ch);
     }
   }
   EXPECT_EQ(seen.size(), 3u);
