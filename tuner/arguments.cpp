@@ -188,7 +188,9 @@ double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_
   return 0;
 }
 
-std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx) {
+std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
+                                         ArgumentContents contents) {
+  const bool fill_vectors = contents == ArgumentContents::Filled;
   // Sizes see each parameter as the list of its values (buffers serve every configuration).
   auto bindings = context_bindings(ctx);
   for (auto& p : job.parameters) bindings.emplace_back(p.name, Value(p.values));
@@ -224,8 +226,12 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
     if (a.fill_type == "BinaryRaw") {
       h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {
-      h.data.assign(bytes, 0);
       double fill = eval(a.fill_value, path + ".FillValue").as_double();
+      if (h.is_vector && !fill_vectors) {
+        out.push_back(std::move(h));
+        continue;
+      }
+      h.data.assign(bytes, 0);
       if (a.fill_type == "Constant") {
         for (std::uint64_t k = 0; k < scalars; ++k) write_scalar(h.type, h.data.data(), k, fill);
       } else {  // Random: uniform in [0, FillValue), reproducible per argument
@@ -241,7 +247,7 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx)
     }
     out.push_back(std::move(h));
   }
-  for (size_t i = 0; i < job.references.size(); ++i) {
+  for (size_t i = 0; fill_vectors && i < job.references.size(); ++i) {
     const ReferenceArgument& r = job.references[i];
     std::string path =
         "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "] (" + r.name + ")";

@@ -41,10 +41,15 @@ struct HostArgument {
   std::optional<double> threshold;
 };
 
+/// What make_arguments builds: everything, or what the model reads (sizes and scalar values;
+/// vector contents and references stay empty, which saves filling 16M-element arrays).
+enum class ArgumentContents { Filled, SizesOnly };
+
 /// Sizes and fills every argument for a context. Sizes may use ProblemSize, context values, and
 /// parameter names bound to their full value lists (e.g. "ProblemSize[0]+max(filter_width)-1").
 /// Throws JobError naming the argument's field.
-std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx);
+std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
+                                         ArgumentContents contents = ArgumentContents::Filled);
 
 /// Scalar i of a buffer as double.
 double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_t i);

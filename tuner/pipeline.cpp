@@ -347,7 +347,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       }
       // The measurer's arguments when there is one (sizing and filling them again is not free).
       std::vector<HostArgument> own_args;
-      if (!measurer) own_args = make_arguments(job, ctx);
+      if (!measurer) own_args = make_arguments(job, ctx, ArgumentContents::SizesOnly);
       model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : own_args,
                         usable, occ, rates, calibration,
                         opt.threads ? opt.threads : job.compile_threads, opt.progress);

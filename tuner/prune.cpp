@@ -116,7 +116,8 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       usable[i] = inputs[i].inspected;
       occ[i] = pr.decisions[i].occupancy;
     }
-    model = run_model(job, source, configs, *ctx, make_arguments(job, *ctx), usable, occ, rates,
+    model = run_model(job, source, configs, *ctx,
+                      make_arguments(job, *ctx, ArgumentContents::SizesOnly), usable, occ, rates,
                       calibration, o.threads ? o.threads : job.compile_threads, o.progress);
     rep.predicted = model.predicted;
     rep.not_analysed = model.not_analysed;

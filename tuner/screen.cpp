@@ -41,7 +41,8 @@ ContextModel model_before_compile(const Job& job, const std::string& source,
     } catch (const JobError&) {
     }
   }
-  cm.model = run_model(job, source, configs, ctx, make_arguments(job, ctx), usable, occ, rates,
+  cm.model = run_model(job, source, configs, ctx,
+                       make_arguments(job, ctx, ArgumentContents::SizesOnly), usable, occ, rates,
                        calibration, o.threads ? o.threads : job.compile_threads, o.progress);
   cm.best_ms.assign(n, kNone);
   for (size_t i = 0; i < n; ++i) {

@@ -44,6 +44,30 @@ TEST(Arguments, SizedAndFilledFromTheJob) {
   EXPECT_EQ(w, 4096);
 }
 
+// What the model reads (sizes, scalar values) without filling the vectors it never reads.
+TEST(Arguments, SizesOnlyHasTheSizesAndScalarsOfTheFilledArguments) {
+  Job job = load_job(test::examples_dir() / "convolution.json");
+  auto filled = make_arguments(job, job.contexts[0]);
+  auto sizes = make_arguments(job, job.contexts[0], ArgumentContents::SizesOnly);
+  ASSERT_EQ(sizes.size(), filled.size());
+  size_t scalars = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(sizes[i].name, filled[i].name);
+    EXPECT_EQ(sizes[i].elements, filled[i].elements) << sizes[i].name;
+    EXPECT_EQ(sizes[i].type.bytes(), filled[i].type.bytes()) << sizes[i].name;
+    EXPECT_EQ(sizes[i].is_vector, filled[i].is_vector);
+    EXPECT_EQ(sizes[i].output, filled[i].output);
+    if (sizes[i].is_vector) {
+      EXPECT_TRUE(sizes[i].data.empty()) << sizes[i].name;
+      EXPECT_FALSE(filled[i].data.empty()) << sizes[i].name;
+    } else {
+      ++scalars;
+      EXPECT_EQ(sizes[i].data, filled[i].data) << sizes[i].name;
+    }
+  }
+  EXPECT_GT(scalars, 0u);
+}
+
 TEST(Arguments, CompareWithTolerance) {
   HostArgument a;
   a.name = "out";
