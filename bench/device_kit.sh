@@ -21,7 +21,7 @@
 # build tree for tests), so `unpack` makes that path a link to the GPU machine's copy of the tree
 # when the two differ. The kit's own loader and libraries are set as each binary's interpreter and
 # rpath (patchelf), so the GPU machine's glibc version does not matter. bench/on_device.sh runs
-# the GPU steps from the kit: run(carry=[".devkit"], command="bash bench/on_device.sh tests -- bench").
+# the GPU steps from the kit: run(carry=[".devkit"], command="bash bench/on_device.sh tests").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit_dir=$root/.devkit
