@@ -2654,6 +2654,12 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   block_shape(job, k.dims, gen, conds);
   gen.push_back(int_param("merge_x", {1, 2, 4, 8}, 1));
   if (k.dims == 2) gen.push_back(int_param("merge_y", {1, 2, 4, 8}, 1));
+  // A loop keeps every merged output's accumulator live across it, and the registers per thread
+  // are at most 64K / threads (every launch bound here: `none` only up to 256 threads): at or
+  // below the outputs per thread the accumulators alone fill them and the variant spills (mm
+  // 64x16 threads merge 8x8: 64 registers), so it is not offered.
+  if (k.dims == 2 && k.loops)
+    conds.push_back({"merge_x*merge_y < 65536 // (block_size_x*block_size_y)", {}});
   if (k.loops) gen.push_back(int_param("unroll", {1, 2, 4, 8}, 1));
   std::vector<std::string> shared_arrays, pad_arrays, vector_arrays;
   std::string smem;

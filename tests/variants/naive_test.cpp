@@ -1555,6 +1555,17 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   wide.source = naive::emit_variant(mm, c);
   vs.push_back(wide);
   c.block_x = 16;
+  // Nor are 1024 threads (64K / 1024 = 64 registers) with merge 8x8 under any bound (one stage
+  // of 8-deep strips, so the tiles fit 48 KB of static shared memory).
+  naive::Choice full = c;
+  full.block_x = 64;
+  full.bounds = naive::LaunchBounds::Threads;
+  full.stages = 1;
+  full.tile_k = 8;
+  Variant v1024;
+  v1024.kernel_name = "mm";
+  v1024.source = naive::emit_variant(mm, full);
+  vs.push_back(v1024);
   auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
   std::vector<pruner::Resources> res;
   for (const auto& cv : compiled) {
@@ -1562,6 +1573,8 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
     res.push_back(pruner::read_cubin_resources(cv.cubin, cv.lowered_name));
     pruner::apply_ptxas_log(res.back(), cv.log, cv.lowered_name);
   }
+  EXPECT_LE(res[4].registers, 64);
+  EXPECT_GT(res[4].spill_stores, 256) << res[4].registers << " registers";
   // The compiler's own choice spills nothing; the bounded ones stay within their caps.
   EXPECT_EQ(res[1].spill_stores, 0) << res[1].registers << " registers";
   EXPECT_GT(res[1].registers, 128);
@@ -1579,8 +1592,9 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   for (size_t i = 0; i < space.size(); ++i) {
     const naive::Choice ch = naive::choice_from_config(mm, space.config(i));
     ++seen[ch.bounds];
-    if (ch.bounds == naive::LaunchBounds::Threads) continue;
     const int threads = ch.block_x * ch.block_y;
+    EXPECT_LT(ch.merge_x * ch.merge_y, 65536 / threads) << naive::choice_label(mm, ch);
+    if (ch.bounds == naive::LaunchBounds::Threads) continue;
     EXPECT_GE(ch.merge_x * ch.merge_y, 32) << naive::choice_label(mm, ch);
     if (ch.bounds == naive::LaunchBounds::None) {
       EXPECT_LE(threads, 256) << naive::choice_label(mm, ch);
