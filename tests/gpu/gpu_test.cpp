@@ -22,19 +22,26 @@ namespace {
     if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason(); \
   } while (0)
 
+// Tunes `samples` random configurations of `job` (the GPU suite stays short; benchmarks run
+// whole spaces) into dir/g.db with a fresh cubin cache.
+tuner::RunReport tune_sample(Job job, std::size_t samples, int repeats, const test::TempDir& dir,
+                             tuner::RunOptions& opt) {
+  job.budget.max_configurations = samples;
+  job.strategy = "random";
+  job.measure.repeats = repeats;
+  opt.db_path = (dir / "g.db").string();
+  opt.cache_dir = dir / "cache";
+  return tuner::run_job(job, opt);
+}
+
 class Examples : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Examples, TunesEndToEndAndEveryCorrectVariantIsVerified) {
   REQUIRE_GPU();
   test::TempDir dir;
   Job job = load_job(test::examples_dir() / (GetParam() + ".json"));
-  job.budget.max_configurations = 40;  // keep the GPU suite short; benchmarks run whole spaces
-  job.strategy = "random";
-  job.measure.repeats = 5;
   tuner::RunOptions opt;
-  opt.db_path = (dir / "g.db").string();
-  opt.cache_dir = dir / "cache";
-  auto rep = tuner::run_job(job, opt);
+  auto rep = tune_sample(job, 40, 5, dir, opt);
   EXPECT_EQ(rep.exit_code, tuner::kExitOk) << rep.message;
   EXPECT_TRUE(rep.timed);
   ASSERT_EQ(rep.best.size(), job.contexts.size());
@@ -205,13 +212,8 @@ TEST_P(NaiveJobs, GeneratedVariantsComputeWhatTheNaiveKernelComputes) {
   test::TempDir dir;
   Job job =
       tuner::load_tuning_job(test::source_dir() / "configs" / "naive" / (GetParam() + ".json"));
-  job.budget.max_configurations = 16;
-  job.strategy = "random";
-  job.measure.repeats = 3;
   tuner::RunOptions opt;
-  opt.db_path = (dir / "g.db").string();
-  opt.cache_dir = dir / "cache";
-  auto rep = tuner::run_job(job, opt);
+  auto rep = tune_sample(job, 16, 3, dir, opt);
   EXPECT_EQ(rep.exit_code, tuner::kExitOk) << rep.message;
   db::Store store(opt.db_path);
   size_t correct = 0;
