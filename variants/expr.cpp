@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <set>
 
 namespace gputune {
@@ -69,6 +70,7 @@ struct Node {
   std::vector<Cmp> cmps;
   std::vector<std::unique_ptr<Node>> kids;
   std::vector<Clause> clauses;  // Comp: kids[0] is the element
+  int height = 1;               // levels of the tree below and including this node
 };
 
 }  // namespace detail
@@ -99,11 +101,19 @@ const std::unordered_map<std::string, Builtin>& builtins() {
   return b;
 }
 
+/// The expression in quotes for a message; a long one is cut (the column still locates the error).
+std::string quoted(std::string_view text) {
+  constexpr size_t kShown = 100;
+  if (text.size() <= kShown) return "\"" + std::string(text) + "\"";
+  return "\"" + std::string(text.substr(0, kShown)) + "...\" (" + std::to_string(text.size()) +
+         " characters)";
+}
+
 std::vector<Token> tokenize(std::string_view s) {
   std::vector<Token> out;
   size_t i = 0;
   auto err = [&](const std::string& what) {
-    throw ExprError("bad expression \"" + std::string(s) + "\": " + what + " at column " +
+    throw ExprError("bad expression " + quoted(s) + ": " + what + " at column " +
                     std::to_string(i + 1));
   };
   while (i < s.size()) {
@@ -119,8 +129,13 @@ std::vector<Token> tokenize(std::string_view s) {
         i += 2;
         while (i < s.size() && std::isxdigit(static_cast<unsigned char>(s[i]))) ++i;
         std::string t(s.substr(start, i - start));
-        out.push_back(
-            {Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t, nullptr, 16)))});
+        if (t.size() == 2) err("invalid hexadecimal literal");
+        try {
+          out.push_back(
+              {Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t, nullptr, 16)))});
+        } catch (const std::out_of_range&) {
+          err("number out of range (integers are 64-bit)");
+        }
         continue;
       }
       bool is_float = false;
@@ -147,7 +162,7 @@ std::vector<Token> tokenize(std::string_view s) {
         else
           out.push_back({Tok::Int, t, start, Value(static_cast<std::int64_t>(std::stoll(t)))});
       } catch (const std::out_of_range&) {
-        err("number out of range");
+        err("number out of range (integers are 64-bit)");
       }
       continue;
     }
@@ -215,8 +230,38 @@ class Parser {
   std::vector<Token> toks_;
   size_t p_ = 0;
   Symbols& syms_;
-  std::set<int> free_;
-  std::vector<std::set<int>> scopes_;  // comprehension-bound slots
+  std::set<int> free_;  // names read so far; a comprehension takes back the ones it binds
+  // The parser recurses once per nested bracket, unary operator or conditional, and evaluation once
+  // per tree level, so both are bounded: Python's tokenizer also stops at 200 nested brackets.
+  static constexpr int kMaxNesting = 200;
+  static constexpr int kMaxDepth = 1000;
+  int nesting_ = 0;
+
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (p.nesting_ == kMaxNesting)
+        p.fail("expression nested more than " + std::to_string(kMaxNesting) + " levels deep");
+      ++p.nesting_;
+    }
+    ~Nest() { --p.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
+
+  /// Makes `kid` a child of `parent`, keeping the tree no deeper than evaluation may recurse (a
+  /// chain like 1+1+...+1 is as deep as it is long). Checked while building, so that not even
+  /// the tree's destructor recurses further.
+  void adopt(Node& parent, NodePtr kid) {
+    if (kid) grow(parent, *kid);
+    parent.kids.push_back(std::move(kid));
+  }
+  void grow(Node& parent, const Node& kid) {
+    parent.height = std::max(parent.height, kid.height + 1);
+    if (parent.height > kMaxDepth)
+      fail("expression more than " + std::to_string(kMaxDepth) +
+           " operations deep (evaluation recurses once per level)");
+  }
 
   const Token& peek(size_t k = 0) const { return toks_[std::min(p_ + k, toks_.size() - 1)]; }
   bool is_op(const char* o, size_t k = 0) const {
@@ -227,7 +272,7 @@ class Parser {
   }
   [[noreturn]] void fail(const std::string& what) const {
     const Token& t = peek();
-    throw ExprError("bad expression \"" + std::string(text_) + "\": " + what + " at column " +
+    throw ExprError("bad expression " + quoted(text_) + ": " + what + " at column " +
                     std::to_string(t.pos + 1) + (t.kind == Tok::End ? " (end of expression)" : ""));
   }
   void expect(const char* o) {
@@ -242,11 +287,12 @@ class Parser {
       auto cond = or_expr();
       if (!is_kw("else")) fail("expected 'else'");
       ++p_;
+      Nest nest(*this);
       auto other = expr();
       auto n = make(Op::IfElse);
-      n->kids.push_back(std::move(cond));
-      n->kids.push_back(std::move(body));
-      n->kids.push_back(std::move(other));
+      adopt(*n, std::move(cond));
+      adopt(*n, std::move(body));
+      adopt(*n, std::move(other));
       return n;
     }
     return body;
@@ -256,8 +302,8 @@ class Parser {
     while (is_kw("or")) {
       ++p_;
       auto n = make(Op::Or);
-      n->kids.push_back(std::move(l));
-      n->kids.push_back(and_expr());
+      adopt(*n, std::move(l));
+      adopt(*n, and_expr());
       l = std::move(n);
     }
     return l;
@@ -267,17 +313,18 @@ class Parser {
     while (is_kw("and")) {
       ++p_;
       auto n = make(Op::And);
-      n->kids.push_back(std::move(l));
-      n->kids.push_back(not_expr());
+      adopt(*n, std::move(l));
+      adopt(*n, not_expr());
       l = std::move(n);
     }
     return l;
   }
   NodePtr not_expr() {
     if (is_kw("not")) {
+      Nest nest(*this);
       ++p_;
       auto n = make(Op::Not);
-      n->kids.push_back(not_expr());
+      adopt(*n, not_expr());
       return n;
     }
     return comparison();
@@ -302,10 +349,10 @@ class Parser {
     Cmp c;
     if (!cmp_op(c)) return first;
     auto n = make(Op::Compare);
-    n->kids.push_back(std::move(first));
+    adopt(*n, std::move(first));
     do {
       n->cmps.push_back(c);
-      n->kids.push_back(bitor_expr());
+      adopt(*n, bitor_expr());
     } while (cmp_op(c));
     return n;
   }
@@ -318,8 +365,8 @@ class Parser {
         if (is_op(s)) {
           ++p_;
           auto n = make(op);
-          n->kids.push_back(std::move(l));
-          n->kids.push_back((this->*next)());
+          adopt(*n, std::move(l));
+          adopt(*n, (this->*next)());
           l = std::move(n);
           found = true;
           break;
@@ -347,18 +394,20 @@ class Parser {
       op = Op::Invert;
     else
       return power();
+    Nest nest(*this);
     ++p_;
     auto n = make(op);
-    n->kids.push_back(unary());
+    adopt(*n, unary());
     return n;
   }
   NodePtr power() {
     auto base = postfix();
     if (is_op("**")) {
+      Nest nest(*this);
       ++p_;
       auto n = make(Op::Pow);
-      n->kids.push_back(std::move(base));
-      n->kids.push_back(unary());  // right-associative, binds unary on the right
+      adopt(*n, std::move(base));
+      adopt(*n, unary());  // right-associative, binds unary on the right
       return n;
     }
     return base;
@@ -366,6 +415,7 @@ class Parser {
   NodePtr postfix() {
     auto n = atom();
     while (is_op("[")) {
+      Nest nest(*this);
       ++p_;
       NodePtr lo, hi;
       bool slice = false;
@@ -377,71 +427,46 @@ class Parser {
       }
       expect("]");
       auto s = make(slice ? Op::Slice : Op::Subscript);
-      s->kids.push_back(std::move(n));
-      s->kids.push_back(lo ? std::move(lo) : nullptr);
-      if (slice) s->kids.push_back(hi ? std::move(hi) : nullptr);
+      adopt(*s, std::move(n));
+      adopt(*s, lo ? std::move(lo) : nullptr);
+      if (slice) adopt(*s, hi ? std::move(hi) : nullptr);
       n = std::move(s);
     }
     return n;
   }
-  // Parses `for x in it [if c]...` clauses after the element has been parsed with x in scope.
-  // The element is parsed first in source order, so names are resolved after scanning ahead.
-  NodePtr comprehension_from(size_t elt_start, const char* close) {
-    // Scan clauses first to know the bound names, then parse the element with them in scope.
-    size_t save = p_;
-    std::set<int> bound;
-    {
-      // Skip to the clauses: caller positioned us at 'for'.
-      size_t q = p_;
-      int depth = 0;
-      for (; q < toks_.size(); ++q) {
-        const Token& t = toks_[q];
-        if (t.kind == Tok::Op && (t.text == "(" || t.text == "[")) ++depth;
-        if (t.kind == Tok::Op && (t.text == ")" || t.text == "]")) {
-          if (depth == 0) break;
-          --depth;
-        }
-        if (depth == 0 && t.kind == Tok::Name && t.text == "for" && q + 1 < toks_.size() &&
-            toks_[q + 1].kind == Tok::Name)
-          bound.insert(syms_.slot(toks_[q + 1].text));
-      }
-    }
-    scopes_.push_back(bound);
-    auto n = make(Op::Comp);
-    p_ = elt_start;
-    n->kids.push_back(expr());
-    if (p_ != save) fail("internal parser error in comprehension");
-    while (is_kw("for")) {
-      ++p_;
-      if (peek().kind != Tok::Name) fail("expected a loop variable name");
-      detail::Clause cl;
-      cl.slot = syms_.slot(peek().text);
-      ++p_;
-      if (!is_kw("in")) fail("expected 'in'");
-      ++p_;
-      cl.iter = or_expr();
-      while (is_kw("if")) {
+  // Parses what follows an opening bracket: an element, and the comprehension it heads if `for`
+  // follows. Every name goes into free_ as it is read; a comprehension takes the names its own
+  // clauses bind back out afterwards, so each element is parsed once, however deep the nesting.
+  NodePtr element_or_comprehension(bool& comprehension) {
+    std::set<int> outer;
+    std::swap(outer, free_);
+    auto n = expr();
+    comprehension = is_kw("for");
+    if (comprehension) {
+      auto c = make(Op::Comp);
+      adopt(*c, std::move(n));
+      while (is_kw("for")) {
         ++p_;
-        cl.conds.push_back(or_expr());
+        if (peek().kind != Tok::Name) fail("expected a loop variable name");
+        detail::Clause cl;
+        cl.slot = syms_.slot(peek().text);
+        ++p_;
+        if (!is_kw("in")) fail("expected 'in'");
+        ++p_;
+        cl.iter = or_expr();
+        while (is_kw("if")) {
+          ++p_;
+          cl.conds.push_back(or_expr());
+        }
+        grow(*c, *cl.iter);
+        for (auto& cond : cl.conds) grow(*c, *cond);
+        c->clauses.push_back(std::move(cl));
       }
-      n->clauses.push_back(std::move(cl));
+      for (auto& cl : c->clauses) free_.erase(cl.slot);
+      n = std::move(c);
     }
-    scopes_.pop_back();
-    if (!is_op(close)) fail(std::string("expected '") + close + "'");
+    free_.merge(outer);
     return n;
-  }
-  // Parses an element and returns true if a comprehension follows (element re-parsed later).
-  bool element_then_for(size_t& elt_start) {
-    elt_start = p_;
-    // Parse once with no special scope to find where the element ends; names are resolved
-    // again when the comprehension is parsed.
-    auto saved_free = free_;
-    expr();
-    if (is_kw("for")) {
-      free_ = std::move(saved_free);
-      return true;
-    }
-    return false;
   }
   NodePtr atom() {
     const Token& t = peek();
@@ -472,9 +497,7 @@ class Parser {
         if (is_op("(", 1)) return call();
         auto n = make(Op::Name);
         n->slot = syms_.slot(t.text);
-        bool local = false;
-        for (auto& s : scopes_) local = local || s.count(n->slot);
-        if (!local) free_.insert(n->slot);
+        free_.insert(n->slot);
         ++p_;
         return n;
       }
@@ -487,6 +510,7 @@ class Parser {
     fail("unexpected token");
   }
   NodePtr sequence(const char* close) {
+    Nest nest(*this);
     bool paren = std::string(close) == ")";
     ++p_;
     auto list = make(Op::List);
@@ -494,20 +518,19 @@ class Parser {
       ++p_;
       return list;
     }
-    size_t elt_start;
-    if (element_then_for(elt_start)) {
-      auto c = comprehension_from(elt_start, close);
-      ++p_;
-      return c;
+    bool comprehension;
+    auto first = element_or_comprehension(comprehension);
+    if (comprehension) {
+      expect(close);
+      return first;
     }
-    p_ = elt_start;
-    list->kids.push_back(expr());
+    adopt(*list, std::move(first));
     bool tuple = false;
     while (is_op(",")) {
       ++p_;
       tuple = true;
       if (is_op(close)) break;
-      list->kids.push_back(expr());
+      adopt(*list, expr());
     }
     expect(close);
     if (paren && !tuple) return std::move(list->kids[0]);  // parenthesised expression
@@ -519,6 +542,7 @@ class Parser {
     if (it == builtins().end())
       fail("call of unknown function '" + name +
            "' (allowed: range, min, max, len, int, float, bool, str, abs, sum, round, list)");
+    Nest nest(*this);
     p_ += 2;  // name (
     auto n = make(Op::Call);
     n->builtin = it->second;
@@ -526,18 +550,16 @@ class Parser {
       ++p_;
       return n;
     }
-    size_t elt_start;
-    if (element_then_for(elt_start)) {
-      n->kids.push_back(comprehension_from(elt_start, ")"));
-      ++p_;
+    bool comprehension;
+    adopt(*n, element_or_comprehension(comprehension));
+    if (comprehension) {
+      expect(")");
       return n;
     }
-    p_ = elt_start;
-    n->kids.push_back(expr());
     while (is_op(",")) {
       ++p_;
       if (is_op(")")) break;
-      n->kids.push_back(expr());
+      adopt(*n, expr());
     }
     expect(")");
     return n;
@@ -549,32 +571,98 @@ class Parser {
 
 [[noreturn]] void type_error(const std::string& what) { throw ExprError(what); }
 
+// Python's integers are unbounded and its lists as long as memory allows; ours are int64 and
+// capped, and going past either is an error, never a wrapped value, a hang or an exhausted machine.
+constexpr std::int64_t kMaxElements = 10'000'000;  ///< list or string length, comprehension steps
+
+[[noreturn]] void overflow(const char* what) {
+  type_error(std::string("integer overflow in ") + what +
+             ": the result does not fit in 64 bits (gputune's integers are int64)");
+}
+std::int64_t add_int(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) overflow("+");
+  return r;
+}
+std::int64_t sub_int(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) overflow("-");
+  return r;
+}
+std::int64_t mul_int(std::int64_t a, std::int64_t b, const char* what = "*") {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) overflow(what);
+  return r;
+}
+std::int64_t neg_int(std::int64_t a) { return sub_int(0, a); }
+std::int64_t pow_int(std::int64_t base, std::int64_t e) {
+  std::int64_t r = 1;
+  for (;;) {
+    if (e & 1) r = mul_int(r, base, "**");
+    e >>= 1;
+    if (e == 0) return r;
+    base = mul_int(base, base, "**");
+  }
+}
+std::int64_t shift_int(std::int64_t x, std::int64_t y, bool left) {
+  if (y < 0) type_error("negative shift count");
+  if (!left) return y >= 63 ? (x < 0 ? -1 : 0) : x >> y;
+  if (x == 0) return 0;
+  if (y >= 63) overflow("<<");
+  return mul_int(x, std::int64_t{1} << y, "<<");
+}
+/// A float as an int the way int() truncates it; an error where Python raises OverflowError or
+/// ValueError (infinity, NaN, beyond 64 bits).
+std::int64_t float_to_int(double x) {
+  double t = std::trunc(x);
+  if (!(t >= -0x1p63 && t < 0x1p63))
+    type_error("cannot convert float " + Value(x).repr() + " to a 64-bit integer");
+  return static_cast<std::int64_t>(t);
+}
+void check_length(std::int64_t n, const char* what) {
+  if (n > kMaxElements)
+    type_error(std::string(what) + " of " + std::to_string(n) + " elements (at most " +
+               std::to_string(kMaxElements) + ")");
+}
+
 std::int64_t floordiv(std::int64_t a, std::int64_t b) {
+  if (b == -1) return neg_int(a);
   std::int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 std::int64_t pymod(std::int64_t a, std::int64_t b) {
+  if (b == -1) return 0;
   std::int64_t m = a % b;
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
   return m;
 }
 
 Value arith(Op op, const Value& a, const Value& b) {
-  if (op == Op::Add && a.is_str() && b.is_str()) return Value(a.as_str() + b.as_str());
+  if (op == Op::Add && a.is_str() && b.is_str()) {
+    check_length(static_cast<std::int64_t>(a.as_str().size() + b.as_str().size()), "a string");
+    return Value(a.as_str() + b.as_str());
+  }
   if (op == Op::Add && a.is_list() && b.is_list()) {
+    check_length(static_cast<std::int64_t>(a.as_list().size() + b.as_list().size()), "a list");
     List l = a.as_list();
     l.insert(l.end(), b.as_list().begin(), b.as_list().end());
     return Value(std::move(l));
   }
   if (op == Op::Mul && (a.is_list() || a.is_str()) && (b.is_int() || b.is_bool())) {
-    std::int64_t n = b.as_int();
+    std::int64_t n = std::max<std::int64_t>(b.as_int(), 0);
     if (a.is_str()) {
+      auto len = static_cast<std::int64_t>(a.as_str().size());
+      if (len > 0 && n > kMaxElements / len) check_length(kMaxElements + 1, "a repeated string");
       std::string s;
+      s.reserve(static_cast<size_t>(len * n));
       for (std::int64_t i = 0; i < n; ++i) s += a.as_str();
       return Value(s);
     }
+    auto len = static_cast<std::int64_t>(a.as_list().size());
+    if (len > 0 && n > kMaxElements / len) check_length(kMaxElements + 1, "a repeated list");
     List l;
+    l.reserve(static_cast<size_t>(len * n));
     for (std::int64_t i = 0; i < n; ++i) l.insert(l.end(), a.as_list().begin(), a.as_list().end());
     return Value(std::move(l));
   }
@@ -586,11 +674,11 @@ Value arith(Op op, const Value& a, const Value& b) {
   bool ints = !a.is_float() && !b.is_float();
   switch (op) {
     case Op::Add:
-      return ints ? Value(a.as_int() + b.as_int()) : Value(a.as_double() + b.as_double());
+      return ints ? Value(add_int(a.as_int(), b.as_int())) : Value(a.as_double() + b.as_double());
     case Op::Sub:
-      return ints ? Value(a.as_int() - b.as_int()) : Value(a.as_double() - b.as_double());
+      return ints ? Value(sub_int(a.as_int(), b.as_int())) : Value(a.as_double() - b.as_double());
     case Op::Mul:
-      return ints ? Value(a.as_int() * b.as_int()) : Value(a.as_double() * b.as_double());
+      return ints ? Value(mul_int(a.as_int(), b.as_int())) : Value(a.as_double() * b.as_double());
     case Op::Div:
       if (b.as_double() == 0.0) type_error("division by zero");
       return Value(a.as_double() / b.as_double());
@@ -607,14 +695,7 @@ Value arith(Op op, const Value& a, const Value& b) {
         return Value(m);
       }
     case Op::Pow:
-      if (ints && b.as_int() >= 0) {
-        std::int64_t r = 1, base = a.as_int();
-        for (std::int64_t e = b.as_int(); e > 0; e >>= 1) {
-          if (e & 1) r *= base;
-          base *= base;
-        }
-        return Value(r);
-      }
+      if (ints && b.as_int() >= 0) return Value(pow_int(a.as_int(), b.as_int()));
       return Value(std::pow(a.as_double(), b.as_double()));
     default:
       break;
@@ -629,9 +710,9 @@ Value arith(Op op, const Value& a, const Value& b) {
     case Op::BitXor:
       return Value(x ^ y);
     case Op::Shl:
-      return Value(x << y);
+      return Value(shift_int(x, y, true));
     case Op::Shr:
-      return Value(x >> y);
+      return Value(shift_int(x, y, false));
     default:
       type_error("unknown operator");
   }
@@ -756,7 +837,7 @@ class Evaluator {
       case Op::Neg: {
         Value a = eval(*n.kids[0]);
         if (a.is_float()) return Value(-a.as_double());
-        if (a.is_int() || a.is_bool()) return Value(-a.as_int());
+        if (a.is_int() || a.is_bool()) return Value(neg_int(a.as_int()));
         type_error(std::string("bad operand type for unary -: '") + a.type_name() + "'");
       }
       case Op::Pos: {
@@ -796,6 +877,7 @@ class Evaluator {
  private:
   Env& env_;
   const Symbols& syms_;
+  std::int64_t steps_ = 0;  ///< comprehension iterations in this evaluation
 
   void comp(const Node& n, size_t level, List& out) {
     if (level == n.clauses.size()) {
@@ -809,6 +891,8 @@ class Evaluator {
     Value saved = env_.values[s];
     char saved_bound = env_.bound[s];
     for (auto& item : items) {
+      if (++steps_ > kMaxElements)
+        type_error("a comprehension runs more than " + std::to_string(kMaxElements) + " steps");
       env_.set(cl.slot, std::move(item));
       bool ok = true;
       for (auto& c : cl.conds)
@@ -841,8 +925,16 @@ class Evaluator {
           start = args[0].as_int(), stop = args[1].as_int();
         if (args.size() == 3) step = args[2].as_int();
         if (step == 0) type_error("range() arg 3 must not be zero");
-        if ((stop - start) / step > 100'000'000) type_error("range() too large");
+        // Its length, in unsigned arithmetic: stop - start need not fit in 64 signed bits.
+        using U = std::uint64_t;
+        U len = 0;
+        if (step > 0 && start < stop)
+          len = (U(stop) - U(start) - 1) / U(step) + 1;
+        else if (step < 0 && start > stop)
+          len = (U(start) - U(stop) - 1) / (U(0) - U(step)) + 1;
+        if (len > U(kMaxElements)) check_length(kMaxElements + 1, "range()");
         List l;
+        l.reserve(static_cast<size_t>(len));
         for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
           l.push_back(Value(i));
         return Value(std::move(l));
@@ -867,8 +959,7 @@ class Evaluator {
         return Value(static_cast<std::int64_t>(iterate(args[0]).size()));
       case Builtin::Int:
         need(1, 1, "int");
-        if (args[0].is_float())
-          return Value(static_cast<std::int64_t>(std::trunc(args[0].as_double())));
+        if (args[0].is_float()) return Value(float_to_int(args[0].as_double()));
         if (args[0].is_str()) {
           try {
             return Value(static_cast<std::int64_t>(std::stoll(args[0].as_str())));
@@ -896,7 +987,7 @@ class Evaluator {
       case Builtin::Abs:
         need(1, 1, "abs");
         if (args[0].is_float()) return Value(std::fabs(args[0].as_double()));
-        return Value(std::abs(args[0].as_int()));
+        return Value(args[0].as_int() < 0 ? neg_int(args[0].as_int()) : args[0].as_int());
       case Builtin::Sum: {
         need(1, 2, "sum");
         Value acc = args.size() == 2 ? args[1] : Value(static_cast<std::int64_t>(0));
@@ -907,11 +998,17 @@ class Evaluator {
         need(1, 2, "round");
         double x = args[0].as_double();
         if (args.size() == 1) {
-          double r = std::nearbyint(x);  // banker's rounding under the default FE_TONEAREST
-          return Value(static_cast<std::int64_t>(r));
+          // banker's rounding under the default FE_TONEAREST
+          return Value(float_to_int(std::nearbyint(x)));
         }
-        double scale = std::pow(10.0, static_cast<double>(args[1].as_int()));
-        return Value(std::nearbyint(x * scale) / scale);
+        // Python: beyond a double's 17 significant digits x is returned as it is, and far enough
+        // left of the point it is a zero of x's sign.
+        std::int64_t digits = args[1].as_int();
+        if (digits > 330 || !std::isfinite(x)) return Value(x);
+        if (digits < -330) return Value(std::copysign(0.0, x));
+        double scale = std::pow(10.0, static_cast<double>(digits));
+        double r = std::nearbyint(x * scale) / scale;
+        return Value(std::isfinite(r) ? r : x);
       }
       case Builtin::ListFn:
         need(0, 1, "list");
@@ -939,9 +1036,9 @@ Value Expr::eval(Env& env) const {
   try {
     return Evaluator(env, *symbols_).eval(*root_);
   } catch (const ExprError& e) {
-    throw ExprError("in expression \"" + text_ + "\": " + e.what());
+    throw ExprError("in expression " + quoted(text_) + ": " + e.what());
   } catch (const std::invalid_argument& e) {
-    throw ExprError("in expression \"" + text_ + "\": " + e.what());
+    throw ExprError("in expression " + quoted(text_) + ": " + e.what());
   }
 }
 

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <typeinfo>
+
 namespace gputune {
 namespace {
 
@@ -141,6 +147,224 @@ TEST(Expr, RuntimeErrorsAreReported) {
     EXPECT_NE(std::string(e.what()).find("name 'block' is not defined"), std::string::npos)
         << e.what();
   }
+}
+
+// Python's integers are unbounded; ours are int64, so a result beyond 64 bits must be an error,
+// never a silently wrapped value (undefined behaviour in C++, and a wrong space or size).
+TEST(Expr, IntegersBeyondSixtyFourBitsAreAnErrorNotAWrap) {
+  for (const char* text : {"9223372036854775807 + 1", "-9223372036854775807 - 2", "2**63", "-2**63",
+                           "3**40", "4294967296 * 4294967296", "-(-9223372036854775807 - 1)",
+                           "(-9223372036854775807 - 1) // -1", "abs(-9223372036854775807 - 1)",
+                           "1 << 63", "1 << 64", "3 << 62", "sum([2**62, 2**62])"}) {
+    try {
+      Value v = ev(text);
+      ADD_FAILURE() << text << " gave " << v.str();
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("integer overflow"), std::string::npos) << e.what();
+    }
+  }
+  // The edges themselves still work, and so do results whose intermediate squares would not fit.
+  EXPECT_EQ(ev("2**62 - 1 + 2**62").as_int(), INT64_MAX);
+  EXPECT_EQ(ev("-2**62 * 2").as_int(), INT64_MIN);
+  EXPECT_EQ(ev("2**40").as_int(), std::int64_t{1} << 40);
+  EXPECT_EQ(ev("(-1)**63").as_int(), -1);
+  EXPECT_EQ(ev("(-9223372036854775807 - 1) % -1").as_int(), 0);
+  EXPECT_EQ(ev("(-9223372036854775807 - 1) // 1").as_int(), INT64_MIN);
+  EXPECT_EQ(ev("1 << 62").as_int(), std::int64_t{1} << 62);
+  EXPECT_EQ(ev("-1 << 62").as_int(), -(std::int64_t{1} << 62));
+  EXPECT_EQ(ev("-5 >> 100").as_int(), -1);
+  EXPECT_EQ(ev("5 >> 100").as_int(), 0);
+  EXPECT_EQ(ev("0 << 1000").as_int(), 0);
+  EXPECT_THROW(ev("1 << -1"), ExprError);
+  EXPECT_THROW(ev("1 >> -1"), ExprError);
+}
+
+TEST(Expr, LiteralsOutsideSixtyFourBitsAreSyntaxErrors) {
+  for (const char* text : {"0xFFFFFFFFFFFFFFFFFF", "99999999999999999999", "0x", "1 + 0x"}) {
+    try {
+      ev(text);
+      ADD_FAILURE() << text << " parsed";
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("column"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ev("0x7FFFFFFFFFFFFFFF").as_int(), INT64_MAX);
+}
+
+TEST(Expr, FloatsBecomeIntegersOnlyWhereTheyFit) {
+  for (const char* text :
+       {"int(float('inf'))", "int(float('nan'))", "int(-1e19)", "int(9.3e18)", "round(1e300)"}) {
+    try {
+      Value v = ev(text);
+      ADD_FAILURE() << text << " gave " << v.str();
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot convert float"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ev("int(-2.7)").as_int(), -2);
+  EXPECT_EQ(ev("int(-9.2e18)").as_int(), static_cast<std::int64_t>(-9.2e18));
+  EXPECT_EQ(ev("round(2.5)").as_int(), 2);
+  // Python returns x itself when ndigits is beyond a double's precision, and a signed zero far
+  // to the left of the point.
+  EXPECT_DOUBLE_EQ(ev("round(1.5, 10**6)").as_double(), 1.5);
+  EXPECT_DOUBLE_EQ(ev("round(2.675, 2)").as_double(), 2.68);
+  Value z = ev("round(-3.5, -400)");
+  EXPECT_EQ(z.as_double(), 0.0);
+  EXPECT_TRUE(std::signbit(z.as_double()));
+}
+
+// A T1 file is user input: no expression in it may exhaust the machine's memory or hang.
+TEST(Expr, ListsStringsAndComprehensionsAreCappedAtTenMillion) {
+  for (const char* text : {"'ab' * 10**10", "[1] * 10**10", "[1, 2] * (5 * 10**6 + 1)",
+                           "range(-2**62, 2**62)", "range(10**7 + 1)", "range(0, -10**8, -3)",
+                           "len([1 for i in range(3163) for j in range(3163) if 0])"}) {
+    try {
+      Value v = ev(text);
+      ADD_FAILURE() << text << " gave a value of length " << v.str().size();
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("10000000"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ev("len('a' * 10**7)").as_int(), 10'000'000);
+  EXPECT_EQ(ev("len(range(0, -3 * 10**7, -3))").as_int(), 10'000'000);
+  EXPECT_EQ(ev("'ab' * -3").as_str(), "");
+  EXPECT_EQ(ev("[1] * 0").str(), "[]");
+}
+
+TEST(Expr, NestingIsBoundedAndEachBracketIsParsedOnce) {
+  // Every bracket used to be parsed twice (once to look for `for`), so 30 nested parentheses took
+  // 2^30 parses. Python's tokenizer allows 200 levels; so do we, at once.
+  std::string deep = std::string(200, '(') + "1" + std::string(200, ')');
+  EXPECT_EQ(ev(deep).as_int(), 1);
+  std::string lists = std::string(60, '[') + "x for x in [7]" + std::string(60, ']');
+  EXPECT_NE(ev(lists).str().find("7"), std::string::npos);
+  // Beyond that, and for chains the evaluator would recurse through, an error and not a crash,
+  // with the expression cut short in the message.
+  for (const std::string& text :
+       {std::string(201, '(') + "1" + std::string(201, ')'),
+        std::string(100'000, '[') + std::string(100'000, ']'), std::string(100'000, '-') + "1",
+        [] {
+          std::string s = "1";
+          for (int i = 0; i < 300'000; ++i) s += "+1";
+          return s;
+        }(),
+        [] {
+          std::string s;
+          for (int i = 0; i < 10'000; ++i) s += "not ";
+          return s + "1";
+        }()}) {
+    try {
+      ev(text);
+      ADD_FAILURE() << text.size() << " characters evaluated";
+    } catch (const ExprError& e) {
+      std::string m = e.what();
+      EXPECT_TRUE(m.find("levels deep") != std::string::npos ||
+                  m.find("operations deep") != std::string::npos)
+          << m;
+      EXPECT_LT(m.size(), 400u) << m;
+      EXPECT_NE(m.find("characters)"), std::string::npos) << m;
+    }
+  }
+  std::string chain = "1";
+  for (int i = 0; i < 998; ++i) chain += "+1";
+  EXPECT_EQ(ev(chain).as_int(), 999);
+}
+
+TEST(Expr, NamesBoundByNestedComprehensionsAreNotFree) {
+  Symbols syms;
+  Expr e = Expr::parse("[[x * y + c for x in range(a)] for y in range(b) if y != d] + [x]", syms);
+  std::vector<std::string> free;
+  for (int s : e.free_slots()) free.push_back(syms.name(s));
+  std::sort(free.begin(), free.end());
+  EXPECT_EQ(free, (std::vector<std::string>{"a", "b", "c", "d", "x"}));
+  Env env(syms);
+  for (auto [name, v] : {std::pair{"a", 2}, {"b", 3}, {"c", 10}, {"d", 1}, {"x", 5}})
+    env.set(syms.find(name), Value(v));
+  EXPECT_EQ(e.eval(env).str(), "[[10, 10], [10, 12], 5]");
+}
+
+// Random token soup, including the literals at the edges of int64 and double: each string either
+// evaluates or raises ExprError; nothing else escapes, nothing crashes.
+TEST(Expr, RandomTokenSoupEvaluatesOrRaisesExprError) {
+  const std::vector<std::string> vocab = {"0",
+                                          "1",
+                                          "-1",
+                                          "2",
+                                          "63",
+                                          "64",
+                                          "9223372036854775807",
+                                          "0x7FFFFFFFFFFFFFFF",
+                                          "0x",
+                                          "1e308",
+                                          "1e-320",
+                                          "2.5",
+                                          "'a'",
+                                          "\"\"",
+                                          "True",
+                                          "None",
+                                          "x",
+                                          "n",
+                                          "+",
+                                          "-",
+                                          "*",
+                                          "/",
+                                          "//",
+                                          "%",
+                                          "**",
+                                          "<<",
+                                          ">>",
+                                          "&",
+                                          "|",
+                                          "^",
+                                          "~",
+                                          "<",
+                                          "<=",
+                                          "==",
+                                          "!=",
+                                          "in",
+                                          "not",
+                                          "and",
+                                          "or",
+                                          "is",
+                                          "if",
+                                          "else",
+                                          "for",
+                                          "(",
+                                          ")",
+                                          "[",
+                                          "]",
+                                          ",",
+                                          ":",
+                                          "range",
+                                          "min",
+                                          "max",
+                                          "len",
+                                          "int",
+                                          "float",
+                                          "str",
+                                          "abs",
+                                          "sum",
+                                          "round",
+                                          "list",
+                                          "10**7",
+                                          "10**18"};
+  std::mt19937 rng(20261123);
+  int evaluated = 0, errors = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    std::string text;
+    int n = 1 + static_cast<int>(rng() % 12);
+    for (int k = 0; k < n; ++k) text += vocab[rng() % vocab.size()] + " ";
+    try {
+      ev(text, {{"x", Value(std::int64_t{3})}, {"n", Value(INT64_MAX)}});
+      ++evaluated;
+    } catch (const ExprError&) {
+      ++errors;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "\"" << text << "\" threw " << typeid(e).name() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(evaluated, 100);  // the soup is not all syntax errors
+  EXPECT_GT(errors, 100);
 }
 
 }  // namespace
