@@ -82,6 +82,10 @@ class Reader {
   /// Rejects keys outside `known` (schema keys plus those real files carry), suggesting the
   /// closest one.
   void check_keys(const json& obj, const std::string& path, const std::set<std::string>& known) {
+    if (!obj.is_object())
+      fail(path.empty() ? "(the document)" : path,
+           "expected an object, got " + std::string(obj.type_name()),
+           "write an object {...} with the fields: " + join(known));
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       if (known.count(it.key())) continue;
       std::string best;
@@ -104,6 +108,15 @@ class Reader {
       fail(path.empty() ? key : path + "." + key, "missing required field",
            std::string("add it: ") + what);
     return *it;
+  }
+
+  /// A JSON value as an expression Value; objects have no Python counterpart here.
+  Value to_value(const json& j, const std::string& field) {
+    try {
+      return json_to_value(j);
+    } catch (const std::invalid_argument& e) {
+      fail(field, e.what(), "write a number, string, boolean or list");
+    }
   }
 
   std::string get_string(const json& j, const std::string& field) {
@@ -209,7 +222,7 @@ void read_parameters(Reader& r, const json& space, Job& job) {
         r.fail(path + ".Values", e.what(), "write a list such as \"[16*i for i in range(1,9)]\"");
       }
     } else if (vals.is_array()) {
-      v = json_to_value(vals);
+      v = r.to_value(vals, path + ".Values");
       r.note(path + ".Values is a JSON array, not the schema's expression string (accepted)");
     } else {
       r.fail(path + ".Values", "expected a list expression string");
@@ -231,7 +244,7 @@ void read_parameters(Reader& r, const json& space, Job& job) {
                "change the value or the Type");
     }
     if (p.contains("Default")) {
-      Value d = json_to_value(p["Default"]);
+      Value d = r.to_value(p["Default"], path + ".Default");
       bool found = std::any_of(par.values.begin(), par.values.end(),
                                [&](const Value& x) { return py_equal(x, d); });
       if (!found)
@@ -520,7 +533,7 @@ void read_extension(Reader& r, const json& ext, Job& job) {
           if (!c["Values"].is_object())
             r.fail(path + ".Values", "expected an object of name: value");
           for (auto it = c["Values"].begin(); it != c["Values"].end(); ++it)
-            ctx.values.emplace_back(it.key(), json_to_value(it.value()));
+            ctx.values.emplace_back(it.key(), r.to_value(it.value(), path + ".Values." + it.key()));
         }
       } else {
         r.fail(path, "expected a list of sizes or {Name, ProblemSize, Values}");

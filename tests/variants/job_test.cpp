@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <typeinfo>
 
 #include "test_util.h"
+#include "variants/space.h"
 
 namespace gputune {
 namespace {
@@ -169,6 +175,107 @@ TEST(JobErrors, MissingKernelFileIsReportedOnlyWhenNeeded) {
     EXPECT_EQ(e.field, "KernelSpecification.KernelFile");
     EXPECT_NE(std::string(e.what()).find("k.cu"), std::string::npos);
   }
+}
+
+// One random change to a JSON document: a value replaced by one of another kind or at an edge, a
+// key removed, an array emptied or grown. Walks to a uniformly chosen node first.
+void mutate(json& doc, std::mt19937& rng) {
+  std::vector<json*> nodes;
+  std::vector<json*> todo{&doc};
+  while (!todo.empty()) {
+    json* n = todo.back();
+    todo.pop_back();
+    nodes.push_back(n);
+    if (n->is_structured())
+      for (auto& child : *n) todo.push_back(&child);
+  }
+  json& target = *nodes[rng() % nodes.size()];
+  static const std::vector<json> replacements = {nullptr,
+                                                 true,
+                                                 0,
+                                                 -1,
+                                                 1,
+                                                 7,
+                                                 1e300,
+                                                 -1e-300,
+                                                 9223372036854775807LL,
+                                                 "",
+                                                 "x",
+                                                 "[",
+                                                 "ProblemSize[0]",
+                                                 "1/0",
+                                                 "2**64",
+                                                 "range(10**9)",
+                                                 "[0]",
+                                                 json::array(),
+                                                 json::object(),
+                                                 json::array({nullptr}),
+                                                 json::array({"1", 2}),
+                                                 json{{"X", "0"}},
+                                                 "0x",
+                                                 "-1",
+                                                 "1e400"};
+  switch (rng() % 4) {
+    case 0:
+      if (target.is_object() && !target.empty()) {
+        auto it = target.begin();
+        std::advance(it, rng() % target.size());
+        target.erase(it);
+        return;
+      }
+      [[fallthrough]];
+    case 1:
+      if (target.is_array() && !target.empty()) {
+        if (rng() % 2)
+          target.push_back(target[rng() % target.size()]);
+        else
+          target.erase(target.begin() + static_cast<long>(rng() % target.size()));
+        return;
+      }
+      [[fallthrough]];
+    default:
+      target = replacements[rng() % replacements.size()];
+  }
+}
+
+// Every job file we ship, each mutated many times: the reader and the space builder either accept
+// the result or raise JobError naming the file; nothing else escapes, nothing crashes or hangs.
+TEST(JobFuzz, MutatedJobFilesLoadOrRaiseJobError) {
+  std::vector<std::filesystem::path> files = {test::shared_dir() /
+                                              "data/kernel-tuner-cache/dedispersion_milo.T1.json"};
+  for (const char* dir : {"configs/examples", "configs/naive"})
+    for (auto& e : std::filesystem::directory_iterator(test::source_dir() / dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::mt19937 rng(20261123);
+  int accepted = 0, refused = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file);
+    const json original = json::parse(in);
+    for (int i = 0; i < 60; ++i) {
+      json doc = original;
+      int changes = 1 + static_cast<int>(rng() % 3);
+      for (int c = 0; c < changes; ++c) mutate(doc, rng);
+      try {
+        Job job = parse_job(doc, file);
+        std::uint64_t points = 1;
+        for (auto& p : job.parameters)
+          points = std::min<std::uint64_t>(points * std::max<size_t>(p.values.size(), 1), 1u << 30);
+        if (points <= 2'000'000) build_space(job);
+        ++accepted;
+      } catch (const JobError& e) {
+        EXPECT_NE(std::string(e.what()).find(file.filename().string()), std::string::npos)
+            << e.what();
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << file.filename() << " mutated to\n"
+                      << doc.dump().substr(0, 2000) << "\nthrew " << typeid(e).name() << ": "
+                      << e.what();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 50);
+  EXPECT_GT(refused, 50);
 }
 
 }  // namespace
