@@ -218,11 +218,15 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                      "evaluates to " + size.repr() + " in context " + ctx.name,
                      "give a positive integer number of elements");
     h.elements = static_cast<std::uint64_t>(size.as_int());
-    std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
-    std::uint64_t bytes = scalars * static_cast<std::uint64_t>(h.type.scalar_bytes);
-    if (bytes > (std::uint64_t{1} << 40))
-      throw JobError(job.file.string(), path + ".Size", "needs " + std::to_string(bytes) + " bytes",
+    const auto element_bytes = static_cast<std::uint64_t>(h.type.components * h.type.scalar_bytes);
+    constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
+    if (h.elements > kMaxBytes / element_bytes)  // checked before multiplying: no wrap-around
+      throw JobError(job.file.string(), path + ".Size",
+                     std::to_string(h.elements) + " elements of " + std::to_string(element_bytes) +
+                         " bytes in context " + ctx.name + " are more than 1 TiB",
                      "use a smaller size");
+    std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
+    std::uint64_t bytes = h.elements * element_bytes;
     if (a.fill_type == "BinaryRaw") {
       h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {
@@ -231,7 +235,14 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
         out.push_back(std::move(h));
         continue;
       }
-      h.data.assign(bytes, 0);
+      try {
+        h.data.assign(bytes, 0);
+      } catch (const std::bad_alloc&) {
+        throw JobError(job.file.string(), path + ".Size",
+                       "needs " + std::to_string(bytes) + " bytes in context " + ctx.name +
+                           ", more than this machine can allocate",
+                       "use a smaller size");
+      }
       if (a.fill_type == "Constant") {
         for (std::uint64_t k = 0; k < scalars; ++k) write_scalar(h.type, h.data.data(), k, fill);
       } else {  // Random: uniform in [0, FillValue), reproducible per argument

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -119,6 +121,31 @@ TEST(Arguments, ReferenceArgumentsAndRawFiles) {
   } catch (const JobError& e) {
     EXPECT_NE(e.field.find("DataSource"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("5 bytes"), std::string::npos) << e.what();
+  }
+}
+
+// Size x element bytes is checked before it is multiplied: 2**62 float4s used to wrap around to a
+// 0-byte buffer and pass the 1 TiB limit.
+TEST(Arguments, ASizeBeyondOneTebibyteIsABadSizeNotAWrapAround) {
+  auto path = test::examples_dir() / "vector_add.json";
+  std::ifstream in(path);
+  auto doc = nlohmann::json::parse(in);
+  for (auto [size, type] :
+       {std::pair{"2**62", "float4"}, {"2**60", "float"}, {"2**38 + 1", "float"}}) {
+    auto& arg = doc["KernelSpecification"]["Arguments"][0];
+    arg["Size"] = size, arg["Type"] = type;
+    Job job = parse_job(doc, path);
+    for (auto contents : {ArgumentContents::Filled, ArgumentContents::SizesOnly}) {
+      try {
+        make_arguments(job, job.contexts[0], contents);
+        ADD_FAILURE() << size << " " << type << " accepted";
+      } catch (const JobError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("vector_add.json"), std::string::npos) << m;
+        EXPECT_NE(m.find(".Size"), std::string::npos) << m;
+        EXPECT_NE(m.find("more than 1 TiB"), std::string::npos) << m;
+      }
+    }
   }
 }
 
