@@ -3,6 +3,8 @@
 #include <sys/utsname.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "variants/hash.h"
@@ -28,10 +30,9 @@ std::string read_maybe_gzip(const std::string& path) {
   return out;
 }
 
-namespace {
+std::string kernel_tuner_key_text(const json& value) { return json_to_value(value).str(); }
 
-/// Kernel Tuner keys configurations by Python's str() of each value.
-std::string kt_key_text(const json& v) { return json_to_value(v).str(); }
+namespace {
 
 std::string status_of_error(const std::string& e) {
   if (e == "CompilationFailedConfig") return "compile";
@@ -40,85 +41,212 @@ std::string status_of_error(const std::string& e) {
   return "runtime";
 }
 
+/// Field-by-field checks of a measurement file; every error names the file and the field.
+struct FileReader {
+  const std::string& path;
+
+  [[noreturn]] void bad(const std::string& field, const std::string& problem) const {
+    throw std::runtime_error(path + ": field '" + field + "' " + problem);
+  }
+  const json& object(const json& j, const std::string& field) const {
+    if (!j.is_object()) bad(field, std::string("should be an object, not ") + j.type_name());
+    return j;
+  }
+  const json& array(const json& j, const std::string& field) const {
+    if (!j.is_array()) bad(field, std::string("should be a list, not ") + j.type_name());
+    return j;
+  }
+  std::string string(const json& j, const std::string& field) const {
+    if (!j.is_string()) bad(field, std::string("should be a string, not ") + j.type_name());
+    return j.get<std::string>();
+  }
+  /// A duration in milliseconds: a finite number, not negative.
+  double time(const json& j, const std::string& field) const {
+    if (!j.is_number()) bad(field, std::string("should be a number, not ") + j.type_name());
+    double t = j.get<double>();
+    if (!std::isfinite(t) || t < 0) bad(field, "should be a time in ms, not " + j.dump());
+    return t;
+  }
+  std::vector<double> times(const json& j, const std::string& field) const {
+    std::vector<double> out;
+    for (size_t i = 0; i < array(j, field).size(); ++i)
+      out.push_back(time(j[i], field + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  /// An optional number (GB/s and the like): kept where it is one, ignored where it is not.
+  static std::optional<double> number(const json& obj, const char* key) {
+    auto it = obj.find(key);
+    if (it == obj.end() || !it->is_number() || !std::isfinite(it->get<double>())) return {};
+    return it->get<double>();
+  }
+  void params(const json& config, const std::string& field) const {
+    for (auto it = config.begin(); it != config.end(); ++it)
+      if (it->is_object()) bad(field + "." + it.key(), "is an object, not a parameter value");
+  }
+
+  RecordedEntry kernel_tuner_entry(const std::string& key, const json& e) const {
+    std::string field = "cache." + key;
+    object(e, field);
+    params(e, field);
+    RecordedEntry r;
+    r.id = key;
+    r.params = e;
+    auto t = e.find("time");
+    if (t == e.end()) bad(field, "has no 'time'");
+    if (t->is_string()) {
+      r.failure = t->get<std::string>();
+    } else {
+      r.time_ms = time(*t, field + ".time");
+      if (e.contains("times")) r.samples_ms = times(e["times"], field + ".times");
+    }
+    r.gbps = number(e, "GB/s"), r.gflops = number(e, "GFLOP/s");
+    r.compile_ms = number(e, "compile_time");
+    return r;
+  }
+
+  RecordedEntry t4_entry(size_t i, const json& e) const {
+    std::string field = "results[" + std::to_string(i) + "]";
+    object(e, field);
+    RecordedEntry r;
+    r.id = field;
+    if (!e.contains("configuration")) bad(field, "has no 'configuration'");
+    r.params = object(e["configuration"], field + ".configuration");
+    params(r.params, field + ".configuration");
+    std::string inv =
+        e.contains("invalidity") ? string(e["invalidity"], field + ".invalidity") : "correct";
+    if (e.contains("measurements")) {
+      const json& ms = array(e["measurements"], field + ".measurements");
+      for (size_t k = 0; k < ms.size(); ++k) {
+        std::string mf = field + ".measurements[" + std::to_string(k) + "]";
+        object(ms[k], mf);
+        if (ms[k].contains("name") && string(ms[k]["name"], mf + ".name") == "time" &&
+            ms[k].contains("value"))
+          r.time_ms = time(ms[k]["value"], mf + ".value");
+      }
+    }
+    if (e.contains("times")) {
+      const json& ts = object(e["times"], field + ".times");
+      if (ts.contains("runtimes")) r.samples_ms = times(ts["runtimes"], field + ".times.runtimes");
+      r.compile_ms = number(ts, "compilation_time");                // the schema's name
+      if (!r.compile_ms) r.compile_ms = number(ts, "compilation");  // what Kernel Tuner writes
+    }
+    if (!r.time_ms && !r.samples_ms.empty()) {  // the median of the runtimes
+      std::vector<double> rt = r.samples_ms;
+      std::sort(rt.begin(), rt.end());
+      r.time_ms = rt[rt.size() / 2];
+    }
+    if (inv != "correct") r.time_ms.reset();
+    if (!r.time_ms) r.failure = inv == "correct" ? "no time" : inv;
+    return r;
+  }
+};
+
 }  // namespace
 
-ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
-  std::string text = read_maybe_gzip(path);
+MeasurementFile read_measurement_file(const std::string& path) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(read_maybe_gzip(path));
   } catch (const json::parse_error& e) {
     throw std::runtime_error(path + ": malformed JSON (" + std::string(e.what()) + ")");
   }
-  auto need = [&](const char* key) -> const json& {
-    if (!doc.contains(key))
-      throw std::runtime_error(path + ": field '" + key +
-                               "' is missing: not a Kernel Tuner cache file");
-    return doc[key];
+  FileReader in{path};
+  if (!doc.is_object() || !(doc.contains("cache") || doc.contains("results")))
+    throw std::runtime_error(
+        path + ": neither a Kernel Tuner cache file (key 'cache') nor a T4 file (key 'results')");
+  MeasurementFile f;
+  f.header = doc;
+  if (doc.contains("cache")) {
+    f.format = MeasurementFile::Format::KernelTuner;
+    if (doc.contains("kernel_name")) f.kernel = in.string(doc["kernel_name"], "kernel_name");
+    if (doc.contains("device_name")) f.device = in.string(doc["device_name"], "device_name");
+    if (doc.contains("tune_params_keys")) {
+      const json& keys = in.array(doc["tune_params_keys"], "tune_params_keys");
+      for (size_t i = 0; i < keys.size(); ++i)
+        f.keys.push_back(in.string(keys[i], "tune_params_keys[" + std::to_string(i) + "]"));
+    }
+    if (doc.contains("problem_size")) f.problem_size = doc["problem_size"];
+    const json& cache = in.object(doc["cache"], "cache");
+    f.entries.reserve(cache.size());
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      f.entries.push_back(in.kernel_tuner_entry(it.key(), it.value()));
+    f.header.erase("cache");
+  } else {
+    f.format = MeasurementFile::Format::T4;
+    const json& results = in.array(doc["results"], "results");
+    f.entries.reserve(results.size());
+    for (size_t i = 0; i < results.size(); ++i) f.entries.push_back(in.t4_entry(i, results[i]));
+    f.header.erase("results");
+  }
+  return f;
+}
+
+ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
+  MeasurementFile f = read_measurement_file(path);
+  auto missing = [&](const char* key) {
+    return std::runtime_error(path + ": field '" + key +
+                              "' is missing: not a Kernel Tuner cache file");
   };
+  if (f.format != MeasurementFile::Format::KernelTuner)
+    throw std::runtime_error(path + ": a T4 file; import reads Kernel Tuner cache files");
+  if (!f.header.contains("kernel_name")) throw missing("kernel_name");
+  if (!f.header.contains("device_name")) throw missing("device_name");
+  if (!f.header.contains("tune_params_keys")) throw missing("tune_params_keys");
   ImportSummary sum;
-  sum.kernel = need("kernel_name").get<std::string>();
-  sum.device = need("device_name").get<std::string>();
-  const json& keys = need("tune_params_keys");
-  const json& cache = need("cache");
-  if (!cache.is_object()) throw std::runtime_error(path + ": field 'cache' is not an object");
-  json ps = doc.value("problem_size", json::array({1}));
+  sum.kernel = f.kernel;
+  sum.device = f.device;
+  json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
-  for (size_t i = 0; i < ps.size(); ++i) sum.context += (i ? "x" : "") + kt_key_text(ps[i]);
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i].is_object())
+      throw std::runtime_error(path + ": field 'problem_size' holds an object");
+    sum.context += (i ? "x" : "") + kernel_tuner_key_text(ps[i]);
+  }
 
   Transaction t(store.db());
   DeviceRecord dev;
   dev.name = sum.device;
   dev.source = "import";
   std::int64_t device_id = store.upsert_device(dev);
-  std::string kernel_hash = sha256_hex("kernel-tuner-import|" + sum.kernel + "|" + keys.dump());
+  std::string kernel_hash =
+      sha256_hex("kernel-tuner-import|" + sum.kernel + "|" + f.header["tune_params_keys"].dump());
   std::int64_t kernel_id = store.upsert_kernel(sum.kernel, kernel_hash, "");
-  json header = doc;
-  header.erase("cache");
-  std::int64_t job_id = store.upsert_job(sum.kernel, path, header.dump());
+  std::int64_t job_id = store.upsert_job(sum.kernel, path, f.header.dump());
   ContextRecord ctx;
   ctx.kernel_id = kernel_id, ctx.device_id = device_id, ctx.label = sum.context;
   ctx.problem_size_json = ps.dump();
   ctx.arch = "";
   std::int64_t context_id = store.upsert_context(ctx);
-  sum.run_id = store.begin_run(job_id, "import", static_cast<std::int64_t>(cache.size()));
+  sum.run_id = store.begin_run(job_id, "import", static_cast<std::int64_t>(f.entries.size()));
 
   std::int64_t best_id = 0;
   sum.best_ms = 0;
-  for (auto it = cache.begin(); it != cache.end(); ++it) {
-    const json& e = it.value();
+  for (const RecordedEntry& e : f.entries) {
     json params = json::object();
     std::string key;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      std::string k = keys[i].get<std::string>();
-      if (!e.contains(k))
-        throw std::runtime_error(path + ": cache entry '" + it.key() + "' lacks parameter '" + k +
-                                 "'");
-      params[k] = e[k];
-      key += (i ? "," : "") + kt_key_text(e[k]);
+    for (size_t i = 0; i < f.keys.size(); ++i) {
+      const std::string& k = f.keys[i];
+      if (!e.params.contains(k))
+        throw std::runtime_error(path + ": cache entry '" + e.id + "' lacks parameter '" + k + "'");
+      params[k] = e.params[k];
+      key += (i ? "," : "") + kernel_tuner_key_text(e.params[k]);
     }
     std::int64_t variant_id = store.upsert_variant(kernel_id, key, params.dump());
     MeasurementRecord m;
     m.run_id = sum.run_id, m.context_id = context_id, m.variant_id = variant_id;
-    if (!e.contains("time"))
-      throw std::runtime_error(path + ": cache entry '" + it.key() + "' has no 'time'");
-    if (e["time"].is_number()) {
+    if (e.time_ms) {
       m.status = "correct";
-      m.time_ms = e["time"].get<double>();
-      if (e.contains("times") && e["times"].is_array())
-        for (auto& x : e["times"]) m.samples_ms.push_back(x.get<double>());
-      if (e.contains("GB/s") && e["GB/s"].is_number()) m.gbps = e["GB/s"].get<double>();
-      if (e.contains("GFLOP/s") && e["GFLOP/s"].is_number()) m.gflops = e["GFLOP/s"].get<double>();
+      m.time_ms = e.time_ms;
+      m.samples_ms = e.samples_ms;
+      m.gbps = e.gbps, m.gflops = e.gflops;
       ++sum.correct;
     } else {
-      std::string err = e["time"].is_string() ? e["time"].get<std::string>() : e["time"].dump();
-      m.status = status_of_error(err);
-      m.reason = "Kernel Tuner: " + err;
+      m.status = status_of_error(e.failure);
+      m.reason = "Kernel Tuner: " + e.failure;
       ++sum.failed;
     }
-    if (e.contains("compile_time") && e["compile_time"].is_number())
-      m.compile_ms = e["compile_time"].get<double>();
+    m.compile_ms = e.compile_ms;
     std::int64_t mid = store.add_measurement(m);
     ++sum.measurements;
     if (m.status == "correct" && (best_id == 0 || *m.time_ms < sum.best_ms))

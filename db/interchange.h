@@ -1,12 +1,15 @@
 /** \file db/interchange.h
- * Owns: moving measurements between the database and community file formats: importing Kernel
- * Tuner cache files (.json or .json.gz) as measurements of their device, and exporting T4 results
- * (with metadata) from the database.
+ * Owns: moving measurements between the database and community file formats: reading Kernel
+ * Tuner cache files (.json or .json.gz) and T4 results field by field, importing the former as
+ * measurements of their device, and exporting T4 results (with metadata) from the database.
  * Must not: know about CUDA; all SQL stays in store.cpp. */
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "db/store.h"
 
@@ -22,6 +25,34 @@ struct ImportSummary {
 
 /// Reads a whole file, gunzipping when it is gzip-compressed. Throws std::runtime_error naming it.
 std::string read_maybe_gzip(const std::string& path);
+
+/// One configuration of a measurement file.
+struct RecordedEntry {
+  std::string id;                 ///< Kernel Tuner: its cache key; T4: "results[i]"
+  nlohmann::json params;          ///< an object: parameter name -> value (Kernel Tuner: the entry)
+  std::optional<double> time_ms;  ///< nullopt: it failed
+  std::string failure;            ///< without a time: Kernel Tuner's error name, T4's invalidity
+  std::vector<double> samples_ms;
+  std::optional<double> gbps, gflops, compile_ms;
+};
+
+/// A Kernel Tuner cache file or a T4 results file, every field it uses checked for its kind.
+struct MeasurementFile {
+  enum class Format { KernelTuner, T4 } format = Format::KernelTuner;
+  std::string kernel, device;     ///< Kernel Tuner's kernel_name and device_name ("" if absent)
+  std::vector<std::string> keys;  ///< Kernel Tuner's tune_params_keys (empty if absent)
+  nlohmann::json problem_size;    ///< Kernel Tuner's problem_size (null if absent)
+  nlohmann::json header;          ///< the document without its cache / results
+  std::vector<RecordedEntry> entries;
+};
+
+/// Reads a measurement file. Throws std::runtime_error naming the file, the field and what it
+/// should be for anything malformed: a wrong kind of value, a time that is negative or not finite.
+MeasurementFile read_measurement_file(const std::string& path);
+
+/// Kernel Tuner's text of a parameter value in a configuration key (Python's str()); throws
+/// std::invalid_argument for a JSON object.
+std::string kernel_tuner_key_text(const nlohmann::json& value);
 
 /// Imports a Kernel Tuner cache file (keys: device_name, kernel_name, problem_size,
 /// tune_params_keys, cache). All-or-nothing: one transaction. Throws std::runtime_error naming the

@@ -5,7 +5,6 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "db/interchange.h"
 #include "pruner/model.h"
@@ -14,71 +13,21 @@
 
 namespace gputune::tuner {
 
-using nlohmann::json;
-
-namespace {
-
-/// Kernel Tuner keys configurations by Python's str() of each value.
-std::string value_key(const json& v) { return json_to_value(v).str(); }
-
-}  // namespace
-
 std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
                                                   std::size_t* entries) {
-  json doc;
-  try {
-    doc = json::parse(db::read_maybe_gzip(file));
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(file + ": malformed JSON (" + std::string(e.what()) + ")");
-  }
-  auto key_of = [&](const json& params) {
-    std::string k;
-    for (size_t i = 0; i < space.names->size(); ++i) {
-      const std::string& n = (*space.names)[i];
-      if (!params.contains(n)) return std::string();  // not this job's space
-      k += (i ? "," : "") + value_key(params[n]);
-    }
-    return k;
-  };
+  db::MeasurementFile f = db::read_measurement_file(file);
+  if (entries) *entries = f.entries.size();
   std::map<std::string, Recorded> out;
-  if (doc.contains("cache") && doc["cache"].is_object()) {  // Kernel Tuner cache file
-    if (entries) *entries = doc["cache"].size();
-    for (auto it = doc["cache"].begin(); it != doc["cache"].end(); ++it) {
-      const json& e = it.value();
-      std::string k = key_of(e);
-      if (k.empty()) continue;
-      Recorded r;
-      if (e.contains("time") && e["time"].is_number())
-        r.time_ms = e["time"].get<double>();
-      else
-        r.failure = e.contains("time") ? value_key(e["time"]) : "no time";
-      out[k] = r;
+  for (const db::RecordedEntry& e : f.entries) {
+    std::string k;
+    bool ours = true;  // holds every parameter of the job's space
+    for (size_t i = 0; ours && i < space.names->size(); ++i) {
+      const std::string& n = (*space.names)[i];
+      ours = e.params.contains(n);
+      if (ours) k += (i ? "," : "") + db::kernel_tuner_key_text(e.params[n]);
     }
-  } else if (doc.contains("results") && doc["results"].is_array()) {  // T4
-    if (entries) *entries = doc["results"].size();
-    for (const json& e : doc["results"]) {
-      if (!e.contains("configuration")) continue;
-      std::string k = key_of(e["configuration"]);
-      if (k.empty()) continue;
-      Recorded r;
-      std::string inv = e.value("invalidity", "correct");
-      if (inv == "correct") {
-        for (auto& m : e.value("measurements", json::array()))
-          if (m.value("name", "") == "time" && m["value"].is_number())
-            r.time_ms = m["value"].get<double>();
-        if (!r.time_ms && e.contains("times") && e["times"].contains("runtimes") &&
-            !e["times"]["runtimes"].empty()) {
-          std::vector<double> rt = e["times"]["runtimes"].get<std::vector<double>>();
-          std::sort(rt.begin(), rt.end());
-          r.time_ms = rt[rt.size() / 2];
-        }
-      }
-      if (!r.time_ms) r.failure = inv;
-      out[k] = r;
-    }
-  } else {
-    throw std::runtime_error(
-        file + ": neither a Kernel Tuner cache file (key 'cache') nor a T4 file (key 'results')");
+    if (!ours) continue;
+    out[k] = Recorded{e.time_ms, e.failure};
   }
   return out;
 }

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
+#include <typeinfo>
 
+#include "json_fuzz.h"
 #include "test_util.h"
 
 namespace gputune::db {
@@ -98,6 +101,142 @@ TEST(Export, T4ResultsFollowTheSchema) {
   for (auto& r : doc["results"])
     for (auto* key : {"configuration", "times", "invalidity", "correctness"})
       EXPECT_TRUE(r.contains(key)) << key;
+}
+
+// The first `n` entries of the shipped Kernel Tuner cache and T4 file, plus a failed one.
+nlohmann::json small_kernel_tuner_cache(size_t n) {
+  auto doc = nlohmann::json::parse(read_maybe_gzip(
+      (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string()));
+  nlohmann::json cache = nlohmann::json::object();
+  for (auto it = doc["cache"].begin(); it != doc["cache"].end() && cache.size() < n; ++it)
+    cache[it.key()] = it.value();
+  cache.begin().value()["time"] = "RuntimeFailedConfig";
+  doc["cache"] = cache;
+  return doc;
+}
+nlohmann::json small_t4(size_t n) {
+  auto doc = nlohmann::json::parse(read_maybe_gzip(
+      (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000_T4.json.gz").string()));
+  doc["results"].erase(doc["results"].begin() + static_cast<long>(n), doc["results"].end());
+  return doc;
+}
+
+TEST(MeasurementFile, ReadsBothFormatsOfTheSameMeasurements) {
+  test::TempDir dir;
+  test::write_file(dir / "kt.json", small_kernel_tuner_cache(5).dump());
+  test::write_file(dir / "t4.json", small_t4(5).dump());
+  MeasurementFile kt = read_measurement_file((dir / "kt.json").string());
+  MeasurementFile t4 = read_measurement_file((dir / "t4.json").string());
+  EXPECT_EQ(kt.format, MeasurementFile::Format::KernelTuner);
+  EXPECT_EQ(t4.format, MeasurementFile::Format::T4);
+  EXPECT_EQ(kt.device, "NVIDIA RTX A4000");
+  EXPECT_EQ(kt.keys.size(), 8u);
+  ASSERT_EQ(kt.entries.size(), 5u);
+  ASSERT_EQ(t4.entries.size(), 5u);
+  EXPECT_FALSE(kt.entries[0].time_ms);
+  EXPECT_EQ(kt.entries[0].failure, "RuntimeFailedConfig");
+  ASSERT_TRUE(kt.entries[1].time_ms);
+  EXPECT_EQ(kt.entries[1].samples_ms.size(), 32u);
+  EXPECT_TRUE(kt.entries[1].params.contains("block_size_y"));
+  ASSERT_TRUE(t4.entries[1].time_ms);
+  EXPECT_EQ(t4.entries[1].samples_ms.size(), 32u);
+  EXPECT_TRUE(t4.entries[1].compile_ms);
+  EXPECT_TRUE(t4.entries[1].params.contains("block_size_y"));
+}
+
+TEST(MeasurementFile, AWrongKindOfValueNamesTheFileAndTheField) {
+  test::TempDir dir;
+  auto expect_error = [&](const nlohmann::json& doc, const std::string& field) {
+    test::write_file(dir / "m.json", doc.dump());
+    try {
+      read_measurement_file((dir / "m.json").string());
+      ADD_FAILURE() << field << ": no error";
+    } catch (const std::runtime_error& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("m.json"), std::string::npos) << m;
+      EXPECT_NE(m.find("'" + field + "'"), std::string::npos) << m;
+    }
+  };
+  auto kt = small_kernel_tuner_cache(3);
+  std::string k1 = std::next(kt["cache"].begin()).key();
+  auto doc = kt;
+  doc["cache"][k1]["time"] = -2.0;
+  expect_error(doc, "cache." + k1 + ".time");
+  doc = kt;
+  doc["cache"][k1]["times"][3] = "fast";
+  expect_error(doc, "cache." + k1 + ".times[3]");
+  doc = kt;
+  doc["cache"][k1]["block_size_x"] = nlohmann::json::object();
+  expect_error(doc, "cache." + k1 + ".block_size_x");
+  doc = kt;
+  doc["kernel_name"] = 3;
+  expect_error(doc, "kernel_name");
+  doc = kt;
+  doc["tune_params_keys"][1] = nullptr;
+  expect_error(doc, "tune_params_keys[1]");
+  auto t4 = small_t4(3);
+  doc = t4;
+  doc["results"][2]["times"]["runtimes"] = 1.5;
+  expect_error(doc, "results[2].times.runtimes");
+  doc = t4;
+  doc["results"][1]["configuration"] = "1,32";
+  expect_error(doc, "results[1].configuration");
+  doc = t4;
+  doc["results"][0]["invalidity"] = false;
+  expect_error(doc, "results[0].invalidity");
+}
+
+// Both shipped formats, mutated many times: each file reads or is refused with an error naming
+// it; an import either stores every entry or nothing, and the database stays usable.
+TEST(MeasurementFile, MutatedFilesReadOrAreRefusedAndImportIsAllOrNothing) {
+  test::TempDir dir;
+  Store store((dir / "g.db").string());
+  std::mt19937 rng(20261123);
+  const nlohmann::json bases[] = {small_kernel_tuner_cache(6), small_t4(6)};
+  int read = 0, refused = 0, imported = 0;
+  for (int i = 0; i < 400; ++i) {
+    nlohmann::json doc = bases[i % 2];
+    int changes = 1 + static_cast<int>(rng() % 3);
+    for (int c = 0; c < changes; ++c) test::mutate_json(doc, rng);
+    auto path = (dir / ("m" + std::to_string(i) + ".json")).string();
+    test::write_file(path, doc.dump());
+    try {
+      MeasurementFile f = read_measurement_file(path);
+      ++read;
+      for (auto& e : f.entries) {
+        EXPECT_TRUE(e.params.is_object()) << doc.dump();
+        EXPECT_NE(e.time_ms.has_value(), !e.failure.empty()) << doc.dump();
+        if (e.time_ms) {
+          EXPECT_GE(*e.time_ms, 0.0);
+        }
+      }
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << doc.dump().substr(0, 1500) << "\nthrew " << typeid(e).name() << ": "
+                    << e.what();
+    }
+    if (i % 2) continue;
+    size_t runs_before = store.runs(1000).size();
+    try {
+      ImportSummary s = import_kernel_tuner_cache(store, path);
+      EXPECT_EQ(store.measurements(s.run_id).size(), static_cast<size_t>(s.measurements));
+      EXPECT_EQ(store.runs(1000).size(), runs_before + 1);
+      ++imported;
+    } catch (const DbError& e) {
+      ADD_FAILURE() << "database error: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_EQ(store.runs(1000).size(), runs_before) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << doc.dump().substr(0, 1500) << "\nimport threw " << typeid(e).name() << ": "
+                    << e.what();
+    }
+  }
+  EXPECT_GT(read, 50);
+  EXPECT_GT(refused, 50);
+  EXPECT_GT(imported, 20);
 }
 
 }  // namespace

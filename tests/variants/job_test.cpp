@@ -9,6 +9,7 @@
 #include <random>
 #include <typeinfo>
 
+#include "json_fuzz.h"
 #include "test_util.h"
 #include "variants/space.h"
 
@@ -177,67 +178,6 @@ TEST(JobErrors, MissingKernelFileIsReportedOnlyWhenNeeded) {
   }
 }
 
-// One random change to a JSON document: a value replaced by one of another kind or at an edge, a
-// key removed, an array emptied or grown. Walks to a uniformly chosen node first.
-void mutate(json& doc, std::mt19937& rng) {
-  std::vector<json*> nodes;
-  std::vector<json*> todo{&doc};
-  while (!todo.empty()) {
-    json* n = todo.back();
-    todo.pop_back();
-    nodes.push_back(n);
-    if (n->is_structured())
-      for (auto& child : *n) todo.push_back(&child);
-  }
-  json& target = *nodes[rng() % nodes.size()];
-  static const std::vector<json> replacements = {nullptr,
-                                                 true,
-                                                 0,
-                                                 -1,
-                                                 1,
-                                                 7,
-                                                 1e300,
-                                                 -1e-300,
-                                                 9223372036854775807LL,
-                                                 "",
-                                                 "x",
-                                                 "[",
-                                                 "ProblemSize[0]",
-                                                 "1/0",
-                                                 "2**64",
-                                                 "range(10**9)",
-                                                 "[0]",
-                                                 json::array(),
-                                                 json::object(),
-                                                 json::array({nullptr}),
-                                                 json::array({"1", 2}),
-                                                 json{{"X", "0"}},
-                                                 "0x",
-                                                 "-1",
-                                                 "1e400"};
-  switch (rng() % 4) {
-    case 0:
-      if (target.is_object() && !target.empty()) {
-        auto it = target.begin();
-        std::advance(it, rng() % target.size());
-        target.erase(it);
-        return;
-      }
-      [[fallthrough]];
-    case 1:
-      if (target.is_array() && !target.empty()) {
-        if (rng() % 2)
-          target.push_back(target[rng() % target.size()]);
-        else
-          target.erase(target.begin() + static_cast<long>(rng() % target.size()));
-        return;
-      }
-      [[fallthrough]];
-    default:
-      target = replacements[rng() % replacements.size()];
-  }
-}
-
 // Every job file we ship, each mutated many times: the reader and the space builder either accept
 // the result or raise JobError naming the file; nothing else escapes, nothing crashes or hangs.
 TEST(JobFuzz, MutatedJobFilesLoadOrRaiseJobError) {
@@ -255,7 +195,7 @@ TEST(JobFuzz, MutatedJobFilesLoadOrRaiseJobError) {
     for (int i = 0; i < 60; ++i) {
       json doc = original;
       int changes = 1 + static_cast<int>(rng() % 3);
-      for (int c = 0; c < changes; ++c) mutate(doc, rng);
+      for (int c = 0; c < changes; ++c) test::mutate_json(doc, rng);
       try {
         Job job = parse_job(doc, file);
         std::uint64_t points = 1;
