@@ -78,7 +78,13 @@ DeviceSpec load_device_file(const std::filesystem::path& file) {
   d.name = str("name");
   if (j.contains("aliases")) {
     if (!j["aliases"].is_array()) throw fail("aliases", "expected a list of strings");
-    for (auto& a : j["aliases"]) d.aliases.push_back(a.get<std::string>());
+    for (size_t i = 0; i < j["aliases"].size(); ++i) {
+      const auto& a = j["aliases"][i];
+      if (!a.is_string() || a.get<std::string>().empty())
+        throw fail("aliases[" + std::to_string(i) + "]",
+                   "expected a non-empty string, got " + a.dump());
+      d.aliases.push_back(a.get<std::string>());
+    }
   }
   std::string cc = str("compute_capability");
   int major = 0, minor = 0;

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <typeinfo>
 
+#include "json_fuzz.h"
 #include "test_util.h"
 
 namespace gputune::pruner {
@@ -69,6 +73,38 @@ TEST(DeviceSpec, BadFilesNameTheFieldAndTheProblem) {
   expect_error(d, "unknown compute capability");
   test::write_file(dir / "bad.json", "{ not json");
   EXPECT_THROW(load_device_file(dir / "bad.json"), DeviceError);
+}
+
+// Every shipped device file, mutated: loaded (then every figure is positive) or refused with a
+// DeviceError naming the file; nothing else escapes.
+TEST(DeviceSpec, MutatedFilesLoadOrAreRefusedWithADeviceError) {
+  test::TempDir dir;
+  std::mt19937 rng(20261123);
+  int loaded = 0, refused = 0;
+  for (auto& entry : std::filesystem::directory_iterator(test::source_dir() / "configs/devices")) {
+    const auto original = nlohmann::json::parse(test::read_file(entry.path()));
+    for (int i = 0; i < 40; ++i) {
+      auto doc = original;
+      int changes = 1 + static_cast<int>(rng() % 2);
+      for (int c = 0; c < changes; ++c) test::mutate_json(doc, rng);
+      test::write_file(dir / "d.json", doc.dump());
+      try {
+        DeviceSpec d = load_device_file(dir / "d.json");
+        EXPECT_GT(d.limits.sm_count, 0) << doc.dump();
+        EXPECT_GT(d.memory_bandwidth_gbs, 0) << doc.dump();
+        EXPECT_GT(d.peak_fp32_tflops, 0) << doc.dump();
+        ++loaded;
+      } catch (const DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("d.json"), std::string::npos) << e.what();
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << entry.path().filename() << " mutated to " << doc.dump() << " threw "
+                      << typeid(e).name() << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(loaded, 20);
+  EXPECT_GT(refused, 20);
 }
 
 }  // namespace
