@@ -380,9 +380,15 @@ void Server::Impl::routes() {
         if (!body.contains("kernel_source") || !body["kernel_source"].is_string())
           throw HttpError{400, "kernel_source (the kernel file's text) is required",
                           "kernel_source"};
+        auto optional_string = [&](const char* key, const char* fallback) {
+          if (!body.contains(key)) return std::string(fallback);
+          if (!body[key].is_string())
+            throw HttpError{400, std::string(key) + " must be a string", key};
+          return body[key].get<std::string>();
+        };
         db::QueueItem q;
-        q.name = body.value("name", "");
-        q.job_file = body.value("job_file", "submitted.json");
+        q.name = optional_string("name", "");
+        q.job_file = optional_string("job_file", "submitted.json");
         // Validate the job as `gputune run` would, before it is queued.
         Job job = parse_job(body["document"], q.job_file);
         Space space = build_space(job);

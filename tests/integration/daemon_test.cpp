@@ -214,6 +214,13 @@ TEST(Daemon, ApiValidatesEverything) {
       c.Post("/api/jobs", auth, json({{"document", doc}, {"kernel_source", "x"}}).dump(),
              "application/json"),
       400, "ConfigurationSpace.Conditions");
+  for (const char* key : {"name", "job_file"}) {
+    json body = {
+        {"document", json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},
+        {"kernel_source", "x"},
+        {key, 42}};
+    expect_json_error(c.Post("/api/jobs", auth, body.dump(), "application/json"), 400, key);
+  }
   // Static files come from memory: no path reaches the disk.
   for (const char* p : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
                         "/app.js/../../../etc/passwd", "/etc/passwd"}) {
