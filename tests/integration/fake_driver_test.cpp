@@ -75,6 +75,15 @@ TEST(FakeDriver, DevicesAndNoDevice) {
   EXPECT_NE(none.out.find("cuInit failed: CUDA_ERROR_NO_DEVICE"), std::string::npos) << none.out;
 }
 
+// The driver is dlopen'ed: the binary must not name libcuda among the libraries the loader
+// resolves before main(), or it cannot even print its usage on a machine without a driver.
+TEST(NoDriver, TheBinaryDoesNotLinkTheDriver) {
+  auto r = test::run_command(std::string("readelf -d '") + GPUTUNE_BINARY + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("libnvrtc.so"), std::string::npos) << r.out;  // the listing is real
+  EXPECT_EQ(r.out.find("libcuda"), std::string::npos) << r.out;
+}
+
 TEST(FakeDriver, TimeBudgetStopsMeasuring) {
   test::TempDir dir;
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
