@@ -155,7 +155,6 @@ MeasurementFile read_measurement_file(const std::string& path) {
     throw std::runtime_error(
         path + ": neither a Kernel Tuner cache file (key 'cache') nor a T4 file (key 'results')");
   MeasurementFile f;
-  f.header = doc;
   if (doc.contains("cache")) {
     f.format = MeasurementFile::Format::KernelTuner;
     if (doc.contains("kernel_name")) f.kernel = in.string(doc["kernel_name"], "kernel_name");
@@ -170,14 +169,15 @@ MeasurementFile read_measurement_file(const std::string& path) {
     f.entries.reserve(cache.size());
     for (auto it = cache.begin(); it != cache.end(); ++it)
       f.entries.push_back(in.kernel_tuner_entry(it.key(), it.value()));
-    f.header.erase("cache");
+    doc.erase("cache");
   } else {
     f.format = MeasurementFile::Format::T4;
     const json& results = in.array(doc["results"], "results");
     f.entries.reserve(results.size());
     for (size_t i = 0; i < results.size(); ++i) f.entries.push_back(in.t4_entry(i, results[i]));
-    f.header.erase("results");
+    doc.erase("results");
   }
+  f.header = std::move(doc);  // what is left: the document without its measurements
   return f;
 }
 
