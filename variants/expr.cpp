@@ -619,10 +619,11 @@ std::int64_t float_to_int(double x) {
     type_error("cannot convert float " + Value(x).repr() + " to a 64-bit integer");
   return static_cast<std::int64_t>(t);
 }
-void check_length(std::int64_t n, const char* what) {
-  if (n > kMaxElements)
-    type_error(std::string(what) + " of " + std::to_string(n) + " elements (at most " +
-               std::to_string(kMaxElements) + ")");
+/// Refuses a list or string longer than kMaxElements; `elements` is its length, or (for a length
+/// that would not even fit in 64 bits) any value above the cap.
+void check_length(std::uint64_t elements, const char* what) {
+  if (elements > static_cast<std::uint64_t>(kMaxElements))
+    type_error(std::string(what) + " of more than " + std::to_string(kMaxElements) + " elements");
 }
 
 std::int64_t floordiv(std::int64_t a, std::int64_t b) {
@@ -640,11 +641,11 @@ std::int64_t pymod(std::int64_t a, std::int64_t b) {
 
 Value arith(Op op, const Value& a, const Value& b) {
   if (op == Op::Add && a.is_str() && b.is_str()) {
-    check_length(static_cast<std::int64_t>(a.as_str().size() + b.as_str().size()), "a string");
+    check_length(a.as_str().size() + b.as_str().size(), "a string");
     return Value(a.as_str() + b.as_str());
   }
   if (op == Op::Add && a.is_list() && b.is_list()) {
-    check_length(static_cast<std::int64_t>(a.as_list().size() + b.as_list().size()), "a list");
+    check_length(a.as_list().size() + b.as_list().size(), "a list");
     List l = a.as_list();
     l.insert(l.end(), b.as_list().begin(), b.as_list().end());
     return Value(std::move(l));
@@ -653,14 +654,14 @@ Value arith(Op op, const Value& a, const Value& b) {
     std::int64_t n = std::max<std::int64_t>(b.as_int(), 0);
     if (a.is_str()) {
       auto len = static_cast<std::int64_t>(a.as_str().size());
-      if (len > 0 && n > kMaxElements / len) check_length(kMaxElements + 1, "a repeated string");
+      if (len > 0 && n > kMaxElements / len) check_length(UINT64_MAX, "a repeated string");
       std::string s;
       s.reserve(static_cast<size_t>(len * n));
       for (std::int64_t i = 0; i < n; ++i) s += a.as_str();
       return Value(s);
     }
     auto len = static_cast<std::int64_t>(a.as_list().size());
-    if (len > 0 && n > kMaxElements / len) check_length(kMaxElements + 1, "a repeated list");
+    if (len > 0 && n > kMaxElements / len) check_length(UINT64_MAX, "a repeated list");
     List l;
     l.reserve(static_cast<size_t>(len * n));
     for (std::int64_t i = 0; i < n; ++i) l.insert(l.end(), a.as_list().begin(), a.as_list().end());
@@ -932,11 +933,13 @@ class Evaluator {
           len = (U(stop) - U(start) - 1) / U(step) + 1;
         else if (step < 0 && start > stop)
           len = (U(start) - U(stop) - 1) / (U(0) - U(step)) + 1;
-        if (len > U(kMaxElements)) check_length(kMaxElements + 1, "range()");
+        check_length(len, "range()");
         List l;
         l.reserve(static_cast<size_t>(len));
-        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-          l.push_back(Value(i));
+        // Element k is start + k * step, in modular arithmetic: it lies between start and stop,
+        // but stepping one past the last element could overflow.
+        for (U k = 0; k < len; ++k)
+          l.push_back(Value(static_cast<std::int64_t>(U(start) + k * U(step))));
         return Value(std::move(l));
       }
       case Builtin::Min:

@@ -225,6 +225,13 @@ TEST(Expr, ListsStringsAndComprehensionsAreCappedAtTenMillion) {
       EXPECT_NE(std::string(e.what()).find("10000000"), std::string::npos) << e.what();
     }
   }
+  // Ranges at the edges of int64: stepping past the last element would overflow.
+  EXPECT_EQ(ev("range(9223372036854775806, 9223372036854775807, 5)").str(),
+            "[9223372036854775806]");
+  EXPECT_EQ(ev("range(-9223372036854775807 - 1, 9223372036854775807, 2**62)").str(),
+            "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904]");
+  EXPECT_EQ(ev("range(9223372036854775807, -9223372036854775807 - 1, -2**62)").str(),
+            "[9223372036854775807, 4611686018427387903, -1, -4611686018427387905]");
   EXPECT_EQ(ev("len('a' * 10**7)").as_int(), 10'000'000);
   EXPECT_EQ(ev("len(range(0, -3 * 10**7, -3))").as_int(), 10'000'000);
   EXPECT_EQ(ev("'ab' * -3").as_str(), "");
