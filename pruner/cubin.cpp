@@ -27,6 +27,7 @@ struct Section {
 // EIATTR codes of the .nv.info sections (from NVIDIA's cubin layout, as cuobjdump prints them).
 constexpr std::uint8_t EIATTR_MAX_THREADS = 0x05;
 constexpr std::uint8_t EIATTR_FRAME_SIZE = 0x11;
+constexpr std::uint8_t EIATTR_KPARAM_INFO = 0x17;
 constexpr std::uint8_t EIATTR_PARAM_CBANK_SIZE = 0x19;
 constexpr std::uint8_t EIATTR_REGCOUNT = 0x2f;
 constexpr std::uint8_t EIFMT_NVAL = 0x01, EIFMT_BVAL = 0x02, EIFMT_HVAL = 0x03, EIFMT_SVAL = 0x04;
@@ -142,6 +143,13 @@ Resources read_cubin_resources(std::string_view b, const std::string& kernel) {
               static_cast<int>(rd<std::uint32_t>(b, off) * rd<std::uint32_t>(b, off + 4) *
                                rd<std::uint32_t>(b, off + 8));
         if (attr == EIATTR_PARAM_CBANK_SIZE && sz >= 2) r.param_bytes = rd<std::uint16_t>(b, off);
+        // index (4 bytes), ordinal (2), offset (2), then a word whose top 14 bits are the size.
+        if (attr == EIATTR_KPARAM_INFO && sz >= 12) {
+          const size_t ordinal = rd<std::uint16_t>(b, off + 4);
+          if (ordinal >= 4096) throw CubinError("parameter ordinal out of range in .nv.info");
+          if (r.param_sizes.size() <= ordinal) r.param_sizes.resize(ordinal + 1, 0);
+          r.param_sizes[ordinal] = static_cast<int>(rd<std::uint32_t>(b, off + 8) >> 18);
+        }
       });
     } else if (s.name == ".nv.shared." + kernel) {
       // On sm_90 the section includes the 1 KiB the system reserves per block (the cubin then

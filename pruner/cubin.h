@@ -1,7 +1,7 @@
 /** \file pruner/cubin.h
  * Owns: reading a kernel's resource usage from a cubin (CUDA ELF) without a GPU: registers per
  * thread, static shared memory, the per-block system reserve, local memory (stack frame), the
- * __launch_bounds__ thread limit, and spill counts from a ptxas log.
+ * __launch_bounds__ thread limit, the size of each parameter, and spill counts from a ptxas log.
  * Consumes: cubin bytes and the kernel's (lowered) symbol name. Produces: Resources.
  * Runs after tuner/compile; occupancy.h runs after it.
  * Must not: include cuda.h, create a CUDA context, or touch the database. */
@@ -16,13 +16,14 @@
 namespace gputune::pruner {
 
 struct Resources {
-  int registers = 0;      ///< per thread
-  int static_smem = 0;    ///< bytes, user-declared __shared__ (what ptxas reports as smem)
-  int reserved_smem = 0;  ///< bytes the system reserves per block inside the cubin (sm_90)
-  int local_bytes = 0;    ///< stack frame per thread (spills and local arrays)
-  int max_threads = 0;    ///< __launch_bounds__ / maxntid product; 0 when not set
-  int param_bytes = 0;    ///< kernel parameter block size
-  int spill_stores = -1;  ///< bytes, from the ptxas log; -1 when unknown
+  int registers = 0;             ///< per thread
+  int static_smem = 0;           ///< bytes, user-declared __shared__ (what ptxas reports as smem)
+  int reserved_smem = 0;         ///< bytes the system reserves per block inside the cubin (sm_90)
+  int local_bytes = 0;           ///< stack frame per thread (spills and local arrays)
+  int max_threads = 0;           ///< __launch_bounds__ / maxntid product; 0 when not set
+  int param_bytes = 0;           ///< kernel parameter block size
+  std::vector<int> param_sizes;  ///< bytes of each parameter in order (EIATTR_KPARAM_INFO)
+  int spill_stores = -1;         ///< bytes, from the ptxas log; -1 when unknown
   int spill_loads = -1;
   bool operator==(const Resources&) const = default;
 };

@@ -188,6 +188,31 @@ double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_
   return 0;
 }
 
+void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
+                           const std::string& config) {
+  const std::string fix = "list one argument per kernel parameter, in its order, with its type";
+  const std::string where = " (the cubin of configuration " + config + ")";
+  if (sizes.size() != job.arguments.size())
+    throw JobError(job.file.string(), "KernelSpecification.Arguments",
+                   "the job lists " + std::to_string(job.arguments.size()) +
+                       " arguments, kernel '" + job.kernel_name + "' takes " +
+                       std::to_string(sizes.size()) + where,
+                   fix);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Argument& a = job.arguments[i];
+    const bool vector = a.memory_type == "Vector";
+    const int bytes = vector ? 8 : parse_element_type(a.type).bytes();
+    if (bytes == sizes[i]) continue;
+    throw JobError(job.file.string(),
+                   "KernelSpecification.Arguments[" + std::to_string(i) + "] (" + a.name + ")",
+                   (vector ? std::string("a Vector is passed as an 8-byte device pointer")
+                           : "a Scalar " + a.type + " is " + std::to_string(bytes) + " bytes") +
+                       ", but parameter " + std::to_string(i) + " of kernel '" + job.kernel_name +
+                       "' is " + std::to_string(sizes[i]) + " bytes" + where,
+                   fix);
+  }
+}
+
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents) {
   const bool fill_vectors = contents == ArgumentContents::Filled;

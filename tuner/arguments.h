@@ -51,6 +51,14 @@ enum class ArgumentContents { Filled, SizesOnly };
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents = ArgumentContents::Filled);
 
+/// Checks the job's arguments against the size of each parameter the compiled kernel declares (its
+/// cubin's list): one argument per parameter, 8 bytes (a device pointer) for a Vector, the
+/// element's bytes for a Scalar. A launch with arguments that differ reads garbage or faults, so
+/// this is bad input: throws JobError naming the argument (`config` says which configuration's
+/// cubin disagreed). Pointers and 8-byte scalars look alike here; cpu_check.h tells them apart.
+void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
+                           const std::string& config);
+
 /// Scalar i of a buffer as double.
 double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_t i);
 

@@ -37,6 +37,7 @@ constexpr const char* kRuntime = R"RT(
 #include <cstring>
 #include <functional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 struct uint3 { unsigned x, y, z; };
 struct dim3 { unsigned x, y, z; };
@@ -162,6 +163,34 @@ inline void cp_wait(std::size_t keep) {
   }
 }
 }  // namespace gt
+// Calling a kernel with cuLaunchKernel's parameter array, its types deduced from the kernel.
+namespace gt {
+// Layout shared with CpuModule::build, which reads the array gt_params_<i> returns.
+struct Param { int pointer; unsigned long long bytes; char kind; };
+template <class E> constexpr char kind_of() {
+  return std::is_floating_point_v<E> ? 'f' : std::is_integral_v<E> ? 'i' : 'o';
+}
+template <class T> constexpr Param param_info() {
+  if constexpr (std::is_pointer_v<T>) {
+    using E = std::remove_cv_t<std::remove_all_extents_t<std::remove_pointer_t<T>>>;
+    if constexpr (std::is_void_v<E>) return {1, 0, 'o'}; else return {1, sizeof(E), kind_of<E>()};
+  } else {
+    return {0, sizeof(T), kind_of<T>()};
+  }
+}
+template <class... P> const Param* signature(void (*)(P...), std::size_t* n) {
+  static const Param info[] = {param_info<P>()..., Param{0, 0, 'o'}};
+  *n = sizeof...(P);
+  return info;
+}
+template <class... P, std::size_t... I>
+void call(void (*f)(P...), void** a, std::index_sequence<I...>) {
+  f(*static_cast<std::remove_cv_t<P>*>(a[I])...);
+}
+template <class... P> void call(void (*f)(P...), void** a) {
+  call(f, a, std::index_sequence_for<P...>{});
+}
+}  // namespace gt
 #define GT_CP_ASYNC_EMULATED 1
 template <class T> void gt_cp_async(T* dst, const T* src, bool ok) { ::gt::cp_async(dst, src, ok); }
 inline void gt_cp_commit() { ::gt::cp_commit(); }
@@ -268,6 +297,23 @@ std::string run_compiler(const std::string& cmd) {
   return out;
 }
 
+/// `s` as a C string literal (for #line).
+std::string quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c == '\n' ? ' ' : c;
+  }
+  return q + "\"";
+}
+
+/// `s` as one word for the shell.
+std::string shell_word(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 }  // namespace
 
 struct CpuModule::Impl {
@@ -277,6 +323,7 @@ struct CpuModule::Impl {
   std::vector<Launch> launchers;
   using Count = unsigned long long (*)();
   std::vector<Count> vector_loads;  ///< per kernel: its library's count of the last launch
+  std::vector<std::vector<CpuParam>> params;  ///< per kernel: as it declares them
   ~Impl() {
     for (void* h : handles) dlclose(h);
     std::error_code ec;
@@ -289,13 +336,17 @@ std::string CpuModule::compiler() {
   return GPUTUNE_HOST_CXX;
 }
 
-CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
+CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
+                           const std::vector<std::string>& include_dirs) {
   CpuModule m;
   m.impl_ = std::make_unique<Impl>();
   std::string tmpl = (fs::temp_directory_path() / "gputune-cpu-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw EmulatorError("cannot create a temporary folder in " + tmpl);
   m.impl_->dir = tmpl;
   std::ofstream(m.impl_->dir / "gt_cpu_cuda.h") << kRuntime;
+  std::string includes;
+  for (const std::string& d : include_dirs)
+    if (!d.empty()) includes += " -I" + shell_word(d);
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(kernels.size())));
   std::vector<std::future<void>> work;
   std::vector<fs::path> libs;
@@ -314,28 +365,32 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
       check_alignment |= casts_pointers(k.source);
       std::vector<std::string> dyn;
       const std::string text = dynamic_shared(strip_extern_c(k.source), dyn);
-      o << "namespace gt_k" << i << " {\n#line 1 \"kernel" << i << ".cu\"\n" << text << "\n}\n";
+      for (const auto& [name, value] : k.defines) o << "#define " << name << " " << value << "\n";
+      const std::string file =
+          k.file_name.empty() ? "kernel" + std::to_string(i) + ".cu" : k.file_name;
+      o << "namespace gt_k" << i << " {\n#line 1 " << quoted(file) << "\n" << text << "\n}\n";
       for (const std::string& n : dyn) o << "#undef " << n << "\n";
+      for (const auto& d : k.defines) o << "#undef " << d.first << "\n";
+      const std::string fn = "&gt_k" + std::to_string(i) + "::" + k.name;
       o << "extern \"C\" const char* gt_launch_" << i
         << "(const unsigned* g, const unsigned* b, void** a, unsigned long long smem) {\n"
-           "  return ::gt::launch(g, b, smem, [&] { gt_k"
-        << i << "::" << k.name << "(";
-      for (size_t j = 0; j < k.param_types.size(); ++j)
-        o << (j ? ", " : "") << "*static_cast<std::add_pointer_t<" << k.param_types[j] << ">>(a["
-          << j << "])";
-      o << "); });\n}\n";
+           "  return ::gt::launch(g, b, smem, [&] { ::gt::call("
+        << fn << ", a); });\n}\n"
+        << "extern \"C\" const ::gt::Param* gt_params_" << i
+        << "(std::size_t* n) { return ::gt::signature(" << fn << ", n); }\n";
     }
     o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n";
     o.close();
     libs.push_back(lib);
     std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC" +
                       (check_alignment ? kAlignmentCheck : "") + " -I" + m.impl_->dir.string() +
-                      " -o " + lib.string() + " " + src.string();
+                      includes + " -o " + lib.string() + " " + src.string();
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
   }
   for (auto& w : work) w.get();
   m.impl_->launchers.resize(kernels.size());
   m.impl_->vector_loads.resize(kernels.size());
+  m.impl_->params.resize(kernels.size());
   for (size_t c = 0; c < libs.size(); ++c) {
     void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw EmulatorError(std::string("cannot load the emulated kernels: ") + dlerror());
@@ -343,8 +398,22 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs) {
     size_t from = c * per, to = std::min(kernels.size(), from + per);
     for (size_t i = from; i < to; ++i) {
       void* f = dlsym(h, ("gt_launch_" + std::to_string(i)).c_str());
-      if (!f) throw EmulatorError("missing launcher for kernel " + std::to_string(i));
+      void* sig = dlsym(h, ("gt_params_" + std::to_string(i)).c_str());
+      if (!f || !sig) throw EmulatorError("missing launcher for kernel " + std::to_string(i));
       m.impl_->launchers[i] = reinterpret_cast<Impl::Launch>(f);
+      struct Param {  // ::gt::Param of the prelude
+        int pointer;
+        unsigned long long bytes;
+        char kind;
+      };
+      size_t n = 0;
+      const auto* p = reinterpret_cast<const Param* (*)(size_t*)>(sig)(&n);
+      for (size_t j = 0; j < n; ++j) {
+        const CpuParam::Kind kind = p[j].kind == 'f'   ? CpuParam::Kind::Floating
+                                    : p[j].kind == 'i' ? CpuParam::Kind::Integer
+                                                       : CpuParam::Kind::Other;
+        m.impl_->params[i].push_back({p[j].pointer != 0, p[j].bytes, kind});
+      }
       void* count = dlsym(h, "gt_vector_loads");
       if (!count) throw EmulatorError("missing vector-load counter in the emulated kernels");
       m.impl_->vector_loads[i] = reinterpret_cast<Impl::Count>(count);
@@ -358,6 +427,11 @@ CpuModule& CpuModule::operator=(CpuModule&&) noexcept = default;
 CpuModule::~CpuModule() = default;
 
 size_t CpuModule::size() const { return impl_ ? impl_->launchers.size() : 0; }
+
+const std::vector<CpuParam>& CpuModule::params(size_t i) const {
+  if (!impl_ || i >= impl_->params.size()) throw EmulatorError("no such emulated kernel");
+  return impl_->params[i];
+}
 
 LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                               void** args, unsigned long long dynamic_smem) const {

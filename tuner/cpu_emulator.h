@@ -6,7 +6,9 @@
  * dlopen. A launch runs the blocks in turn; the threads of a block run as cooperative fibers
  * (ucontext) that meet at __syncthreads, so shared-memory staging (static and `extern __shared__`)
  * is emulated faithfully; a barrier that only some threads reach is an error. Warp-level intrinsics
- * (shuffles, votes) are not provided. Consumes: kernel sources and their parameter types. Produces:
+ * (shuffles, votes) are not provided. A kernel's parameter types are deduced from the kernel
+ * itself, and each launcher reports them (CpuParam), so a caller checks its arguments against the
+ * kernel before it launches. Consumes: kernel sources, -D definitions, include folders. Produces:
  * CpuModule. Must not: touch the GPU driver or the database. */
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gputune::tuner {
@@ -23,12 +26,22 @@ class EmulatorError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One kernel to put into a module: its source, its name, and its parameter types as written
-/// ("const float *", "int").
+/// One kernel to put into a module: its source and its name (a __global__ function that is not
+/// overloaded or a template), with macros defined around it (a parametric kernel's -D values).
 struct CpuKernel {
   std::string source;
   std::string name;
-  std::vector<std::string> param_types;
+  std::vector<std::pair<std::string, std::string>> defines;  ///< #define first second
+  std::string file_name;  ///< names the source in compiler messages (default "kernel<i>.cu")
+};
+
+/// A kernel parameter as the kernel declares it: what a caller must pass.
+struct CpuParam {
+  bool pointer = false;
+  /// sizeof the value; for a pointer, of its element (0 for void*)
+  unsigned long long bytes = 0;
+  /// of the value, or of a pointer's element: Other for structs (float4, ...) and void
+  enum class Kind { Integer, Floating, Other } kind = Kind::Other;
 };
 
 /// What a launch did that the results alone do not show.
@@ -40,14 +53,18 @@ struct LaunchStats {
 class CpuModule {
  public:
   /// Compiles all kernels into one library (`jobs` compiler processes in parallel, one source
-  /// file per chunk). Throws EmulatorError with the compiler's output.
-  static CpuModule build(const std::vector<CpuKernel>& kernels, int jobs = 1);
+  /// file per chunk; `include_dirs` become -I). Throws EmulatorError with the compiler's output.
+  static CpuModule build(const std::vector<CpuKernel>& kernels, int jobs = 1,
+                         const std::vector<std::string>& include_dirs = {});
   CpuModule(CpuModule&&) noexcept;
   CpuModule& operator=(CpuModule&&) noexcept;
   ~CpuModule();
 
   size_t size() const;
-  /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams),
+  /// Kernel i's parameters, in order.
+  const std::vector<CpuParam>& params(size_t i) const;
+  /// Runs kernel i; args[j] points to parameter j's value (as cuLaunchKernel's kernelParams;
+  /// one per entry of params(i), which the caller checks: launch cannot),
   /// with `dynamic_smem` bytes behind `extern __shared__` arrays (filled with 0xff bytes before
   /// each block, so reading what no thread wrote shows). Throws EmulatorError when the threads of
   /// a block disagree about a __syncthreads or a vector load is misaligned (both fault on a GPU).

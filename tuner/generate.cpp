@@ -1,15 +1,12 @@
 // Naive-kernel entry points of the tuner: see generate.h.
 #include "tuner/generate.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include "tuner/arguments.h"
-#include "tuner/cpu_emulator.h"
+#include "tuner/cpu_check.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
 
@@ -39,127 +36,6 @@ Job load_tuning_job(const fs::path& file) {
   Job job = load_job(file);
   prepare_naive(job);
   return job;
-}
-
-namespace {
-
-/// A host buffer whose last byte sits right before an inaccessible page: a variant that reads or
-/// writes past the end of an array stops the check with a fault instead of passing silently.
-class GuardedBuffer {
- public:
-  explicit GuardedBuffer(const std::vector<unsigned char>& data) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    size_t bytes = (data.size() + 15) / 16 * 16;
-    size_t pages = (bytes + page - 1) / page + 1;
-    total_ = pages * page;
-    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed for an emulated buffer");
-    base_ = static_cast<unsigned char*>(p);
-    mprotect(base_ + (pages - 1) * page, page, PROT_NONE);
-    ptr_ = base_ + (pages - 1) * page - bytes;
-    if (!data.empty()) std::memcpy(ptr_, data.data(), data.size());
-    size_ = data.size();
-  }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  ~GuardedBuffer() { munmap(base_, total_); }
-  void* data() const { return ptr_; }
-  std::vector<unsigned char> contents() const { return {ptr_, ptr_ + size_}; }
-
- private:
-  unsigned char* base_ = nullptr;
-  unsigned char* ptr_ = nullptr;
-  size_t total_ = 0, size_ = 0;
-};
-
-std::array<unsigned, 3> to_u3(const std::array<std::int64_t, 3>& a) {
-  return {static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), static_cast<unsigned>(a[2])};
-}
-
-/// Runs kernel i of the module on fresh copies of the arguments; returns the outputs by argument.
-std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
-                                                 const std::vector<HostArgument>& args,
-                                                 std::array<unsigned, 3> grid,
-                                                 std::array<unsigned, 3> block,
-                                                 unsigned long long* vector_loads = nullptr,
-                                                 unsigned long long dynamic_smem = 0) {
-  std::vector<std::unique_ptr<GuardedBuffer>> bufs;
-  std::vector<void*> ptrs(args.size());
-  std::vector<void*> params(args.size());
-  for (size_t a = 0; a < args.size(); ++a) {
-    if (args[a].is_vector) {
-      bufs.push_back(std::make_unique<GuardedBuffer>(args[a].data));
-      ptrs[a] = bufs.back()->data();
-      params[a] = &ptrs[a];
-    } else {
-      bufs.push_back(nullptr);
-      params[a] = const_cast<unsigned char*>(args[a].data.data());
-    }
-  }
-  LaunchStats st = m.launch(i, grid, block, params.data(), dynamic_smem);
-  if (vector_loads) *vector_loads += st.vector_loads;
-  std::vector<std::vector<unsigned char>> out(args.size());
-  for (size_t a = 0; a < args.size(); ++a)
-    if (bufs[a]) out[a] = bufs[a]->contents();
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
-                                      const naive::NaiveKernel& k,
-                                      const std::vector<naive::Choice>& variants,
-                                      const ContextSpec& ctx, int jobs,
-                                      unsigned long long* vector_loads) {
-  if (vector_loads) *vector_loads = 0;
-  std::vector<std::string> problems;
-  std::vector<std::string> types;
-  for (const naive::Param& p : k.params) types.push_back(p.type);
-  if (job.arguments.size() != k.params.size())
-    return {"the job lists " + std::to_string(job.arguments.size()) + " arguments, kernel '" +
-            k.name + "' takes " + std::to_string(k.params.size())};
-  std::vector<CpuKernel> kernels;
-  kernels.push_back({naive_source, k.name, types});
-  for (const naive::Choice& c : variants)
-    kernels.push_back({naive::emit_variant(k, c), k.name, types});
-  CpuModule m = CpuModule::build(kernels, jobs);
-  std::vector<HostArgument> args = make_arguments(job, ctx);
-  std::array<std::int64_t, 3> threads{};
-  for (int d = 0; d < 3; ++d)
-    threads[d] =
-        eval_in_context(job, job.naive_threads[d], "KernelSpecification.GlobalSize", nullptr, ctx)
-            .as_int();
-  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
-  std::array<unsigned, 3> nb{k.dims == 2 ? 16u : 64u, k.dims == 2 ? 4u : 1u, 1};
-  std::array<std::int64_t, 3> ng{ceil_div(threads[0], nb[0]), ceil_div(threads[1], nb[1]),
-                                 threads[2]};
-  auto expected = run_once(m, 0, args, to_u3(ng), nb);
-  const std::map<std::string, double> scalars = naive_scalars(job, k, ctx);
-  for (size_t v = 0; v < variants.size(); ++v) {
-    const naive::Choice& c = variants[v];
-    int by = k.dims == 2 ? c.block_y : 1, my = k.dims == 2 ? c.merge_y : 1;
-    std::array<std::int64_t, 3> g{ceil_div(threads[0], c.block_x * c.merge_x),
-                                  ceil_div(threads[1], by * my), threads[2]};
-    std::string label = naive::choice_label(k, c);
-    try {
-      const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
-      const std::array<int, 2> block = naive::launch_block(k, c);
-      auto got = run_once(m, v + 1, args, to_u3(g),
-                          {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), 1},
-                          vector_loads, smem);
-      for (size_t a = 0; a < args.size(); ++a) {
-        if (!args[a].is_vector || !k.params[a].written) continue;
-        Comparison cmp =
-            compare_output(args[a], got[a], expected[a], job.abs_tolerance, job.rel_tolerance);
-        if (!cmp.ok) problems.push_back(label + ": " + cmp.describe(args[a].name));
-      }
-    } catch (const EmulatorError& e) {
-      problems.push_back(label + ": " + e.what());
-    } catch (const naive::NaiveError& e) {
-      problems.push_back(label + ": " + e.what());
-    }
-  }
-  return problems;
 }
 
 int generate(const GenerateOptions& o) {
@@ -256,15 +132,7 @@ int generate(const GenerateOptions& o) {
     std::cerr << "gputune: --check needs --job (the arguments and sizes to run with)\n";
     return 2;
   }
-  ContextSpec ctx = job.contexts.front();
-  if (!o.check_size.empty()) {
-    ctx.problem_size.clear();
-    ctx.name.clear();
-    for (std::int64_t v : o.check_size) {
-      ctx.problem_size.emplace_back(v);
-      ctx.name += (ctx.name.empty() ? "" : "x") + std::to_string(v);
-    }
-  }
+  const ContextSpec ctx = context_of_size(job, o.check_size);
   std::vector<std::string> bad = check_on_cpu(job, source, k, written, ctx);
   for (const std::string& b : bad) std::cout << "MISMATCH " << b << "\n";
   std::cout << (bad.empty() ? "all " + std::to_string(written.size()) +

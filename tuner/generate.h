@@ -3,7 +3,7 @@
  * (GPUTune.Naive: analyse it, generate its space and geometry, or fall back to block shape only
  * with the reason), and `gputune generate` (analysis report, variant files, a CPU check of every
  * written variant against the naive kernel). The analysis and the code are variants/naive.h's;
- * the CPU check is cpu_emulator.h's.
+ * the CPU check is cpu_check.h's.
  * Must not: launch on a GPU or touch the database. */
 #pragma once
 
@@ -24,16 +24,6 @@ void prepare_naive(Job& job);
 
 /// load_job + prepare_naive: what every command that tunes uses.
 Job load_tuning_job(const std::filesystem::path& file);
-
-/// Checks variants of a naive kernel against the kernel itself on the CPU (cpu_emulator.h):
-/// arguments sized and filled as the job says for `ctx`, every output compared with the job's
-/// tolerance. Returns one line per variant that differs or fails (empty: all agree); a misaligned
-/// vector load fails. `vector_loads`, when given, receives the vector loads all variants made.
-std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
-                                      const naive::NaiveKernel& k,
-                                      const std::vector<naive::Choice>& variants,
-                                      const ContextSpec& ctx, int jobs = 2,
-                                      unsigned long long* vector_loads = nullptr);
 
 struct GenerateOptions {
   std::filesystem::path kernel_file;

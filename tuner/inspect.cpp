@@ -3,6 +3,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "tuner/arguments.h"
 #include "tuner/progress.h"
 #include "variants/instantiate.h"
 
@@ -73,6 +74,14 @@ void compile_into(CompileReport& into, const std::vector<std::size_t>& which, co
     into.inspected[which[k]] = std::move(cr.inspected[k]);
   }
   into.ok += cr.ok, into.failed += cr.failed, into.cached += cr.cached;
+}
+
+void check_arguments_against_cubins(const Job& job, const std::vector<Config>& configs,
+                                    const CompileReport& cr) {
+  if (job.arguments.empty()) return;  // a job that only compiles (the tests' small jobs)
+  for (size_t i = 0; i < cr.inspected.size() && i < configs.size(); ++i)
+    if (cr.inspected[i].ok && !cr.inspected[i].res.param_sizes.empty())
+      check_parameter_sizes(job, cr.inspected[i].res.param_sizes, configs[i].key());
 }
 
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,

@@ -42,6 +42,12 @@ void compile_into(CompileReport& into, const std::vector<std::size_t>& which, co
                   const std::string& source, const std::vector<Config>& configs,
                   const std::string& arch, const CubinCache& cache, int threads, bool progress);
 
+/// Checks the job's arguments against every compiled configuration's parameter sizes
+/// (check_parameter_sizes in arguments.h); throws JobError at the first that differs. A job
+/// without Arguments is not checked.
+void check_arguments_against_cubins(const Job& job, const std::vector<Config>& configs,
+                                    const CompileReport& cr);
+
 /// What the pruning rules need of each compiled config in one context (geometry from the job;
 /// a config without a valid launch geometry is not judged).
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,

@@ -12,6 +12,7 @@
 #include "db/store.h"
 #include "pruner/device_spec.h"
 #include "tuner/compile.h"
+#include "tuner/cpu_check.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/daemon.h"
 #include "tuner/generate.h"
@@ -34,6 +35,7 @@ commands:
   run JOB            compile, verify and time every configuration of a T1 job; store it all
   space JOB          --count: number of valid configurations; --list: each as a JSON line
   generate FILE.cu   rewrite a naive kernel (--kernel NAME) into variants (--out DIR, --check)
+  check JOB          run configurations on the CPU against the reference (--size 37, no GPU needed)
   prune JOB          compile for a device (--device NAME, no GPU needed) and apply the pruning rules
   replay JOB         score strategies (and the pruner) against recorded measurements (--measurements FILE)
   best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
@@ -48,7 +50,7 @@ commands:
 
 Run `gputune COMMAND --help` for a command's options.
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 no CUDA device (compiled, stored, not timed),
-            4 no correct variant, 5 interrupted)";
+            4 no correct variant, 5 interrupted, 6 check: some configurations differ)";
 
 /// --help, or a missing required option: print the command's help; the exit code to return.
 std::optional<int> help_or_missing(const cxxopts::Options& o, const cxxopts::ParseResult& r,
@@ -140,6 +142,32 @@ int cmd_generate(int argc, char** argv) {
   g.check = r.count("check") > 0;
   if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
   return tuner::generate(g);
+}
+
+int cmd_check(int argc, char** argv) {
+  cxxopts::Options o("gputune check",
+                     "Run a job's configurations on the CPU and compare their outputs with the "
+                     "reference (no GPU needed)");
+  o.add_options()("job", "T1 job file (parametric or naive)", cxxopts::value<std::string>())(
+      "size", "ProblemSize to check at, e.g. 37 or 37,29 (default: the job's first context)",
+      cxxopts::value<std::vector<std::int64_t>>())(
+      "limit", "configurations checked at most, spread over the space (0: all)",
+      cxxopts::value<size_t>()->default_value("1000"))(
+      "j,threads", "host compiler processes", cxxopts::value<int>()->default_value("2"))("h,help",
+                                                                                         "help");
+  o.parse_positional({"job"});
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "job")) return *rc;
+  tuner::CheckOptions c;
+  if (r.count("size")) c.size = r["size"].as<std::vector<std::int64_t>>();
+  for (std::int64_t v : c.size)
+    if (v < 1) {
+      std::cerr << "gputune check: --size " << v << ": sizes must be positive integers\n";
+      return tuner::kExitBadInput;
+    }
+  c.limit = r["limit"].as<size_t>();
+  c.jobs = std::max(1, r["threads"].as<int>());
+  return tuner::check_command(r["job"].as<std::string>(), c, std::cout, std::cerr);
 }
 
 int cmd_space(int argc, char** argv) {
@@ -535,6 +563,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
     if (cmd == "space") return cmd_space(argc - 1, argv + 1);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
+    if (cmd == "check") return cmd_check(argc - 1, argv + 1);
     if (cmd == "best") return cmd_best(argc - 1, argv + 1);
     if (cmd == "prune") return cmd_prune(argc - 1, argv + 1);
     if (cmd == "replay") return cmd_replay(argc - 1, argv + 1);

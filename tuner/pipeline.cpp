@@ -59,16 +59,6 @@ std::string dims(const std::array<std::int64_t, 3>& d) {
   return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
 }
 
-/// Key of the job's default configuration: parameter Defaults, else each parameter's first value.
-std::string default_key(const Job& job) {
-  std::string key;
-  for (size_t i = 0; i < job.parameters.size(); ++i) {
-    auto& p = job.parameters[i];
-    key += (i ? "," : "") + (p.default_value ? *p.default_value : p.values.front()).str();
-  }
-  return key;
-}
-
 /// Index in `configs` of the job's default configuration, or -1 when it is not among them.
 long default_index(const Job& job, const std::vector<Config>& configs) {
   std::string key = default_key(job);
@@ -210,6 +200,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   const std::vector<Inspected>& inspected = built.inspected;
   rep.cached = built.cached, rep.compiled_ok = built.ok, rep.compile_failed = built.failed;
   const CompileReport& compile_report = built;
+  // Arguments the kernel does not take are bad input: say so before anything is stored.
+  check_arguments_against_cubins(job, configs, built);
 
   // 6. Records that identify this run.
   std::int64_t job_id, kernel_id, run_id;

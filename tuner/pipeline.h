@@ -27,6 +27,7 @@ enum ExitCode : int {
   kExitNoDevice = 3,     ///< everything compiled, inspected and stored; nothing timed
   kExitNoCorrect = 4,    ///< timed, but no variant produced a correct result
   kExitInterrupted = 5,  ///< stopped early (cancelled, or the daemon is shutting down)
+  kExitCheckFailed = 6,  ///< `check`: some configurations differ from the reference on the CPU
 };
 
 struct RunOptions {

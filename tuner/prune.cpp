@@ -104,6 +104,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
                              o.threads ? o.threads : job.compile_threads, o.progress);
   }
   rep.compile_failed = cr.failed;
+  check_arguments_against_cubins(job, configs, cr);
   std::vector<pruner::RuleInput> inputs = rule_inputs(job, configs, *ctx, cr);
   pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
 

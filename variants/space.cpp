@@ -40,6 +40,15 @@ Config Space::config(size_t i) const {
   return c;
 }
 
+std::string default_key(const Job& job) {
+  std::string key;
+  for (size_t i = 0; i < job.parameters.size(); ++i) {
+    const auto& p = job.parameters[i];
+    key += (i ? "," : "") + (p.default_value ? *p.default_value : p.values.front()).str();
+  }
+  return key;
+}
+
 long Space::find(const std::string& key) const {
   // Parse the key by matching each parameter's formatted values, in order.
   size_t pos = 0;

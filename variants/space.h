@@ -54,11 +54,19 @@ class Space {
 
  private:
   friend Space build_space(const Job& job);
+
+  /// Key of the job's default configuration: each parameter's Default, else its first value. The
+  /// reference every other configuration is verified against, and the baseline of the speedup.
+  std::string default_key(const Job& job);
   std::vector<std::uint32_t> points_;
 };
 
 /// Builds the space; throws JobError for conditions that fail to evaluate (naming the condition and
 /// the configuration).
 Space build_space(const Job& job);
+
+/// Key of the job's default configuration: each parameter's Default, else its first value. The
+/// reference every other configuration is verified against, and the baseline of the speedup.
+std::string default_key(const Job& job);
 
 }  // namespace gputune

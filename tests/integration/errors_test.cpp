@@ -139,6 +139,22 @@ TEST_F(BadInput, BadOptionsAndArchitectures) {
                {"k.cu", "malformed JSON"});
 }
 
+// A job whose arguments the compiled kernel does not take stops before anything is stored: on a
+// GPU the launch would read garbage.
+TEST_F(BadInput, ArgumentsTheKernelDoesNotTake) {
+  json j = good();
+  j["KernelSpecification"]["Arguments"] = json::parse(R"([
+    {"Name": "p", "Type": "float", "MemoryType": "Vector", "Size": "32", "FillType": "Constant",
+     "FillValue": 0, "Output": 1},
+    {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillType": "Constant", "FillValue": 32}])");
+  const size_t runs_before = db::Store(db).runs(100).size();
+  expect_error(run_job(j.dump()), {"job.json", "field 'KernelSpecification.Arguments'",
+                                   "the job lists 2 arguments, kernel 'k' takes 1", "Fix:"});
+  EXPECT_EQ(db::Store(db).runs(100).size(), runs_before);
+  j["KernelSpecification"]["Arguments"].erase(1);
+  EXPECT_EQ(run_job(j.dump()).exit_code, 3);  // the kernel takes what the job gives: compiled
+}
+
 TEST_F(BadInput, StoredDataSurvivesEveryBadInput) {
   run_job("{ bad json");
   run_job(good().dump(), " --arch sm_11");

@@ -26,6 +26,11 @@ extern "C" __global__ void __launch_bounds__(128) bounded(float* c, int n) {
 }
 extern "C" __global__ void plain(float* c) { c[threadIdx.x] *= 2.0f; }
 template <int N> __global__ void templated(float* c) { c[threadIdx.x] += N; }
+struct Three { float a, b, c; };
+extern "C" __global__ void mixed(float* c, double d, int unused, char ch, float4 v, Three t,
+                                 short s, const float* __restrict__ in) {
+  c[0] = d + ch + v.x + t.b + s + in[0];
+}
 template __global__ void templated<3>(float*);
 )";
 
@@ -94,6 +99,19 @@ TEST(Cubin, LaunchBoundsAndReserve) {
   EXPECT_EQ(rs.reserved_smem, 1024);  // sm_90 cubins carry the system reserve in the section
   EXPECT_EQ(rs.max_threads, 0);
   EXPECT_GT(rs.param_bytes, 0);
+}
+
+// Each parameter's size, in order, unused ones too: what the job's arguments are checked against.
+TEST(Cubin, ParameterSizesInTheirOrder) {
+  for (const char* arch : {"sm_90", "sm_80", "sm_75"}) {
+    auto c = compile("mixed", arch);
+    Resources r = read_cubin_resources(c.cubin, "mixed");
+    EXPECT_EQ(r.param_sizes, (std::vector<int>{8, 8, 4, 1, 16, 12, 2, 8})) << arch;
+    // c 0, d 8, unused 16, ch 20, v 32 (16-byte aligned), t 48, s 60, in 64 (8-byte aligned)
+    EXPECT_EQ(r.param_bytes, 72) << arch;
+  }
+  auto p = compile("plain", "sm_90");
+  EXPECT_EQ(read_cubin_resources(p.cubin, "plain").param_sizes, std::vector<int>{8});
 }
 
 TEST(Cubin, TemplatedKernelsAreFoundByTheirLoweredName) {

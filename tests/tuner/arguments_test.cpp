@@ -149,5 +149,35 @@ TEST(Arguments, ASizeBeyondOneTebibyteIsABadSizeNotAWrapAround) {
   }
 }
 
+// The job's arguments against the parameter sizes a cubin lists (matmul: C, A, B, n).
+TEST(Arguments, ParameterSizesFromTheCubinMustMatchTheArguments) {
+  Job job = load_job(test::examples_dir() / "matmul.json");
+  EXPECT_NO_THROW(check_parameter_sizes(job, {8, 8, 8, 4}, "x"));
+  auto error_of = [&](const std::vector<int>& sizes) {
+    try {
+      check_parameter_sizes(job, sizes, "16,16,1,1,16,0,1");
+    } catch (const JobError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string fewer = error_of({8, 8, 8});
+  EXPECT_NE(fewer.find("field 'KernelSpecification.Arguments': the job lists 4 arguments, kernel "
+                       "'matmul' takes 3 (the cubin of configuration 16,16,1,1,16,0,1)"),
+            std::string::npos)
+      << fewer;
+  const std::string wider = error_of({8, 8, 8, 8});
+  EXPECT_NE(wider.find("field 'KernelSpecification.Arguments[3] (n)': a Scalar int32 is 4 bytes, "
+                       "but parameter 3 of kernel 'matmul' is 8 bytes"),
+            std::string::npos)
+      << wider;
+  const std::string value = error_of({4, 8, 8, 4});
+  EXPECT_NE(value.find("field 'KernelSpecification.Arguments[0] (C)': a Vector is passed as an "
+                       "8-byte device pointer, but parameter 0 of kernel 'matmul' is 4 bytes"),
+            std::string::npos)
+      << value;
+  EXPECT_NE(value.find("matmul.json"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gputune::tuner

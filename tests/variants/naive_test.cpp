@@ -13,6 +13,7 @@
 
 #include "pruner/cubin.h"
 #include "tuner/compile.h"
+#include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
 #include "variants/space.h"
@@ -1157,7 +1158,8 @@ __global__ void bfly(float* out, int mask) {
 }
 )",
                      "bfly",
-                     {"float *", "int"}};
+                     {},
+                     {}};
   tuner::CpuModule m = tuner::CpuModule::build({k});
   std::vector<float> out(128);
   float* po = out.data();
@@ -1179,7 +1181,8 @@ __global__ void rev(float* out, const float* in) {
 }
 )",
                        "rev",
-                       {"float *", "const float *"}};
+                       {},
+                       {}};
   tuner::CpuKernel diverge{R"(
 __global__ void diverge(float* out, const float* in) {
   if (threadIdx.x < 10) __syncthreads();
@@ -1187,7 +1190,8 @@ __global__ void diverge(float* out, const float* in) {
 }
 )",
                            "diverge",
-                           {"float *", "const float *"}};
+                           {},
+                           {}};
   tuner::CpuModule m = tuner::CpuModule::build({rev, diverge});
   std::vector<float> in(128), out(128, -1);
   for (int i = 0; i < 128; ++i) in[i] = static_cast<float>(i);
@@ -1212,7 +1216,8 @@ extern "C" __global__ void half(float* out) {
 }
 )",
                         "half",
-                        {"float *"}};
+                        {},
+                        {}};
   tuner::CpuModule m = tuner::CpuModule::build({half});
   std::vector<float> out(16, 0);
   float* po = out.data();
@@ -1363,7 +1368,8 @@ __global__ void v4(float* out, const float* in, int off) {
 }
 )",
                       "v4",
-                      {"float *", "const float *", "int"}};
+                      {},
+                      {}};
   tuner::CpuModule m = tuner::CpuModule::build({v4});
   alignas(16) float in[72];
   float out[16];
@@ -1397,7 +1403,8 @@ __global__ void s4(float* out, int off) {
 }
 )",
                      "s4",
-                     {"float *", "int"}};
+                     {},
+                     {}};
   tuner::CpuModule m = tuner::CpuModule::build({k});
   float out[64];
   float* po = out;
@@ -1430,7 +1437,8 @@ __global__ void cp(float* out, const float* in, int wait) {
 }
 )",
                      "cp",
-                     {"float *", "const float *", "int"}};
+                     {},
+                     {}};
   tuner::CpuModule m = tuner::CpuModule::build({k});
   float in[32], out[64];
   for (int i = 0; i < 32; ++i) in[i] = static_cast<float>(i + 1);

@@ -1,0 +1,253 @@
+// `gputune check`: a job's configurations on the CPU against the reference (tuner/cpu_check.h).
+#include "tuner/cpu_check.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "test_util.h"
+#include "tuner/generate.h"
+
+using namespace gputune;
+using namespace gputune::test;
+
+namespace {
+
+/// Keys of the configurations a report says differ.
+std::set<std::string> failing(const tuner::CheckReport& r) {
+  std::set<std::string> keys;
+  for (const tuner::ConfigCheck& c : r.checked)
+    if (!c.problem.empty()) keys.insert(c.key);
+  return keys;
+}
+
+/// A copy of an example job and its kernel in `dir`, the kernel text changed by `edit`.
+std::filesystem::path edited_example(const TempDir& dir, const std::string& name,
+                                     const std::function<std::string(std::string)>& edit,
+                                     const std::function<void(nlohmann::json&)>& edit_job = {}) {
+  write_file(dir / (name + ".cu"), edit(read_file(examples_dir() / (name + ".cu"))));
+  nlohmann::json j = nlohmann::json::parse(read_file(examples_dir() / (name + ".json")));
+  if (edit_job) edit_job(j);
+  write_file(dir / (name + ".json"), j.dump(1));
+  return dir / (name + ".json");
+}
+
+std::string replace_once(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+tuner::CheckOptions all_at(std::vector<std::int64_t> size) {
+  tuner::CheckOptions o;
+  o.size = std::move(size);
+  o.limit = 0;
+  return o;
+}
+
+}  // namespace
+
+// Every configuration of every shipped example computes what its default configuration does,
+// at sizes that are no multiple of any tile: the examples are right before a GPU ever runs them.
+TEST(CpuCheck, EveryConfigurationOfTheExamplesAgreesWithTheDefault) {
+  const std::map<std::string, size_t> sizes{
+      {"matmul", 726}, {"convolution", 286}, {"transpose", 171}, {"vector_add", 24}};
+  for (const auto& [name, count] : sizes) {
+    Job job = tuner::load_tuning_job(examples_dir() / (name + ".json"));
+    tuner::CheckReport r = tuner::check_job(job, all_at({37, 29}));
+    EXPECT_EQ(r.space_size, count) << name;
+    EXPECT_EQ(r.checked.size(), count) << name;
+    EXPECT_EQ(r.context.name, "37x29");
+    EXPECT_EQ(r.checked.front().key, default_key(job)) << name;
+    EXPECT_EQ(r.reference, "the default configuration " + default_key(job));
+    EXPECT_EQ(r.failures(), 0u) << name << ": " << *failing(r).begin();
+  }
+}
+
+// The check finds the mistakes tuning kernels have: a missing barrier (a race only the shared
+// variants have) and a tile that drops outputs. Exactly the affected configurations differ.
+TEST(CpuCheck, FindsARaceAndAWrongTileAndOnlyWhereTheyAre) {
+  TempDir dir;
+  const std::filesystem::path race = edited_example(dir, "matmul", [](std::string s) {
+    return replace_once(s, "    __syncthreads();\n  }\n#else", "  }\n#else");
+  });
+  Job job = tuner::load_tuning_job(race);
+  Space space = build_space(job);
+  tuner::CheckReport r = tuner::check_job(job, all_at({37}));
+  ASSERT_EQ(r.checked.size(), space.size());
+  std::set<std::string> shared;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (space.config(i).values[5].as_int() == 1) shared.insert(space.config(i).key());
+  EXPECT_EQ(failing(r), shared);
+  EXPECT_GT(shared.size(), 400u);
+
+  TempDir dir2;
+  const std::filesystem::path tile = edited_example(dir2, "matmul", [](std::string s) {
+    return replace_once(s, "if (r < n && c < n) C[r * n + c] = acc[i][j];",
+                        "if (r < n && c < n && !(tile_size_x == 4 && j == 1 && r == 5)) "
+                        "C[r * n + c] = acc[i][j];");
+  });
+  Job job2 = tuner::load_tuning_job(tile);
+  tuner::CheckReport r2 = tuner::check_job(job2, all_at({37}));
+  // Output j = 1 of a thread is column tx + block_size_x: inside n = 37 only for 16 and 32.
+  std::set<std::string> wide;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (space.config(i).values[2].as_int() == 4 && space.config(i).values[0].as_int() < 37)
+      wide.insert(space.config(i).key());
+  EXPECT_GT(wide.size(), 50u);
+  EXPECT_EQ(failing(r2), wide);
+  for (const tuner::ConfigCheck& c : r2.checked) {
+    if (!c.problem.empty()) {
+      EXPECT_NE(c.problem.find("output 'C' differs"), std::string::npos) << c.problem;
+    }
+  }
+}
+
+// Arguments the kernel does not take are bad input, named by field, before anything runs: on a
+// GPU they give garbage or a fault.
+TEST(CpuCheck, ArgumentsThatDoNotMatchTheKernelAreBadInputNamingTheField) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string field, says;
+  };
+  const std::vector<Case> cases{
+      {[](nlohmann::json& j) { j["KernelSpecification"]["Arguments"][3]["Type"] = "float"; },
+       "KernelSpecification.Arguments[3] (n)",
+       "'n' is a Scalar 4-byte floating-point value, but parameter 3 of kernel 'matmul' is a "
+       "4-byte integer value"},
+      {[](nlohmann::json& j) { j["KernelSpecification"]["Arguments"][1]["Type"] = "double"; },
+       "KernelSpecification.Arguments[1] (A)", "pointer to 4-byte floating-point elements"},
+      {[](nlohmann::json& j) { j["KernelSpecification"]["Arguments"].erase(3); },
+       "KernelSpecification.Arguments", "the job lists 3 arguments, kernel 'matmul' takes 4"},
+      {[](nlohmann::json& j) {
+         auto& a = j["KernelSpecification"]["Arguments"][3];
+         a["MemoryType"] = "Vector";
+         a["Size"] = "1";
+       },
+       "KernelSpecification.Arguments[3] (n)", "is a Vector of 4-byte integer elements"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    const auto file = edited_example(
+        dir, "matmul", [](std::string s) { return s; }, c.edit);
+    Job job = tuner::load_tuning_job(file);
+    tuner::CheckOptions o = all_at({20});
+    o.limit = 3;
+    try {
+      tuner::check_job(job, o);
+      ADD_FAILURE() << c.field << ": no error";
+    } catch (const JobError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("field '" + c.field + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find(c.says), std::string::npos) << what;
+      EXPECT_NE(what.find("matmul.json"), std::string::npos) << what;
+    }
+  }
+}
+
+// A naive job's variants are compared with the naive kernel itself; a limit spreads the checked
+// configurations over the space and keeps the default among them.
+TEST(CpuCheck, NaiveJobsAreCheckedAgainstTheNaiveKernel) {
+  Job job = tuner::load_tuning_job(source_dir() / "configs" / "naive" / "transpose.json");
+  tuner::CheckOptions o;
+  o.size = {37, 29};
+  o.limit = 25;
+  tuner::CheckReport r = tuner::check_job(job, o);
+  EXPECT_EQ(r.reference, "the naive kernel transpose");
+  ASSERT_EQ(r.checked.size(), 25u);
+  EXPECT_GT(r.space_size, 1000u);
+  EXPECT_EQ(r.checked.front().key, default_key(job));
+  std::set<std::string> distinct;
+  for (const tuner::ConfigCheck& c : r.checked) distinct.insert(c.key);
+  EXPECT_EQ(distinct.size(), 25u);
+  EXPECT_EQ(r.failures(), 0u) << *failing(r).begin();
+}
+
+// ReferenceArguments are the reference at the job's own sizes; at another size (their data
+// belongs to the job's) the default configuration is, and the report says so.
+TEST(CpuCheck, ReferenceArgumentsAtTheJobsSizeTheDefaultConfigurationElsewhere) {
+  TempDir dir;
+  write_file(dir / "fill.cu", R"(
+extern "C" __global__ void fill(float* out, int n) {
+  int i = blockIdx.x * block_size_x + threadIdx.x;
+  if (i < n) out[i] = 2.0f;
+  if (i < n && step == 4 && i == n - 1) out[i] = 3.0f;
+}
+)");
+  auto job_text = [](double expected) {
+    nlohmann::json j = {{"ConfigurationSpace",
+                         {{"TuningParameters",
+                           {{{"Name", "block_size_x"}, {"Type", "int"}, {"Values", "[32, 64]"}},
+                            {{"Name", "step"}, {"Type", "int"}, {"Values", "[1, 4]"}}}}}},
+                        {"KernelSpecification",
+                         {{"Language", "CUDA"},
+                          {"KernelName", "fill"},
+                          {"KernelFile", "fill.cu"},
+                          {"LocalSize", {{"X", "block_size_x"}, {"Y", "1"}, {"Z", "1"}}},
+                          {"GlobalSize", {{"X", "ProblemSize[0]"}, {"Y", "1"}, {"Z", "1"}}},
+                          {"Arguments",
+                           {{{"Name", "out"},
+                             {"Type", "float"},
+                             {"MemoryType", "Vector"},
+                             {"AccessType", "WriteOnly"},
+                             {"Size", "ProblemSize[0]"},
+                             {"FillType", "Constant"},
+                             {"FillValue", 0.0}},
+                            {{"Name", "n"},
+                             {"Type", "int32"},
+                             {"MemoryType", "Scalar"},
+                             {"FillType", "Constant"},
+                             {"FillValue", "ProblemSize[0]"}}}},
+                          {"ReferenceArguments",
+                           {{{"Name", "want"},
+                             {"TargetName", "out"},
+                             {"FillType", "Constant"},
+                             {"FillValue", expected}}}}}},
+                        {"GPUTune", {{"Contexts", {{{"Name", "100"}, {"ProblemSize", {100}}}}}}}};
+    return j.dump(1);
+  };
+  write_file(dir / "fill.json", job_text(2.0));
+  Job job = tuner::load_tuning_job(dir / "fill.json");
+  tuner::CheckReport r = tuner::check_job(job, tuner::CheckOptions{});
+  EXPECT_EQ(r.reference, "the ReferenceArguments");
+  EXPECT_EQ(r.context.name, "100");
+  EXPECT_EQ(failing(r), (std::set<std::string>{"32,4", "64,4"}));  // the last element is 3
+  // At another size the default (32,1) is the reference: the same two differ.
+  tuner::CheckReport other = tuner::check_job(job, all_at({45}));
+  EXPECT_EQ(other.reference, "the default configuration 32,1");
+  EXPECT_EQ(failing(other), (std::set<std::string>{"32,4", "64,4"}));
+  ASSERT_EQ(other.notes.size(), 1u);
+  EXPECT_NE(other.notes[0].find("ReferenceArguments belong to the job's sizes"), std::string::npos);
+  // A reference the kernel never matches: every configuration differs, the default too.
+  write_file(dir / "fill.json", job_text(5.0));
+  tuner::CheckReport wrong = tuner::check_job(tuner::load_tuning_job(dir / "fill.json"), {});
+  EXPECT_EQ(wrong.failures(), 4u);
+}
+
+// The command: one line per configuration that differs, a summary, and the exit code.
+TEST(CpuCheck, TheCommandPrintsWhatDiffersAndExitsSix) {
+  auto ok = run_gputune("check '" + (examples_dir() / "vector_add.json").string() +
+                        "' --size 1000 --limit 5");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("checked 5 of 24 configurations on the CPU at ProblemSize 1000 against "
+                        "the default configuration 256,1: all agree (spread over the space; "
+                        "--limit 0 checks all)"),
+            std::string::npos)
+      << ok.out;
+  TempDir dir;
+  const auto bad = edited_example(dir, "vector_add", [](std::string s) {
+    return replace_once(s, "if (j < n)", "if (j < n && tile_size_x != 8)");
+  });
+  auto differs = run_gputune("check '" + bad.string() + "' --size 1000");
+  EXPECT_EQ(differs.exit_code, 6) << differs.out;
+  EXPECT_NE(differs.out.find("DIFFERS 32,8: output 'c' differs from the reference"),
+            std::string::npos)
+      << differs.out;
+  EXPECT_NE(differs.out.find("6 differ or fail"), std::string::npos) << differs.out;
+  auto size = run_gputune("check '" + bad.string() + "' --size 0");
+  EXPECT_EQ(size.exit_code, 2) << size.out;
+  EXPECT_NE(size.out.find("--size 0: sizes must be positive integers"), std::string::npos);
+}

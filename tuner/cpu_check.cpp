@@ -1,0 +1,380 @@
+// Checking a job's kernels on the CPU: see cpu_check.h.
+#include "tuner/cpu_check.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "tuner/arguments.h"
+#include "tuner/cpu_emulator.h"
+#include "tuner/generate.h"
+#include "tuner/pipeline.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+namespace {
+
+constexpr const char* kSignatureFix =
+    "list one argument per kernel parameter, in its order, with the parameter's type";
+
+/// A host buffer whose last byte sits right before an inaccessible page: a variant that reads or
+/// writes past the end of an array stops the check with a fault instead of passing silently.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(const std::vector<unsigned char>& data) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t bytes = (data.size() + 15) / 16 * 16;
+    size_t pages = (bytes + page - 1) / page + 1;
+    total_ = pages * page;
+    void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed for an emulated buffer");
+    base_ = static_cast<unsigned char*>(p);
+    mprotect(base_ + (pages - 1) * page, page, PROT_NONE);
+    ptr_ = base_ + (pages - 1) * page - bytes;
+    if (!data.empty()) std::memcpy(ptr_, data.data(), data.size());
+    size_ = data.size();
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  ~GuardedBuffer() { munmap(base_, total_); }
+  void* data() const { return ptr_; }
+  std::vector<unsigned char> contents() const { return {ptr_, ptr_ + size_}; }
+
+ private:
+  unsigned char* base_ = nullptr;
+  unsigned char* ptr_ = nullptr;
+  size_t total_ = 0, size_ = 0;
+};
+
+std::array<unsigned, 3> to_u3(const std::array<std::int64_t, 3>& a) {
+  return {static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), static_cast<unsigned>(a[2])};
+}
+
+/// Runs kernel i of the module on fresh copies of the arguments; returns the outputs by argument.
+std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
+                                                 const std::vector<HostArgument>& args,
+                                                 std::array<unsigned, 3> grid,
+                                                 std::array<unsigned, 3> block,
+                                                 unsigned long long* vector_loads = nullptr,
+                                                 unsigned long long dynamic_smem = 0) {
+  std::vector<std::unique_ptr<GuardedBuffer>> bufs;
+  std::vector<void*> ptrs(args.size());
+  std::vector<void*> params(args.size());
+  for (size_t a = 0; a < args.size(); ++a) {
+    if (args[a].is_vector) {
+      bufs.push_back(std::make_unique<GuardedBuffer>(args[a].data));
+      ptrs[a] = bufs.back()->data();
+      params[a] = &ptrs[a];
+    } else {
+      bufs.push_back(nullptr);
+      params[a] = const_cast<unsigned char*>(args[a].data.data());
+    }
+  }
+  LaunchStats st = m.launch(i, grid, block, params.data(), dynamic_smem);
+  if (vector_loads) *vector_loads += st.vector_loads;
+  std::vector<std::vector<unsigned char>> out(args.size());
+  for (size_t a = 0; a < args.size(); ++a)
+    if (bufs[a]) out[a] = bufs[a]->contents();
+  return out;
+}
+
+const char* kind_name(CpuParam::Kind k) {
+  return k == CpuParam::Kind::Floating  ? " floating-point"
+         : k == CpuParam::Kind::Integer ? " integer"
+                                        : "";
+}
+
+std::string describe_param(const CpuParam& p) {
+  const std::string what = std::to_string(p.bytes) + "-byte" + kind_name(p.kind);
+  return p.pointer ? "a pointer to " + what + " elements" : "a " + what + " value";
+}
+
+/// The kind of a job argument's scalars, where one value is one scalar.
+CpuParam::Kind kind_of(const ElementType& t) {
+  if (t.components != 1) return CpuParam::Kind::Other;
+  switch (t.kind) {
+    case ScalarKind::F16:
+    case ScalarKind::F32:
+    case ScalarKind::F64:
+      return CpuParam::Kind::Floating;
+    default:
+      return CpuParam::Kind::Integer;
+  }
+}
+
+/// Per variant of a naive kernel: empty when it agrees with the kernel, else what differs.
+std::vector<std::string> naive_problems(const Job& job, const std::string& naive_source,
+                                        const naive::NaiveKernel& k,
+                                        const std::vector<naive::Choice>& variants,
+                                        const ContextSpec& ctx, int jobs,
+                                        unsigned long long* vector_loads) {
+  if (vector_loads) *vector_loads = 0;
+  std::vector<CpuKernel> kernels;
+  kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
+  for (const naive::Choice& c : variants)
+    kernels.push_back({naive::emit_variant(k, c), k.name, {}, naive::choice_label(k, c) + ".cu"});
+  CpuModule m = CpuModule::build(kernels, jobs);
+  std::vector<HostArgument> args = make_arguments(job, ctx);
+  if (SignatureMismatch s = signature_mismatch(m, 0, args, k.name); !s.why.empty())
+    throw JobError(job.file.string(), s.field, s.why, kSignatureFix);
+  std::array<std::int64_t, 3> threads{};
+  for (int d = 0; d < 3; ++d)
+    threads[d] =
+        eval_in_context(job, job.naive_threads[d], "KernelSpecification.GlobalSize", nullptr, ctx)
+            .as_int();
+  auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  std::array<unsigned, 3> nb{k.dims == 2 ? 16u : 64u, k.dims == 2 ? 4u : 1u, 1};
+  std::array<std::int64_t, 3> ng{ceil_div(threads[0], nb[0]), ceil_div(threads[1], nb[1]),
+                                 threads[2]};
+  auto expected = run_once(m, 0, args, to_u3(ng), nb);
+  const std::map<std::string, double> scalars = naive_scalars(job, k, ctx);
+  std::vector<std::string> problems(variants.size());
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const naive::Choice& c = variants[v];
+    int by = k.dims == 2 ? c.block_y : 1, my = k.dims == 2 ? c.merge_y : 1;
+    std::array<std::int64_t, 3> g{ceil_div(threads[0], c.block_x * c.merge_x),
+                                  ceil_div(threads[1], by * my), threads[2]};
+    std::string& problem = problems[v];
+    try {
+      const auto smem = static_cast<unsigned long long>(naive::dynamic_shared_bytes(k, c, scalars));
+      const std::array<int, 2> block = naive::launch_block(k, c);
+      auto got = run_once(m, v + 1, args, to_u3(g),
+                          {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), 1},
+                          vector_loads, smem);
+      for (size_t a = 0; a < args.size(); ++a) {
+        if (!args[a].is_vector || !k.params[a].written) continue;
+        Comparison cmp =
+            compare_output(args[a], got[a], expected[a], job.abs_tolerance, job.rel_tolerance);
+        if (!cmp.ok) problem += (problem.empty() ? "" : "; ") + cmp.describe(args[a].name);
+      }
+    } catch (const EmulatorError& e) {
+      problem = e.what();
+    } catch (const naive::NaiveError& e) {
+      problem = e.what();
+    }
+  }
+  return problems;
+}
+
+/// Configurations to check: `limit` spread evenly over the space (all when it holds no more),
+/// the default configuration first.
+std::vector<size_t> pick(const Space& space, const std::string& default_config, size_t limit) {
+  const size_t n = limit == 0 ? space.size() : std::min(limit, space.size());
+  std::vector<size_t> order;
+  const long d = space.find(default_config);
+  if (d >= 0) order.push_back(static_cast<size_t>(d));
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = n == space.size() ? i : i * space.size() / n;
+    if (static_cast<long>(at) != d) order.push_back(at);
+  }
+  if (order.size() > std::max<size_t>(n, 1)) order.pop_back();  // the default took a place
+  return order;
+}
+
+/// A parametric kernel's -D values and -I folders for the host compiler; what else NVRTC gets
+/// (-std, --use_fast_math, ...) is listed in `ignored`.
+void split_options(const std::vector<std::string>& options, CpuKernel& k,
+                   std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    std::string o = options[i];
+    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
+      if (o == flag && i + 1 < options.size()) return options[++i];
+      if (o.rfind(flag, 0) == 0 && o.size() > flag.size()) return o.substr(flag.size());
+      return std::nullopt;
+    };
+    if (auto d = value_of("-D")) {
+      const size_t eq = d->find('=');
+      k.defines.emplace_back(d->substr(0, eq), eq == std::string::npos ? "1" : d->substr(eq + 1));
+    } else if (auto inc = value_of("-I")) {
+      if (std::find(include_dirs.begin(), include_dirs.end(), *inc) == include_dirs.end())
+        include_dirs.push_back(*inc);
+    } else if (o.rfind("-std=", 0) != 0) {  // the host compiles C++17 (the emulator needs it)
+      ignored.insert(o);
+    }
+  }
+}
+
+}  // namespace
+
+SignatureMismatch signature_mismatch(const CpuModule& m, size_t i,
+                                     const std::vector<HostArgument>& args,
+                                     const std::string& kernel) {
+  const std::vector<CpuParam>& params = m.params(i);
+  if (params.size() != args.size())
+    return {"KernelSpecification.Arguments", "the job lists " + std::to_string(args.size()) +
+                                                 " arguments, kernel '" + kernel + "' takes " +
+                                                 std::to_string(params.size())};
+  for (size_t a = 0; a < args.size(); ++a) {
+    const HostArgument& h = args[a];
+    const CpuParam& p = params[a];
+    const auto bytes = static_cast<unsigned long long>(h.type.bytes());
+    const CpuParam::Kind kind = kind_of(h.type);
+    const bool kinds_differ =
+        kind != CpuParam::Kind::Other && p.kind != CpuParam::Kind::Other && kind != p.kind;
+    if (p.pointer != h.is_vector || (p.bytes != 0 && (p.bytes != bytes || kinds_differ)))
+      return {"KernelSpecification.Arguments[" + std::to_string(a) + "] (" + h.name + ")",
+              "'" + h.name + "' is " + (h.is_vector ? "a Vector of " : "a Scalar ") +
+                  std::to_string(bytes) + "-byte" + kind_name(kind) +
+                  (h.is_vector ? " elements" : " value") + ", but parameter " + std::to_string(a) +
+                  " of kernel '" + kernel + "' is " + describe_param(p)};
+  }
+  return {};
+}
+
+ContextSpec context_of_size(const Job& job, const std::vector<std::int64_t>& size) {
+  ContextSpec ctx = job.contexts.front();
+  if (size.empty()) return ctx;
+  ctx.problem_size.clear();
+  ctx.name.clear();
+  for (std::int64_t v : size) {
+    ctx.problem_size.emplace_back(v);
+    ctx.name += (ctx.name.empty() ? "" : "x") + std::to_string(v);
+  }
+  return ctx;
+}
+
+std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
+                                      const naive::NaiveKernel& k,
+                                      const std::vector<naive::Choice>& variants,
+                                      const ContextSpec& ctx, int jobs,
+                                      unsigned long long* vector_loads) {
+  std::vector<std::string> lines;
+  const std::vector<std::string> problems =
+      naive_problems(job, naive_source, k, variants, ctx, jobs, vector_loads);
+  for (size_t v = 0; v < variants.size(); ++v)
+    if (!problems[v].empty())
+      lines.push_back(naive::choice_label(k, variants[v]) + ": " + problems[v]);
+  return lines;
+}
+
+size_t CheckReport::failures() const {
+  return static_cast<size_t>(std::count_if(
+      checked.begin(), checked.end(), [](const ConfigCheck& c) { return !c.problem.empty(); }));
+}
+
+CheckReport check_job(const Job& original, const CheckOptions& o) {
+  CheckReport rep;
+  Job job = original;
+  rep.context = context_of_size(job, o.size);
+  if (!o.size.empty() && !job.references.empty()) {
+    // ReferenceArguments hold the outputs of the job's own sizes: at another size the default
+    // configuration is the reference, for the same arguments.
+    for (const ReferenceArgument& r : job.references)
+      for (Argument& a : job.arguments)
+        if (a.name == r.target) a.output = true;
+    job.references.clear();
+    rep.notes.push_back("ReferenceArguments belong to the job's sizes: at " + rep.context.name +
+                        " the default configuration is the reference");
+  }
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  rep.space_size = space.size();
+  if (space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace", space.explain_empty(),
+                   "relax the conditions");
+  const std::vector<size_t> order = pick(space, default_key(job), o.limit);
+
+  if (job.naive_kernel) {
+    std::vector<naive::Choice> choices;
+    for (size_t i : order)
+      choices.push_back(naive::choice_from_config(*job.naive_kernel, space.config(i)));
+    rep.reference = "the naive kernel " + job.kernel_name;
+    const std::vector<std::string> problems =
+        naive_problems(job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr);
+    for (size_t v = 0; v < order.size(); ++v)
+      rep.checked.push_back({space.config(order[v]).key(), problems[v]});
+    return rep;
+  }
+
+  // A parametric kernel (or a naive one outside the subset, tuned over block shape): the source
+  // with each configuration's -D values, launched as the GPU run would launch it.
+  std::vector<Variant> variants;
+  std::vector<CpuKernel> kernels;
+  std::vector<std::string> include_dirs{
+      std::filesystem::absolute(job.kernel_file).parent_path().string()};
+  std::set<std::string> ignored;
+  for (size_t i : order) {
+    variants.push_back(instantiate(job, source, space.config(i), rep.context));
+    CpuKernel k{variants.back().source,
+                job.kernel_name,
+                {},
+                job.kernel_file.filename().string() + " (" + variants.back().config.key() + ")"};
+    split_options(variants.back().options, k, include_dirs, ignored);
+    kernels.push_back(std::move(k));
+  }
+  if (!ignored.empty()) {
+    std::string list;
+    for (const std::string& s : ignored) list += (list.empty() ? "" : " ") + s;
+    rep.notes.push_back("compiler options the host compiler does not get: " + list);
+  }
+  const CpuModule m = CpuModule::build(kernels, o.jobs, include_dirs);
+  const std::vector<HostArgument> args = make_arguments(job, rep.context);
+  if (std::none_of(args.begin(), args.end(), [](const HostArgument& a) { return a.output; }))
+    throw JobError(job.file.string(), "KernelSpecification.Arguments",
+                   "no argument is an output, so there is nothing to check",
+                   "mark what the kernel writes with \"Output\": 1");
+  for (size_t v = 0; v < variants.size(); ++v)
+    if (SignatureMismatch s = signature_mismatch(m, v, args, job.kernel_name); !s.why.empty())
+      throw JobError(job.file.string(), s.field,
+                     s.why + " (configuration " + variants[v].config.key() + ")", kSignatureFix);
+  const bool by_reference = std::all_of(args.begin(), args.end(), [](const HostArgument& a) {
+    return !a.output || !a.reference.empty();
+  });
+  rep.reference =
+      by_reference ? "the ReferenceArguments" : "the default configuration " + default_key(job);
+  std::vector<std::vector<unsigned char>> expected;  // outputs of the reference configuration
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const LaunchGeometry& g = variants[v].geometry;
+    ConfigCheck c{variants[v].config.key(), {}};
+    try {
+      auto got = run_once(m, v, args, to_u3(g.grid), to_u3(g.block), nullptr,
+                          static_cast<unsigned long long>(g.dynamic_smem));
+      const bool is_reference = !by_reference && expected.empty();
+      for (size_t a = 0; a < args.size() && !is_reference; ++a) {
+        if (!args[a].output) continue;
+        const auto& want = args[a].reference.empty() ? expected[a] : args[a].reference;
+        Comparison cmp =
+            compare_output(args[a], got[a], want, job.abs_tolerance, job.rel_tolerance);
+        if (!cmp.ok) c.problem += (c.problem.empty() ? "" : "; ") + cmp.describe(args[a].name);
+      }
+      if (is_reference) {
+        expected = std::move(got);
+        if (v != 0)
+          rep.reference = "configuration " + c.key + " (the default configuration failed)";
+      }
+    } catch (const EmulatorError& e) {
+      c.problem = e.what();
+    }
+    rep.checked.push_back(std::move(c));
+  }
+  return rep;
+}
+
+int check_command(const std::filesystem::path& job_file, const CheckOptions& o, std::ostream& out,
+                  std::ostream& err) {
+  Job job = load_tuning_job(job_file);
+  if (!job.naive_fallback.empty())
+    err << "gputune: note: " << job.naive_fallback << "; checking block shapes only\n";
+  CheckReport rep = check_job(job, o);
+  for (const std::string& n : rep.notes) err << "gputune: note: " << n << "\n";
+  for (const ConfigCheck& c : rep.checked)
+    if (!c.problem.empty()) out << "DIFFERS " << c.key << ": " << c.problem << "\n";
+  const size_t bad = rep.failures();
+  out << "checked " << rep.checked.size() << " of " << rep.space_size
+      << " configurations on the CPU at ProblemSize " << rep.context.name << " against "
+      << rep.reference << ": " << (bad == 0 ? "all agree" : std::to_string(bad) + " differ or fail")
+      << (rep.checked.size() < rep.space_size ? " (spread over the space; --limit 0 checks all)"
+                                              : "")
+      << "\n";
+  return bad == 0 ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace gputune::tuner
