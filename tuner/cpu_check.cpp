@@ -121,8 +121,8 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
   for (const naive::Choice& c : variants)
     kernels.push_back({naive::emit_variant(k, c), k.name, {}, naive::choice_label(k, c) + ".cu"});
+  const std::vector<HostArgument> args = make_arguments(job, ctx);  // bad sizes: before compiling
   CpuModule m = CpuModule::build(kernels, jobs);
-  std::vector<HostArgument> args = make_arguments(job, ctx);
   if (SignatureMismatch s = signature_mismatch(m, 0, args, k.name); !s.why.empty())
     throw JobError(job.file.string(), s.field, s.why, kSignatureFix);
   std::array<std::int64_t, 3> threads{};
@@ -315,12 +315,13 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
     for (const std::string& s : ignored) list += (list.empty() ? "" : " ") + s;
     rep.notes.push_back("compiler options the host compiler does not get: " + list);
   }
-  const CpuModule m = CpuModule::build(kernels, o.jobs, include_dirs);
+  // Bad input is reported before the host compiler runs (tens of seconds for a large space).
   const std::vector<HostArgument> args = make_arguments(job, rep.context);
   if (std::none_of(args.begin(), args.end(), [](const HostArgument& a) { return a.output; }))
     throw JobError(job.file.string(), "KernelSpecification.Arguments",
                    "no argument is an output, so there is nothing to check",
                    "mark what the kernel writes with \"Output\": 1");
+  const CpuModule m = CpuModule::build(kernels, o.jobs, include_dirs);
   for (size_t v = 0; v < variants.size(); ++v)
     if (SignatureMismatch s = signature_mismatch(m, v, args, job.kernel_name); !s.why.empty())
       throw JobError(job.file.string(), s.field,

@@ -250,4 +250,13 @@ TEST(CpuCheck, TheCommandPrintsWhatDiffersAndExitsSix) {
   auto size = run_gputune("check '" + bad.string() + "' --size 0");
   EXPECT_EQ(size.exit_code, 2) << size.out;
   EXPECT_NE(size.out.find("--size 0: sizes must be positive integers"), std::string::npos);
+  // conv2d's sizes need three numbers (width, height, filter): bad input, naming the argument.
+  auto two = run_gputune("check '" +
+                         (source_dir() / "configs" / "naive" / "conv2d.json").string() +
+                         "' --size 37,29 --limit 3");
+  EXPECT_EQ(two.exit_code, 2) << two.out;
+  EXPECT_NE(two.out.find("conv2d.json: field 'KernelSpecification.Arguments[1] (in).Size'"),
+            std::string::npos)
+      << two.out;
+  EXPECT_NE(two.out.find("list index 2 out of range"), std::string::npos) << two.out;
 }
