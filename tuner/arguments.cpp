@@ -190,14 +190,13 @@ double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_
 
 void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
                            const std::string& config) {
-  const std::string fix = "list one argument per kernel parameter, in its order, with its type";
   const std::string where = " (the cubin of configuration " + config + ")";
   if (sizes.size() != job.arguments.size())
     throw JobError(job.file.string(), "KernelSpecification.Arguments",
                    "the job lists " + std::to_string(job.arguments.size()) +
                        " arguments, kernel '" + job.kernel_name + "' takes " +
                        std::to_string(sizes.size()) + where,
-                   fix);
+                   kArgumentListFix);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const Argument& a = job.arguments[i];
     const bool vector = a.memory_type == "Vector";
@@ -209,7 +208,7 @@ void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
                            : "a Scalar " + a.type + " is " + std::to_string(bytes) + " bytes") +
                        ", but parameter " + std::to_string(i) + " of kernel '" + job.kernel_name +
                        "' is " + std::to_string(sizes[i]) + " bytes" + where,
-                   fix);
+                   kArgumentListFix);
   }
 }
 

@@ -59,6 +59,10 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
 void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
                            const std::string& config);
 
+/// The fix every argument/parameter mismatch names (here and in cpu_check.h).
+inline constexpr const char* kArgumentListFix =
+    "list one argument per kernel parameter, in its order, with the parameter's type";
+
 /// Scalar i of a buffer as double.
 double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_t i);
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "tuner/arguments.h"
@@ -21,9 +22,6 @@
 namespace gputune::tuner {
 
 namespace {
-
-constexpr const char* kSignatureFix =
-    "list one argument per kernel parameter, in its order, with the parameter's type";
 
 /// A host buffer whose last byte sits right before an inaccessible page: a variant that reads or
 /// writes past the end of an array stops the check with a fault instead of passing silently.
@@ -124,7 +122,7 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   const std::vector<HostArgument> args = make_arguments(job, ctx);  // bad sizes: before compiling
   CpuModule m = CpuModule::build(kernels, jobs);
   if (SignatureMismatch s = signature_mismatch(m, 0, args, k.name); !s.why.empty())
-    throw JobError(job.file.string(), s.field, s.why, kSignatureFix);
+    throw JobError(job.file.string(), s.field, s.why, kArgumentListFix);
   std::array<std::int64_t, 3> threads{};
   for (int d = 0; d < 3; ++d)
     threads[d] =
@@ -180,7 +178,7 @@ std::vector<size_t> pick(const Space& space, const std::string& default_config, 
 }
 
 /// A parametric kernel's -D values and -I folders for the host compiler; what else NVRTC gets
-/// (-std, --use_fast_math, ...) is listed in `ignored`.
+/// (--use_fast_math, ...) is listed in `ignored`, except -std (the host compiles C++17).
 void split_options(const std::vector<std::string>& options, CpuKernel& k,
                    std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
   for (size_t i = 0; i < options.size(); ++i) {
@@ -325,7 +323,7 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
   for (size_t v = 0; v < variants.size(); ++v)
     if (SignatureMismatch s = signature_mismatch(m, v, args, job.kernel_name); !s.why.empty())
       throw JobError(job.file.string(), s.field,
-                     s.why + " (configuration " + variants[v].config.key() + ")", kSignatureFix);
+                     s.why + " (configuration " + variants[v].config.key() + ")", kArgumentListFix);
   const bool by_reference = std::all_of(args.begin(), args.end(), [](const HostArgument& a) {
     return !a.output || !a.reference.empty();
   });
