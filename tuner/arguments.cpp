@@ -188,6 +188,14 @@ double read_scalar(const ElementType& t, const unsigned char* data, std::uint64_
   return 0;
 }
 
+const std::vector<unsigned char>* expected_output(
+    const std::vector<HostArgument>& args, size_t i,
+    const std::vector<std::vector<unsigned char>>* captured) {
+  if (!args[i].reference.empty()) return &args[i].reference;
+  if (captured && i < captured->size() && !(*captured)[i].empty()) return &(*captured)[i];
+  return nullptr;
+}
+
 void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
                            const std::string& config) {
   const std::string where = " (the cubin of configuration " + config + ")";

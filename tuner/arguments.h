@@ -51,6 +51,12 @@ enum class ArgumentContents { Filled, SizesOnly };
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents = ArgumentContents::Filled);
 
+/// What output argument i is verified against: its ReferenceArgument, else what the reference
+/// configuration wrote there (`captured`, by argument; may be null or short), else nothing.
+const std::vector<unsigned char>* expected_output(
+    const std::vector<HostArgument>& args, size_t i,
+    const std::vector<std::vector<unsigned char>>* captured);
+
 /// Checks the job's arguments against the size of each parameter the compiled kernel declares (its
 /// cubin's list): one argument per parameter, 8 bytes (a device pointer) for a Vector, the
 /// element's bytes for a Scalar. A launch with arguments that differ reads garbage or faults, so

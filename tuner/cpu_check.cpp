@@ -338,10 +338,10 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
                           static_cast<unsigned long long>(g.dynamic_smem));
       const bool is_reference = !by_reference && expected.empty();
       for (size_t a = 0; a < args.size() && !is_reference; ++a) {
-        if (!args[a].output) continue;
-        const auto& want = args[a].reference.empty() ? expected[a] : args[a].reference;
+        const std::vector<unsigned char>* want = expected_output(args, a, &expected);
+        if (!args[a].output || !want) continue;
         Comparison cmp =
-            compare_output(args[a], got[a], want, job.abs_tolerance, job.rel_tolerance);
+            compare_output(args[a], got[a], *want, job.abs_tolerance, job.rel_tolerance);
         if (!cmp.ok) c.problem += (c.problem.empty() ? "" : "; ") + cmp.describe(args[a].name);
       }
       if (is_reference) {

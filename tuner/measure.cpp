@@ -89,12 +89,7 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       if (!args_[i].output) continue;
       std::vector<unsigned char> out(args_[i].data.size());
       buffers_[i].download(out.data(), out.size());
-      const std::vector<unsigned char>* ref = nullptr;
-      if (!args_[i].reference.empty())
-        ref = &args_[i].reference;
-      else if (expected && i < expected->size() && !(*expected)[i].empty())
-        ref = &(*expected)[i];
-      if (ref) {
+      if (const std::vector<unsigned char>* ref = expected_output(args_, i, expected)) {
         Comparison c = compare_output(args_[i], out, *ref, abs_tol_, rel_tol_);
         if (!c.ok) {
           o.status = "correctness";
