@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -24,19 +25,24 @@ namespace gputune::tuner {
 namespace {
 
 /// A host buffer whose last byte sits right before an inaccessible page: a variant that reads or
-/// writes past the end of an array stops the check with a fault instead of passing silently.
+/// writes past the end of an array faults (the launch stops with an EmulatorFault, which
+/// `explain` turns into the argument and element). The bytes around the array that the page
+/// layout leaves accessible (the 16-byte padding after it, the rest of its first page before it)
+/// hold a pattern, so a write there shows too (`stray_write`).
 class GuardedBuffer {
  public:
+  static constexpr unsigned char kPattern = 0xa5;
   explicit GuardedBuffer(const std::vector<unsigned char>& data) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t bytes = (data.size() + 15) / 16 * 16;
-    size_t pages = (bytes + page - 1) / page + 1;
-    total_ = pages * page;
+    size_t pages = (bytes + page_ - 1) / page_ + 1;
+    total_ = pages * page_;
     void* p = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error("mmap failed for an emulated buffer");
     base_ = static_cast<unsigned char*>(p);
-    mprotect(base_ + (pages - 1) * page, page, PROT_NONE);
-    ptr_ = base_ + (pages - 1) * page - bytes;
+    mprotect(base_ + (pages - 1) * page_, page_, PROT_NONE);
+    ptr_ = base_ + (pages - 1) * page_ - bytes;
+    std::memset(base_, kPattern, (pages - 1) * page_);
     if (!data.empty()) std::memcpy(ptr_, data.data(), data.size());
     size_ = data.size();
   }
@@ -45,12 +51,35 @@ class GuardedBuffer {
   ~GuardedBuffer() { munmap(base_, total_); }
   void* data() const { return ptr_; }
   std::vector<unsigned char> contents() const { return {ptr_, ptr_ + size_}; }
+  /// Byte offset (from the array's start) of a fault address in this buffer's guard page.
+  std::optional<std::int64_t> guard_offset(const void* address) const {
+    const auto* a = static_cast<const unsigned char*>(address);
+    const unsigned char* guard = base_ + total_ - page_;
+    if (a < guard || a >= base_ + total_) return std::nullopt;
+    return a - ptr_;
+  }
+  /// Byte offset of the first changed byte of the pattern around the array, if any.
+  std::optional<std::int64_t> stray_write() const {
+    for (const unsigned char* q = ptr_ - 1; q >= base_; --q)  // nearest the array first
+      if (*q != kPattern) return q - ptr_;
+    for (const unsigned char* q = ptr_ + size_; q < base_ + total_ - page_; ++q)
+      if (*q != kPattern) return q - ptr_;
+    return std::nullopt;
+  }
 
  private:
   unsigned char* base_ = nullptr;
   unsigned char* ptr_ = nullptr;
-  size_t total_ = 0, size_ = 0;
+  size_t total_ = 0, size_ = 0, page_ = 4096;
 };
+
+/// "'c' at element 1064 (it has 1000)": where byte `offset` of argument `a` lies.
+std::string element_at(const HostArgument& a, std::int64_t offset) {
+  const auto bytes = static_cast<std::int64_t>(std::max<size_t>(1, a.type.bytes()));
+  const std::int64_t e = offset >= 0 ? offset / bytes : -((-offset + bytes - 1) / bytes);
+  return "'" + a.name + "' at element " + std::to_string(e) + " (it has " +
+         std::to_string(a.elements) + ")";
+}
 
 std::array<unsigned, 3> to_u3(const std::array<std::int64_t, 3>& a) {
   return {static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), static_cast<unsigned>(a[2])};
@@ -76,8 +105,28 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
       params[a] = const_cast<unsigned char*>(args[a].data.data());
     }
   }
-  LaunchStats st = m.launch(i, grid, block, params.data(), dynamic_smem);
+  LaunchStats st;
+  try {
+    st = m.launch(i, grid, block, params.data(), dynamic_smem);
+  } catch (const EmulatorFault& f) {
+    if (f.signal != SIGSEGV && f.signal != SIGBUS) throw;
+    for (size_t a = 0; a < args.size(); ++a)
+      if (auto off = bufs[a] ? bufs[a]->guard_offset(f.address) : std::nullopt)
+        throw EmulatorError("accesses " + element_at(args[a], *off) + ", past its end");
+    const auto [smem, smem_bytes] = m.dynamic_shared_memory(i);
+    const auto* at = static_cast<const unsigned char*>(f.address);
+    const auto* end = static_cast<const unsigned char*>(smem) + smem_bytes;
+    if (smem && at >= end && at < end + 4096)
+      throw EmulatorError("accesses dynamic shared memory at byte " +
+                          std::to_string(at - static_cast<const unsigned char*>(smem)) +
+                          ", past the " + std::to_string(dynamic_smem) + " bytes the launch gives");
+    throw;
+  }
   if (vector_loads) *vector_loads += st.vector_loads;
+  for (size_t a = 0; a < args.size(); ++a)
+    if (auto off = bufs[a] ? bufs[a]->stray_write() : std::nullopt)
+      throw EmulatorError("writes " + element_at(args[a], *off) + ", " +
+                          (*off < 0 ? "before its start" : "past its end"));
   std::vector<std::vector<unsigned char>> out(args.size());
   for (size_t a = 0; a < args.size(); ++a)
     if (bufs[a]) out[a] = bufs[a]->contents();
@@ -113,7 +162,7 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
                                         const naive::NaiveKernel& k,
                                         const std::vector<naive::Choice>& variants,
                                         const ContextSpec& ctx, int jobs,
-                                        unsigned long long* vector_loads) {
+                                        unsigned long long* vector_loads, double timeout_s) {
   if (vector_loads) *vector_loads = 0;
   std::vector<CpuKernel> kernels;
   kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
@@ -121,6 +170,7 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
     kernels.push_back({naive::emit_variant(k, c), k.name, {}, naive::choice_label(k, c) + ".cu"});
   const std::vector<HostArgument> args = make_arguments(job, ctx);  // bad sizes: before compiling
   CpuModule m = CpuModule::build(kernels, jobs);
+  m.set_time_limit(timeout_s);
   if (SignatureMismatch s = signature_mismatch(m, 0, args, k.name); !s.why.empty())
     throw JobError(job.file.string(), s.field, s.why, kArgumentListFix);
   std::array<std::int64_t, 3> threads{};
@@ -246,7 +296,7 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
                                       unsigned long long* vector_loads) {
   std::vector<std::string> lines;
   const std::vector<std::string> problems =
-      naive_problems(job, naive_source, k, variants, ctx, jobs, vector_loads);
+      naive_problems(job, naive_source, k, variants, ctx, jobs, vector_loads, kCheckTimeout);
   for (size_t v = 0; v < variants.size(); ++v)
     if (!problems[v].empty())
       lines.push_back(naive::choice_label(k, variants[v]) + ": " + problems[v]);
@@ -285,8 +335,8 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
     for (size_t i : order)
       choices.push_back(naive::choice_from_config(*job.naive_kernel, space.config(i)));
     rep.reference = "the naive kernel " + job.kernel_name;
-    const std::vector<std::string> problems =
-        naive_problems(job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr);
+    const std::vector<std::string> problems = naive_problems(
+        job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr, o.timeout_s);
     for (size_t v = 0; v < order.size(); ++v)
       rep.checked.push_back({space.config(order[v]).key(), problems[v]});
     return rep;
@@ -319,7 +369,8 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
     throw JobError(job.file.string(), "KernelSpecification.Arguments",
                    "no argument is an output, so there is nothing to check",
                    "mark what the kernel writes with \"Output\": 1");
-  const CpuModule m = CpuModule::build(kernels, o.jobs, include_dirs);
+  CpuModule m = CpuModule::build(kernels, o.jobs, include_dirs);
+  m.set_time_limit(o.timeout_s);
   for (size_t v = 0; v < variants.size(); ++v)
     if (SignatureMismatch s = signature_mismatch(m, v, args, job.kernel_name); !s.why.empty())
       throw JobError(job.file.string(), s.field,

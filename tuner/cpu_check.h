@@ -48,10 +48,14 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
                                       const ContextSpec& ctx, int jobs = 2,
                                       unsigned long long* vector_loads = nullptr);
 
+/// CPU seconds one emulated launch may use by default before it is stopped and reported.
+inline constexpr double kCheckTimeout = 60;
+
 struct CheckOptions {
   std::vector<std::int64_t> size;  ///< ProblemSize to run at (empty: the job's first context)
   size_t limit = 1000;  ///< configurations checked at most, spread over the space (0: all)
   int jobs = 2;         ///< host compiler processes
+  double timeout_s = kCheckTimeout;  ///< CPU seconds per launch before it is stopped (0: none)
 };
 
 struct ConfigCheck {

@@ -5,11 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -34,6 +38,7 @@ constexpr const char* kRuntime = R"RT(
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <type_traits>
@@ -64,6 +69,7 @@ inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
 // it ends (16-byte aligned) right before an inaccessible page, so using more than the launch gave
 // stops the check, as an out-of-range global access does.
 inline thread_local unsigned char* dyn_smem = nullptr;
+inline thread_local unsigned long long dyn_bytes = 0;
 inline unsigned char* dyn_alloc(unsigned long long smem) {
   static thread_local void* base = nullptr;
   static thread_local std::size_t total = 0;
@@ -73,26 +79,157 @@ inline unsigned char* dyn_alloc(unsigned long long smem) {
   base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) { base = nullptr; return nullptr; }
   mprotect(static_cast<char*>(base) + data, page, PROT_NONE);
+  dyn_bytes = bytes;
   return static_cast<unsigned char*>(base) + data - bytes;
 }
+// A thread's stack, with an inaccessible page below it: a thread that overflows it faults.
+class Stack {
+ public:
+  static constexpr std::size_t kBytes = 256 * 1024, kGuard = 4096;
+  Stack() = default;
+  Stack(Stack&& o) noexcept : base_(o.base_) { o.base_ = nullptr; }
+  Stack& operator=(Stack&& o) noexcept { std::swap(base_, o.base_); return *this; }
+  ~Stack() { if (base_) munmap(base_, kBytes + kGuard); }
+  bool empty() const { return base_ == nullptr; }
+  void allocate() {
+    void* p = mmap(nullptr, kBytes + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    base_ = static_cast<char*>(p);
+    mprotect(base_, kGuard, PROT_NONE);
+  }
+  char* data() const { return base_ + kGuard; }
+  bool in_guard(const void* a) const {
+    const char* p = static_cast<const char*>(a);
+    return base_ && p >= base_ && p < base_ + kGuard;
+  }
+
+ private:
+  char* base_ = nullptr;
+};
 // cp.async (gt_cp_async in pipelined variants): each copy's value is read when it is issued
 // and written to shared memory only at the gt_cp_wait that covers its group, so a buffer read
 // before its wait (or never waited for) shows in the results as on a GPU it may.
 struct Copy { void* dst; std::array<unsigned char, 16> bytes; std::size_t n; };
+// A warp-level operation a thread waits in (__shfl*_sync, votes, __reduce*_sync, __syncwarp):
+// what it brought, and (once its warp is released) what it gets back.
+enum class WarpKind { Sync, Index, Up, Down, Xor, Ballot, Any, All, Add, Min, Max };
+struct WarpOp {
+  WarpKind kind = WarpKind::Sync;
+  unsigned mask = 0;
+  int arg = 0, width = 32;
+  bool is_signed = false;
+  std::array<unsigned char, 16> value{}, result{};
+};
+enum class Wait { None, Block, Warp };
 struct Fiber {
-  ucontext_t ctx; std::vector<char> stack; bool done = false, waiting = false; uint3 t;
+  ucontext_t ctx; Stack stack; bool done = false; Wait wait = Wait::None; uint3 t;
+  int predicate = 0, block_result = 0;  // __syncthreads_count/_and/_or
+  WarpOp op;
   std::vector<Copy> open; std::vector<std::vector<Copy>> groups;
 };
-inline thread_local std::vector<Fiber>* fibers = nullptr;
+inline thread_local std::vector<Fiber> pool;  // the threads of a block
 inline thread_local Fiber* current = nullptr;
 inline thread_local ucontext_t scheduler;
 inline thread_local const std::function<void()>* body = nullptr;
 inline void trampoline() { (*body)(); current->done = true; }
-inline void sync() { current->waiting = true; swapcontext(&current->ctx, &scheduler); }
+inline void sync() { current->wait = Wait::Block; swapcontext(&current->ctx, &scheduler); }
+inline thread_local const char* stuck = nullptr;  // why the threads of a block cannot go on
+inline thread_local char stuck_text[200];
+// Releases every thread waiting in a warp-level operation whose mask's threads all wait in one
+// (threads past the end of a partial warp are not waited for); returns how many it released.
+// A thread named in a waiting thread's mask that has exited sets `stuck`.
+inline unsigned release_warps(unsigned n) {
+  unsigned released = 0;
+  std::array<bool, 32> go{};
+  for (unsigned base = 0; base < n; base += 32) {
+    const unsigned lanes = std::min(32u, n - base);
+    for (unsigned l = 0; l < lanes; ++l) {
+      const Fiber& f = pool[base + l];
+      go[l] = f.wait == Wait::Warp;
+      for (unsigned m = 0; go[l] && m < lanes; ++m) {
+        if (!(f.op.mask >> m & 1u)) continue;
+        const Fiber& g = pool[base + m];
+        if (g.done) {
+          std::snprintf(stuck_text, sizeof stuck_text,
+                        "a warp-level operation of thread %u names thread %u in its mask, which has "
+                        "exited (undefined on a GPU)", base + l, base + m);
+          stuck = stuck_text;
+          return 0;
+        }
+        go[l] = g.wait == Wait::Warp;
+      }
+    }
+    for (unsigned l = 0; l < lanes; ++l) {
+      if (!go[l]) continue;
+      WarpOp& op = pool[base + l].op;
+      const int w = op.width >= 1 && op.width <= 32 ? op.width : 32;
+      const unsigned lo = l / w * w;  // the first lane of this thread's group of `w`
+      long src = -1;
+      switch (op.kind) {
+        case WarpKind::Index: src = lo + static_cast<unsigned>(op.arg) % w; break;
+        case WarpKind::Up: src = l - lo >= static_cast<unsigned>(op.arg) ? l - op.arg : l; break;
+        case WarpKind::Down: src = l - lo + op.arg < static_cast<unsigned>(w) ? l + op.arg : l; break;
+        case WarpKind::Xor: {
+          const unsigned x = l ^ static_cast<unsigned>(op.arg);
+          src = x < lo + w ? x : l;  // later groups are out of reach: its own value
+          break;
+        }
+        default: break;
+      }
+      if (src >= 0) {  // a shuffle: a source that takes no part gives an undefined value (0xff)
+        if (static_cast<unsigned>(src) < lanes && go[src]) op.result = pool[base + src].op.value;
+        else op.result.fill(0xff);
+        continue;
+      }
+      unsigned acc = 0, ballot = 0, taking_part = 0;
+      for (unsigned m = 0; m < lanes; ++m) {
+        if (!(op.mask >> m & 1u) || !go[m]) continue;
+        unsigned v = 0;
+        std::memcpy(&v, pool[base + m].op.value.data(), sizeof v);
+        const bool first = taking_part == 0;
+        taking_part |= 1u << m;
+        if (v != 0) ballot |= 1u << m;
+        const bool less = op.is_signed ? static_cast<int>(v) < static_cast<int>(acc) : v < acc;
+        const bool more = op.is_signed ? static_cast<int>(v) > static_cast<int>(acc) : v > acc;
+        if (op.kind == WarpKind::Add) acc += v;
+        if (op.kind == WarpKind::Min && (first || less)) acc = v;
+        if (op.kind == WarpKind::Max && (first || more)) acc = v;
+      }
+      unsigned r = acc;
+      if (op.kind == WarpKind::Ballot) r = ballot;
+      if (op.kind == WarpKind::Any) r = ballot != 0;
+      if (op.kind == WarpKind::All) r = ballot == taking_part;
+      std::memcpy(op.result.data(), &r, sizeof r);
+    }
+    for (unsigned l = 0; l < lanes; ++l)
+      if (go[l]) { pool[base + l].wait = Wait::None; ++released; }
+  }
+  return released;
+}
+template <class T> T warp_op(WarpKind kind, unsigned mask, const T& v, int arg, int width) {
+  static_assert(sizeof(T) <= 16, "a warp-level operation on a value wider than 16 bytes");
+  WarpOp& op = current->op;
+  op.kind = kind;
+  op.mask = mask;
+  op.arg = arg;
+  op.width = width;
+  op.is_signed = std::is_signed_v<T>;
+  op.value.fill(0);
+  std::memcpy(op.value.data(), &v, sizeof v);
+  current->wait = Wait::Warp;
+  swapcontext(&current->ctx, &scheduler);
+  T r;
+  std::memcpy(&r, op.result.data(), sizeof r);
+  return r;
+}
+inline int block_op(int predicate) {  // __syncthreads_count: the number of nonzero predicates
+  current->predicate = predicate != 0;
+  sync();
+  return current->block_result;
+}
 // Returns nullptr or an error message.
 inline const char* launch(const unsigned* g, const unsigned* b, unsigned long long smem,
                           const std::function<void()>& f) {
-  static thread_local std::vector<Fiber> pool;
   dyn_smem = dyn_alloc(smem);
   if (!dyn_smem) return "cannot map the dynamic shared memory of the launch";
   const unsigned n = b[0] * b[1] * b[2];
@@ -109,31 +246,48 @@ inline const char* launch(const unsigned* g, const unsigned* b, unsigned long lo
         std::memset(dyn_smem, 0xff, smem);
         for (unsigned i = 0; i < n; ++i) {
           Fiber& fb = pool[i];
-          fb.done = fb.waiting = false;
+          fb.done = false;
+          fb.wait = Wait::None;
           fb.open.clear();
           fb.groups.clear();
           fb.t = uint3{i % b[0], (i / b[0]) % b[1], i / (b[0] * b[1])};
-          if (fb.stack.empty()) fb.stack.resize(256 * 1024);
+          if (fb.stack.empty()) fb.stack.allocate();
+          if (fb.stack.empty()) return "cannot map a thread's stack";
           getcontext(&fb.ctx);
           fb.ctx.uc_stack.ss_sp = fb.stack.data();
-          fb.ctx.uc_stack.ss_size = fb.stack.size();
+          fb.ctx.uc_stack.ss_size = Stack::kBytes;
           fb.ctx.uc_link = &scheduler;
           makecontext(&fb.ctx, trampoline, 0);
         }
-        for (;;) {
-          unsigned done = 0, waiting = 0;
+        for (;;) {  // run every thread until it waits or ends; then release what can go on
           for (unsigned i = 0; i < n; ++i) {
             Fiber& fb = pool[i];
-            if (fb.done) { ++done; continue; }
-            fb.waiting = false;
+            if (fb.done || fb.wait != Wait::None) continue;
             tid = fb.t;
             current = &fb;
             swapcontext(&scheduler, &fb.ctx);
             if (fault) return fault;
-            if (fb.done) ++done; else ++waiting;
+          }
+          unsigned done = 0, at_warp = 0, count = 0;
+          for (unsigned i = 0; i < n; ++i) {
+            done += pool[i].done;
+            at_warp += pool[i].wait == Wait::Warp;
+            count += pool[i].wait == Wait::Block && pool[i].predicate;
           }
           if (done == n) break;
+          if (at_warp) {
+            stuck = nullptr;
+            if (release_warps(n) > 0) continue;
+            if (stuck) return stuck;
+            return "threads wait in a warp-level operation for threads of their mask that wait at "
+                   "__syncthreads";
+          }
           if (done != 0) return "__syncthreads reached by some threads of a block while others exited";
+          for (unsigned i = 0; i < n; ++i) {
+            pool[i].wait = Wait::None;
+            pool[i].block_result = static_cast<int>(count);
+            pool[i].predicate = 0;
+          }
         }
       }
   return nullptr;
@@ -215,32 +369,77 @@ inline float2 __ldg(const float2* p) { return ::gt::vector_load(p); }
 inline float4 __ldg(const float4* p) { return ::gt::vector_load(p); }
 inline int2 __ldg(const int2* p) { return ::gt::vector_load(p); }
 inline int4 __ldg(const int4* p) { return ::gt::vector_load(p); }
-// Warp shuffles between block-wide barriers: every thread of the block must reach them (as in
-// the generated split reductions, which shuffle outside any bounds check); lanes are the linear
-// thread index modulo 32, as on a GPU.
-namespace gt {
-inline thread_local std::vector<std::array<unsigned char, 16>> lanes;
-template <class T> T shuffle_xor(T v, unsigned mask) {
-  static_assert(sizeof(T) <= 16, "shuffle of a value wider than 16 bytes");
-  const unsigned n = bdim.x * bdim.y * bdim.z, t = tid.x + bdim.x * (tid.y + bdim.y * tid.z);
-  if (lanes.size() < n) lanes.resize(n);
-  std::memcpy(lanes[t].data(), &v, sizeof v);
-  ::gt::sync();
-  const unsigned from = (t & ~31u) | ((t & 31u) ^ (mask & 31u));
-  T r = v;
-  if (from < n) std::memcpy(&r, lanes[from].data(), sizeof r);
-  ::gt::sync();
-  return r;
+// Warp-level intrinsics: a thread waits in one until every thread its mask names (that exists:
+// a partial warp's missing lanes are not waited for) waits in one too, as on a GPU since Volta.
+// Lanes are the linear thread index modulo 32. A shuffle from a thread that takes no part gives
+// 0xff bytes (NaN for floats): undefined on a GPU, visible here.
+constexpr int warpSize = 32;
+template <class T> T __shfl_sync(unsigned m, T v, int src, int w = 32) {
+  return ::gt::warp_op(::gt::WarpKind::Index, m, v, src, w);
 }
-}  // namespace gt
-template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int = 32) {
-  return ::gt::shuffle_xor(v, static_cast<unsigned>(mask));
+template <class T> T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) {
+  return ::gt::warp_op(::gt::WarpKind::Up, m, v, static_cast<int>(d), w);
+}
+template <class T> T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) {
+  return ::gt::warp_op(::gt::WarpKind::Down, m, v, static_cast<int>(d), w);
+}
+template <class T> T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) {
+  return ::gt::warp_op(::gt::WarpKind::Xor, m, v, x, w);
+}
+inline unsigned __ballot_sync(unsigned m, int p) {
+  return ::gt::warp_op(::gt::WarpKind::Ballot, m, static_cast<unsigned>(p != 0), 0, 32);
+}
+inline int __any_sync(unsigned m, int p) {
+  return static_cast<int>(::gt::warp_op(::gt::WarpKind::Any, m, static_cast<unsigned>(p != 0), 0, 32));
+}
+inline int __all_sync(unsigned m, int p) {
+  return static_cast<int>(::gt::warp_op(::gt::WarpKind::All, m, static_cast<unsigned>(p != 0), 0, 32));
+}
+inline void __syncwarp(unsigned m = 0xffffffffu) { ::gt::warp_op(::gt::WarpKind::Sync, m, 0u, 0, 32); }
+inline unsigned __reduce_add_sync(unsigned m, unsigned v) { return ::gt::warp_op(::gt::WarpKind::Add, m, v, 0, 32); }
+inline int __reduce_add_sync(unsigned m, int v) { return ::gt::warp_op(::gt::WarpKind::Add, m, v, 0, 32); }
+inline unsigned __reduce_min_sync(unsigned m, unsigned v) { return ::gt::warp_op(::gt::WarpKind::Min, m, v, 0, 32); }
+inline int __reduce_min_sync(unsigned m, int v) { return ::gt::warp_op(::gt::WarpKind::Min, m, v, 0, 32); }
+inline unsigned __reduce_max_sync(unsigned m, unsigned v) { return ::gt::warp_op(::gt::WarpKind::Max, m, v, 0, 32); }
+inline int __reduce_max_sync(unsigned m, int v) { return ::gt::warp_op(::gt::WarpKind::Max, m, v, 0, 32); }
+// The threads of this thread's warp that have not exited (on a GPU: those converged here).
+inline unsigned __activemask() {
+  const unsigned n = ::gt::bdim.x * ::gt::bdim.y * ::gt::bdim.z;
+  const unsigned t = ::gt::tid.x + ::gt::bdim.x * (::gt::tid.y + ::gt::bdim.y * ::gt::tid.z);
+  unsigned m = 0;
+  for (unsigned l = 0, base = t & ~31u; l < 32 && base + l < n; ++l)
+    if (!::gt::pool[base + l].done) m |= 1u << l;
+  return m;
+}
+inline int __syncthreads_count(int p) { return ::gt::block_op(p); }
+inline int __syncthreads_and(int p) {
+  return ::gt::block_op(p) == static_cast<int>(::gt::bdim.x * ::gt::bdim.y * ::gt::bdim.z);
+}
+inline int __syncthreads_or(int p) { return ::gt::block_op(p) != 0; }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
 }
 template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 template <class T> T atomicSub(T* p, T v) { T o = *p; *p = o - v; return o; }
 template <class T> T atomicMax(T* p, T v) { T o = *p; *p = o < v ? v : o; return o; }
 template <class T> T atomicMin(T* p, T v) { T o = *p; *p = v < o ? v : o; return o; }
 template <class T> T atomicExch(T* p, T v) { T o = *p; *p = v; return o; }
+template <class T> T atomicCAS(T* p, T cmp, T v) { T o = *p; if (o == cmp) *p = v; return o; }
+template <class T> T atomicAnd(T* p, T v) { T o = *p; *p = o & v; return o; }
+template <class T> T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }
+template <class T> T atomicXor(T* p, T v) { T o = *p; *p = o ^ v; return o; }
+inline unsigned atomicInc(unsigned* p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
+inline unsigned atomicDec(unsigned* p, unsigned v) { unsigned o = *p; *p = o == 0 || o > v ? v : o - 1; return o; }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __expf(float a) { return std::exp(a); }
 inline float __logf(float a) { return std::log(a); }
@@ -314,6 +513,135 @@ std::string shell_word(const std::string& s) {
   return q + "'";
 }
 
+// --- Faults and time limits of a launch ---------------------------------------------------
+// A launch runs with this thread's FaultTrap armed: a fault in the kernel's code, or the
+// expiry of the thread's CPU-time timer, jumps back to CpuModule::launch (siglongjmp out of the
+// handler, which runs on an alternate stack so that a thread stack overflow is caught too).
+// Signals that arrive while no launch of this thread is running go to the handler installed
+// before ours (the default: the process ends as it would have without us).
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid  // glibc before 2.38 lacks the name
+#endif
+
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+int timer_signal() { return SIGRTMIN + 2; }
+
+struct FaultTrap {
+  sigjmp_buf env;
+  volatile sig_atomic_t armed = 0;
+  volatile sig_atomic_t signal = 0;
+  void* volatile address = nullptr;
+};
+
+/// This thread's trap while one of its launches runs (constant-initialised: safe in a handler).
+thread_local FaultTrap* t_trap = nullptr;
+
+struct sigaction g_previous[NSIG];
+
+void on_signal(int sig, siginfo_t* info, void* uc) {
+  if (FaultTrap* t = t_trap; t && t->armed) {
+    t->armed = 0;
+    t->signal = sig;
+    t->address = info ? info->si_addr : nullptr;
+    siglongjmp(t->env, 1);
+  }
+  if (sig == timer_signal()) return;  // a timer that expired just after its launch ended
+  const struct sigaction& prev = g_previous[sig];
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, uc);
+  } else if (prev.sa_handler == SIG_IGN) {
+    return;
+  } else if (prev.sa_handler != SIG_DFL && !(prev.sa_flags & SA_SIGINFO)) {
+    prev.sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL);  // as if we were never there: the pending signal ends the process
+    raise(sig);
+  }
+}
+
+void install_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : kFaultSignals) sigaction(sig, &sa, &g_previous[sig]);
+    sigaction(timer_signal(), &sa, &g_previous[timer_signal()]);
+  });
+}
+
+/// Per thread: the alternate signal stack and the CPU-time timer (RAII; freed at thread exit).
+class ThreadTrapResources {
+ public:
+  ThreadTrapResources() {
+    alt_.resize(std::max<size_t>(64 * 1024, static_cast<size_t>(SIGSTKSZ)));
+    stack_t ss{};
+    ss.ss_sp = alt_.data();
+    ss.ss_size = alt_.size();
+    if (sigaltstack(&ss, nullptr) != 0) alt_.clear();
+    struct sigevent sev {};
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = timer_signal();
+    sev.sigev_notify_thread_id = static_cast<int>(gettid());
+    has_timer_ = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &timer_) == 0;
+  }
+  ThreadTrapResources(const ThreadTrapResources&) = delete;
+  ThreadTrapResources& operator=(const ThreadTrapResources&) = delete;
+  ~ThreadTrapResources() {
+    if (has_timer_) timer_delete(timer_);
+    if (!alt_.empty()) {
+      stack_t ss{};
+      ss.ss_flags = SS_DISABLE;
+      sigaltstack(&ss, nullptr);
+    }
+  }
+  /// Starts (seconds > 0) or stops (0) the timer; false when this thread has none.
+  bool set_timer(double seconds) {
+    if (!has_timer_) return false;
+    itimerspec its{};
+    const auto whole = static_cast<time_t>(seconds);
+    its.it_value.tv_sec = whole;
+    its.it_value.tv_nsec = static_cast<long>((seconds - static_cast<double>(whole)) * 1e9);
+    return timer_settime(timer_, 0, &its, nullptr) == 0;
+  }
+
+ private:
+  std::vector<char> alt_;
+  timer_t timer_{};
+  bool has_timer_ = false;
+};
+
+std::string fault_message(int sig, const void* address, double limit) {
+  char at[32];
+  std::snprintf(at, sizeof at, "%p", address);
+  if (sig == timer_signal()) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%g", limit);
+    return std::string("stopped after ") + s +
+           " s of CPU time: a kernel that never returns (a loop whose condition never changes), "
+           "or a problem too large for the emulator (give a smaller --size or a larger "
+           "--timeout)";
+  }
+  switch (sig) {
+    case SIGSEGV:
+      return std::string("segmentation fault at ") + at +
+             ": the kernel accessed memory outside its arguments and shared memory (an index "
+             "out of range, a bad pointer, or a thread stack beyond the emulator's 256 KiB)";
+    case SIGBUS:
+      return std::string("bus error at ") + at + ": the kernel accessed memory it may not";
+    case SIGFPE:
+      return "arithmetic fault: an integer division or remainder by zero (on a GPU its result is "
+             "undefined)";
+    case SIGILL:
+      return "illegal instruction: the kernel's code reached undefined behaviour (the host "
+             "compiler traps there, e.g. a non-void function that returns nothing)";
+    default:
+      return "signal " + std::to_string(sig);
+  }
+}
+
 }  // namespace
 
 struct CpuModule::Impl {
@@ -323,6 +651,11 @@ struct CpuModule::Impl {
   std::vector<Launch> launchers;
   using Count = unsigned long long (*)();
   std::vector<Count> vector_loads;  ///< per kernel: its library's count of the last launch
+  using Smem = const void* (*)(unsigned long long*);
+  std::vector<Smem> dyn_smem;  ///< per kernel: its library's dynamic shared memory
+  using Overflow = int (*)(const void*);
+  std::vector<Overflow> stack_overflow;       ///< per kernel: is an address a thread stack's guard
+  double time_limit = 0;                      ///< CPU seconds per launch (0: none)
   std::vector<std::vector<CpuParam>> params;  ///< per kernel: as it declares them
   ~Impl() {
     for (void* h : handles) dlclose(h);
@@ -379,10 +712,16 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
         << "extern \"C\" const ::gt::Param* gt_params_" << i
         << "(std::size_t* n) { return ::gt::signature(" << fn << ", n); }\n";
     }
-    o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n";
+    o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n"
+         "extern \"C\" const void* gt_dyn_smem(unsigned long long* n) {\n"
+         "  *n = ::gt::dyn_bytes;\n  return ::gt::dyn_smem;\n}\n"
+         "extern \"C\" int gt_stack_overflow(const void* a) {\n"
+         "  for (const auto& f : ::gt::pool) if (f.stack.in_guard(a)) return 1;\n"
+         "  return 0;\n}\n";
     o.close();
     libs.push_back(lib);
-    std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC" +
+    // Stack-clash protection probes each page of a large frame, so an overflow hits the guard.
+    std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC -fstack-clash-protection" +
                       (check_alignment ? kAlignmentCheck : "") + " -I" + m.impl_->dir.string() +
                       includes + " -o " + lib.string() + " " + src.string();
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
@@ -390,6 +729,8 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
   for (auto& w : work) w.get();
   m.impl_->launchers.resize(kernels.size());
   m.impl_->vector_loads.resize(kernels.size());
+  m.impl_->dyn_smem.resize(kernels.size());
+  m.impl_->stack_overflow.resize(kernels.size());
   m.impl_->params.resize(kernels.size());
   for (size_t c = 0; c < libs.size(); ++c) {
     void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -417,6 +758,12 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
       void* count = dlsym(h, "gt_vector_loads");
       if (!count) throw EmulatorError("missing vector-load counter in the emulated kernels");
       m.impl_->vector_loads[i] = reinterpret_cast<Impl::Count>(count);
+      void* smem = dlsym(h, "gt_dyn_smem");
+      if (!smem) throw EmulatorError("missing shared-memory query in the emulated kernels");
+      m.impl_->dyn_smem[i] = reinterpret_cast<Impl::Smem>(smem);
+      void* overflow = dlsym(h, "gt_stack_overflow");
+      if (!overflow) throw EmulatorError("missing stack query in the emulated kernels");
+      m.impl_->stack_overflow[i] = reinterpret_cast<Impl::Overflow>(overflow);
     }
   }
   return m;
@@ -436,9 +783,44 @@ const std::vector<CpuParam>& CpuModule::params(size_t i) const {
 LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                               void** args, unsigned long long dynamic_smem) const {
   if (!impl_ || i >= impl_->launchers.size()) throw EmulatorError("no such emulated kernel");
-  if (const char* err = impl_->launchers[i](grid.data(), block.data(), args, dynamic_smem))
-    throw EmulatorError(err);
+  install_handlers();
+  static thread_local ThreadTrapResources resources;
+  static thread_local FaultTrap trap;
+  const double limit = impl_->time_limit;
+  const char* err = nullptr;
+  t_trap = &trap;
+  if (sigsetjmp(trap.env, 1) == 0) {
+    if (limit > 0) resources.set_timer(limit);
+    trap.armed = 1;
+    err = impl_->launchers[i](grid.data(), block.data(), args, dynamic_smem);
+    trap.armed = 0;
+    if (limit > 0) resources.set_timer(0);
+    t_trap = nullptr;
+  } else {  // the handler jumped here: trap.armed is 0 again
+    if (limit > 0) resources.set_timer(0);
+    t_trap = nullptr;
+    const int sig = trap.signal;
+    if (sig == SIGSEGV && impl_->stack_overflow[i](trap.address))
+      throw EmulatorFault(
+          "a thread's stack overflowed: the emulator gives each thread 256 KiB (a large local "
+          "array? on a GPU it would live in local memory)",
+          sig, trap.address, false);
+    throw EmulatorFault(fault_message(sig, trap.address, limit), sig, trap.address,
+                        sig == timer_signal());
+  }
+  if (err) throw EmulatorError(err);
   return LaunchStats{impl_->vector_loads[i]()};
+}
+
+void CpuModule::set_time_limit(double seconds) {
+  if (impl_) impl_->time_limit = std::max(0.0, seconds);
+}
+
+std::pair<const void*, unsigned long long> CpuModule::dynamic_shared_memory(size_t i) const {
+  if (!impl_ || i >= impl_->dyn_smem.size()) throw EmulatorError("no such emulated kernel");
+  unsigned long long n = 0;
+  const void* p = impl_->dyn_smem[i](&n);
+  return {p, n};
 }
 
 }  // namespace gputune::tuner

@@ -6,10 +6,15 @@
  * dlopen. A launch runs the blocks in turn; the threads of a block run as cooperative fibers
  * (ucontext) that meet at __syncthreads, so shared-memory staging (static and `extern __shared__`)
  * is emulated faithfully; a barrier that only some threads reach is an error. Warp-level intrinsics
- * (shuffles, votes) are not provided. A kernel's parameter types are deduced from the kernel
- * itself, and each launcher reports them (CpuParam), so a caller checks its arguments against the
- * kernel before it launches. Consumes: kernel sources, -D definitions, include folders. Produces:
- * CpuModule. Must not: touch the GPU driver or the database. */
+ * (__shfl*_sync, votes, __reduce*_sync, __syncwarp) wait for the threads their mask names in the
+ * same warp only, as since Volta; a mask that names an exited thread is an error. A kernel's
+ * parameter types are deduced from the kernel itself, and each launcher reports them (CpuParam), so
+ * a caller checks its arguments against the kernel before it launches. A kernel that faults (an
+ * access outside its memory, an integer division by zero) or runs past its time limit ends its
+ * launch with an EmulatorFault instead of ending the process: launches run under a signal handler
+ * (installed on first use, passing every signal that is not a launch's on to the handler before
+ * it). Consumes: kernel sources, -D definitions, include folders. Produces: CpuModule. Must not:
+ * touch the GPU driver or the database. */
 #pragma once
 
 #include <array>
@@ -26,8 +31,21 @@ class EmulatorError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A launch that the CPU stopped: a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in the kernel's code,
+/// or its time limit. `address` is the faulting address (for SIGSEGV and SIGBUS), so a caller
+/// that knows where its buffers lie says which argument was accessed out of range.
+class EmulatorFault : public EmulatorError {
+ public:
+  EmulatorFault(const std::string& what, int signal, const void* address, bool timed_out)
+      : EmulatorError(what), signal(signal), address(address), timed_out(timed_out) {}
+  int signal;
+  const void* address;
+  bool timed_out;
+};
+
 /// One kernel to put into a module: its source and its name (a __global__ function that is not
-/// overloaded or a template), with macros defined around it (a parametric kernel's -D values).
+/// overloaded, or a template's instance such as "reduce<float>"), with macros defined around it
+/// (a parametric kernel's -D values).
 struct CpuKernel {
   std::string source;
   std::string name;
@@ -67,9 +85,16 @@ class CpuModule {
   /// one per entry of params(i), which the caller checks: launch cannot),
   /// with `dynamic_smem` bytes behind `extern __shared__` arrays (filled with 0xff bytes before
   /// each block, so reading what no thread wrote shows). Throws EmulatorError when the threads of
-  /// a block disagree about a __syncthreads or a vector load is misaligned (both fault on a GPU).
+  /// a block disagree about a __syncthreads or a vector load is misaligned (both fault on a GPU),
+  /// and EmulatorFault when the kernel faults or uses more CPU time than set_time_limit allows.
   LaunchStats launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                      void** args, unsigned long long dynamic_smem = 0) const;
+
+  /// CPU seconds one launch may use before it is stopped with an EmulatorFault (0: no limit).
+  void set_time_limit(double seconds);
+  /// Where the last launch's dynamic shared memory began, and its size: a fault just past it is
+  /// a kernel using more than the launch gave.
+  std::pair<const void*, unsigned long long> dynamic_shared_memory(size_t i) const;
 
   /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).
   static std::string compiler();

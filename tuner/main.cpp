@@ -153,6 +153,8 @@ int cmd_check(int argc, char** argv) {
       cxxopts::value<std::vector<std::int64_t>>())(
       "limit", "configurations checked at most, spread over the space (0: all)",
       cxxopts::value<size_t>()->default_value("1000"))(
+      "timeout", "CPU seconds one launch may use before it is stopped and reported (0: none)",
+      cxxopts::value<double>()->default_value("60"))(
       "j,threads", "host compiler processes", cxxopts::value<int>()->default_value("2"))("h,help",
                                                                                          "help");
   o.parse_positional({"job"});
@@ -166,6 +168,12 @@ int cmd_check(int argc, char** argv) {
       return tuner::kExitBadInput;
     }
   c.limit = r["limit"].as<size_t>();
+  c.timeout_s = r["timeout"].as<double>();
+  if (!(c.timeout_s >= 0) || c.timeout_s > 1e6) {
+    std::cerr << "gputune check: --timeout " << c.timeout_s
+              << ": give CPU seconds from 0 (no limit) to 1000000\n";
+    return tuner::kExitBadInput;
+  }
   c.jobs = std::max(1, r["threads"].as<int>());
   return tuner::check_command(r["job"].as<std::string>(), c, std::cout, std::cerr);
 }

@@ -251,12 +251,70 @@ TEST(CpuCheck, TheCommandPrintsWhatDiffersAndExitsSix) {
   EXPECT_EQ(size.exit_code, 2) << size.out;
   EXPECT_NE(size.out.find("--size 0: sizes must be positive integers"), std::string::npos);
   // conv2d's sizes need three numbers (width, height, filter): bad input, naming the argument.
-  auto two = run_gputune("check '" +
-                         (source_dir() / "configs" / "naive" / "conv2d.json").string() +
+  auto two = run_gputune("check '" + (source_dir() / "configs" / "naive" / "conv2d.json").string() +
                          "' --size 37,29 --limit 3");
   EXPECT_EQ(two.exit_code, 2) << two.out;
   EXPECT_NE(two.out.find("conv2d.json: field 'KernelSpecification.Arguments[1] (in).Size'"),
             std::string::npos)
       << two.out;
   EXPECT_NE(two.out.find("list index 2 out of range"), std::string::npos) << two.out;
+}
+
+// A configuration that faults or never returns is reported with what it did (which argument,
+// which element) and the check goes on: the others are still checked, and agree. A write into
+// the bytes around an array that the page layout leaves accessible is found afterwards.
+TEST(CpuCheck, FaultsAndRunawayConfigurationsAreReportedAndTheCheckGoesOn) {
+  TempDir dir;
+  const auto job_file = edited_example(dir, "vector_add", [](std::string s) {
+    return replace_once(
+        s, "    if (j < n) c[j] = a[j] + b[j];",
+        "    if (block_size_x == 32 && tile_size_x == 2 && j == n - 1) c[j] = a[j + 4];\n"
+        "    else if (block_size_x == 32 && tile_size_x == 4 && j == n - 1) c[j] = a[j + 1];\n"
+        "    else if (block_size_x == 64 && tile_size_x == 2 && j == 0) c[-3] = 0;\n"
+        "    else if (block_size_x == 64 && tile_size_x == 4 && j == 0) c[n] = 0;\n"
+        "    else if (block_size_x == 128 && tile_size_x == 8) c[j] = j / (j - j);\n"
+        "    else if (block_size_x == 256 && tile_size_x == 4) { volatile int s = 0; "
+        "while (n > 0) s = s + 1; }\n"
+        "    else if (j < n) c[j] = a[j] + b[j];");
+  });
+  tuner::CheckOptions o = all_at({1001});
+  o.timeout_s = 1;
+  tuner::CheckReport r = tuner::check_job(tuner::load_tuning_job(job_file), o);
+  ASSERT_EQ(r.checked.size(), 24u);
+  std::map<std::string, std::string> problems;
+  for (const tuner::ConfigCheck& c : r.checked)
+    if (!c.problem.empty()) problems[c.key] = c.problem;
+  ASSERT_EQ(problems.size(), 6u);
+  // 1001 floats end 12 bytes before the next 16-byte boundary, where the guard page begins: a
+  // read in between gets the fill pattern (and differs); a read at the boundary faults.
+  EXPECT_EQ(problems["32,2"], "accesses 'a' at element 1004 (it has 1001), past its end");
+  EXPECT_NE(problems["32,4"].find("output 'c' differs from the reference at 1 element(s); first "
+                                  "at index 1000"),
+            std::string::npos)
+      << problems["32,4"];
+  EXPECT_EQ(problems["64,2"], "writes 'c' at element -3 (it has 1001), before its start");
+  EXPECT_EQ(problems["64,4"], "writes 'c' at element 1001 (it has 1001), past its end");
+  EXPECT_NE(problems["128,8"].find("division or remainder by zero"), std::string::npos);
+  EXPECT_NE(problems["256,4"].find("stopped after 1 s of CPU time"), std::string::npos);
+}
+
+// A templated kernel (KernelName "reduce<float>") that reduces with warp shuffles, shared memory
+// and one atomicAdd per block: every configuration agrees, and a shuffle that starts at the
+// wrong offset is found in exactly the configurations that have it.
+TEST(CpuCheck, TemplatedWarpShuffleReductionsAreChecked) {
+  const std::filesystem::path data = source_dir() / "tests" / "data" / "warp_reduce";
+  tuner::CheckReport ok =
+      tuner::check_job(tuner::load_tuning_job(data / "reduce.json"), all_at({10007}));
+  EXPECT_EQ(ok.checked.size(), 24u);
+  EXPECT_EQ(ok.failures(), 0u) << *failing(ok).begin();
+
+  TempDir dir;
+  write_file(dir / "reduce.cu", replace_once(read_file(data / "reduce.cu"), "int o = 16;",
+                                             "int o = items == 2 ? 8 : 16;"));
+  write_file(dir / "reduce.json", read_file(data / "reduce.json"));
+  tuner::CheckReport bad =
+      tuner::check_job(tuner::load_tuning_job(dir / "reduce.json"), all_at({10007}));
+  std::set<std::string> want;
+  for (int b : {32, 64, 128, 256, 512, 1024}) want.insert(std::to_string(b) + ",2");
+  EXPECT_EQ(failing(bad), want);
 }
