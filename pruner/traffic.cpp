@@ -1373,7 +1373,8 @@ class Sim {
 
 TrafficReport analyse_traffic(const TrafficInput& in) {
   TrafficReport rep;
-  ParsedCuda parsed = parse_cuda(in.source, in.options, "kernel.cu", "gputune-traffic");
+  ParsedCuda parsed = parse_cuda(in.source + instance_reference(in.kernel_name), in.options,
+                                 "kernel.cu", "gputune-traffic");
   if (!parsed.ast) {
     rep.error = "clang could not parse the kernel: " + parsed.error;
     return rep;

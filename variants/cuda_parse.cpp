@@ -3,9 +3,11 @@
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
+#include <clang/AST/DeclTemplate.h>
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Tooling/Tooling.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 
@@ -191,7 +193,48 @@ ParsedCuda parse_cuda(const std::string& source, const std::vector<std::string>&
   return out;
 }
 
+namespace {
+
+std::string without_spaces(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+/// The instance `name` ("reduce<float>", spaces ignored) of a __global__ function template, if
+/// the translation unit instantiated it (instance_reference makes it do so).
+const FunctionDecl* find_instance(const DeclContext* dc, const std::string& name) {
+  const std::string want = without_spaces(name);
+  const std::string base = want.substr(0, want.find('<'));
+  const bool qualified = base.find("::") != std::string::npos;  // "ns::f<float>"
+  for (const Decl* d : dc->decls()) {
+    auto* ft = dyn_cast<FunctionTemplateDecl>(d);
+    if (ft && (qualified ? ft->getQualifiedNameAsString() : ft->getNameAsString()) == base) {
+      for (const FunctionDecl* spec : ft->specializations()) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        spec->getNameForDiagnostic(os, ft->getASTContext().getPrintingPolicy(), qualified);
+        os.flush();
+        if (spec->hasAttr<CUDAGlobalAttr>() && spec->hasBody() && without_spaces(text) == want)
+          return spec;
+      }
+    } else if (isa<NamespaceDecl>(d) || isa<LinkageSpecDecl>(d)) {
+      if (const FunctionDecl* f = find_instance(cast<DeclContext>(d), name)) return f;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string instance_reference(const std::string& name) {
+  if (name.find('<') == std::string::npos) return "";
+  return "\nstatic void* const gputune_instance_ = reinterpret_cast<void*>(&" + name + ");\n";
+}
+
 const FunctionDecl* find_kernel(ASTContext& ctx, const std::string& name) {
+  if (name.find('<') != std::string::npos) return find_instance(ctx.getTranslationUnitDecl(), name);
   const FunctionDecl* found = nullptr;
   walk_kernels(ctx.getTranslationUnitDecl(), [&](const FunctionDecl* f) {
     if (f->getNameAsString() == name) found = f;

@@ -32,8 +32,13 @@ struct ParsedCuda {
 ParsedCuda parse_cuda(const std::string& source, const std::vector<std::string>& options,
                       const std::string& file_name, const std::string& tool_name);
 
-/// The __global__ function with a body named `name`, searched through namespaces and extern "C".
+/// The __global__ function with a body named `name`, searched through namespaces and extern "C";
+/// for "f<float>", the instance of template f (parsed with instance_reference appended).
 const clang::FunctionDecl* find_kernel(clang::ASTContext& ctx, const std::string& name);
+
+/// For a template's instance ("reduce<float>"): a line to append to the source so that clang
+/// instantiates it and find_kernel finds it; empty for a plain name.
+std::string instance_reference(const std::string& name);
 
 /// Names of every __global__ function with a body (for "did you mean" messages).
 std::vector<std::string> kernel_names(clang::ASTContext& ctx);

@@ -238,6 +238,33 @@ TEST(Traffic, UnparsableKernelSaysWhy) {
   EXPECT_NE(m.error.find("'other'"), std::string::npos);
 }
 
+// A kernel named as a template's instance ("copy<double>", as Kernel Tuner and NVRTC name them)
+// is analysed in that instance: its element type sets the bytes, and another instance of the
+// same template is another kernel.
+TEST(Traffic, TemplateInstancesAreAnalysedWithTheirTypes) {
+  const std::string src = R"(
+namespace k {
+template <typename T, int N>
+__global__ void copy(T* out, const T* __restrict__ in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int j = 0; j < N; ++j) out[i * N + j] = in[i * N + j];
+}
+})";
+  auto f = input(src, "k::copy<float, 1>", 256, 64);
+  TrafficReport rf = analyse_traffic(f);
+  ASSERT_TRUE(rf.parsed) << rf.error;
+  ASSERT_TRUE(rf.error.empty()) << rf.error;
+  EXPECT_DOUBLE_EQ(rf.requested_bytes, 2.0 * 4 * 256 * 64);
+  auto d = input(src, "k::copy<double,2>", 256, 64);
+  TrafficReport rd = analyse_traffic(d);
+  ASSERT_TRUE(rd.parsed) << rd.error;
+  EXPECT_DOUBLE_EQ(rd.requested_bytes, 2.0 * 8 * 2 * 256 * 64);
+  auto other = input(src, "k::move<float, 1>", 256, 64);
+  TrafficReport ro = analyse_traffic(other);
+  EXPECT_FALSE(ro.parsed);
+  EXPECT_NE(ro.error.find("move"), std::string::npos) << ro.error;
+}
+
 TEST(Traffic, VectorLoadsAndDeviceFunctionsAndGridStrideLoops) {
   auto in = input(R"(
 __device__ int at(int i, int w) { return i * w; }
