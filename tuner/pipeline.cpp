@@ -551,12 +551,26 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         if (screened[i] && !inspected[i].ok) late.push_back(i);
       compile_into(built, late, job, source, configs, rep.arch, cache_for(opt.cache_dir),
                    opt.threads ? opt.threads : job.compile_threads, false);
+      // Their parameters are checked against the arguments as the first batch's were; a
+      // mismatch here (a signature that changes with the parameters) fails only that variant:
+      // the run's records already exist.
+      for (size_t i : late)
+        if (inspected[i].ok && !job.arguments.empty() && !inspected[i].res.param_sizes.empty()) {
+          try {
+            check_parameter_sizes(job, inspected[i].res.param_sizes, configs[i].key());
+          } catch (const JobError& e) {
+            built.inspected[i].ok = false;
+            built.inspected[i].reason = e.what();
+          }
+        }
       for (size_t i : late)
         if (inspected[i].ok)
           rows[i].occ =
               pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
                                         rows[i].v->geometry.dynamic_smem, limits);
       std::optional<double> best_kept = best_ms, best_sample;
+      size_t unusable = 0;  // failed to compile, or their parameters do not match the arguments
+      for (size_t i : candidates) unusable += !compiled[i].ok || !inspected[i].ok;
       for (size_t i : candidates) {
         if (opt.should_stop && opt.should_stop()) {
           rep.interrupted = true;
@@ -571,10 +585,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       if (measurer && best_kept && !candidates.empty()) {
         double regret = best_sample && *best_sample < *best_kept ? *best_kept / *best_sample : 1.0;
         rep.regret = regret;
-        rep.regret_sampled += candidates.size();
-        log << "gputune: regret sample: " << candidates.size()
-            << " pruned or skipped variants timed; best " << (best_sample ? *best_sample : 0)
-            << " ms against the measured best " << *best_kept << " ms: regret " << regret
+        rep.regret_sampled += candidates.size() - unusable;
+        log << "gputune: regret sample: " << candidates.size() - unusable
+            << " pruned or skipped variants timed"
+            << (unusable ? " (" + std::to_string(unusable) + " more could not run)" : "")
+            << "; best " << (best_sample ? *best_sample : 0) << " ms against the measured best "
+            << *best_kept << " ms: regret " << regret
             << (regret > 1 ? " (the pruning missed a faster variant)" : "") << "\n";
       }
       for (size_t i = 0; i < configs.size(); ++i)

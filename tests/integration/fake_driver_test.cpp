@@ -200,6 +200,49 @@ TEST(FakeDriver, TheScreenMeasuresWhatCompilingEverythingMeasures) {
   EXPECT_GE(judged, screened) << out;  // once per context at least
 }
 
+TEST(FakeDriver, AVariantCompiledLateWhoseParametersDoNotMatchFailsAlone) {
+  // `spare == 3` makes `n` a long long (and the variant slower, so the screen does not compile
+  // it); the regret sample compiles those variants late. Each must fail alone, with the
+  // argument named, and the run go on: its records exist by then.
+  test::TempDir dir;
+  std::string src = test::read_file(test::examples_dir() / "vector_add.cu");
+  auto swap = [&](const std::string& from, const std::string& to) {
+    const size_t at = src.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    src.replace(at, from.size(), to);
+  };
+  swap("const float* __restrict__ b, int n) {",
+       "const float* __restrict__ b,\n#if spare == 3\nlong long n)\n#else\nint n)\n#endif\n{");
+  swap("c[j] = a[j] + b[j];",
+       "c[j] = a[j] + b[j] + (spare == 3 ? a[(j * 33) % n] + b[(j * 65) % n] : 0.0f);");
+  test::write_file(dir / "k.cu", src);
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = "k.cu";
+  job["ConfigurationSpace"]["TuningParameters"].push_back(
+      {{"Name", "spare"}, {"Type", "int"}, {"Values", "[0, 1, 2, 3]"}, {"Default", 0}});
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  job["GPUTune"]["Pruner"] = {{"Enabled", true}, {"ModelMargin", 1.0}, {"RegretSample", 1000}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string db = (dir / "g.db").string();
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(24 more could not run)"), std::string::npos) << r.out;
+  db::Store store(db);
+  int mismatched = 0, correct = 0;
+  for (auto& m : store.measurements(0)) {
+    const bool spare3 = m.params_json.find("\"spare\":3") != std::string::npos ||
+                        m.params_json.find("\"spare\": 3") != std::string::npos;
+    if (m.status == "compile" &&
+        m.reason.find("'KernelSpecification.Arguments[3] (n)'") != std::string::npos) {
+      EXPECT_TRUE(spare3) << m.params_json;
+      ++mismatched;
+    }
+    correct += m.status == "correct";
+  }
+  EXPECT_EQ(mismatched, 24);
+  EXPECT_GT(correct, 10);
+}
+
 TEST(FakeDriver, DefaultConfigurationIsAlwaysTheReference) {
   test::TempDir dir;
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
