@@ -112,7 +112,7 @@ class Stack {
 struct Copy { void* dst; std::array<unsigned char, 16> bytes; std::size_t n; };
 // A warp-level operation a thread waits in (__shfl*_sync, votes, __reduce*_sync, __syncwarp):
 // what it brought, and (once its warp is released) what it gets back.
-enum class WarpKind { Sync, Index, Up, Down, Xor, Ballot, Any, All, Add, Min, Max };
+enum class WarpKind { Sync, Index, Up, Down, Xor, Ballot, Any, All, Add, Min, Max, Active };
 struct WarpOp {
   WarpKind kind = WarpKind::Sync;
   unsigned mask = 0;
@@ -199,6 +199,10 @@ inline unsigned release_warps(unsigned n) {
       if (op.kind == WarpKind::Ballot) r = ballot;
       if (op.kind == WarpKind::Any) r = ballot != 0;
       if (op.kind == WarpKind::All) r = ballot == taking_part;
+      if (op.kind == WarpKind::Active)  // the lanes that reached __activemask in this round
+        for (unsigned m = 0; m < lanes; ++m)
+          if (go[m] && pool[base + m].op.kind == WarpKind::Active && pool[base + m].op.arg == op.arg)
+            r |= 1u << m;
       std::memcpy(op.result.data(), &r, sizeof r);
     }
     for (unsigned l = 0; l < lanes; ++l)
@@ -402,14 +406,11 @@ inline unsigned __reduce_min_sync(unsigned m, unsigned v) { return ::gt::warp_op
 inline int __reduce_min_sync(unsigned m, int v) { return ::gt::warp_op(::gt::WarpKind::Min, m, v, 0, 32); }
 inline unsigned __reduce_max_sync(unsigned m, unsigned v) { return ::gt::warp_op(::gt::WarpKind::Max, m, v, 0, 32); }
 inline int __reduce_max_sync(unsigned m, int v) { return ::gt::warp_op(::gt::WarpKind::Max, m, v, 0, 32); }
-// The threads of this thread's warp that have not exited (on a GPU: those converged here).
-inline unsigned __activemask() {
-  const unsigned n = ::gt::bdim.x * ::gt::bdim.y * ::gt::bdim.z;
-  const unsigned t = ::gt::tid.x + ::gt::bdim.x * (::gt::tid.y + ::gt::bdim.y * ::gt::tid.z);
-  unsigned m = 0;
-  for (unsigned l = 0, base = t & ~31u; l < 32 && base + l < n; ++l)
-    if (!::gt::pool[base + l].done) m |= 1u << l;
-  return m;
+// The threads of this thread's warp that reach this __activemask (its line) together: on a GPU,
+// those converged there; here, those of the warp that call it in the same round (it waits for
+// nobody, and the threads on another path get their own mask).
+inline unsigned __activemask(int line = __builtin_LINE()) {
+  return ::gt::warp_op(::gt::WarpKind::Active, 0u, 0u, line, 32);
 }
 inline int __syncthreads_count(int p) { return ::gt::block_op(p); }
 inline int __syncthreads_and(int p) {

@@ -324,6 +324,16 @@ __global__ void warp(int* out, int which) {
     const int v = (t % 5) - 2;
     r = __reduce_add_sync(0xffffffffu, v) * 10000 + __reduce_min_sync(0xffffffffu, v) * 100 +
         __reduce_max_sync(0xffffffffu, v);
+  } else if (which == 7) {                // __activemask: the lanes on this path
+    if (lane % 4 == 1) r = static_cast<int>(__activemask());
+    else r = __activemask() == 0xddddddddu ? 1 : 0;
+  } else if (which == 8) {                // a divergent branch shuffles among its own lanes
+    if (lane >= 8) {
+      const unsigned m = __activemask();
+      r = __shfl_sync(m, t, 8);
+    } else {
+      r = -1;
+    }
   } else if (which == 6) {
     r = __syncthreads_count(t % 4 == 0) * 10 + __syncthreads_and(t < 1000) + __syncthreads_or(t == 7) * 2;
   }
@@ -363,6 +373,10 @@ __global__ void warp(int* out, int which) {
     for (int t = 32 * w; t < 32 * w + 32; ++t) sum += t % 5 - 2;
     EXPECT_EQ(out[32 * w], sum * 10000 - 200 + 2) << w;
   }
+  run(7);
+  for (int t = 0; t < 96; ++t) EXPECT_EQ(out[t], t % 4 == 1 ? 0x22222222 : 1) << t;
+  run(8);
+  for (int t = 0; t < 96; ++t) EXPECT_EQ(out[t], t % 32 >= 8 ? t / 32 * 32 + 8 : -1) << t;
   run(6);
   for (int t = 0; t < 96; ++t) EXPECT_EQ(out[t], 24 * 10 + 1 + 2) << t;
 }
