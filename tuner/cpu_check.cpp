@@ -26,7 +26,7 @@ namespace {
 
 /// A host buffer whose last byte sits right before an inaccessible page: a variant that reads or
 /// writes past the end of an array faults (the launch stops with an EmulatorFault, which
-/// `explain` turns into the argument and element). The bytes around the array that the page
+/// run_once turns into the argument and element). The bytes around the array that the page
 /// layout leaves accessible (the 16-byte padding after it, the rest of its first page before it)
 /// hold a pattern, so a write there shows too (`stray_write`).
 class GuardedBuffer {

@@ -76,12 +76,33 @@ void compile_into(CompileReport& into, const std::vector<std::size_t>& which, co
   into.ok += cr.ok, into.failed += cr.failed, into.cached += cr.cached;
 }
 
+namespace {
+
+/// check_parameter_sizes for one compiled configuration, where there is something to check.
+void check_cubin_arguments(const Job& job, const Inspected& in, const Config& config) {
+  if (job.arguments.empty()) return;  // a job that only compiles (the tests' small jobs)
+  if (in.ok && !in.res.param_sizes.empty())
+    check_parameter_sizes(job, in.res.param_sizes, config.key());
+}
+
+}  // namespace
+
 void check_arguments_against_cubins(const Job& job, const std::vector<Config>& configs,
                                     const CompileReport& cr) {
-  if (job.arguments.empty()) return;  // a job that only compiles (the tests' small jobs)
   for (size_t i = 0; i < cr.inspected.size() && i < configs.size(); ++i)
-    if (cr.inspected[i].ok && !cr.inspected[i].res.param_sizes.empty())
-      check_parameter_sizes(job, cr.inspected[i].res.param_sizes, configs[i].key());
+    check_cubin_arguments(job, cr.inspected[i], configs[i]);
+}
+
+void fail_mismatched_arguments(const Job& job, const std::vector<Config>& configs,
+                               const std::vector<std::size_t>& which, CompileReport& cr) {
+  for (std::size_t i : which) {
+    try {
+      check_cubin_arguments(job, cr.inspected[i], configs[i]);
+    } catch (const JobError& e) {
+      cr.inspected[i].ok = false;
+      cr.inspected[i].reason = e.what();
+    }
+  }
 }
 
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,

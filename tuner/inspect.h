@@ -48,6 +48,11 @@ void compile_into(CompileReport& into, const std::vector<std::size_t>& which, co
 void check_arguments_against_cubins(const Job& job, const std::vector<Config>& configs,
                                     const CompileReport& cr);
 
+/// The same check for the configurations `which`, compiled after the run's records exist (the
+/// regret sample's): each that differs fails alone (inspected.ok false, the error its reason).
+void fail_mismatched_arguments(const Job& job, const std::vector<Config>& configs,
+                               const std::vector<std::size_t>& which, CompileReport& cr);
+
 /// What the pruning rules need of each compiled config in one context (geometry from the job;
 /// a config without a valid launch geometry is not judged).
 std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Config>& configs,

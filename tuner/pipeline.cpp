@@ -551,18 +551,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         if (screened[i] && !inspected[i].ok) late.push_back(i);
       compile_into(built, late, job, source, configs, rep.arch, cache_for(opt.cache_dir),
                    opt.threads ? opt.threads : job.compile_threads, false);
-      // Their parameters are checked against the arguments as the first batch's were; a
-      // mismatch here (a signature that changes with the parameters) fails only that variant:
-      // the run's records already exist.
-      for (size_t i : late)
-        if (inspected[i].ok && !job.arguments.empty() && !inspected[i].res.param_sizes.empty()) {
-          try {
-            check_parameter_sizes(job, inspected[i].res.param_sizes, configs[i].key());
-          } catch (const JobError& e) {
-            built.inspected[i].ok = false;
-            built.inspected[i].reason = e.what();
-          }
-        }
+      // Checked against the arguments as the first batch was; a mismatch here (a signature that
+      // changes with the parameters) fails only that variant: the run's records exist by now.
+      fail_mismatched_arguments(job, configs, late, built);
       for (size_t i : late)
         if (inspected[i].ok)
           rows[i].occ =
