@@ -113,13 +113,6 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
     for (size_t a = 0; a < args.size(); ++a)
       if (auto off = bufs[a] ? bufs[a]->guard_offset(f.address) : std::nullopt)
         throw EmulatorError("accesses " + element_at(args[a], *off) + ", past its end");
-    const auto [smem, smem_bytes] = m.dynamic_shared_memory(i);
-    const auto* at = static_cast<const unsigned char*>(f.address);
-    const auto* end = static_cast<const unsigned char*>(smem) + smem_bytes;
-    if (smem && at >= end && at < end + 4096)
-      throw EmulatorError("accesses dynamic shared memory at byte " +
-                          std::to_string(at - static_cast<const unsigned char*>(smem)) +
-                          ", past the " + std::to_string(dynamic_smem) + " bytes the launch gives");
     throw;
   }
   if (vector_loads) *vector_loads += st.vector_loads;

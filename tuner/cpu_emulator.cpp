@@ -806,6 +806,17 @@ LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array
           "a thread's stack overflowed: the emulator gives each thread 256 KiB (a large local "
           "array? on a GPU it would live in local memory)",
           sig, trap.address, false);
+    if (sig == SIGSEGV) {  // the page after the dynamic shared memory (dyn_alloc's layout)
+      const auto [smem, bytes] = dynamic_shared_memory(i);
+      const auto* at = static_cast<const unsigned char*>(trap.address);
+      const auto* end = static_cast<const unsigned char*>(smem) + bytes;
+      if (smem && at >= end && at < end + 4096)
+        throw EmulatorFault("accesses dynamic shared memory at byte " +
+                                std::to_string(at - static_cast<const unsigned char*>(smem)) +
+                                ", past the " + std::to_string(dynamic_smem) +
+                                " bytes the launch gives",
+                            sig, trap.address, false);
+    }
     throw EmulatorFault(fault_message(sig, trap.address, limit), sig, trap.address,
                         sig == timer_signal());
   }

@@ -92,8 +92,8 @@ class CpuModule {
 
   /// CPU seconds one launch may use before it is stopped with an EmulatorFault (0: no limit).
   void set_time_limit(double seconds);
-  /// Where the last launch's dynamic shared memory began, and its size: a fault just past it is
-  /// a kernel using more than the launch gave.
+  /// Where the last launch's dynamic shared memory began, and its size (launch reports a fault
+  /// just past it as a kernel using more than the launch gave).
   std::pair<const void*, unsigned long long> dynamic_shared_memory(size_t i) const;
 
   /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).

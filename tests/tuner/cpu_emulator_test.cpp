@@ -106,6 +106,9 @@ extern "C" __global__ void half(float* out) {
     const auto [smem, bytes] = m.dynamic_shared_memory(0);
     EXPECT_EQ(bytes, 16u);
     EXPECT_EQ(f.address, static_cast<const char*>(smem) + 16);
+    EXPECT_STREQ(f.what(),
+                 "accesses dynamic shared memory at byte 16, past the 16 bytes the "
+                 "launch gives");
   }
 }
 
