@@ -34,6 +34,10 @@ constexpr const char* kRuntime = R"RT(
 #pragma once
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <cassert>
+#include <csignal>
+#include <cstdarg>
+#include <cstdlib>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -63,6 +67,35 @@ template <class V> V vector_load(const V* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
+// The alignment sanitizer's report (a vector access through a cast pointer, e.g. a float4 load
+// from shared memory): recorded as this launch's fault with the kernel's line, and the launch
+// stops when the thread next yields. These are the handlers the sanitizer's checks call (the
+// layout of their data is the sanitizer ABI's, the same in GCC and Clang); defined here, they
+// take the place of the runtime library's, which would print and go on, or end the process.
+struct UbsanLocation { const char* file; unsigned line, column; };
+struct UbsanType { unsigned short kind, info; char name[1]; };
+struct UbsanMismatch { UbsanLocation loc; const UbsanType* type; unsigned char log_align, check; };
+inline thread_local char fault_text[512];
+inline void type_mismatch(const UbsanMismatch* d, const void* p) {
+  if (fault) return;
+  const char* what = d->check == 0 ? "a load of" : d->check == 1 ? "a store to" : "an access to";
+  if (!p) {
+    std::snprintf(fault_text, sizeof fault_text, "%s:%u: %s a null pointer of type %s",
+                  d->loc.file, d->loc.line, what, d->type->name);
+  } else {
+    std::snprintf(fault_text, sizeof fault_text,
+                  "misaligned address: %s:%u: %s %s at %p, which is not a multiple of %u bytes "
+                  "(a GPU faults there too)",
+                  d->loc.file, d->loc.line, what, d->type->name, p, 1u << d->log_align);
+  }
+  fault = fault_text;
+}
+}  // namespace gt
+extern "C" __attribute__((visibility("hidden"))) void __ubsan_handle_type_mismatch_v1(
+    gt::UbsanMismatch* d, void* p) { gt::type_mismatch(d, p); }
+extern "C" __attribute__((visibility("hidden"))) void __ubsan_handle_type_mismatch_v1_abort(
+    gt::UbsanMismatch* d, void* p) { gt::type_mismatch(d, p); }
+namespace gt {
 inline thread_local dim3 bdim{1, 1, 1}, gdim{1, 1, 1};
 // Dynamic shared memory (`extern __shared__ T a[];`): refilled with 0xff bytes (NaN for floats)
 // before each block, so a read of an element no thread of the block wrote shows in the results;
@@ -133,6 +166,47 @@ inline thread_local ucontext_t scheduler;
 inline thread_local const std::function<void()>* body = nullptr;
 inline void trampoline() { (*body)(); current->done = true; }
 inline void sync() { current->wait = Wait::Block; swapcontext(&current->ctx, &scheduler); }
+// Code that must not be left half-way because it holds the C library's locks (malloc, stdio):
+// the launch's time limit, if it expires inside, takes effect as the outermost such section
+// ends (the signal handler, in cpu_emulator.cpp, reads this thread's Deferral).
+struct Deferral { volatile sig_atomic_t depth, signal; };
+inline thread_local Deferral deferral{0, 0};
+struct Uninterrupted {
+  Uninterrupted() { deferral.depth = deferral.depth + 1; }
+  ~Uninterrupted() {
+    deferral.depth = deferral.depth - 1;
+    if (deferral.depth == 0 && deferral.signal) {
+      const int s = deferral.signal;
+      deferral.signal = 0;
+      raise(s);
+    }
+  }
+  Uninterrupted(const Uninterrupted&) = delete;
+  Uninterrupted& operator=(const Uninterrupted&) = delete;
+};
+// Ends the calling thread's part in the launch with `why` as the launch's fault (as a failed
+// device assert or __trap stops a kernel): the scheduler sees the fault and returns it.
+[[noreturn]] inline void stop_thread(const char* why) {
+  if (!fault) fault = why;
+  current->done = true;
+  swapcontext(&current->ctx, &scheduler);
+  std::abort();  // never resumed: the next launch makes every thread's context anew
+}
+inline thread_local char stop_text[512];
+// What kernels call of the C library, as on a GPU (device printf, malloc, free), made safe to
+// stop by the time limit.
+namespace device_api {
+inline int printf(const char* format, ...) {
+  Uninterrupted u;
+  va_list ap;
+  va_start(ap, format);
+  const int r = std::vprintf(format, ap);
+  va_end(ap);
+  return r;
+}
+inline void* malloc(std::size_t n) { Uninterrupted u; return std::malloc(n); }
+inline void free(void* p) { Uninterrupted u; std::free(p); }
+}  // namespace device_api
 inline thread_local const char* stuck = nullptr;  // why the threads of a block cannot go on
 inline thread_local char stuck_text[200];
 // Releases every thread waiting in a warp-level operation whose mask's threads all wait in one
@@ -234,12 +308,12 @@ inline int block_op(int predicate) {  // __syncthreads_count: the number of nonz
 // Returns nullptr or an error message.
 inline const char* launch(const unsigned* g, const unsigned* b, unsigned long long smem,
                           const std::function<void()>& f) {
+  fault = nullptr;
   dyn_smem = dyn_alloc(smem);
   if (!dyn_smem) return "cannot map the dynamic shared memory of the launch";
   const unsigned n = b[0] * b[1] * b[2];
-  if (pool.size() < n) pool.resize(n);
+  if (pool.size() < n) { Uninterrupted u; pool.resize(n); }
   body = &f;
-  fault = nullptr;
   vector_loads = 0;
   gdim = dim3{g[0], g[1], g[2]};
   bdim = dim3{b[0], b[1], b[2]};
@@ -310,10 +384,16 @@ template <class T> void cp_async(T* dst, const T* src, bool ok) {
       std::memcpy(c.bytes.data(), src, sizeof(T));
     }
   }
+  Uninterrupted u;
   current->open.push_back(c);
 }
-inline void cp_commit() { current->groups.push_back(std::move(current->open)); current->open.clear(); }
+inline void cp_commit() {
+  Uninterrupted u;
+  current->groups.push_back(std::move(current->open));
+  current->open.clear();
+}
 inline void cp_wait(std::size_t keep) {
+  Uninterrupted u;
   auto& g = current->groups;
   while (g.size() > keep) {
     for (const Copy& c : g.front()) std::memcpy(c.dst, c.bytes.data(), c.n);
@@ -368,6 +448,20 @@ template <int N> void gt_cp_wait() { ::gt::cp_wait(N); }
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 inline void __syncthreads() { ::gt::sync(); }
+// A failed assert in a kernel stops the launch (cudaErrorAssert on a GPU). Defined here, the C
+// library's __assert_fail (which <cassert>'s assert calls) is this chunk's own (-Bsymbolic).
+extern "C" void __assert_fail(const char* e, const char* file, unsigned line, const char*) noexcept {
+  std::snprintf(::gt::stop_text, sizeof ::gt::stop_text,
+                "%s:%u: block (%u,%u,%u), thread (%u,%u,%u): assertion `%s` failed", file, line,
+                ::gt::bid.x, ::gt::bid.y, ::gt::bid.z, ::gt::tid.x, ::gt::tid.y, ::gt::tid.z, e);
+  ::gt::stop_thread(::gt::stop_text);
+}
+[[noreturn]] inline void __trap() {
+  std::snprintf(::gt::stop_text, sizeof ::gt::stop_text,
+                "block (%u,%u,%u), thread (%u,%u,%u) called __trap()", ::gt::bid.x, ::gt::bid.y,
+                ::gt::bid.z, ::gt::tid.x, ::gt::tid.y, ::gt::tid.z);
+  ::gt::stop_thread(::gt::stop_text);
+}
 template <class T> T __ldg(const T* p) { return *p; }
 inline float2 __ldg(const float2* p) { return ::gt::vector_load(p); }
 inline float4 __ldg(const float4* p) { return ::gt::vector_load(p); }
@@ -452,13 +546,19 @@ using std::max;
 using std::min;
 )RT";
 
-// A misaligned vector access stops the program with the kernel's line, as it faults on a GPU:
-// __ldg's vector loads report it themselves; a plain `*reinterpret_cast<const float4*>(p)` (a
-// vector load from shared memory) is checked by the compiler's alignment sanitizer, turned on
-// for the kernels that dereference such a cast (it costs a quarter more compile time).
-constexpr const char* kAlignmentCheck = " -fsanitize=alignment -fno-sanitize-recover=alignment";
+// A misaligned vector access stops the launch with the kernel's line, as it faults on a GPU:
+// __ldg's vector loads report it themselves; a plain `*reinterpret_cast<const float4*>(p)` or
+// `((float4*)p)[i]` (a vector access to shared memory) is checked by the compiler's alignment
+// sanitizer, turned on for the kernels that cast pointers (it costs a quarter more compile time),
+// whose report the prelude's handler turns into the launch's fault (gt::type_mismatch).
+constexpr const char* kAlignmentCheck = " -fsanitize=alignment -fsanitize-recover=alignment";
 bool casts_pointers(const std::string& source) {
-  return source.find("*reinterpret_cast<") != std::string::npos;
+  // reinterpret_cast<T*>(p) however it is used (*, ->, []), or a C cast to a vector pointer;
+  // not __ldg(reinterpret_cast<...>(p)), whose load checks itself.
+  static const std::regex ldg(R"(__ldg\s*\(\s*reinterpret_cast)");
+  static const std::regex cast(
+      R"(reinterpret_cast\s*<|\(\s*(?:const\s+)?(?:volatile\s+)?[A-Za-z_]\w*[234]\s*\*\s*\))");
+  return std::regex_search(std::regex_replace(source, ldg, "__ldg("), cast);
 }
 
 std::string strip_extern_c(std::string s) {
@@ -528,11 +628,18 @@ std::string shell_word(const std::string& s) {
 constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 int timer_signal() { return SIGRTMIN + 2; }
 
+/// The prelude's gt::Deferral: while `depth` > 0 the kernel is inside C library code that holds
+/// a lock, and an expired time limit is left in `signal` for the prelude to raise again.
+struct Deferral {
+  volatile sig_atomic_t depth, signal;
+};
+
 struct FaultTrap {
   sigjmp_buf env;
   volatile sig_atomic_t armed = 0;
   volatile sig_atomic_t signal = 0;
   void* volatile address = nullptr;
+  Deferral* volatile deferral = nullptr;  ///< the launched kernel's library's, of this thread
 };
 
 /// This thread's trap while one of its launches runs (constant-initialised: safe in a handler).
@@ -542,6 +649,10 @@ struct sigaction g_previous[NSIG];
 
 void on_signal(int sig, siginfo_t* info, void* uc) {
   if (FaultTrap* t = t_trap; t && t->armed) {
+    if (Deferral* d = t->deferral; sig == timer_signal() && d && d->depth > 0) {
+      d->signal = sig;  // jumping out would leave a lock of the C library held for good
+      return;
+    }
     t->armed = 0;
     t->signal = sig;
     t->address = info ? info->si_addr : nullptr;
@@ -655,7 +766,11 @@ struct CpuModule::Impl {
   using Smem = const void* (*)(unsigned long long*);
   std::vector<Smem> dyn_smem;  ///< per kernel: its library's dynamic shared memory
   using Overflow = int (*)(const void*);
-  std::vector<Overflow> stack_overflow;       ///< per kernel: is an address a thread stack's guard
+  std::vector<Overflow> stack_overflow;  ///< per kernel: is an address a thread stack's guard
+  using Pending = const char* (*)();
+  std::vector<Pending> pending_fault;  ///< per kernel: the fault its library recorded last launch
+  using DeferralOf = Deferral* (*)();
+  std::vector<DeferralOf> deferral;           ///< per kernel: its library's Deferral of this thread
   double time_limit = 0;                      ///< CPU seconds per launch (0: none)
   std::vector<std::vector<CpuParam>> params;  ///< per kernel: as it declares them
   ~Impl() {
@@ -702,7 +817,11 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
       for (const auto& [name, value] : k.defines) o << "#define " << name << " " << value << "\n";
       const std::string file =
           k.file_name.empty() ? "kernel" + std::to_string(i) + ".cu" : k.file_name;
-      o << "namespace gt_k" << i << " {\n#line 1 " << quoted(file) << "\n" << text << "\n}\n";
+      o << "namespace gt_k" << i
+        << " {\nusing ::gt::device_api::printf;\nusing ::gt::device_api::malloc;\n"
+           "using ::gt::device_api::free;\n#line 1 "
+        << quoted(file) << "\n"
+        << text << "\n}\n";
       for (const std::string& n : dyn) o << "#undef " << n << "\n";
       for (const auto& d : k.defines) o << "#undef " << d.first << "\n";
       const std::string fn = "&gt_k" + std::to_string(i) + "::" + k.name;
@@ -716,13 +835,17 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
     o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n"
          "extern \"C\" const void* gt_dyn_smem(unsigned long long* n) {\n"
          "  *n = ::gt::dyn_bytes;\n  return ::gt::dyn_smem;\n}\n"
+         "extern \"C\" const char* gt_pending_fault() { return ::gt::fault; }\n"
+         "extern \"C\" ::gt::Deferral* gt_deferral() { return &::gt::deferral; }\n"
          "extern \"C\" int gt_stack_overflow(const void* a) {\n"
          "  for (const auto& f : ::gt::pool) if (f.stack.in_guard(a)) return 1;\n"
          "  return 0;\n}\n";
     o.close();
     libs.push_back(lib);
     // Stack-clash protection probes each page of a large frame, so an overflow hits the guard.
-    std::string cmd = compiler() + " -std=c++17 -O1 -w -shared -fPIC -fstack-clash-protection" +
+    // -Bsymbolic: the chunk's own handlers (__assert_fail, the sanitizer's) take the calls.
+    std::string cmd = compiler() +
+                      " -std=c++17 -O1 -w -shared -fPIC -Wl,-Bsymbolic -fstack-clash-protection" +
                       (check_alignment ? kAlignmentCheck : "") + " -I" + m.impl_->dir.string() +
                       includes + " -o " + lib.string() + " " + src.string();
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
@@ -732,6 +855,8 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
   m.impl_->vector_loads.resize(kernels.size());
   m.impl_->dyn_smem.resize(kernels.size());
   m.impl_->stack_overflow.resize(kernels.size());
+  m.impl_->pending_fault.resize(kernels.size());
+  m.impl_->deferral.resize(kernels.size());
   m.impl_->params.resize(kernels.size());
   for (size_t c = 0; c < libs.size(); ++c) {
     void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -765,6 +890,12 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
       void* overflow = dlsym(h, "gt_stack_overflow");
       if (!overflow) throw EmulatorError("missing stack query in the emulated kernels");
       m.impl_->stack_overflow[i] = reinterpret_cast<Impl::Overflow>(overflow);
+      void* pending = dlsym(h, "gt_pending_fault");
+      if (!pending) throw EmulatorError("missing fault query in the emulated kernels");
+      m.impl_->pending_fault[i] = reinterpret_cast<Impl::Pending>(pending);
+      void* deferral = dlsym(h, "gt_deferral");
+      if (!deferral) throw EmulatorError("missing deferral query in the emulated kernels");
+      m.impl_->deferral[i] = reinterpret_cast<Impl::DeferralOf>(deferral);
     }
   }
   return m;
@@ -789,6 +920,11 @@ LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array
   static thread_local FaultTrap trap;
   const double limit = impl_->time_limit;
   const char* err = nullptr;
+  // A launch that ended by a jump may have left its library's count of sections raised.
+  Deferral* deferral = impl_->deferral[i]();
+  deferral->depth = 0;
+  deferral->signal = 0;
+  trap.deferral = deferral;
   t_trap = &trap;
   if (sigsetjmp(trap.env, 1) == 0) {
     if (limit > 0) resources.set_timer(limit);
@@ -801,6 +937,10 @@ LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array
     if (limit > 0) resources.set_timer(0);
     t_trap = nullptr;
     const int sig = trap.signal;
+    // A fault the kernel's code recorded first is the cause: a misaligned vector access the
+    // sanitizer reported may still fault as the instruction runs (an aligned SSE load).
+    if (const char* first = impl_->pending_fault[i]())
+      throw EmulatorFault(first, sig, trap.address, false);
     if (sig == SIGSEGV && impl_->stack_overflow[i](trap.address))
       throw EmulatorFault(
           "a thread's stack overflowed: the emulator gives each thread 256 KiB (a large local "

@@ -10,7 +10,8 @@
  * same warp only, as since Volta; a mask that names an exited thread is an error. A kernel's
  * parameter types are deduced from the kernel itself, and each launcher reports them (CpuParam), so
  * a caller checks its arguments against the kernel before it launches. A kernel that faults (an
- * access outside its memory, an integer division by zero) or runs past its time limit ends its
+ * access outside its memory, an integer division by zero, a misaligned vector access, a failed
+ * assert, __trap) or runs past its time limit ends its
  * launch with an EmulatorFault instead of ending the process: launches run under a signal handler
  * (installed on first use, passing every signal that is not a launch's on to the handler before
  * it). Consumes: kernel sources, -D definitions, include folders. Produces: CpuModule. Must not:

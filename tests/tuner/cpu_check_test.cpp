@@ -275,6 +275,9 @@ TEST(CpuCheck, FaultsAndRunawayConfigurationsAreReportedAndTheCheckGoesOn) {
         "    else if (block_size_x == 128 && tile_size_x == 8) c[j] = j / (j - j);\n"
         "    else if (block_size_x == 256 && tile_size_x == 4) { volatile int s = 0; "
         "while (n > 0) s = s + 1; }\n"
+        "    else if (block_size_x == 512 && tile_size_x == 2 && j < n) { __shared__ "
+        "__align__(16) float s[8]; s[threadIdx.x % 8] = a[j];\n"
+        "      c[j] = reinterpret_cast<const float4*>(&s[1])->x; }\n"
         "    else if (j < n) c[j] = a[j] + b[j];");
   });
   tuner::CheckOptions o = all_at({1001});
@@ -284,7 +287,7 @@ TEST(CpuCheck, FaultsAndRunawayConfigurationsAreReportedAndTheCheckGoesOn) {
   std::map<std::string, std::string> problems;
   for (const tuner::ConfigCheck& c : r.checked)
     if (!c.problem.empty()) problems[c.key] = c.problem;
-  ASSERT_EQ(problems.size(), 6u);
+  ASSERT_EQ(problems.size(), 7u);
   // 1001 floats end 12 bytes before the next 16-byte boundary, where the guard page begins: a
   // read in between gets the fill pattern (and differs); a read at the boundary faults.
   EXPECT_EQ(problems["32,2"], "accesses 'a' at element 1004 (it has 1001), past its end");
@@ -296,6 +299,10 @@ TEST(CpuCheck, FaultsAndRunawayConfigurationsAreReportedAndTheCheckGoesOn) {
   EXPECT_EQ(problems["64,4"], "writes 'c' at element 1001 (it has 1001), past its end");
   EXPECT_NE(problems["128,8"].find("division or remainder by zero"), std::string::npos);
   EXPECT_NE(problems["256,4"].find("stopped after 1 s of CPU time"), std::string::npos);
+  // A float4 read through a cast pointer 4 bytes past a 16-byte boundary, with its line.
+  EXPECT_EQ(problems["512,2"].rfind("misaligned address: vector_add.cu (512,2):16: ", 0), 0u)
+      << problems["512,2"];
+  EXPECT_NE(problems["512,2"].find("not a multiple of 16 bytes"), std::string::npos);
 }
 
 // A templated kernel (KernelName "reduce<float>") that reduces with warp shuffles, shared memory

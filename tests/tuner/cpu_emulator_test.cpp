@@ -3,12 +3,17 @@
 #include "tuner/cpu_emulator.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gputune {
@@ -142,9 +147,9 @@ __global__ void v4(float* out, const float* in, int off) {
 }
 
 // A vector load from shared memory is a plain dereference of a cast pointer: the emulator checks
-// its alignment (the compiler's alignment sanitizer) and stops with the kernel's line, as a GPU
-// faults; an aligned one runs.
-TEST(CpuEmulator, AMisalignedVectorLoadFromSharedMemoryStops) {
+// its alignment (the compiler's alignment sanitizer) and stops the launch with the kernel's line,
+// as a GPU faults; the process goes on, and an aligned launch runs again.
+TEST(CpuEmulator, AMisalignedVectorLoadFromSharedMemoryStopsTheLaunch) {
   tuner::CpuKernel k{R"(
 __global__ void s4(float* out, int off) {
   __shared__ __align__(16) float s[64];
@@ -165,7 +170,19 @@ __global__ void s4(float* out, int off) {
   m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
   EXPECT_EQ(out[9], 4.0f + 7.0f);
   off = 1;
-  EXPECT_DEATH(m.launch(0, {1, 1, 1}, {64, 1, 1}, args), "misaligned address");
+  try {
+    m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+    ADD_FAILURE() << "a misaligned float4 load from shared memory must stop the launch";
+  } catch (const tuner::EmulatorError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("misaligned address: kernel0.cu:6: ", 0), 0u) << what;
+    EXPECT_NE(what.find("float4' at 0x"), std::string::npos) << what;
+    EXPECT_NE(what.find(", which is not a multiple of 16 bytes"), std::string::npos) << what;
+  }
+  off = 0;
+  out[9] = 0;
+  m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+  EXPECT_EQ(out[9], 4.0f + 7.0f);
 }
 
 // cp.async in the emulator: a copy reaches shared memory only at the gt_cp_wait that covers its
@@ -295,6 +312,101 @@ TEST(CpuEmulator, ASignalOutsideALaunchStillEndsTheProcess) {
   EXPECT_EXIT(launch_then_raise(SIGFPE), testing::KilledBySignal(SIGFPE), "");
   m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
   EXPECT_EQ(out[31], 1.0f);
+}
+
+// A failed assert (with or without the kernel's own #include <cassert>) and __trap() stop the
+// launch with the place, as a GPU stops the kernel (cudaErrorAssert); the process goes on, and a
+// launch that asserts nothing runs again.
+TEST(CpuEmulator, AssertAndTrapStopTheLaunchWithTheirPlace) {
+  tuner::CpuKernel k{R"(
+#include <cassert>
+__global__ void checked(float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  assert(i < n);
+  if (i == 1000) __trap();
+  out[i] = 2.0f * i;
+}
+)",
+                     "checked",
+                     {},
+                     {}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  std::vector<float> out(1024);
+  float* po = out.data();
+  int n = 128;
+  void* args[] = {&po, &n};
+  auto failure = [&](unsigned blocks) -> std::string {
+    try {
+      m.launch(0, {blocks, 1, 1}, {64, 1, 1}, args);
+    } catch (const tuner::EmulatorError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(failure(2), "");
+  EXPECT_EQ(out[127], 254.0f);
+  n = 100;
+  EXPECT_EQ(failure(2), "kernel0.cu:5: block (1,0,0), thread (36,0,0): assertion `i < n` failed");
+  n = 1024;
+  EXPECT_EQ(failure(16), "block (15,0,0), thread (40,0,0) called __trap()");
+  n = 128;
+  out[127] = 0;
+  EXPECT_EQ(failure(2), "");
+  EXPECT_EQ(out[127], 254.0f);
+}
+
+// The time limit can expire while the kernel is inside malloc or printf, which hold the C
+// library's locks: the launch stops once the call returns, so the thread can allocate again.
+// Jumping out of malloc would leave its arena locked, and the thread's next allocation would
+// wait forever (the child process below is killed by its alarm instead of exiting).
+TEST(CpuEmulator, ATimeLimitInsideMallocOrPrintfStopsTheLaunchAfterTheCall) {
+  tuner::CpuKernel k{R"(
+__global__ void churn(int* out, int n, int print) {
+  while (n > 0) {
+    if (print) {
+      printf("%d %f\n", n, 1.5);
+    } else {
+      void* p = malloc(4096 + threadIdx.x);
+      free(p);
+    }
+  }
+  out[threadIdx.x] = 1;
+}
+)",
+                     "churn",
+                     {},
+                     {}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  m.set_time_limit(0.2);
+  auto stop_then_allocate = [&] {
+    if (!std::freopen("/dev/null", "w", stdout)) std::_Exit(3);
+    alarm(30);
+    int code = 0;
+    // In a second thread, so that malloc locks its arena (a single-threaded process does not).
+    std::thread worker([&] {
+      std::vector<int> out(32);
+      int* po = out.data();
+      int n = 1;
+      for (int print = 0; print < 2; ++print)
+        for (int round = 0; round < 5; ++round) {
+          void* args[] = {&po, &n, &print};
+          try {
+            m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
+            code = 4;
+          } catch (const tuner::EmulatorFault& f) {
+            if (!f.timed_out) code = 5;
+          }
+          void* p = std::malloc(1 << 16);
+          std::memset(p, 1, 1 << 16);
+          std::free(p);
+          std::printf("after round %d\n", round);
+        }
+    });
+    worker.join();
+    std::fflush(stdout);
+    std::_Exit(code);
+  };
+  EXPECT_EXIT(stop_then_allocate(), testing::ExitedWithCode(0), "");
 }
 
 // Warp-level intrinsics wait for their warp only: shuffles of every kind and width, votes,
