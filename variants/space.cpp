@@ -1,5 +1,6 @@
 #include "variants/space.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "variants/expr.h"
@@ -94,7 +95,49 @@ std::string Space::explain_empty() const {
   return out;
 }
 
-Space build_space(const Job& job) {
+namespace {
+
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/// 12,345,678 (or "more than 1.8e19" when saturated).
+std::string grouped(std::uint64_t v) {
+  if (v == UINT64_MAX) return "more than 1.8e19";
+  std::string d = std::to_string(v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+/// The error for a space beyond SpaceLimits: its parameters' sizes, how far the walk got (the
+/// fraction `explored`; negative: it did not start).
+[[noreturn]] void too_large(const Job& job, const Space& s, const std::string& why,
+                            double explored) {
+  std::string sizes;
+  for (size_t p = 0; p < s.values.size(); ++p)
+    sizes += (p ? " x " : "") + (*s.names)[p] + " " + std::to_string(s.values[p].size());
+  std::string progress;
+  if (explored >= 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.4g%%", 100.0 * explored);
+    progress =
+        " (after " + std::string(pct) + " of the product, " + grouped(s.size()) + " valid so far)";
+  }
+  throw JobError(job.file.string(), "ConfigurationSpace.TuningParameters",
+                 "the space is too large: its product of values is " + grouped(s.cartesian_size) +
+                     " configurations (" + sizes + "), and " + why + progress,
+                 "narrow the Values, or add Conditions that remove most of the product (each is "
+                 "checked as soon as its parameters are bound, so a condition on the first "
+                 "parameters cuts the walk early)");
+}
+
+}  // namespace
+
+Space build_space(const Job& job, const SpaceLimits& limits) {
   Space s;
   auto names = std::make_shared<std::vector<std::string>>();
   Symbols syms;
@@ -127,8 +170,20 @@ Space build_space(const Job& job) {
   }
   // remaining[d] = number of full configurations below a node at depth d.
   std::vector<std::uint64_t> remaining(n + 1, 1);
-  for (size_t d = n; d-- > 0;) remaining[d] = remaining[d + 1] * s.values[d].size();
+  for (size_t d = n; d-- > 0;)
+    remaining[d] = saturating_product(remaining[d + 1], s.values[d].size());
   s.cartesian_size = remaining[0];
+  auto explored = [&](const std::vector<std::uint32_t>& at, size_t depth) {
+    long double done = 0;
+    for (size_t d = 0; d <= depth && d < n; ++d)
+      done += static_cast<long double>(at[d]) * static_cast<long double>(remaining[d + 1]);
+    return static_cast<double>(done / static_cast<long double>(s.cartesian_size));
+  };
+  if (job.conditions.empty() && s.cartesian_size > limits.max_configurations)
+    too_large(job, s,
+              "with no Conditions every one is valid: more than the " +
+                  grouped(limits.max_configurations) + " gputune keeps",
+              -1.0);
 
   Env env(syms);
   std::vector<std::uint32_t> idx(n, 0);
@@ -157,11 +212,22 @@ Space build_space(const Job& job) {
   // Iterative depth-first walk over value indices.
   size_t depth = 0;  // parameter being bound
   idx[0] = 0;
+  std::uint64_t steps = 0;
   for (;;) {
     if (idx[depth] < s.values[depth].size()) {
+      if (++steps > limits.max_steps)
+        too_large(job, s,
+                  "the conditions leave too much of it to walk: " + grouped(limits.max_steps) +
+                      " values bound",
+                  explored(idx, depth));
       env.set(slot_of_param[depth], s.values[depth][idx[depth]]);
       if (check(depth + 1)) {
         if (depth + 1 == n) {
+          if (s.size() >= limits.max_configurations)
+            too_large(job, s,
+                      "more than the " + grouped(limits.max_configurations) +
+                          " valid configurations gputune keeps satisfy the conditions",
+                      explored(idx, depth));
           s.points_.insert(s.points_.end(), idx.begin(), idx.end());
           ++idx[depth];
         } else {

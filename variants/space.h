@@ -34,12 +34,19 @@ struct ConditionReport {
   std::uint64_t removed = 0;  ///< configurations this condition was the first to reject
 };
 
+/// How large a space build_space accepts, so that a typo in `Values` (a range(1000) too many) is
+/// an error within seconds rather than minutes of walking and gigabytes of memory.
+struct SpaceLimits {
+  std::uint64_t max_configurations = 10'000'000;  ///< valid configurations kept
+  std::uint64_t max_steps = 100'000'000;          ///< values bound while walking the product
+};
+
 class Space {
  public:
   std::shared_ptr<const std::vector<std::string>> names;
   std::vector<List> values;                 ///< per parameter
   std::vector<ConditionReport> conditions;  ///< in the job's order
-  std::uint64_t cartesian_size = 0;
+  std::uint64_t cartesian_size = 0;         ///< saturates at UINT64_MAX
 
   size_t size() const { return names->empty() ? 0 : points_.size() / names->size(); }
   bool empty() const { return size() == 0; }
@@ -53,7 +60,7 @@ class Space {
   std::string explain_empty() const;
 
  private:
-  friend Space build_space(const Job& job);
+  friend Space build_space(const Job& job, const SpaceLimits& limits);
 
   /// Key of the job's default configuration: each parameter's Default, else its first value. The
   /// reference every other configuration is verified against, and the baseline of the speedup.
@@ -62,8 +69,8 @@ class Space {
 };
 
 /// Builds the space; throws JobError for conditions that fail to evaluate (naming the condition and
-/// the configuration).
-Space build_space(const Job& job);
+/// the configuration) and for a space beyond `limits` (naming the parameters and their sizes).
+Space build_space(const Job& job, const SpaceLimits& limits = {});
 
 /// Key of the job's default configuration: each parameter's Default, else its first value. The
 /// reference every other configuration is verified against, and the baseline of the speedup.

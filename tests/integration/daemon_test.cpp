@@ -214,6 +214,15 @@ TEST(Daemon, ApiValidatesEverything) {
       c.Post("/api/jobs", auth, json({{"document", doc}, {"kernel_source", "x"}}).dump(),
              "application/json"),
       400, "ConfigurationSpace.Conditions");
+  // A space too large to build is refused at once, not walked in the request.
+  doc = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  for (int p = 0; p < 6; ++p)
+    doc["ConfigurationSpace"]["TuningParameters"].push_back(
+        {{"Name", "p" + std::to_string(p)}, {"Type", "int"}, {"Values", "list(range(1000))"}});
+  expect_json_error(
+      c.Post("/api/jobs", auth, json({{"document", doc}, {"kernel_source", "x"}}).dump(),
+             "application/json"),
+      400, "ConfigurationSpace.TuningParameters");
   for (const char* key : {"name", "job_file"}) {
     json body = {
         {"document", json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},

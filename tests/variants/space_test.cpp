@@ -99,5 +99,52 @@ TEST(Space, StringAndFloatParametersFormatLikePython) {
   EXPECT_EQ(s.config(2).json(), R"({"t": "half", "f": 0.5})");
 }
 
+// A space too large to keep or to walk is a JobError within a fraction of a second of work,
+// naming the parameters and their sizes, instead of minutes of walking and then bad_alloc.
+TEST(Space, ASpaceTooLargeToKeepOrWalkIsAnErrorNamingItsParameters) {
+  auto error_of = [](const Job& job, const SpaceLimits& limits) -> std::string {
+    try {
+      Space s = build_space(job, limits);
+      return "built " + std::to_string(s.size());
+    } catch (const JobError& e) {
+      EXPECT_EQ(e.field, "ConfigurationSpace.TuningParameters");
+      EXPECT_NE(e.fix.find("add Conditions"), std::string::npos);
+      return e.problem;
+    }
+  };
+  std::string params = "[";
+  for (int p = 0; p < 10; ++p)
+    params += std::string(p ? "," : "") + R"js({"Name": "p)js" + std::to_string(p) +
+              R"js(", "Type": "int", "Values": "list(range(100))"})js";
+  params += "]";
+  // 100^10 overflows 64 bits: the product saturates; with no conditions, refused before walking.
+  const Job huge = job_with(params, "[]");
+  const std::string e = error_of(huge, {});
+  EXPECT_EQ(e.rfind("the space is too large: its product of values is more than 1.8e19 "
+                    "configurations (p0 100 x p1 100 x p2 100 x p3 100 x p4 100 x p5 100 x p6 100 "
+                    "x p7 100 x p8 100 x p9 100), and with no Conditions every one is valid: more "
+                    "than the 10,000,000 gputune keeps",
+                    0),
+            0u)
+      << e;
+
+  const std::string ab = R"js([{"Name": "a", "Type": "int", "Values": "list(range(100))"},
+                               {"Name": "b", "Type": "int", "Values": "list(range(100))"}])js";
+  // Conditions that keep everything: stopped at the limit of valid configurations.
+  const Job a = job_with(ab, R"([{"Expression": "a + b >= 0", "Parameters": ["a", "b"]}])");
+  EXPECT_EQ(error_of(a, {10'000, 1'000'000}), "built 10000");  // exactly at the limit
+  EXPECT_EQ(error_of(a, {9'999, 1'000'000}),
+            "the space is too large: its product of values is 10,000 configurations (a 100 x b "
+            "100), and more than the 9,999 valid configurations gputune keeps satisfy the "
+            "conditions (after 99.99% of the product, 9,999 valid so far)");
+  // Conditions that keep nothing, checked only at the last parameter: stopped at the walk limit.
+  const Job b = job_with(ab, R"([{"Expression": "b > 1000", "Parameters": ["b"]}])");
+  EXPECT_EQ(error_of(b, {1'000, 5'000}),
+            "the space is too large: its product of values is 10,000 configurations (a 100 x b "
+            "100), and the conditions leave too much of it to walk: 5,000 values bound (after "
+            "49.5% of the product, 0 valid so far)");
+  EXPECT_EQ(error_of(b, {1'000, 10'100}), "built 0");  // 100 + 100 x 100 values bound
+}
+
 }  // namespace
 }  // namespace gputune
