@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -220,6 +221,33 @@ void check_parameter_sizes(const Job& job, const std::vector<int>& sizes,
   }
 }
 
+std::uint64_t available_memory_bytes() {
+  std::uint64_t avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    std::uint64_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"),
+      current_file("/sys/fs/cgroup/memory.current");
+  std::string max_text;
+  std::uint64_t current = 0;
+  if (max_file >> max_text && max_text != "max" && current_file >> current) {
+    try {
+      const std::uint64_t limit = std::stoull(max_text);
+      const std::uint64_t left = limit > current ? limit - current : 0;
+      if (avail == 0 || left < avail) avail = left;
+    } catch (const std::exception&) {  // unreadable: MemAvailable alone
+    }
+  }
+  return avail;
+}
+
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents) {
   const bool fill_vectors = contents == ArgumentContents::Filled;
@@ -234,6 +262,43 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                      "use ProblemSize[i], context Values or parameter value lists");
     }
   };
+  // A vector's bytes, checked before multiplying (no wrap-around).
+  auto vector_bytes = [&](const std::string& path, std::uint64_t elements, std::uint64_t element) {
+    constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
+    if (elements > kMaxBytes / element)
+      throw JobError(job.file.string(), path + ".Size",
+                     std::to_string(elements) + " elements of " + std::to_string(element) +
+                         " bytes in context " + ctx.name + " are more than 1 TiB",
+                     "use a smaller size");
+    return elements * element;
+  };
+  if (fill_vectors) {  // every vector's bytes, before any is allocated (sizes not valid: below)
+    std::uint64_t total = 0, largest = 0;
+    size_t largest_at = 0;
+    for (size_t i = 0; i < job.arguments.size(); ++i) {
+      const Argument& a = job.arguments[i];
+      if (a.memory_type != "Vector") continue;
+      const std::string path =
+          "KernelSpecification.Arguments[" + std::to_string(i) + "] (" + a.name + ")";
+      const Value size = eval(a.size_expr, path + ".Size");
+      if (!size.is_int() || size.as_int() < 1) continue;
+      const ElementType type = parse_element_type(a.type);
+      const std::uint64_t bytes =
+          vector_bytes(path, static_cast<std::uint64_t>(size.as_int()),
+                       static_cast<std::uint64_t>(type.components * type.scalar_bytes));
+      total += bytes;
+      if (bytes > largest) largest = bytes, largest_at = i;
+    }
+    const std::uint64_t available = available_memory_bytes();
+    if (available > 0 && total > available)
+      throw JobError(job.file.string(), "KernelSpecification.Arguments",
+                     "the arguments need " + std::to_string(total) + " bytes in context " +
+                         ctx.name + " (the largest, Arguments[" + std::to_string(largest_at) +
+                         "] (" + job.arguments[largest_at].name + "), " + std::to_string(largest) +
+                         "), more than the " + std::to_string(available) +
+                         " bytes of memory this machine has available",
+                     "use a smaller problem size (or a smaller --size with gputune check)");
+  }
   std::vector<HostArgument> out;
   for (size_t i = 0; i < job.arguments.size(); ++i) {
     const Argument& a = job.arguments[i];
@@ -251,14 +316,8 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                      "give a positive integer number of elements");
     h.elements = static_cast<std::uint64_t>(size.as_int());
     const auto element_bytes = static_cast<std::uint64_t>(h.type.components * h.type.scalar_bytes);
-    constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
-    if (h.elements > kMaxBytes / element_bytes)  // checked before multiplying: no wrap-around
-      throw JobError(job.file.string(), path + ".Size",
-                     std::to_string(h.elements) + " elements of " + std::to_string(element_bytes) +
-                         " bytes in context " + ctx.name + " are more than 1 TiB",
-                     "use a smaller size");
+    const std::uint64_t bytes = vector_bytes(path, h.elements, element_bytes);
     std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
-    std::uint64_t bytes = h.elements * element_bytes;
     if (a.fill_type == "BinaryRaw") {
       h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {

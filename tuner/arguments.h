@@ -45,9 +45,15 @@ struct HostArgument {
 /// vector contents and references stay empty, which saves filling 16M-element arrays).
 enum class ArgumentContents { Filled, SizesOnly };
 
+/// Bytes of memory this process can still use: /proc/meminfo's MemAvailable, lowered to what the
+/// cgroup (v2 memory.max - memory.current) leaves, if that is less; 0 when neither can be read.
+std::uint64_t available_memory_bytes();
+
 /// Sizes and fills every argument for a context. Sizes may use ProblemSize, context values, and
 /// parameter names bound to their full value lists (e.g. "ProblemSize[0]+max(filter_width)-1").
-/// Throws JobError naming the argument's field.
+/// Throws JobError naming the argument's field; when filling, the vectors' total is checked
+/// against available_memory_bytes() before any is allocated (Linux overcommits: filling what
+/// does not fit would get the process killed, not a bad_alloc).
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents = ArgumentContents::Filled);
 

@@ -46,6 +46,33 @@ TEST(Arguments, SizedAndFilledFromTheJob) {
   EXPECT_EQ(w, 4096);
 }
 
+// Arguments that together need more memory than the machine has available are refused before
+// any is allocated, naming the largest (each alone fits: the old per-argument check let Linux
+// overcommit them and the process was killed while filling the second). Sizes only: no limit.
+TEST(Arguments, ArgumentsThatDoNotFitTogetherAreRefusedBeforeAnyIsAllocated) {
+  const std::uint64_t available = available_memory_bytes();
+  ASSERT_GT(available, 0u) << "/proc/meminfo has no MemAvailable";
+  Job job = load_job(test::examples_dir() / "vector_add.json");
+  const std::uint64_t n = available / 4 / 2 + 1;  // floats: three arrays of half of it each
+  ContextSpec big = job.contexts[0];
+  big.name = "big";
+  big.problem_size = List{Value(static_cast<std::int64_t>(n))};
+  try {
+    make_arguments(job, big);
+    FAIL() << "three arrays of " << n << " floats fitted in " << available << " bytes";
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.field, "KernelSpecification.Arguments");
+    EXPECT_EQ(e.problem.rfind("the arguments need " + std::to_string(3 * 4 * n) +
+                                  " bytes in context big (the largest, Arguments[0] (c), " +
+                                  std::to_string(4 * n) + "), more than the ",
+                              0),
+              0u)
+        << e.problem;
+  }
+  const auto sizes = make_arguments(job, big, ArgumentContents::SizesOnly);
+  EXPECT_EQ(sizes[1].elements, n);
+}
+
 // What the model reads (sizes, scalar values) without filling the vectors it never reads.
 TEST(Arguments, SizesOnlyHasTheSizesAndScalarsOfTheFilledArguments) {
   Job job = load_job(test::examples_dir() / "convolution.json");
