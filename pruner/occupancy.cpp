@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace gputune::pruner {
 
@@ -110,6 +111,36 @@ Occupancy compute_occupancy(const Resources& r, std::int64_t threads, std::int64
   o.active_warps = static_cast<int>(blocks * warps);
   o.occupancy = static_cast<double>(o.active_warps) / static_cast<double>(max_warps);
   return o;
+}
+
+std::string launch_shape_problem(const std::array<std::int64_t, 3>& grid,
+                                 const std::array<std::int64_t, 3>& block, const DeviceLimits& d) {
+  static constexpr const char* kAxis[] = {"x", "y", "z"};
+  for (int a = 0; a < 3; ++a) {
+    for (const auto& [what, dims, limit] :
+         {std::tuple{"block", &block, d.max_block_dim[a]}, {"grid", &grid, d.max_grid_dim[a]}}) {
+      const std::int64_t n = (*dims)[a];
+      if (n < 1)
+        return std::string(what) + "." + kAxis[a] + " is " + std::to_string(n) +
+               ": every dimension must be at least 1";
+      if (n > limit)
+        return std::string(what) + "." + kAxis[a] + " " + std::to_string(n) + " > " +
+               std::to_string(limit) + ", the most a " + what + " may have along " + kAxis[a];
+    }
+  }
+  return {};
+}
+
+Occupancy compute_occupancy(const Resources& r, const std::array<std::int64_t, 3>& grid,
+                            const std::array<std::int64_t, 3>& block, std::int64_t dynamic_smem,
+                            const DeviceLimits& d) {
+  if (std::string why = launch_shape_problem(grid, block, d); !why.empty()) {
+    Occupancy o;
+    o.feasible = false;
+    o.infeasible_reason = std::move(why);
+    return o;
+  }
+  return compute_occupancy(r, block[0] * block[1] * block[2], dynamic_smem, d);
 }
 
 }  // namespace gputune::pruner

@@ -24,6 +24,8 @@ struct RuleInput {
   std::string geometry;  ///< launch geometry key (grid, block, dynamic smem)
   std::int64_t threads_per_block = 0;
   std::int64_t dynamic_smem = 0;
+  std::array<std::int64_t, 3> grid{1, 1, 1};   ///< checked for its shape (launch_shape_problem)
+  std::array<std::int64_t, 3> block{1, 1, 1};  ///< likewise; threads_per_block is what counts
 };
 
 struct PruneOptions {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "pruner/occupancy.h"
 #include "tuner/arguments.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
@@ -374,9 +375,24 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
   rep.reference =
       by_reference ? "the ReferenceArguments" : "the default configuration " + default_key(job);
   std::vector<std::vector<unsigned char>> expected;  // outputs of the reference configuration
+  // A launch the GPU would refuse for its shape, threads or dynamic shared memory is reported,
+  // not emulated: the limits of the job's target (Device.Arch, else sm_90).
+  pruner::DeviceLimits limits;  // sm_90's, for an architecture the tables lack
+  try {
+    limits = pruner::limits_for_arch(job.target_arch.empty() ? "sm_90" : job.target_arch);
+  } catch (const std::invalid_argument&) {
+  }
   for (size_t v = 0; v < variants.size(); ++v) {
     const LaunchGeometry& g = variants[v].geometry;
     ConfigCheck c{variants[v].config.key(), {}};
+    if (const pruner::Occupancy refused =
+            pruner::compute_occupancy(pruner::Resources{}, g.grid, g.block, g.dynamic_smem, limits);
+        !refused.feasible) {
+      c.problem =
+          "a GPU (" + limits.arch() + ") would refuse this launch: " + refused.infeasible_reason;
+      rep.checked.push_back(std::move(c));
+      continue;
+    }
     try {
       auto got = run_once(m, v, args, to_u3(g.grid), to_u3(g.block), nullptr,
                           static_cast<unsigned long long>(g.dynamic_smem));

@@ -162,6 +162,16 @@ DeviceInfo query_device(int index) {
   l.smem_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   l.smem_per_block_optin = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   l.smem_reserved_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+  const CUdevice_attribute block_dim[] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                          CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                          CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  const CUdevice_attribute grid_dim[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                         CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                         CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  for (int a = 0; a < 3; ++a) {  // a driver that reports none keeps the tables' values
+    if (int v = attr(dev, block_dim[a]); v > 0) l.max_block_dim[static_cast<size_t>(a)] = v;
+    if (int v = attr(dev, grid_dim[a]); v > 0) l.max_grid_dim[static_cast<size_t>(a)] = v;
+  }
   info.limits = l;
   info.l2_bytes = attr(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   info.clock_khz = attr(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);

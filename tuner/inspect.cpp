@@ -117,6 +117,8 @@ std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Con
       LaunchGeometry g = launch_geometry(job, configs[i], ctx);
       in.threads_per_block = g.threads_per_block();
       in.dynamic_smem = g.dynamic_smem;
+      in.grid = g.grid;
+      in.block = g.block;
       std::ostringstream key;
       key << g.grid[0] << "," << g.grid[1] << "," << g.grid[2] << "/" << g.block[0] << ","
           << g.block[1] << "," << g.block[2] << "/" << g.dynamic_smem;

@@ -317,9 +317,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       try {
         rows[i].v = instantiate(job, source, configs[i], ctx);
         if (inspected[i].ok)
-          rows[i].occ =
-              pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
-                                        rows[i].v->geometry.dynamic_smem, limits);
+          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
+                                                  rows[i].v->geometry.block,
+                                                  rows[i].v->geometry.dynamic_smem, limits);
       } catch (const JobError& e) {
         rows[i].geometry_error = e.problem;
       }
@@ -556,9 +556,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       fail_mismatched_arguments(job, configs, late, built);
       for (size_t i : late)
         if (inspected[i].ok)
-          rows[i].occ =
-              pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.threads_per_block(),
-                                        rows[i].v->geometry.dynamic_smem, limits);
+          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
+                                                  rows[i].v->geometry.block,
+                                                  rows[i].v->geometry.dynamic_smem, limits);
       std::optional<double> best_kept = best_ms, best_sample;
       size_t unusable = 0;  // failed to compile, or their parameters do not match the arguments
       for (size_t i : candidates) unusable += !compiled[i].ok || !inspected[i].ok;

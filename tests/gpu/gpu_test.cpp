@@ -203,6 +203,56 @@ TEST(GpuResources, TheResourceRuleAgreesWithLaunchesAndTheOccupancyApi) {
   EXPECT_GT(refused_count, 5);
 }
 
+// Rule 1 for launch shapes on the device: a grid or block the rule refuses for a dimension beyond
+// its limit (blockDim.z 64, gridDim.y and z 65535) is refused by cuLaunchKernel, and one at the
+// limit launches; the device's limits are the driver's attributes.
+TEST(GpuResources, TheLaunchShapeRuleAgreesWithTheDriver) {
+  REQUIRE_GPU();
+  auto info = tuner::query_device(0);
+  EXPECT_EQ(info.limits.max_block_dim, (std::array<std::int64_t, 3>{1024, 1024, 64}));
+  EXPECT_EQ(info.limits.max_grid_dim, (std::array<std::int64_t, 3>{2147483647, 65535, 65535}));
+  tuner::PrimaryContext ctx(0);
+  const auto& d = tuner::Driver::instance();
+  Variant v;
+  v.kernel_name = "s";
+  v.source = R"(extern "C" __global__ void s(int* p) {
+    if (blockIdx.x + blockIdx.y + blockIdx.z + threadIdx.x + threadIdx.y + threadIdx.z == 0) p[0] = 1;
+  })";
+  auto c = tuner::compile_variant(v, info.limits.arch());
+  ASSERT_TRUE(c.ok) << c.log;
+  tuner::Module m(c.cubin, c.lowered_name);
+  tuner::DeviceBuffer p(sizeof(int));
+  using Dims = std::array<std::int64_t, 3>;
+  const std::pair<Dims, Dims> shapes[] = {
+      {{1, 65535, 1}, {32, 1, 1}}, {{1, 65536, 1}, {32, 1, 1}}, {{1, 1, 65535}, {32, 1, 1}},
+      {{1, 1, 65536}, {32, 1, 1}}, {{1, 1, 1}, {1, 1, 64}},     {{1, 1, 1}, {1, 1, 65}},
+      {{1, 1, 1}, {1, 1024, 1}},   {{1, 1, 1}, {2, 1024, 1}},   {{70000, 1, 1}, {32, 1, 1}}};
+  int refused = 0;
+  for (const auto& [grid, block] : shapes) {
+    pruner::RuleInput in;
+    in.inspected = true;
+    in.res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
+    in.threads_per_block = block[0] * block[1] * block[2];
+    in.grid = grid;
+    in.block = block;
+    auto rule = pruner::apply_rules({in}, info.limits, {.max_spill_bytes = -1});
+    CUdeviceptr ptr = p.get();
+    void* params[] = {&ptr};
+    auto u = [](std::int64_t x) { return static_cast<unsigned>(x); };
+    CUresult launch =
+        d.cuLaunchKernel(m.function(), u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]),
+                         u(block[2]), 0, nullptr, params, nullptr);
+    if (launch == CUDA_SUCCESS) launch = d.cuCtxSynchronize();
+    const auto& decision = rule.decisions.at(0);
+    EXPECT_EQ(decision.kept, launch == CUDA_SUCCESS)
+        << "grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", block " << block[0] << "x"
+        << block[1] << "x" << block[2] << ": rule says "
+        << (decision.kept ? "kept" : decision.reason) << ", driver returned " << launch;
+    refused += launch != CUDA_SUCCESS;
+  }
+  EXPECT_EQ(refused, 4);
+}
+
 // Issue #4 on the device: a sample of each shipped naive kernel's generated variants through the
 // real pipeline, each verified against the default configuration's outputs.
 class NaiveJobs : public ::testing::TestWithParam<std::string> {};

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "pruner/rules.h"
+
 namespace gputune::pruner {
 namespace {
 
@@ -65,6 +67,46 @@ TEST(Occupancy, InfeasibleLaunchesAreExplained) {
   lb.max_threads = 128;
   EXPECT_FALSE(compute_occupancy(lb, 256, 0, d).feasible);
   EXPECT_TRUE(compute_occupancy(lb, 128, 0, d).feasible);
+}
+
+// cuLaunchKernel refuses a grid or block beyond a per-dimension limit whatever its resources:
+// blockDim.z <= 64 and gridDim.y, z <= 65535 although a block may have 1024 threads and a grid
+// 2^31 - 1 blocks along x. The rules remove such variants as launch failures (rule 1).
+TEST(Occupancy, LaunchShapesBeyondThePerDimensionLimitsAreRefused) {
+  const DeviceLimits d = limits_for_arch("sm_90");
+  EXPECT_EQ(launch_shape_problem({2147483647, 65535, 65535}, {1024, 1, 1}, d), "");
+  EXPECT_EQ(launch_shape_problem({1, 1, 1}, {1, 1, 64}, d), "");
+  EXPECT_EQ(launch_shape_problem({1, 1, 1}, {1, 1024, 1}, d), "");
+  EXPECT_EQ(launch_shape_problem({1, 1, 1}, {16, 1, 65}, d),
+            "block.z 65 > 64, the most a block may have along z");
+  EXPECT_EQ(launch_shape_problem({1, 70000, 1}, {256, 1, 1}, d),
+            "grid.y 70000 > 65535, the most a grid may have along y");
+  EXPECT_EQ(launch_shape_problem({2147483648, 1, 1}, {256, 1, 1}, d),
+            "grid.x 2147483648 > 2147483647, the most a grid may have along x");
+  EXPECT_EQ(launch_shape_problem({4, 1, 0}, {256, 1, 1}, d),
+            "grid.z is 0: every dimension must be at least 1");
+  // 16 x 1 x 65 = 1040 threads: the shape is what the launch fails for.
+  const Occupancy o = compute_occupancy(regs(16), {1, 1, 1}, {16, 1, 65}, 0, d);
+  EXPECT_FALSE(o.feasible);
+  EXPECT_EQ(o.infeasible_reason, "block.z 65 > 64, the most a block may have along z");
+  // 8 x 8 x 16 = 1024 threads fits every limit; its occupancy is that of 1024 threads.
+  const Occupancy fits = compute_occupancy(regs(16), {100, 100, 1}, {8, 8, 16}, 0, d);
+  EXPECT_TRUE(fits.feasible);
+  EXPECT_EQ(fits.active_warps, compute_occupancy(regs(16), 1024, 0, d).active_warps);
+
+  RuleInput in;
+  in.inspected = true;
+  in.res = regs(16);
+  in.threads_per_block = 256;
+  in.grid = {1, 70000, 1};
+  in.block = {256, 1, 1};
+  RuleInput ok = in;
+  ok.grid = {70000, 1, 1};
+  const PruneResult r = apply_rules({in, ok}, d, PruneOptions{});
+  EXPECT_FALSE(r.decisions[0].kept);
+  EXPECT_EQ(r.decisions[0].rule, "resources");
+  EXPECT_EQ(r.decisions[0].reason, "grid.y 70000 > 65535, the most a grid may have along y");
+  EXPECT_TRUE(r.decisions[1].kept) << r.decisions[1].reason;
 }
 
 TEST(Occupancy, ArchitectureTable) {

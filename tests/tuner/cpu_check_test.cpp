@@ -305,6 +305,30 @@ TEST(CpuCheck, FaultsAndRunawayConfigurationsAreReportedAndTheCheckGoesOn) {
   EXPECT_NE(problems["512,2"].find("not a multiple of 16 bytes"), std::string::npos);
 }
 
+// A configuration whose launch a GPU refuses (gridDim.y beyond 65535, more than 1024 threads) is
+// reported as such without being emulated, and the reference is the first one that runs.
+TEST(CpuCheck, LaunchesAGpuWouldRefuseAreReportedNotEmulated) {
+  TempDir dir;
+  const auto job_file = edited_example(
+      dir, "vector_add", [](std::string s) { return s; },
+      [](nlohmann::json& j) {
+        j["KernelSpecification"]["GlobalSize"]["Y"] = "70000 if tile_size_x == 8 else 1";
+        j["KernelSpecification"]["LocalSize"]["Y"] = "8 if block_size_x == 256 else 1";
+      });
+  tuner::CheckReport r = tuner::check_job(tuner::load_tuning_job(job_file), all_at({1001}));
+  ASSERT_EQ(r.checked.size(), 24u);
+  std::map<std::string, std::string> problems;
+  for (const tuner::ConfigCheck& c : r.checked)
+    if (!c.problem.empty()) problems[c.key] = c.problem;
+  ASSERT_EQ(problems.size(), 6u + 3u);  // tile 8 at six block sizes; 256 x 8 threads at three
+  EXPECT_EQ(problems["32,8"],
+            "a GPU (sm_90) would refuse this launch: grid.y 70000 > 65535, the most a grid may "
+            "have along y");
+  EXPECT_EQ(problems["256,1"],
+            "a GPU (sm_90) would refuse this launch: 2048 threads per block > limit 1024");
+  EXPECT_EQ(r.reference, "configuration 32,1 (the default configuration failed)");
+}
+
 // A templated kernel (KernelName "reduce<float>") that reduces with warp shuffles, shared memory
 // and one atomicAdd per block: every configuration agrees, and a shuffle that starts at the
 // wrong offset is found in exactly the configurations that have it.
