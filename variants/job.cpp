@@ -789,6 +789,76 @@ std::string kernel_hash(const Job& job, const std::string& source) {
   return sha256_hex(job.kernel_name + "\n" + source);
 }
 
+namespace {
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// Whether `word` occurs in `text` as a whole identifier.
+bool contains_word(const std::string& text, const std::string& word) {
+  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) {
+    const bool starts = p == 0 || !is_word_char(text[p - 1]);
+    const size_t end = p + word.size();
+    if (starts && (end == text.size() || !is_word_char(text[end]))) return true;
+  }
+  return false;
+}
+
+/// The names of the __global__ functions a source defines: after each `__global__`, the
+/// identifier right before the first '(' that does not open __launch_bounds__'s arguments.
+std::vector<std::string> global_function_names(const std::string& src) {
+  std::vector<std::string> names;
+  const std::string key = "__global__";
+  for (size_t p = src.find(key); p != std::string::npos; p = src.find(key, p + 1)) {
+    size_t i = p + key.size();
+    std::string last;
+    while (i < src.size() && src[i] != ';' && src[i] != '{') {
+      if (is_word_char(src[i])) {
+        const size_t b = i;
+        while (i < src.size() && is_word_char(src[i])) ++i;
+        last = src.substr(b, i - b);
+        continue;
+      }
+      if (src[i] == '(') {
+        if (last != "__launch_bounds__") {
+          if (!last.empty() && std::find(names.begin(), names.end(), last) == names.end())
+            names.push_back(last);
+          break;
+        }
+        const size_t close = src.find(')', i);
+        if (close == std::string::npos) break;
+        i = close;
+        last.clear();
+      }
+      ++i;
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+void check_kernel_name(const Job& job, const std::string& source) {
+  std::string base = job.kernel_name.substr(0, job.kernel_name.find('<'));  // reduce<float>
+  if (const size_t q = base.rfind("::"); q != std::string::npos) base = base.substr(q + 2);
+  while (!base.empty() && std::isspace(static_cast<unsigned char>(base.back()))) base.pop_back();
+  // Defined here, or perhaps in a header of its own folder: nothing to say.
+  if (base.empty() || contains_word(source, base) ||
+      source.find("#include \"") != std::string::npos)
+    return;
+  std::vector<std::string> names = global_function_names(source);
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return edit_distance(a, base) < edit_distance(b, base);
+  });
+  std::string listed;
+  for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+  throw JobError(job.file.string(), "KernelSpecification.KernelName",
+                 "'" + base + "' does not occur in " + job.kernel_file.filename().string() +
+                     (names.empty() ? ", which defines no __global__ function"
+                                    : ", whose __global__ functions are: " + listed),
+                 names.empty() ? "name the kernel to tune, or point KernelFile at its file"
+                               : "use \"KernelName\": \"" + names[0] + "\" if that is the one");
+}
+
 std::string load_kernel_source(const Job& job) {
   std::ifstream in(job.kernel_file);
   if (!in)
@@ -797,7 +867,9 @@ std::string load_kernel_source(const Job& job) {
                    "give a path relative to the job file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  std::string source = ss.str();
+  check_kernel_name(job, source);
+  return source;
 }
 
 }  // namespace gputune

@@ -165,8 +165,14 @@ Job load_job(const std::filesystem::path& file);
 /// Same, from an already parsed document (file is used for messages and relative paths).
 Job parse_job(const nlohmann::json& doc, const std::filesystem::path& file);
 
-/// Reads the kernel source named by the job; JobError if it is missing or unreadable.
+/// Reads the kernel source named by the job; JobError if it is missing or unreadable, or (as
+/// check_kernel_name) cannot define the kernel the job names.
 std::string load_kernel_source(const Job& job);
+
+/// JobError (field KernelSpecification.KernelName) when the kernel's name (without template
+/// arguments or namespace) never occurs in `source` and the source includes no header of its own
+/// that could define it; the message lists the source's __global__ functions, the closest first.
+void check_kernel_name(const Job& job, const std::string& source);
 
 /// The kernel's identity in the database: a content hash of its name and source.
 std::string kernel_hash(const Job& job, const std::string& source);

@@ -394,6 +394,7 @@ void Server::Impl::routes() {
         Space space = build_space(job);
         if (space.empty())
           throw HttpError{400, space.explain_empty(), "ConfigurationSpace.Conditions"};
+        check_kernel_name(job, body["kernel_source"].get<std::string>());
         if (q.name.empty()) q.name = job.name;
         q.document = body["document"].dump();
         q.kernel_file = job.kernel_file.filename().string();

@@ -223,6 +223,14 @@ TEST(Daemon, ApiValidatesEverything) {
       c.Post("/api/jobs", auth, json({{"document", doc}, {"kernel_source", "x"}}).dump(),
              "application/json"),
       400, "ConfigurationSpace.TuningParameters");
+  // A kernel source that cannot define the job's KernelName.
+  expect_json_error(c.Post("/api/jobs", auth,
+                           json({{"document", json::parse(test::read_file(test::examples_dir() /
+                                                                          "vector_add.json"))},
+                                 {"kernel_source", "__global__ void vectoradd(float* c) {}"}})
+                               .dump(),
+                           "application/json"),
+                    400, "KernelSpecification.KernelName");
   for (const char* key : {"name", "job_file"}) {
     json body = {
         {"document", json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},

@@ -218,5 +218,43 @@ TEST(JobFuzz, MutatedJobFilesLoadOrRaiseJobError) {
   EXPECT_GT(refused, 50);
 }
 
+// A KernelName the kernel file cannot define is refused before anything compiles, listing the
+// file's __global__ functions, the closest first (NVRTC's own message for it is a name-mangling
+// error on "__nv_name_map", and the CPU check's a host compiler error per configuration).
+TEST(Job, AKernelNameTheSourceCannotDefineIsRefusedWithTheKernelsItHas) {
+  Job job;
+  job.file = "job.json";
+  job.kernel_file = "dir/k.cu";
+  const std::string source = R"(
+__global__ void __launch_bounds__(256) scale(float* a, float s) { a[threadIdx.x] *= s; }
+template <int N> __global__ void add(float* a) { a[threadIdx.x] += N; }
+namespace ops { template <class T, int V> __global__ void copy(T* a, const T* b) { a[0] = b[0]; } }
+)";
+  auto problem = [&](const std::string& name, const std::string& src) -> std::string {
+    job.kernel_name = name;
+    try {
+      check_kernel_name(job, src);
+      return "";
+    } catch (const JobError& e) {
+      EXPECT_EQ(e.field, "KernelSpecification.KernelName");
+      return e.problem + " | " + e.fix;
+    }
+  };
+  EXPECT_EQ(problem("scale", source), "");
+  EXPECT_EQ(problem("add<4>", source), "");
+  EXPECT_EQ(problem("ops::copy<double, 2>", source), "");
+  EXPECT_EQ(problem("ad", source),
+            "'ad' does not occur in k.cu, whose __global__ functions are: add, scale, copy | use "
+            "\"KernelName\": \"add\" if that is the one");
+  EXPECT_EQ(problem("scal<2>", source),
+            "'scal' does not occur in k.cu, whose __global__ functions are: scale, add, copy | use "
+            "\"KernelName\": \"scale\" if that is the one");
+  EXPECT_EQ(problem("k", "__device__ float twice(float x) { return 2 * x; }"),
+            "'k' does not occur in k.cu, which defines no __global__ function | name the kernel to "
+            "tune, or point KernelFile at its file");
+  // It may be defined in a header of the kernel's own: not refused.
+  EXPECT_EQ(problem("ad", "#include \"kernels.cuh\"\n" + source), "");
+}
+
 }  // namespace
 }  // namespace gputune
