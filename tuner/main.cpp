@@ -1,5 +1,8 @@
 // gputune: the command line. A thin shell over the libraries: it parses options, calls one
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
@@ -65,6 +68,37 @@ std::string db_of(const cxxopts::ParseResult& r) {
   return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
 }
 
+// Ctrl-C or SIGTERM during `run`: the run stops before the next variant is measured, stores
+// what it has as an interrupted run (exit 5; it can be resumed); a second one ends the process
+// at once. A signal the shell set to be ignored (a background job's SIGINT) stays ignored.
+volatile sig_atomic_t g_stop_requested = 0;
+
+void on_stop_signal(int sig) {
+  if (g_stop_requested) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  g_stop_requested = 1;
+  static const char msg[] =
+      "\ngputune: stopping before the next measurement; what was measured stays stored "
+      "(again to quit now)\n";
+  const ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)ignored;
+}
+
+void stop_on_signals() {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
 int cmd_run(int argc, char** argv) {
   cxxopts::Options o("gputune run",
                      "Tune a T1 job: compile, inspect, verify and time its configurations");
@@ -79,6 +113,9 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "budget", "replace the job's GPUTune.Budget.Configurations (configurations measured)",
       cxxopts::value<std::uint64_t>())("no-gpu", "do not use a GPU even if one is present")(
+      "resume",
+      "continue run RUN of this job (one that was interrupted), skipping what it measured",
+      cxxopts::value<std::int64_t>())(
       "no-screen",
       "with the pruner on, compile every planned configuration (default: not those rule 4 drops "
       "from their source alone)")("q,quiet", "no progress line")("h,help", "help");
@@ -104,7 +141,10 @@ int cmd_run(int argc, char** argv) {
   opt.threads = r["threads"].as<int>();
   opt.no_gpu = r.count("no-gpu") > 0;
   opt.screen = r.count("no-screen") == 0;
+  if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
   opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
+  stop_on_signals();
+  opt.should_stop = [] { return g_stop_requested != 0; };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
   return rep.exit_code;

@@ -215,6 +215,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       if (!prev)
         throw db::DbError("cannot resume run " + std::to_string(*opt.resume_run) +
                           ": it does not exist");
+      if (prev->job_name != job.name)
+        throw db::DbError("cannot resume run " + std::to_string(*opt.resume_run) +
+                          ": it ran job '" + prev->job_name + "', not '" + job.name + "'");
       run_id = *opt.resume_run;
       store.finish_run(run_id, "running", "resumed");
     } else {

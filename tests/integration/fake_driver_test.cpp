@@ -2,11 +2,15 @@
 // fault recovery, re-measurement, winners) run against a fake libcuda.so.1 (tests/fake_cuda), so it
 // is tested on machines without a GPU. The real-device tests are in tests/gpu/.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "db/store.h"
@@ -282,6 +286,83 @@ TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
   int wrong = 0;
   for (auto& m : store.measurements(0)) wrong += m.status == "correctness";
   EXPECT_EQ(wrong, 1);  // 512,8 is still caught
+}
+
+// Ctrl-C (here SIGINT sent to the process) stops `gputune run` before the next measurement:
+// the run is stored as interrupted with what it measured, and the exit code is 5.
+TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string job = (test::examples_dir() / "vector_add.json").string();
+  const std::string cache = (dir / "cache").string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    setenv("FAKE_CUDA_SLOW_MS", "20", 1);  // 20 ms per launch: each variant takes ~0.5 s
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until some measurements are stored, then interrupt.
+  size_t measured = 0;
+  for (int i = 0; i < 600 && measured < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!std::filesystem::exists(db)) continue;
+    try {
+      db::Store store(db);
+      measured = store.measurements(0).size();
+    } catch (const std::exception&) {  // not created yet
+    }
+  }
+  ASSERT_GE(measured, 3u) << test::read_file(log);
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string out = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+  EXPECT_NE(out.find("stopping before the next measurement"), std::string::npos) << out;
+  db::Store store(db);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "interrupted") << runs[0].message;
+  const size_t kept = store.measurements(0).size();  // no re-measurements before the end
+  EXPECT_GE(kept, measured);
+  EXPECT_LT(kept, 48u);  // 24 configurations x 2 contexts when it runs to the end
+  EXPECT_NE(out.find("run " + std::to_string(runs[0].id) + " can be resumed"), std::string::npos)
+      << out;
+
+  // Resumed, it measures only the rest, and finishes the same run.
+  auto again = sh(with_fake() + "run '" + job + "' --db '" + db + "' --cache-dir '" + cache +
+                  "' --resume " + std::to_string(runs[0].id));
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  db::Store after(db);
+  ASSERT_EQ(after.runs().size(), 1u);
+  EXPECT_EQ(after.runs()[0].status, "done");
+  // Every (context, configuration) once, besides the winners' re-measurements.
+  std::set<std::pair<std::string, std::string>> pairs;
+  size_t first_measurements = 0;
+  for (const auto& m : after.measurements(0)) {
+    if (m.reason.rfind("re-measurement", 0) == 0) continue;
+    ++first_measurements;
+    pairs.insert({m.context_label, m.config_key});
+  }
+  EXPECT_EQ(first_measurements, 48u);
+  EXPECT_EQ(pairs.size(), 48u);
+  // A run of another job is not continued.
+  nlohmann::json renamed = nlohmann::json::parse(test::read_file(job));
+  renamed["General"]["BenchmarkName"] = "vector_add_2";
+  test::write_file(dir / "other.json", renamed.dump());
+  test::write_file(dir / "vector_add.cu", test::read_file(test::examples_dir() / "vector_add.cu"));
+  auto other = sh(with_fake() + "run '" + (dir / "other.json").string() + "' --db '" + db +
+                  "' --cache-dir '" + cache + "' --resume " + std::to_string(runs[0].id));
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.out.find("it ran job 'vector_add', not 'vector_add_2'"), std::string::npos)
+      << other.out;
 }
 
 }  // namespace
