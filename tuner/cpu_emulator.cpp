@@ -881,21 +881,17 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
                                                        : CpuParam::Kind::Other;
         m.impl_->params[i].push_back({p[j].pointer != 0, p[j].bytes, kind});
       }
-      void* count = dlsym(h, "gt_vector_loads");
-      if (!count) throw EmulatorError("missing vector-load counter in the emulated kernels");
-      m.impl_->vector_loads[i] = reinterpret_cast<Impl::Count>(count);
-      void* smem = dlsym(h, "gt_dyn_smem");
-      if (!smem) throw EmulatorError("missing shared-memory query in the emulated kernels");
-      m.impl_->dyn_smem[i] = reinterpret_cast<Impl::Smem>(smem);
-      void* overflow = dlsym(h, "gt_stack_overflow");
-      if (!overflow) throw EmulatorError("missing stack query in the emulated kernels");
-      m.impl_->stack_overflow[i] = reinterpret_cast<Impl::Overflow>(overflow);
-      void* pending = dlsym(h, "gt_pending_fault");
-      if (!pending) throw EmulatorError("missing fault query in the emulated kernels");
-      m.impl_->pending_fault[i] = reinterpret_cast<Impl::Pending>(pending);
-      void* deferral = dlsym(h, "gt_deferral");
-      if (!deferral) throw EmulatorError("missing deferral query in the emulated kernels");
-      m.impl_->deferral[i] = reinterpret_cast<Impl::DeferralOf>(deferral);
+      // The chunk's queries of its prelude's state (one per library, shared by its kernels).
+      auto query = [h]<class F>(F& into, const char* name) {
+        void* f = dlsym(h, name);
+        if (!f) throw EmulatorError(std::string("missing ") + name + " in the emulated kernels");
+        into = reinterpret_cast<F>(f);
+      };
+      query(m.impl_->vector_loads[i], "gt_vector_loads");
+      query(m.impl_->dyn_smem[i], "gt_dyn_smem");
+      query(m.impl_->stack_overflow[i], "gt_stack_overflow");
+      query(m.impl_->pending_fault[i], "gt_pending_fault");
+      query(m.impl_->deferral[i], "gt_deferral");
     }
   }
   return m;
