@@ -19,9 +19,7 @@ PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& li
       continue;
     }
     ++r.judged;
-    d.occupancy = compute_occupancy(v.res, v.threads_per_block, v.dynamic_smem, limits);
-    if (std::string why = launch_shape_problem(v.grid, v.block, limits); !why.empty())
-      d.occupancy.feasible = false, d.occupancy.infeasible_reason = std::move(why);
+    d.occupancy = compute_occupancy(v.res, v.grid, v.block, v.dynamic_smem, limits);
     if (!d.occupancy.feasible) {
       d.kept = false, d.rule = "resources", d.reason = d.occupancy.infeasible_reason;
       ++r.counts[0].removed;

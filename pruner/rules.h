@@ -22,10 +22,9 @@ struct RuleInput {
   Resources res;
   std::string cubin_hash;
   std::string geometry;  ///< launch geometry key (grid, block, dynamic smem)
-  std::int64_t threads_per_block = 0;
   std::int64_t dynamic_smem = 0;
-  std::array<std::int64_t, 3> grid{1, 1, 1};   ///< checked for its shape (launch_shape_problem)
-  std::array<std::int64_t, 3> block{1, 1, 1};  ///< likewise; threads_per_block is what counts
+  std::array<std::int64_t, 3> grid{1, 1, 1};   ///< the launch's, checked for its shape
+  std::array<std::int64_t, 3> block{1, 1, 1};  ///< likewise; its product is the threads per block
 };
 
 struct PruneOptions {

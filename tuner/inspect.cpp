@@ -115,7 +115,6 @@ std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Con
     in.cubin_hash = cr.compiled[i].cubin_hash;
     try {
       LaunchGeometry g = launch_geometry(job, configs[i], ctx);
-      in.threads_per_block = g.threads_per_block();
       in.dynamic_smem = g.dynamic_smem;
       in.grid = g.grid;
       in.block = g.block;

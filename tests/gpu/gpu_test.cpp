@@ -160,7 +160,7 @@ TEST(GpuResources, TheResourceRuleAgreesWithLaunchesAndTheOccupancyApi) {
           pruner::RuleInput in;
           in.inspected = true;
           in.res = r;
-          in.threads_per_block = threads;
+          in.block = {threads, 1, 1};
           in.dynamic_smem = dyn;
           in.cubin_hash = "h";
           in.geometry = "g";
@@ -232,7 +232,6 @@ TEST(GpuResources, TheLaunchShapeRuleAgreesWithTheDriver) {
     pruner::RuleInput in;
     in.inspected = true;
     in.res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
-    in.threads_per_block = block[0] * block[1] * block[2];
     in.grid = grid;
     in.block = block;
     auto rule = pruner::apply_rules({in}, info.limits, {.max_spill_bytes = -1});

@@ -97,7 +97,6 @@ TEST(Occupancy, LaunchShapesBeyondThePerDimensionLimitsAreRefused) {
   RuleInput in;
   in.inspected = true;
   in.res = regs(16);
-  in.threads_per_block = 256;
   in.grid = {1, 70000, 1};
   in.block = {256, 1, 1};
   RuleInput ok = in;
