@@ -156,7 +156,8 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
                                         const naive::NaiveKernel& k,
                                         const std::vector<naive::Choice>& variants,
                                         const ContextSpec& ctx, int jobs,
-                                        unsigned long long* vector_loads, double timeout_s) {
+                                        unsigned long long* vector_loads, double timeout_s,
+                                        bool* interrupted = nullptr) {
   if (vector_loads) *vector_loads = 0;
   std::vector<CpuKernel> kernels;
   kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
@@ -197,6 +198,11 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
             compare_output(args[a], got[a], expected[a], job.abs_tolerance, job.rel_tolerance);
         if (!cmp.ok) problem += (problem.empty() ? "" : "; ") + cmp.describe(args[a].name);
       }
+    } catch (const EmulatorInterrupted&) {
+      if (!interrupted) throw;
+      *interrupted = true;
+      problems.resize(v);  // what was checked before the interrupt
+      break;
     } catch (const EmulatorError& e) {
       problem = e.what();
     } catch (const naive::NaiveError& e) {
@@ -329,9 +335,10 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
     for (size_t i : order)
       choices.push_back(naive::choice_from_config(*job.naive_kernel, space.config(i)));
     rep.reference = "the naive kernel " + job.kernel_name;
-    const std::vector<std::string> problems = naive_problems(
-        job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr, o.timeout_s);
-    for (size_t v = 0; v < order.size(); ++v)
+    const std::vector<std::string> problems =
+        naive_problems(job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr,
+                       o.timeout_s, &rep.interrupted);
+    for (size_t v = 0; v < problems.size(); ++v)
       rep.checked.push_back({space.config(order[v]).key(), problems[v]});
     return rep;
   }
@@ -409,6 +416,9 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
         if (v != 0)
           rep.reference = "configuration " + c.key + " (the default configuration failed)";
       }
+    } catch (const EmulatorInterrupted&) {
+      rep.interrupted = true;
+      break;
     } catch (const EmulatorError& e) {
       c.problem = e.what();
     }
@@ -422,7 +432,13 @@ int check_command(const std::filesystem::path& job_file, const CheckOptions& o, 
   Job job = load_tuning_job(job_file);
   if (!job.naive_fallback.empty())
     err << "gputune: note: " << job.naive_fallback << "; checking block shapes only\n";
-  CheckReport rep = check_job(job, o);
+  CheckReport rep;
+  try {
+    rep = check_job(job, o);
+  } catch (const EmulatorInterrupted& e) {
+    err << "gputune: check " << e.what() << "; nothing was checked\n";
+    return kExitInterrupted;
+  }
   for (const std::string& n : rep.notes) err << "gputune: note: " << n << "\n";
   for (const ConfigCheck& c : rep.checked)
     if (!c.problem.empty()) out << "DIFFERS " << c.key << ": " << c.problem << "\n";
@@ -430,9 +446,11 @@ int check_command(const std::filesystem::path& job_file, const CheckOptions& o, 
   out << "checked " << rep.checked.size() << " of " << rep.space_size
       << " configurations on the CPU at ProblemSize " << rep.context.name << " against "
       << rep.reference << ": " << (bad == 0 ? "all agree" : std::to_string(bad) + " differ or fail")
-      << (rep.checked.size() < rep.space_size ? " (spread over the space; --limit 0 checks all)"
-                                              : "")
+      << (rep.interrupted                       ? " (interrupted: the rest were not checked)"
+          : rep.checked.size() < rep.space_size ? " (spread over the space; --limit 0 checks all)"
+                                                : "")
       << "\n";
+  if (rep.interrupted) return kExitInterrupted;
   return bad == 0 ? kExitOk : kExitCheckFailed;
 }
 

@@ -41,7 +41,8 @@ ContextSpec context_of_size(const Job& job, const std::vector<std::int64_t>& siz
 /// Checks variants of a naive kernel against the kernel itself on the CPU: arguments sized and
 /// filled as the job says for `ctx`, every written array compared with the job's tolerance.
 /// Returns one line per variant that differs or fails (empty: all agree); a misaligned vector
-/// load fails. `vector_loads`, when given, receives the vector loads all variants made.
+/// load fails. `vector_loads`, when given, receives the vector loads all variants made. Throws
+/// EmulatorInterrupted when interrupt_cpu_launches() stops it.
 std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_source,
                                       const naive::NaiveKernel& k,
                                       const std::vector<naive::Choice>& variants,
@@ -69,16 +70,20 @@ struct CheckReport {
   std::string reference;  ///< what outputs were compared with, in words
   std::vector<ConfigCheck> checked;
   std::vector<std::string> notes;  ///< e.g. compiler options the host compiler does not get
+  bool interrupted = false;  ///< interrupt_cpu_launches() stopped it: `checked` is what came before
   size_t failures() const;
 };
 
 /// Runs up to `o.limit` configurations of the job on the CPU (the default configuration always)
 /// and compares their outputs with the reference. Throws JobError for bad input (including
-/// arguments the kernel does not take) and EmulatorError when the host compiler rejects the code.
+/// arguments the kernel does not take) and EmulatorError when the host compiler rejects the code
+/// (EmulatorInterrupted when interrupted before anything was checked; an interrupt after that
+/// ends the report early, marked `interrupted`).
 CheckReport check_job(const Job& job, const CheckOptions& o);
 
 /// `gputune check`: loads the job, checks it, prints one line per configuration that differs and
-/// a summary; returns the exit code (0 all agree, 6 some differ or fail, 2 bad input).
+/// a summary; returns the exit code (0 all agree, 6 some differ or fail, 2 bad input, 5
+/// interrupted: what was checked before is printed).
 int check_command(const std::filesystem::path& job_file, const CheckOptions& o, std::ostream& out,
                   std::ostream& err);
 

@@ -2,9 +2,11 @@
 #include "tuner/cpu_emulator.h"
 
 #include <dlfcn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
@@ -645,6 +647,36 @@ struct FaultTrap {
 /// This thread's trap while one of its launches runs (constant-initialised: safe in a handler).
 thread_local FaultTrap* t_trap = nullptr;
 
+// interrupt_cpu_launches(): the flag, and the threads inside a launch (their kernel thread ids;
+// 0 is a free slot) that it sends the timer signal to. Lock-free atomics: safe in a handler.
+std::atomic<int> g_interrupted{0};
+constexpr int kLaunchSlots = 256;
+std::atomic<pid_t> g_launching[kLaunchSlots];
+
+/// Holds a slot of g_launching for this thread while it launches (none when all are taken: an
+/// interrupt then reaches the launch at its end, or at its time limit).
+class LaunchSlot {
+ public:
+  LaunchSlot() {
+    const pid_t tid = gettid();
+    for (auto& s : g_launching) {
+      pid_t free = 0;
+      if (s.compare_exchange_strong(free, tid)) {
+        slot_ = &s;
+        return;
+      }
+    }
+  }
+  LaunchSlot(const LaunchSlot&) = delete;
+  LaunchSlot& operator=(const LaunchSlot&) = delete;
+  ~LaunchSlot() {
+    if (slot_) slot_->store(0);
+  }
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
+
 struct sigaction g_previous[NSIG];
 
 void on_signal(int sig, siginfo_t* info, void* uc) {
@@ -756,6 +788,17 @@ std::string fault_message(int sig, const void* address, double limit) {
 
 }  // namespace
 
+void interrupt_cpu_launches() noexcept {
+  g_interrupted.store(1);
+  const pid_t pid = getpid();
+  for (auto& s : g_launching)
+    if (const pid_t tid = s.load(); tid != 0) syscall(SYS_tgkill, pid, tid, timer_signal());
+}
+
+bool cpu_launches_interrupted() noexcept { return g_interrupted.load() != 0; }
+
+void allow_cpu_launches() noexcept { g_interrupted.store(0); }
+
 struct CpuModule::Impl {
   fs::path dir;
   std::vector<void*> handles;
@@ -850,7 +893,15 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
                       includes + " -o " + lib.string() + " " + src.string();
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
   }
-  for (auto& w : work) w.get();
+  // A Ctrl-C reaches the compilers too (they share the terminal's process group): their failure
+  // is the interrupt's doing, not the kernels'.
+  try {
+    for (auto& w : work) w.get();
+  } catch (const EmulatorError&) {
+    if (cpu_launches_interrupted()) throw EmulatorInterrupted("interrupted while compiling");
+    throw;
+  }
+  if (cpu_launches_interrupted()) throw EmulatorInterrupted("interrupted while compiling");
   m.impl_->launchers.resize(kernels.size());
   m.impl_->vector_loads.resize(kernels.size());
   m.impl_->dyn_smem.resize(kernels.size());
@@ -894,6 +945,10 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
       query(m.impl_->deferral[i], "gt_deferral");
     }
   }
+  // The libraries stay mapped: their files, and the folder, are no longer needed.
+  std::error_code ec;
+  fs::remove_all(m.impl_->dir, ec);
+  m.impl_->dir.clear();
   return m;
 }
 
@@ -922,9 +977,11 @@ LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array
   deferral->signal = 0;
   trap.deferral = deferral;
   t_trap = &trap;
+  const LaunchSlot slot;  // from here on an interrupt sends this thread the timer signal
   if (sigsetjmp(trap.env, 1) == 0) {
     if (limit > 0) resources.set_timer(limit);
     trap.armed = 1;
+    if (cpu_launches_interrupted()) raise(timer_signal());  // before the slot was taken
     err = impl_->launchers[i](grid.data(), block.data(), args, dynamic_smem);
     trap.armed = 0;
     if (limit > 0) resources.set_timer(0);
@@ -933,6 +990,8 @@ LaunchStats CpuModule::launch(size_t i, std::array<unsigned, 3> grid, std::array
     if (limit > 0) resources.set_timer(0);
     t_trap = nullptr;
     const int sig = trap.signal;
+    if (sig == timer_signal() && cpu_launches_interrupted())
+      throw EmulatorInterrupted("interrupted");
     // A fault the kernel's code recorded first is the cause: a misaligned vector access the
     // sanitizer reported may still fault as the instruction runs (an aligned SSE load).
     if (const char* first = impl_->pending_fault[i]())

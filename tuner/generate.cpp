@@ -7,6 +7,8 @@
 
 #include "tuner/arguments.h"
 #include "tuner/cpu_check.h"
+#include "tuner/cpu_emulator.h"
+#include "tuner/pipeline.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
 
@@ -56,7 +58,7 @@ int generate(const GenerateOptions& o) {
     std::cerr << "gputune: " << e.what() << "\n"
               << "gputune: this kernel can still be tuned over its block shape: a job with "
                  "\"GPUTune\": {\"Naive\": true} falls back to block_size_x/y only\n";
-    return 1;
+    return kExitBadInput;
   }
   std::cout << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index "
             << k.index_names[0] << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", "
@@ -133,14 +135,20 @@ int generate(const GenerateOptions& o) {
     return 2;
   }
   const ContextSpec ctx = context_of_size(job, o.check_size);
-  std::vector<std::string> bad = check_on_cpu(job, source, k, written, ctx);
+  std::vector<std::string> bad;
+  try {
+    bad = check_on_cpu(job, source, k, written, ctx);
+  } catch (const EmulatorInterrupted& e) {
+    std::cerr << "gputune: check " << e.what() << ": the variants were written, not checked\n";
+    return kExitInterrupted;
+  }
   for (const std::string& b : bad) std::cout << "MISMATCH " << b << "\n";
   std::cout << (bad.empty() ? "all " + std::to_string(written.size()) +
                                   " variants agree with the naive kernel on the CPU (context " +
                                   ctx.name + ")"
                             : std::to_string(bad.size()) + " variants differ")
             << "\n";
-  return bad.empty() ? 0 : 1;
+  return bad.empty() ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace gputune::tuner

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "pruner/device_spec.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_check.h"
+#include "tuner/cpu_emulator.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/daemon.h"
 #include "tuner/generate.h"
@@ -69,9 +71,13 @@ std::string db_of(const cxxopts::ParseResult& r) {
 }
 
 // Ctrl-C or SIGTERM during `run`: the run stops before the next variant is measured, stores
-// what it has as an interrupted run (exit 5; it can be resumed); a second one ends the process
-// at once. A signal the shell set to be ignored (a background job's SIGINT) stays ignored.
+// what it has as an interrupted run (exit 5; it can be resumed). During `check` and `generate
+// --check`: the launch on the CPU stops at once, and what was checked before is reported (exit 5).
+// A second one ends the process at once. A signal the shell set to be ignored (a background job's
+// SIGINT) stays ignored.
 volatile sig_atomic_t g_stop_requested = 0;
+const char* g_stop_message = "";  // what the first signal says it does (set before install)
+bool g_stop_cpu_launches = false;
 
 void on_stop_signal(int sig) {
   if (g_stop_requested) {
@@ -80,14 +86,16 @@ void on_stop_signal(int sig) {
     return;
   }
   g_stop_requested = 1;
-  static const char msg[] =
-      "\ngputune: stopping before the next measurement; what was measured stays stored "
-      "(again to quit now)\n";
-  const ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  const ssize_t ignored = write(STDERR_FILENO, g_stop_message, std::strlen(g_stop_message));
   (void)ignored;
+  // Last: on the launching thread this does not return (it jumps out to the launch's end).
+  if (g_stop_cpu_launches) tuner::interrupt_cpu_launches();
 }
 
-void stop_on_signals() {
+/// `message` is written on the first signal; `cpu` also stops the CPU emulator's launches.
+void stop_on_signals(const char* message, bool cpu) {
+  g_stop_message = message;
+  g_stop_cpu_launches = cpu;
   for (int sig : {SIGINT, SIGTERM}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
@@ -143,7 +151,10 @@ int cmd_run(int argc, char** argv) {
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
   opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
-  stop_on_signals();
+  stop_on_signals(
+      "\ngputune: stopping before the next measurement; what was measured stays stored "
+      "(again to quit now)\n",
+      false);
   opt.should_stop = [] { return g_stop_requested != 0; };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
@@ -181,6 +192,7 @@ int cmd_generate(int argc, char** argv) {
   g.limit = r["limit"].as<size_t>();
   g.check = r.count("check") > 0;
   if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
+  if (g.check) stop_on_signals("\ngputune: stopping the check (again to quit now)\n", true);
   return tuner::generate(g);
 }
 
@@ -215,6 +227,8 @@ int cmd_check(int argc, char** argv) {
     return tuner::kExitBadInput;
   }
   c.jobs = std::max(1, r["threads"].as<int>());
+  stop_on_signals(
+      "\ngputune: stopping the check; what was checked is reported (again to quit now)\n", true);
   return tuner::check_command(r["job"].as<std::string>(), c, std::cout, std::cerr);
 }
 

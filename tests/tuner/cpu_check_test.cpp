@@ -2,10 +2,16 @@
 #include "tuner/cpu_check.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
+#include <thread>
 
 #include "test_util.h"
 #include "tuner/generate.h"
@@ -348,4 +354,111 @@ TEST(CpuCheck, TemplatedWarpShuffleReductionsAreChecked) {
   std::set<std::string> want;
   for (int b : {32, 64, 128, 256, 512, 1024}) want.insert(std::to_string(b) + ",2");
   EXPECT_EQ(failing(bad), want);
+}
+
+// Ctrl-C during `gputune check` (SIGINT to its process group, as a terminal sends it): while the
+// kernels compile, the compilers stop and nothing is checked; during a launch that would spin
+// until its 120 s limit (block_size_x 512), the launch stops at once and what was checked before it
+// is reported. Both exit 5 and leave nothing in the temporary folder.
+TEST(CpuCheck, CtrlCStopsTheCheckAtOnceAndReportsWhatWasChecked) {
+  TempDir dir;
+  const auto job_file = edited_example(dir, "vector_add", [](std::string s) {
+    return replace_once(s, "    if (j < n) c[j] = a[j] + b[j];",
+                        "    if (block_size_x == 512) { volatile int s = 0; while (n > 0) s = s + "
+                        "1; }\n    if (j < n) c[j] = a[j] + b[j];");
+  });
+  const std::filesystem::path tmp = dir / "tmp";
+  std::filesystem::create_directories(tmp);
+  const std::string log = (dir / "out.txt").string();
+  auto start = [&] {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      setenv("TMPDIR", tmp.c_str(), 1);
+      signal(SIGINT, SIG_DFL);
+      if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+        _exit(126);
+      execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "check", job_file.c_str(), "--size", "1001", "--limit",
+            "0", "--timeout", "120", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+  };
+  auto compiling = [&] { return !std::filesystem::is_empty(tmp); };
+  auto wait_until = [](const std::function<bool()>& done, int seconds) {
+    for (int i = 0; i < seconds * 20 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return done();
+  };
+  // The exit status, or -1 when the process has not ended within `seconds` (then it is killed).
+  auto exit_within = [&](pid_t pid, int seconds) {
+    int status = 0;
+    bool ended = false;  // waitpid reaps once: remember it
+    wait_until([&] { return ended = ended || waitpid(pid, &status, WNOHANG) == pid; }, seconds);
+    if (!ended) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+  };
+
+  const pid_t early = start();
+  ASSERT_TRUE(wait_until(compiling, 60)) << read_file(log);
+  kill(-early, SIGINT);
+  EXPECT_EQ(exit_within(early, 30), 5) << read_file(log);
+  std::string out = read_file(log);
+  EXPECT_NE(out.find("gputune: check interrupted while compiling; nothing was checked"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+
+  const pid_t late = start();
+  ASSERT_TRUE(wait_until(compiling, 60)) << read_file(log);
+  ASSERT_TRUE(wait_until([&] { return !compiling(); }, 300)) << read_file(log);  // loaded
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // into the first 512-thread block
+  kill(-late, SIGINT);
+  EXPECT_EQ(exit_within(late, 30), 5) << read_file(log);
+  out = read_file(log);
+  EXPECT_NE(out.find("stopping the check; what was checked is reported"), std::string::npos) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m,
+                                std::regex("checked (\\d+) of 24 configurations.*: all "
+                                           "agree \\(interrupted: the rest were not "
+                                           "checked\\)")))
+      << out;
+  EXPECT_GE(std::stoi(m[1]), 1);  // the default configuration, at least
+  EXPECT_LT(std::stoi(m[1]), 24);
+  EXPECT_EQ(out.find("DIFFERS"), std::string::npos) << out;  // the stopped one is not a failure
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+}
+
+// `gputune generate`'s exit codes follow the table every command uses: 0 when the written
+// variants agree with the naive kernel, 2 (bad input) for a kernel outside the subset, with the
+// construct that stopped it and how it can still be tuned.
+TEST(CpuCheck, GenerateExitsWithTheCommandsCodes) {
+  TempDir dir;
+  const std::string naive = (source_dir() / "configs" / "naive").string();
+  auto ok = run_gputune("generate '" + naive + "/mv.cu' --kernel mv --job '" + naive +
+                        "/mv.json' --out '" + (dir / "out").string() +
+                        "' --limit 4 --check --size 37,29");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("all 4 variants agree with the naive kernel on the CPU (context 37x29)"),
+            std::string::npos)
+      << ok.out;
+  write_file(dir / "k.cu", R"(
+__global__ void k(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  __shared__ float s[256];
+  s[threadIdx.x] = in[i];
+  __syncthreads();
+  if (i < n) out[i] = s[threadIdx.x];
+}
+)");
+  auto outside = run_gputune("generate '" + (dir / "k.cu").string() + "' --kernel k");
+  EXPECT_EQ(outside.exit_code, 2) << outside.out;
+  EXPECT_NE(outside.out.find("gputune: k.cu:"), std::string::npos) << outside.out;
+  EXPECT_NE(outside.out.find("can still be tuned over its block shape"), std::string::npos)
+      << outside.out;
 }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -534,6 +535,69 @@ __global__ void bad(int* out, int which) {
   EXPECT_EQ(out[3], 7);
   EXPECT_EQ(out[4], -1);  // its source, thread 8, is not in the mask: 0xff bytes
   EXPECT_EQ(out[7], -1);
+}
+
+// interrupt_cpu_launches() (Ctrl-C) stops a launch that would never end, whether its kernel spins
+// or is inside malloc at the time, and refuses launches until allow_cpu_launches(). The folder the
+// kernels were compiled in is gone once they are loaded, so an interrupted process leaves nothing.
+TEST(CpuEmulator, AnInterruptStopsTheRunningLaunchAndLaterOnes) {
+  tuner::CpuKernel k{R"(
+__global__ void spin(int* out, int n, int alloc) {
+  while (n > 0) {
+    if (alloc) {
+      void* p = malloc(64 + threadIdx.x);
+      free(p);
+    } else {
+      atomicAdd(out + 32, 1);
+    }
+  }
+  out[threadIdx.x] = 1;
+}
+)",
+                     "spin",
+                     {},
+                     {}};
+  const char* old_tmp = std::getenv("TMPDIR");
+  const std::string saved = old_tmp ? old_tmp : "";
+  char tmpl[] = "/tmp/gputune-interrupt-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  setenv("TMPDIR", tmpl, 1);
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  if (old_tmp)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+  EXPECT_TRUE(std::filesystem::is_empty(tmpl)) << "the compile folder outlives the build";
+  std::filesystem::remove_all(tmpl);
+
+  m.set_time_limit(30);  // a launch the interrupt misses ends here, as an EmulatorFault
+  std::vector<int> out(33, 0);
+  int* po = out.data();
+  for (int alloc = 0; alloc < 2; ++alloc) {
+    tuner::allow_cpu_launches();
+    int n = 1;
+    void* args[] = {&po, &n, &alloc};
+    std::thread ctrl_c([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      tuner::interrupt_cpu_launches();
+    });
+    EXPECT_THROW(m.launch(0, {2, 1, 1}, {32, 1, 1}, args), tuner::EmulatorInterrupted) << alloc;
+    ctrl_c.join();
+    EXPECT_TRUE(tuner::cpu_launches_interrupted());
+    // A kernel that would end at once is refused too, until launches are allowed again.
+    n = 0;
+    EXPECT_THROW(m.launch(0, {1, 1, 1}, {32, 1, 1}, args), tuner::EmulatorInterrupted);
+    EXPECT_EQ(out[0], 0);
+  }
+  EXPECT_GT(out[32], 0);  // the spinning kernel did run before it was stopped
+  tuner::allow_cpu_launches();
+  EXPECT_FALSE(tuner::cpu_launches_interrupted());
+  int n = 0, alloc = 0;
+  void* args[] = {&po, &n, &alloc};
+  m.launch(0, {1, 1, 1}, {32, 1, 1}, args);
+  EXPECT_EQ(std::count(out.begin(), out.begin() + 32, 1), 32);
+  void* p = std::malloc(1 << 16);  // the C library's allocator is free again
+  std::free(p);
 }
 
 }  // namespace
