@@ -422,12 +422,18 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   // Called for every status >= 400; handlers' own JSON errors have a body already.
   impl_->http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    if (req.path.rfind("/api/", 0) == 0)
-      send_json(res, res.status,
-                {{"error", res.status == 404 ? "no such endpoint: " + req.path : "bad request"},
-                 {"field", ""}});
+    const std::string why = res.status == 404   ? "no such endpoint: " + req.path
+                            : res.status == 413 ? "request body too large (16 MiB at most)"
+                            : res.status == 414
+                                ? "request line too long (" +
+                                      std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) +
+                                      " bytes at most): shorten the query"
+                                : "bad request";
+    // A request line too long is refused before its path is read: it may be an /api/ one.
+    if (req.path.rfind("/api/", 0) == 0 || res.status == 414)
+      send_json(res, res.status, {{"error", why}, {"field", res.status == 414 ? "query" : ""}});
     else
-      res.set_content(res.status == 404 ? "not found" : "bad request", "text/plain");
+      res.set_content(res.status == 404 ? "not found" : why, "text/plain");
   });
   impl_->http.set_payload_max_length(16 * 1024 * 1024 + 1024);
   // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the

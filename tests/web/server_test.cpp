@@ -1,11 +1,44 @@
 #include "web/server.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "db/interchange.h"
+#include "db/store.h"
+#include "json_fuzz.h"
+#include "test_util.h"
 #include "web/charts.h"
 
 namespace gputune::web {
 namespace {
+
+/// A Server on a free loopback port, serving from a thread until the end of the scope (also when
+/// an assertion returns early).
+class Serving {
+ public:
+  explicit Serving(const std::string& db_path)
+      : server_({db_path, "secret-token", "127.0.0.1", 0}),
+        port_(server_.bind()),
+        thread_([this] { server_.run(); }) {}
+  Serving(const Serving&) = delete;
+  Serving& operator=(const Serving&) = delete;
+  ~Serving() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  Server server_;
+  int port_;
+  std::thread thread_;
+};
 
 TEST(Security, LoopbackAddresses) {
   EXPECT_TRUE(is_loopback("127.0.0.1"));
@@ -45,6 +78,154 @@ TEST(Charts, EmptyDataSaysSo) {
   for (size_t p = s.find("<circle"); p != std::string::npos; p = s.find("<circle", p + 1))
     ++circles;
   EXPECT_EQ(circles, 3u);
+}
+
+// Whatever a client POSTs to /api/jobs, mutated at random from a valid submission, the answer is
+// 201 (queued) or 400 with a JSON error and the field at fault: never a 500, a crash or a hang,
+// and the queue holds exactly the jobs that were accepted.
+TEST(Api, FuzzedJobSubmissionsAreRefusedWithTheirFieldOrQueued) {
+  test::TempDir dir;
+  const std::string db_path = (dir / "g.db").string();
+  auto serving = std::make_unique<Serving>(db_path);
+  httplib::Client c("127.0.0.1", serving->port());
+  c.set_read_timeout(60, 0);
+  const httplib::Headers auth = {{"Authorization", "Bearer secret-token"}};
+  const nlohmann::json valid = {
+      {"document",
+       nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},
+      {"kernel_source", test::read_file(test::examples_dir() / "vector_add.cu")},
+      {"name", "fuzz"}};
+  std::mt19937 rng(20261124);
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    nlohmann::json body = valid;
+    const int changes = 1 + static_cast<int>(rng() % 3);
+    for (int m = 0; m < changes; ++m) {
+      if (rng() % 4 == 0)
+        test::mutate_json(body, rng);  // the envelope
+      else if (body.contains("document"))
+        test::mutate_json(body["document"], rng);  // the T1 job inside it
+    }
+    std::string text = body.dump();
+    if (i % 25 == 0) text = text.substr(0, rng() % text.size());  // cut short
+    auto r = c.Post("/api/jobs", auth, text, "application/json");
+    ASSERT_TRUE(r) << "no answer (" << httplib::to_string(r.error()) << ") to " << text;
+    if (r->status == 201) {
+      ++accepted;
+      continue;
+    }
+    ASSERT_EQ(r->status, 400) << r->body << "\n" << text;
+    const auto answer = nlohmann::json::parse(r->body);
+    ASSERT_TRUE(answer.contains("error") && answer["error"].is_string()) << r->body;
+    EXPECT_FALSE(answer["error"].get<std::string>().empty()) << text;
+    ASSERT_TRUE(answer.contains("field")) << r->body;
+    ++refused;
+  }
+  auto untouched = c.Post("/api/jobs", auth, valid.dump(), "application/json");
+  ASSERT_TRUE(untouched);
+  EXPECT_EQ(untouched->status, 201) << untouched->body;
+  serving.reset();
+  EXPECT_GT(refused, 100);  // the mutations reach the checks
+  db::Store store(db_path);
+  EXPECT_EQ(store.queue(1000).size(), static_cast<size_t>(accepted + 1));
+}
+
+// Every read endpoint, on a database with a real run (Kernel Tuner's dedispersion cache), with
+// ids and query values at random from the kinds that break parsers: the answer is 200, or 400,
+// 404 or 414 (a query over 8 KiB) with a JSON error naming the field; never a 500 or a dropped
+// connection.
+TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
+  test::TempDir dir;
+  const std::string db_path = (dir / "g.db").string();
+  std::int64_t run = 0, context = 0;
+  {
+    db::Store store(db_path);
+    run = db::import_kernel_tuner_cache(
+              store,
+              (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string())
+              .run_id;
+    context = store.contexts("dedispersion_kernel").at(0).id;
+  }
+  auto serving = std::make_unique<Serving>(db_path);
+  httplib::Client c("127.0.0.1", serving->port());
+  c.set_read_timeout(60, 0);
+  const std::vector<std::string> paths = {"/api/devices",
+                                          "/api/kernels",
+                                          "/api/kernels/{id}",
+                                          "/api/contexts",
+                                          "/api/runs",
+                                          "/api/runs/{id}",
+                                          "/api/runs/{id}/measurements",
+                                          "/api/winners",
+                                          "/api/best",
+                                          "/api/runs/{id}/best_over_time",
+                                          "/api/queue",
+                                          "/api/runs/{id}/parameters",
+                                          "/api/runs/{id}/predicted",
+                                          "/api/runs/{id}/best.svg",
+                                          "/api/runs/{id}/scatter.svg",
+                                          "/api/runs/{id}/parameters.svg",
+                                          "/api/contexts/{id}/history",
+                                          "/api/contexts/{id}/history.svg"};
+  const std::vector<std::string> names = {"limit", "offset", "context", "status", "q",     "sort",
+                                          "order", "kernel", "device",  "t",      "limit", "id"};
+  const std::vector<std::string> values = {"",
+                                           "0",
+                                           "-1",
+                                           "1",
+                                           "20",
+                                           "1000",
+                                           "1001",
+                                           "abc",
+                                           "1e9",
+                                           "0x10",
+                                           "99999999999999999999",
+                                           "9223372036854775807",
+                                           "-9223372036854775808",
+                                           "%00",
+                                           "%27%20OR%201%3D1%20--",
+                                           "dedispersion_kernel",
+                                           "time",
+                                           "desc",
+                                           "correct",
+                                           "25000x2048x1",
+                                           "NVIDIA%20RTX%20A4000",
+                                           "%E2%9C%93",
+                                           "%FF%FE",
+                                           std::string(5000, 'a')};
+  std::mt19937 rng(20261124);
+  std::map<int, int> statuses;
+  for (int i = 0; i < 1500; ++i) {
+    std::string path = paths[rng() % paths.size()];
+    if (const size_t at = path.find("{id}"); at != std::string::npos) {
+      const std::vector<std::string> ids = {
+          std::to_string(run), std::to_string(context), "0", "1", "999999", "99999999999999999999"};
+      path.replace(at, 4, ids[rng() % ids.size()]);
+    }
+    const int n = static_cast<int>(rng() % 4);
+    for (int q = 0; q < n; ++q)
+      path += std::string(q == 0 ? "?" : "&") + names[rng() % names.size()] + "=" +
+              values[rng() % values.size()];
+    auto r = c.Get(path);
+    ASSERT_TRUE(r) << "no answer (" << httplib::to_string(r.error()) << ") to " << path;
+    ++statuses[r->status];
+    ASSERT_TRUE(r->status == 200 || r->status == 400 || r->status == 404 || r->status == 414)
+        << r->status << " " << path << "\n"
+        << r->body.substr(0, 500);
+    if (r->status != 200) {
+      const auto answer = nlohmann::json::parse(r->body);
+      EXPECT_FALSE(answer.value("error", "").empty()) << path;
+      EXPECT_TRUE(answer.contains("field")) << path;
+    } else if (path.find(".svg") == std::string::npos) {
+      EXPECT_TRUE(nlohmann::json::accept(r->body)) << path;
+    } else {
+      EXPECT_EQ(r->body.rfind("<svg", 0), 0u) << path;
+    }
+  }
+  serving.reset();
+  EXPECT_GT(statuses[200], 300);  // the real data is reached, not only refusals
+  EXPECT_GT(statuses[400], 100);
+  EXPECT_GT(statuses[404], 50);
 }
 
 }  // namespace
