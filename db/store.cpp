@@ -362,7 +362,7 @@ std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::stri
                                       const std::string& device) {
   Statement s(db_,
               "SELECT k.name, c.label, d.name, v.config_key, v.params, m.time_ms, m.run_id, m.id, "
-              "m.gflops, m.gbps, m.registers, m.occupancy FROM winners w "
+              "m.gflops, m.gbps, m.registers, m.occupancy, c.id, k.hash FROM winners w "
               "JOIN measurements m ON m.id=w.measurement_id JOIN contexts c ON c.id=w.context_id "
               "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
               "JOIN variants v ON v.id=m.variant_id "
@@ -380,6 +380,7 @@ std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::stri
     if (!s.is_null(9)) w.gbps = s.real(9);
     if (!s.is_null(10)) w.registers = static_cast<int>(s.int64(10));
     if (!s.is_null(11)) w.occupancy = s.real(11);
+    w.context_id = s.int64(12), w.kernel_hash = s.text(13);
     out.push_back(std::move(w));
   }
   return out;

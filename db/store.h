@@ -69,6 +69,8 @@ struct WinnerRow {
   std::string kernel, context_label, device, config_key, params_json;
   double time_ms = 0;
   std::int64_t run_id = 0, measurement_id = 0;
+  std::int64_t context_id = 0;
+  std::string kernel_hash;  ///< the kernel source's content hash (one per version of the source)
   std::optional<double> gflops, gbps;
   std::optional<int> registers;
   std::optional<double> occupancy;

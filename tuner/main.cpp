@@ -2,9 +2,11 @@
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "db/interchange.h"
 #include "db/store.h"
+#include "db/tuned_header.h"
 #include "pruner/device_spec.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_check.h"
@@ -346,17 +349,72 @@ int cmd_replay(int argc, char** argv) {
   return 0;
 }
 
+/// Writes `text` to `file` through a temporary file beside it and a rename, so an existing file
+/// is replaced whole or not at all. False (with the reason on stderr) when it cannot.
+bool write_file_atomically(const std::string& file, const std::string& text) {
+  const std::string tmp = file + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::cerr << "gputune: cannot write " << file << ": " << std::strerror(errno) << "\n";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    std::cerr << "gputune: cannot write " << file << ": " << std::strerror(errno) << "\n";
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// Today's date in UTC, as 2026-11-24.
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
 int cmd_best(int argc, char** argv) {
   cxxopts::Options o("gputune best", "Look up the stored winner of a kernel");
   o.add_options()("kernel", "kernel name or hash prefix", cxxopts::value<std::string>())(
       "context", "context label, e.g. 4096x4096", cxxopts::value<std::string>()->default_value(""))(
       "device", "device name", cxxopts::value<std::string>()->default_value(""))(
-      "db", "database file", cxxopts::value<std::string>())("json", "print JSON")("h,help", "help");
+      "db", "database file", cxxopts::value<std::string>())("json", "print JSON")(
+      "header",
+      "write a C/C++ header of the winners (-DGPUTUNE_TARGET_<device>, -DGPUTUNE_CONTEXT_<label> "
+      "select one) to FILE ('-': stdout)",
+      cxxopts::value<std::string>())("h,help", "help");
   o.parse_positional({"kernel"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
   db::Store store(db_of(r));
   std::string kernel = r["kernel"].as<std::string>();
+  if (r.count("header")) {
+    db::HeaderOptions h{r["context"].as<std::string>(), r["device"].as<std::string>(), db_of(r),
+                        today_utc()};
+    std::string text;
+    try {
+      text = db::tuned_header(store, kernel, h);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gputune: " << e.what() << "\n";
+      return tuner::kExitBadInput;
+    }
+    const std::string file = r["header"].as<std::string>();
+    if (file == "-") {
+      std::cout << text;
+      return 0;
+    }
+    if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
+    std::cerr << "gputune: wrote " << file << "\n";
+    return 0;
+  }
   auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
   if (ws.empty()) {
     std::cerr << "gputune: no winner stored for kernel '" << kernel << "'";
@@ -454,12 +512,8 @@ int cmd_export(int argc, char** argv) {
   }
   std::string doc = db::export_t4(store, run);
   if (r.count("output")) {
-    std::ofstream out(r["output"].as<std::string>());
-    out << doc << "\n";
-    if (!out) {
-      std::cerr << "gputune: cannot write " << r["output"].as<std::string>() << "\n";
-      return 2;
-    }
+    if (!write_file_atomically(r["output"].as<std::string>(), doc + "\n"))
+      return tuner::kExitBadInput;
   } else {
     std::cout << doc << "\n";
   }
