@@ -10,6 +10,7 @@
 #include "db/browse.h"
 #include "db/sqlite.h"
 #include "db/store.h"
+#include "db/tuned_header.h"
 #include "variants/job.h"
 #include "variants/space.h"
 #include "web/assets.h"
@@ -215,6 +216,23 @@ void Server::Impl::routes() {
     auto k = db::Browser(store()).kernel(path_id(req));
     if (!k) throw HttpError{404, "no such kernel", "id"};
     send_json(res, 200, *k);
+  });
+  // The kernel's winners as a C/C++ header (db/tuned_header.h), this version of its source only.
+  get(R"(/api/kernels/(\d+)/header)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto k = db::Browser(store()).kernel(path_id(req));
+    if (!k) throw HttpError{404, "no such kernel", "id"};
+    const std::string name = (*k)["name"].get<std::string>();
+    std::string text;
+    try {
+      text = db::tuned_header(
+          store(), (*k)["hash"].get<std::string>(),
+          {str_param(req, "context"), str_param(req, "device"), "the daemon's database", ""});
+    } catch (const std::invalid_argument& e) {
+      throw HttpError{404, e.what(), "id"};
+    }
+    std::string file = db::macro_suffix(name) + "_tuned.h";
+    res.set_header("Content-Disposition", "attachment; filename=\"" + file + "\"");
+    res.set_content(text, "text/x-c; charset=utf-8");
   });
   get("/api/contexts", [this](const httplib::Request& req, httplib::Response& res) {
     std::string kernel = str_param(req, "kernel");

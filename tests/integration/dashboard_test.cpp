@@ -3,6 +3,7 @@
 // strings from the database stay text, and each page is saved as a screenshot
 // (build/screenshots/*.png).
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "daemon_util.h"
 #include "webdriver.h"
@@ -94,6 +95,25 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_NE(contexts.find("x"), std::string::npos);
   EXPECT_NE(wd.text("#contexts tbody tr:first-child td:nth-child(6)").find('x'), std::string::npos)
       << "speedup";
+  // The winners as a header, linked from the page: what the application compiles with.
+  const std::string href = wd.script(
+                                 "return document.getElementById('header-link')."
+                                 "getAttribute('href');")
+                               .get<std::string>();
+  EXPECT_EQ(href, "/api/kernels/1/header");
+  httplib::Client api(d.url());
+  auto header = api.Get(href.c_str());
+  ASSERT_TRUE(header);
+  EXPECT_EQ(header->status, 200);
+  EXPECT_EQ(header->get_header_value("Content-Disposition"),
+            "attachment; filename=\"vector_add_tuned.h\"");
+  EXPECT_EQ(header->body.rfind("/* Tuned parameters of the kernel 'vector_add'", 0), 0u)
+      << header->body;
+  EXPECT_NE(header->body.find("#if defined(GPUTUNE_TARGET_Fake_GPU_gputune_test_driver) && "
+                              "defined(GPUTUNE_CONTEXT_16M)"),
+            std::string::npos)
+      << header->body;
+  EXPECT_EQ(api.Get("/api/kernels/999/header")->status, 404);
   wd.screenshot(shot("kernel.png"));
 
   // Run page: a large run, paged and sorted by the server.

@@ -122,7 +122,10 @@ async function kernelPage(main) {
   const k = await api('/api/kernels/' + encodeURIComponent(params.get('id') || ''));
   document.getElementById('crumb').textContent = 'kernel ' + k.name;
   main.textContent = '';
+  const tuned = k.contexts.some(c => c.time_ms != null);
   main.append(section('Kernel ' + k.name, el('p', {class: 'muted'}, 'source hash ' + k.hash),
+    tuned ? el('p', {}, el('a', {id: 'header-link', href: '/api/kernels/' + k.id + '/header'}, 'Download the winners as a C/C++ header'),
+      el('span', {class: 'muted'}, ' (compile with -DGPUTUNE_TARGET_<device> -DGPUTUNE_CONTEXT_<context>)')) : null,
     sortableTable('contexts', [
       {title: 'context', value: c => c.context, render: c => link('/history.html?context=' + c.context_id, c.context)},
       {title: 'device', value: c => c.device}, {title: 'arch', value: c => c.arch},
