@@ -127,6 +127,22 @@ int attr(CUdevice dev, CUdevice_attribute a) {
 }
 }  // namespace
 
+std::string describe_devices() {
+  const Driver& d = drv();
+  if (!d.available()) return "no CUDA device: " + d.unavailable_reason();
+  const int n = d.device_count();
+  std::string out = std::to_string(n) + (n == 1 ? " CUDA device" : " CUDA devices");
+  for (int i = 0; i < n; ++i) {
+    CUdevice dev;
+    char name[256] = {};
+    if (d.cuDeviceGet(&dev, i) != CUDA_SUCCESS ||
+        d.cuDeviceGetName(name, sizeof name, dev) != CUDA_SUCCESS)
+      std::snprintf(name, sizeof name, "(its name cannot be read)");
+    out += std::string(i ? ", " : ": ") + std::to_string(i) + " " + name;
+  }
+  return out;
+}
+
 DeviceInfo query_device(int index) {
   const Driver& d = drv();
   if (index < 0 || index >= d.device_count())

@@ -95,6 +95,9 @@ struct DeviceInfo {
 /// Device `index` as the driver describes it. Throws CudaError.
 DeviceInfo query_device(int index);
 
+/// The devices the driver reports, for messages: "2 CUDA devices: 0 NVIDIA H200, 1 NVIDIA H200".
+std::string describe_devices();
+
 /// The device's primary context, retained for this object's life and made current on the
 /// constructing thread. Use from one thread.
 class PrimaryContext {

@@ -110,6 +110,14 @@ void stop_on_signals(const char* message, bool cpu) {
   }
 }
 
+/// --gpu N: the CUDA device to use instead of the job's GPUTune.Device.Index, checked now when a
+/// driver is present (the error names --gpu and the devices there are).
+void apply_gpu_option(const cxxopts::ParseResult& r, Job& job) {
+  if (!r.count("gpu")) return;
+  job.device_index = r["gpu"].as<int>();
+  if (tuner::Driver::instance().available()) (void)tuner::job_device(job, "command line", "--gpu");
+}
+
 int cmd_run(int argc, char** argv) {
   cxxopts::Options o("gputune run",
                      "Tune a T1 job: compile, inspect, verify and time its configurations");
@@ -129,12 +137,15 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<std::int64_t>())(
       "no-screen",
       "with the pruner on, compile every planned configuration (default: not those rule 4 drops "
-      "from their source alone)")("q,quiet", "no progress line")("h,help", "help");
+      "from their source alone)")(
+      "gpu", "CUDA device to tune on (default: the job's GPUTune.Device.Index, else 0)",
+      cxxopts::value<int>())("q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
+  if (!r.count("no-gpu")) apply_gpu_option(r, job);
   if (r.count("strategy")) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
@@ -288,11 +299,15 @@ int cmd_prune(int argc, char** argv) {
       "compiles, no registers for the screened ones")("json", "one JSON object per configuration")(
       "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
-      "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))("h,help", "help");
+      "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
+      "gpu",
+      "CUDA device to read the limits and rates of (default: the job's Device.Index, else 0)",
+      cxxopts::value<int>())("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
+  apply_gpu_option(r, job);
   tuner::PruneRunOptions po;
   po.device = r["device"].as<std::string>();
   po.context = r["context"].as<std::string>();

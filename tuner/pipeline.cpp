@@ -98,7 +98,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   } else if (const Driver& d = Driver::instance(); !d.available()) {
     no_device_reason = d.unavailable_reason();
   } else {
-    dev = query_device(job.device_index);
+    dev = job_device(job);
   }
   rep.arch = !opt.arch.empty()          ? opt.arch
              : dev                      ? dev->limits.arch()
@@ -725,6 +725,20 @@ void print_report(const RunReport& r, std::ostream& out) {
     }
   }
   out << r.message << "\n";
+}
+
+DeviceInfo job_device(const Job& job, const std::string& source, const std::string& field) {
+  const int n = Driver::instance().device_count();
+  if (job.device_index < 0 || job.device_index >= n)
+    throw JobError(
+        source.empty() ? job.file.string() : source, field,
+        "there is no CUDA device " + std::to_string(job.device_index) + ": this machine has " +
+            describe_devices() +
+            " (CUDA_VISIBLE_DEVICES, when set, numbers the ones it names from 0)",
+        n == 1  ? std::string("use 0, the only device")
+        : n > 1 ? "use an index from 0 to " + std::to_string(n - 1)
+                : std::string("run where there is a GPU"));
+  return query_device(job.device_index);
 }
 
 }  // namespace gputune::tuner

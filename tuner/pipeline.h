@@ -19,6 +19,8 @@
 
 namespace gputune::tuner {
 
+struct DeviceInfo;  // tuner/cuda_driver.h
+
 /// Exit codes of `gputune run` (documented in the README).
 enum ExitCode : int {
   kExitOk = 0,
@@ -83,6 +85,11 @@ struct RunReport {
 /// Runs the whole pipeline. Throws JobError (bad input) and db::DbError (bad database) before
 /// anything is written; other failures are recorded per variant.
 RunReport run_job(const Job& job, const RunOptions& options);
+
+/// The device a job runs on (GPUTune.Device.Index, or --gpu): throws JobError naming that field
+/// and the devices there are when it does not exist. Needs an available driver.
+DeviceInfo job_device(const Job& job, const std::string& source = {},
+                      const std::string& field = "GPUTune.Device.Index");
 
 /// The final table of best configurations, as printed by `gputune run`.
 void print_report(const RunReport& r, std::ostream& out);

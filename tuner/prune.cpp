@@ -11,6 +11,7 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
 #include "tuner/model_stage.h"
+#include "tuner/pipeline.h"
 #include "tuner/screen.h"
 #include "variants/instantiate.h"
 
@@ -37,7 +38,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     dr.name = spec.name, dr.source = "target";
     dr.total_mem = static_cast<std::int64_t>(spec.memory_gib * (1 << 30));
   } else if (Driver::instance().available()) {
-    DeviceInfo info = query_device(job.device_index);
+    DeviceInfo info = job_device(job);
     rates = rates_for_driver(info);
     limits = info.limits;
     rep.device = info.name;
@@ -49,7 +50,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     dr.name = rep.device, dr.source = "target";
     rates.source = "no rates for a bare architecture: pass --device NAME (gputune devices)";
   }
-  rep.rates_source = rates.source;
+  rep.rates_source = o.model ? rates.source : "";
   dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor, dr.sm_count = limits.sm_count;
   rep.arch = limits.arch();
 
@@ -226,12 +227,17 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
       << 100.0 * static_cast<double>(r.kept) /
              static_cast<double>(std::max<size_t>(1, r.space_size))
       << "%)\n";
-  out << "  model: " << r.predicted << " variants predicted, rates from " << r.rates_source
-      << "; calibration "
-      << (r.calibration_samples
-              ? "fitted on " + std::to_string(r.calibration_samples) + " measurements"
-              : std::string("default constants (no measurements yet)"))
-      << "; margin " << std::setprecision(2) << r.margin << "\n";
+  if (r.rates_source.empty())
+    out << "  model: off (--no-model): resource, spill and duplicate rules only\n";
+  else if (!r.rates)
+    out << "  model: off: " << r.rates_source << "\n";
+  else
+    out << "  model: " << r.predicted << " variants predicted, rates from " << r.rates_source
+        << "; calibration "
+        << (r.calibration_samples
+                ? "fitted on " + std::to_string(r.calibration_samples) + " measurements"
+                : std::string("default constants (no measurements yet)"))
+        << "; margin " << std::setprecision(2) << r.margin << "\n";
   if (r.not_analysed)
     out << "  model: " << r.not_analysed
         << " variants could not be analysed and are judged by the resource rules only; first: "

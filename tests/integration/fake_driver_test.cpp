@@ -365,5 +365,37 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
       << other.out;
 }
 
+// A CUDA device that does not exist, in the job (GPUTune.Device.Index) or on the command line
+// (--gpu), is bad input naming the field and the devices there are; --gpu picks the device.
+TEST(FakeDriver, ADeviceThatDoesNotExistIsBadInputListingTheDevicesThereAre) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Device"]["Index"] = 3;
+  test::write_file(dir / "job.json", job.dump());
+  const std::string file = (dir / "job.json").string(), db = (dir / "g.db").string();
+  auto in_job = sh(with_fake() + "run '" + file + "' --db '" + db + "'");
+  EXPECT_EQ(in_job.exit_code, 2) << in_job.out;
+  EXPECT_NE(in_job.out.find("field 'GPUTune.Device.Index': there is no CUDA device 3: this "
+                            "machine has 1 CUDA device: 0 Fake GPU (gputune test driver)"),
+            std::string::npos)
+      << in_job.out;
+  EXPECT_NE(in_job.out.find("Fix: use 0, the only device"), std::string::npos) << in_job.out;
+  auto option = sh(with_fake() + "prune '" + file + "' --gpu 1 --no-store --no-model");
+  EXPECT_EQ(option.exit_code, 2) << option.out;
+  EXPECT_NE(option.out.find("command line: field '--gpu': there is no CUDA device 1"),
+            std::string::npos)
+      << option.out;
+  // --gpu 0 replaces the job's index 3.
+  auto ok = sh(with_fake() + "prune '" + file + "' --gpu 0 --no-store --no-model");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("Fake GPU (gputune test driver)"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("model: off (--no-model)"), std::string::npos) << ok.out;
+  if (std::filesystem::exists(db)) {  // nothing was stored for the refused run
+    db::Store store(db);
+    EXPECT_TRUE(store.runs().empty());
+  }
+}
+
 }  // namespace
 }  // namespace gputune
