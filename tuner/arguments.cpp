@@ -248,6 +248,28 @@ std::uint64_t available_memory_bytes() {
   return avail;
 }
 
+void check_argument_memory(const Job& job, const ContextSpec& ctx,
+                           const std::vector<HostArgument>& sized, std::uint64_t available,
+                           const std::string& where, const std::string& fix) {
+  std::uint64_t total = 0, largest = 0;
+  size_t largest_at = 0;
+  for (size_t i = 0; i < sized.size(); ++i) {
+    if (!sized[i].is_vector) continue;
+    const std::uint64_t bytes = sized[i].elements *
+                                static_cast<std::uint64_t>(sized[i].type.components) *
+                                static_cast<std::uint64_t>(sized[i].type.scalar_bytes);
+    total += bytes;
+    if (bytes > largest) largest = bytes, largest_at = i;
+  }
+  if (available == 0 || total <= available) return;
+  throw JobError(job.file.string(), "KernelSpecification.Arguments",
+                 "the arguments need " + std::to_string(total) + " bytes in context " + ctx.name +
+                     " (the largest, Arguments[" + std::to_string(largest_at) + "] (" +
+                     sized[largest_at].name + "), " + std::to_string(largest) +
+                     "), more than the " + std::to_string(available) + " bytes " + where,
+                 fix);
+}
+
 std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                          ArgumentContents contents) {
   const bool fill_vectors = contents == ArgumentContents::Filled;
@@ -272,33 +294,11 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                      "use a smaller size");
     return elements * element;
   };
-  if (fill_vectors) {  // every vector's bytes, before any is allocated (sizes not valid: below)
-    std::uint64_t total = 0, largest = 0;
-    size_t largest_at = 0;
-    for (size_t i = 0; i < job.arguments.size(); ++i) {
-      const Argument& a = job.arguments[i];
-      if (a.memory_type != "Vector") continue;
-      const std::string path =
-          "KernelSpecification.Arguments[" + std::to_string(i) + "] (" + a.name + ")";
-      const Value size = eval(a.size_expr, path + ".Size");
-      if (!size.is_int() || size.as_int() < 1) continue;
-      const ElementType type = parse_element_type(a.type);
-      const std::uint64_t bytes =
-          vector_bytes(path, static_cast<std::uint64_t>(size.as_int()),
-                       static_cast<std::uint64_t>(type.components * type.scalar_bytes));
-      total += bytes;
-      if (bytes > largest) largest = bytes, largest_at = i;
-    }
-    const std::uint64_t available = available_memory_bytes();
-    if (available > 0 && total > available)
-      throw JobError(job.file.string(), "KernelSpecification.Arguments",
-                     "the arguments need " + std::to_string(total) + " bytes in context " +
-                         ctx.name + " (the largest, Arguments[" + std::to_string(largest_at) +
-                         "] (" + job.arguments[largest_at].name + "), " + std::to_string(largest) +
-                         "), more than the " + std::to_string(available) +
-                         " bytes of memory this machine has available",
-                     "use a smaller problem size (or a smaller --size with gputune check)");
-  }
+  // Every vector's bytes, before any is allocated: sized first (which checks each size).
+  if (fill_vectors)
+    check_argument_memory(job, ctx, make_arguments(job, ctx, ArgumentContents::SizesOnly),
+                          available_memory_bytes(), "of memory this machine has available",
+                          "use a smaller problem size (or a smaller --size with gputune check)");
   std::vector<HostArgument> out;
   for (size_t i = 0; i < job.arguments.size(); ++i) {
     const Argument& a = job.arguments[i];

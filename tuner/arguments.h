@@ -49,6 +49,13 @@ enum class ArgumentContents { Filled, SizesOnly };
 /// cgroup (v2 memory.max - memory.current) leaves, if that is less; 0 when neither can be read.
 std::uint64_t available_memory_bytes();
 
+/// Throws JobError (field KernelSpecification.Arguments) when the vectors of `sized` (a context's
+/// arguments, as make_arguments sizes them) need more than `available` bytes together, naming the
+/// largest; `where` says whose bytes ("of memory this machine has available"). 0: no limit.
+void check_argument_memory(const Job& job, const ContextSpec& ctx,
+                           const std::vector<HostArgument>& sized, std::uint64_t available,
+                           const std::string& where, const std::string& fix);
+
 /// Sizes and fills every argument for a context. Sizes may use ProblemSize, context values, and
 /// parameter names bound to their full value lists (e.g. "ProblemSize[0]+max(filter_width)-1").
 /// Throws JobError naming the argument's field; when filling, the vectors' total is checked

@@ -152,6 +152,27 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   configs.reserve(order.size());
   for (size_t i : order) configs.push_back(space.config(i));
 
+  // Every context's arguments are sized, and checked against the memory they will take (this
+  // machine's; the GPU's, less the L2 flush buffer and what the CUDA context itself takes),
+  // before anything is compiled: bad sizes are the job's fault, found in seconds.
+  for (const ContextSpec& ctx : job.contexts) {
+    const std::vector<HostArgument> sized = make_arguments(job, ctx, ArgumentContents::SizesOnly);
+    check_argument_memory(job, ctx, sized, available_memory_bytes(),
+                          "of memory this machine has available", "use a smaller problem size");
+    if (!dev) continue;
+    constexpr std::uint64_t kContextReserve = std::uint64_t{512} << 20;
+    const std::uint64_t flush = 2 * static_cast<std::uint64_t>(std::max(dev->l2_bytes, 0));
+    const auto total = static_cast<std::uint64_t>(dev->total_mem);
+    const std::uint64_t usable =
+        total > flush + kContextReserve ? total - flush - kContextReserve : std::uint64_t{1};
+    check_argument_memory(job, ctx, sized, usable,
+                          "that device " + std::to_string(dev->index) + " (" + dev->name + ", " +
+                              std::to_string(total) + " bytes) can give them (" +
+                              std::to_string(flush) + " go to the L2 flush buffer, " +
+                              std::to_string(kContextReserve) + " are kept for the CUDA context)",
+                          "use a smaller problem size in this context, or a GPU with more memory");
+  }
+
   // The device's record and the model's calibration for it (fitted by earlier runs).
   db::DeviceRecord dr;
   if (dev) {
@@ -229,469 +250,488 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     t.commit();
   }
   rep.run_id = run_id;
-  if (opt.on_run_started) opt.on_run_started(run_id);
-  // On resume: what this run already measured, per (context, variant).
-  std::set<std::pair<std::int64_t, std::int64_t>> already;
-  if (opt.resume_run)
-    for (auto& p : store.measured_pairs(run_id)) already.insert(p);
+  // From here on an error must not leave the run marked running: it ends as failed, with why.
+  try {
+    if (opt.on_run_started) opt.on_run_started(run_id);
+    // On resume: what this run already measured, per (context, variant).
+    std::set<std::pair<std::int64_t, std::int64_t>> already;
+    if (opt.resume_run)
+      for (auto& p : store.measured_pairs(run_id)) already.insert(p);
 
-  // A compile failure of every variant is the job's fault: store the evidence, then say so.
-  if (rep.compiled_ok == 0) {
-    std::string first_log;
-    for (auto& c : compiled)
-      if (!c.ok) {
-        first_log = c.log;
-        break;
-      }
-    store.finish_run(run_id, "failed", "no configuration compiled");
-    db::Transaction t(store.db());
-    db::ContextRecord cr;
-    cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = job.contexts[0].name;
-    cr.problem_size_json = value_to_json(Value(job.contexts[0].problem_size)).dump();
-    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
-    cr.nvrtc_version = nvrtc_version();
-    std::int64_t ctx_id = store.upsert_context(cr);
-    for (size_t i = 0; i < configs.size(); ++i) {
-      db::MeasurementRecord m;
-      m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
-      m.status = "compile", m.reason = inspected[i].reason, m.log = compiled[i].log;
-      m.compile_ms = compiled[i].compile_ms;
-      store.add_measurement(m);
-    }
-    t.commit();
-    if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
-    // Parameters become -D macros, which CUDA's own headers also see: name the clash.
-    std::string fix = "fix the compile errors above";
-    if (first_log.find("__nv_nvrtc_builtin_header") != std::string::npos)
-      for (auto& p : job.parameters)
-        if (first_log.find(" " + p.name + "[") != std::string::npos ||
-            first_log.find(" " + p.name + ";") != std::string::npos ||
-            first_log.find(" " + p.name + " ") != std::string::npos)
-          fix = "parameter '" + p.name + "' becomes the macro -D" + p.name +
-                ", which clashes with an identifier in CUDA's headers; rename the parameter";
-    throw JobError(job.file.string(), "KernelSpecification.KernelFile",
-                   "the kernel does not compile for any of the " + std::to_string(configs.size()) +
-                       " configurations (run " + std::to_string(run_id) +
-                       " keeps every log). First log:\n" + first_log,
-                   fix);
-  }
-
-  // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.
-  std::unique_ptr<PrimaryContext> gpu;
-  if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
-  // The time budget, as a deadline (max() when the job sets none).
-  Clock::time_point deadline = Clock::time_point::max();
-  if (job.budget.max_seconds)
-    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(*job.budget.max_seconds));
-  std::int64_t done_total = 0;
-  for (const ContextSpec& ctx : job.contexts) {
-    Stage stage(log, "context " + ctx.name);
-    db::ContextRecord cr;
-    cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
-    cr.problem_size_json = value_to_json(Value(ctx.problem_size)).dump();
-    nlohmann::json vals = nlohmann::json::object();
-    for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
-    cr.values_json = vals.dump();
-    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
-    cr.nvrtc_version = nvrtc_version();
-    cr.driver_version = dev ? Driver::instance().version() : 0;
-    std::int64_t ctx_id = store.upsert_context(cr);
-
-    std::unique_ptr<Measurer> measurer;
-    if (gpu)
-      measurer = std::make_unique<Measurer>(*gpu, *dev, make_arguments(job, ctx), job.measure,
-                                            job.abs_tolerance, job.rel_tolerance);
-    // Reference outputs: ReferenceArguments, else the default configuration's outputs.
-    std::vector<std::vector<unsigned char>> reference;
-    std::optional<double> default_ms;
-    bool need_reference = false;
-    if (measurer)
-      for (auto& a : measurer->arguments())
-        need_reference = need_reference || (a.output && a.reference.empty());
-
-    struct Row {
-      std::optional<Variant> v;
-      pruner::Occupancy occ;
-      std::string geometry_error;
-    };
-    std::vector<Row> rows(configs.size());
-    for (size_t i = 0; i < configs.size(); ++i) {
-      try {
-        rows[i].v = instantiate(job, source, configs[i], ctx);
-        if (inspected[i].ok)
-          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
-                                                  rows[i].v->geometry.block,
-                                                  rows[i].v->geometry.dynamic_smem, limits);
-      } catch (const JobError& e) {
-        rows[i].geometry_error = e.problem;
-      }
-    }
-    // The model: traffic analysis, predictions; with the pruner enabled, its rules decide what is
-    // not measured (the default configuration always is: it is the reference).
-    ModelRun model;
-    std::vector<bool> pruned(configs.size(), false);
-    std::vector<pruner::Decision> decisions(configs.size());
-    if (use_model) {
-      Stage sm(log, "model " + ctx.name);
-      std::vector<bool> usable(configs.size());
-      std::vector<pruner::Occupancy> occ(configs.size());
+    // A compile failure of every variant is the job's fault: store the evidence, then say so.
+    if (rep.compiled_ok == 0) {
+      std::string first_log;
+      for (auto& c : compiled)
+        if (!c.ok) {
+          first_log = c.log;
+          break;
+        }
+      store.finish_run(run_id, "failed", "no configuration compiled");
+      db::Transaction t(store.db());
+      db::ContextRecord cr;
+      cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = job.contexts[0].name;
+      cr.problem_size_json = value_to_json(Value(job.contexts[0].problem_size)).dump();
+      cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
+      cr.nvrtc_version = nvrtc_version();
+      std::int64_t ctx_id = store.upsert_context(cr);
       for (size_t i = 0; i < configs.size(); ++i) {
-        usable[i] = inspected[i].ok && rows[i].v.has_value();
-        occ[i] = rows[i].occ;
+        db::MeasurementRecord m;
+        m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
+        m.status = "compile", m.reason = inspected[i].reason, m.log = compiled[i].log;
+        m.compile_ms = compiled[i].compile_ms;
+        store.add_measurement(m);
       }
-      // The measurer's arguments when there is one (sizing and filling them again is not free).
-      std::vector<HostArgument> own_args;
-      if (!measurer) own_args = make_arguments(job, ctx, ArgumentContents::SizesOnly);
-      model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : own_args,
-                        usable, occ, rates, calibration,
-                        opt.threads ? opt.threads : job.compile_threads, opt.progress);
-      log << "gputune: model: " << model.predicted << " of " << configs.size()
-          << " variants predicted; rates from " << rates.source << "; calibration "
-          << (calibration.samples
-                  ? "fitted on " + std::to_string(calibration.samples) + " measurements"
-                  : std::string("default"))
-          << "\n";
-      if (model.not_analysed)
-        log << "gputune: model: " << model.not_analysed
-            << " variants not analysed (judged by the resource rules only): " << model.first_error
-            << "\n";
-      if (job.pruner.enabled) {
-        pruner::PruneResult pr = pruner::apply_rules(rule_inputs(job, configs, ctx, compile_report),
-                                                     limits, rule_options);
-        std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);
-        pr.counts.push_back({"model", by_model + mark_screened(pr.decisions, screen)});
-        decisions = pr.decisions;
-        log << "gputune: pruner:";
-        for (auto& c : pr.counts) log << " " << c.rule << " " << c.removed;
-        log << " (removed per rule)\n";
-        for (size_t i = 0; i < configs.size(); ++i)
-          pruned[i] =
-              (inspected[i].ok || screened[i]) && !decisions[i].kept && static_cast<long>(i) != def;
-      }
+      t.commit();
+      if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
+      // Parameters become -D macros, which CUDA's own headers also see: name the clash.
+      std::string fix = "fix the compile errors above";
+      if (first_log.find("__nv_nvrtc_builtin_header") != std::string::npos)
+        for (auto& p : job.parameters)
+          if (first_log.find(" " + p.name + "[") != std::string::npos ||
+              first_log.find(" " + p.name + ";") != std::string::npos ||
+              first_log.find(" " + p.name + " ") != std::string::npos)
+            fix = "parameter '" + p.name + "' becomes the macro -D" + p.name +
+                  ", which clashes with an identifier in CUDA's headers; rename the parameter";
+      throw JobError(job.file.string(), "KernelSpecification.KernelFile",
+                     "the kernel does not compile for any of the " +
+                         std::to_string(configs.size()) + " configurations (run " +
+                         std::to_string(run_id) + " keeps every log). First log:\n" + first_log,
+                     fix);
     }
 
-    auto base_record = [&](size_t i) {
-      db::MeasurementRecord m;
-      m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
-      m.compile_ms = compiled[i].compile_ms;
-      m.cubin_hash = compiled[i].cubin_hash;
-      if (inspected[i].ok) {
-        const auto& r = inspected[i].res;
-        m.registers = r.registers, m.static_smem = r.static_smem, m.local_bytes = r.local_bytes;
-        if (r.spill_stores >= 0) m.spill_bytes = r.spill_stores + r.spill_loads;
-        m.occupancy = rows[i].occ.occupancy;
-      }
-      if (rows[i].v)
-        m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
-      m.is_default = static_cast<long>(i) == def;
-      if (use_model && model.predictions[i].ok) m.predicted_ms = model.predictions[i].ms;
-      return m;
-    };
-    auto prefail = [&](size_t i, db::MeasurementRecord& m) {
-      if (!compiled[i].ok) {
-        m.status = "compile", m.reason = "NVRTC compile failed", m.log = compiled[i].log;
-        return true;
-      }
-      if (!inspected[i].ok) {
-        m.status = "compile", m.reason = inspected[i].reason;
-        return true;
-      }
-      if (!rows[i].geometry_error.empty()) {
-        m.status = "constraints", m.reason = rows[i].geometry_error;
-        return true;
-      }
-      return false;
-    };
-    auto work = [&](db::MeasurementRecord& m, const Variant& v, double ms) {
-      if (v.flops) m.gflops = *v.flops / (ms * 1e-3) / 1e9;
-      if (v.bytes) m.gbps = *v.bytes / (ms * 1e-3) / 1e9;
-    };
+    // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.
+    std::unique_ptr<PrimaryContext> gpu;
+    if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
+    // The time budget, as a deadline (max() when the job sets none).
+    Clock::time_point deadline = Clock::time_point::max();
+    if (job.budget.max_seconds)
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(*job.budget.max_seconds));
+    std::int64_t done_total = static_cast<std::int64_t>(already.size());  // resumed: counted
+    for (const ContextSpec& ctx : job.contexts) {
+      Stage stage(log, "context " + ctx.name);
+      db::ContextRecord cr;
+      cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
+      cr.problem_size_json = value_to_json(Value(ctx.problem_size)).dump();
+      nlohmann::json vals = nlohmann::json::object();
+      for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
+      cr.values_json = vals.dump();
+      cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
+      cr.nvrtc_version = nvrtc_version();
+      cr.driver_version = dev ? Driver::instance().version() : 0;
+      std::int64_t ctx_id = store.upsert_context(cr);
 
-    Progress prog("measure " + ctx.name, configs.size(), opt.progress && measurer != nullptr);
-    size_t failures = 0;
-    std::optional<double> best_ms;
-    std::vector<std::pair<double, size_t>> correct;  // (median, config index)
-    std::map<size_t, std::int64_t> measurement_of;
+      std::unique_ptr<Measurer> measurer;
+      if (gpu)
+        measurer = std::make_unique<Measurer>(*gpu, *dev, make_arguments(job, ctx), job.measure,
+                                              job.abs_tolerance, job.rel_tolerance);
+      // Reference outputs: ReferenceArguments, else the default configuration's outputs.
+      std::vector<std::vector<unsigned char>> reference;
+      std::optional<double> default_ms;
+      bool need_reference = false;
+      if (measurer)
+        for (auto& a : measurer->arguments())
+          need_reference = need_reference || (a.output && a.reference.empty());
 
-    // The default configuration runs first: without ReferenceArguments its outputs are the
-    // reference every later variant is verified against. If it fails, the first variant that runs
-    // correctly becomes the reference (and the log says so).
-    std::vector<size_t> run_order;
-    if (def >= 0) run_order.push_back(static_cast<size_t>(def));
-    for (size_t k = 0; k < configs.size(); ++k)
-      if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
-    std::unique_ptr<ModelGuided> guide;
-    if (guided)
-      guide = std::make_unique<ModelGuided>(
-          model.features, rates.rates.value_or(pruner::DeviceRates{}), calibration, pruned);
-
-    // Outcomes measured before an interruption count as measured now (resume).
-    std::map<std::int64_t, size_t> index_of_variant;
-    for (size_t i = 0; i < configs.size(); ++i) index_of_variant[variant_ids[i]] = i;
-    std::map<size_t, double> resumed_ms;
-    if (!already.empty())
-      for (auto& m : store.measurements(run_id, ctx_id))
-        if (m.status == "correct" && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms &&
-            index_of_variant.count(m.variant_id)) {
-          size_t i = index_of_variant[m.variant_id];
-          correct.emplace_back(*m.time_ms, i);
-          measurement_of[i] = m.id;
-          resumed_ms[i] = *m.time_ms;
-          if (!best_ms || *m.time_ms < *best_ms) best_ms = *m.time_ms;
-          if (static_cast<long>(i) == def) default_ms = *m.time_ms;
+      struct Row {
+        std::optional<Variant> v;
+        pruner::Occupancy occ;
+        std::string geometry_error;
+      };
+      std::vector<Row> rows(configs.size());
+      for (size_t i = 0; i < configs.size(); ++i) {
+        try {
+          rows[i].v = instantiate(job, source, configs[i], ctx);
+          if (inspected[i].ok)
+            rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
+                                                    rows[i].v->geometry.block,
+                                                    rows[i].v->geometry.dynamic_smem, limits);
+        } catch (const JobError& e) {
+          rows[i].geometry_error = e.problem;
         }
-
-    bool out_of_time = false;
-    size_t position = 0, measured_count = 0;
-    // Measures (or, without a GPU, records) configuration i; returns its time when correct.
-    auto measure_one = [&](size_t i, const std::string& note) -> std::optional<double> {
-      std::optional<double> result;
-      if (already.count({ctx_id, variant_ids[i]})) {
-        // Measured before the interruption. The reference outputs are not stored: recapture them.
-        if (measurer && need_reference && reference.empty() && measurement_of.count(i)) {
-          Outcome o = measurer->run(compiled[i], *rows[i].v, nullptr, &reference, 1);
-          if (o.status != "correct") reference.clear();
-        }
-        if (resumed_ms.count(i)) result = resumed_ms[i];
-        return result;
       }
-      db::MeasurementRecord m = base_record(i);
-      if (!prefail(i, m)) {
-        if (!measurer) {
-          m.status = "compiled";
-          m.reason = "not timed: no CUDA device (" + no_device_reason + ")";
-          if (!rows[i].occ.feasible)
-            m.reason += "; predicted launch failure: " + rows[i].occ.infeasible_reason;
-        } else if (out_of_time || Clock::now() > deadline) {
-          out_of_time = true;
-          m.status = "timeout";
-          m.reason = "not run: the job's time budget was spent";
-        } else {
-          bool is_ref = need_reference && reference.empty();
-          if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
-          Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
-                                    is_ref ? &reference : nullptr, job.measure.repeats);
-          m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
-          ++measured_count;
-          if (o.status == "correct") {
-            m.time_ms = o.median_ms;
-            result = o.median_ms;
-            work(m, *rows[i].v, o.median_ms);
-            correct.emplace_back(o.median_ms, i);
-            if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
-            if (static_cast<long>(i) == def) default_ms = o.median_ms;
-            if (is_ref) {
-              m.reason = "reference: later variants are verified against these outputs";
-              if (static_cast<long>(i) != def)
-                log << "gputune: note: the default configuration is not available; reference "
-                       "outputs come from "
-                    << configs[i].key() << "\n";
-            }
-          } else {
-            if (is_ref) reference.clear();  // outputs captured before a later failure
+      // The model: traffic analysis, predictions; with the pruner enabled, its rules decide what is
+      // not measured (the default configuration always is: it is the reference).
+      ModelRun model;
+      std::vector<bool> pruned(configs.size(), false);
+      std::vector<pruner::Decision> decisions(configs.size());
+      if (use_model) {
+        Stage sm(log, "model " + ctx.name);
+        std::vector<bool> usable(configs.size());
+        std::vector<pruner::Occupancy> occ(configs.size());
+        for (size_t i = 0; i < configs.size(); ++i) {
+          usable[i] = inspected[i].ok && rows[i].v.has_value();
+          occ[i] = rows[i].occ;
+        }
+        // The measurer's arguments when there is one (sizing and filling them again is not free).
+        std::vector<HostArgument> own_args;
+        if (!measurer) own_args = make_arguments(job, ctx, ArgumentContents::SizesOnly);
+        model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : own_args,
+                          usable, occ, rates, calibration,
+                          opt.threads ? opt.threads : job.compile_threads, opt.progress);
+        log << "gputune: model: " << model.predicted << " of " << configs.size()
+            << " variants predicted; rates from " << rates.source << "; calibration "
+            << (calibration.samples
+                    ? "fitted on " + std::to_string(calibration.samples) + " measurements"
+                    : std::string("default"))
+            << "\n";
+        if (model.not_analysed)
+          log << "gputune: model: " << model.not_analysed
+              << " variants not analysed (judged by the resource rules only): " << model.first_error
+              << "\n";
+        if (job.pruner.enabled) {
+          pruner::PruneResult pr = pruner::apply_rules(
+              rule_inputs(job, configs, ctx, compile_report), limits, rule_options);
+          std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);
+          pr.counts.push_back({"model", by_model + mark_screened(pr.decisions, screen)});
+          decisions = pr.decisions;
+          log << "gputune: pruner:";
+          for (auto& c : pr.counts) log << " " << c.rule << " " << c.removed;
+          log << " (removed per rule)\n";
+          for (size_t i = 0; i < configs.size(); ++i)
+            pruned[i] = (inspected[i].ok || screened[i]) && !decisions[i].kept &&
+                        static_cast<long>(i) != def;
+        }
+      }
+
+      auto base_record = [&](size_t i) {
+        db::MeasurementRecord m;
+        m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
+        m.compile_ms = compiled[i].compile_ms;
+        m.cubin_hash = compiled[i].cubin_hash;
+        if (inspected[i].ok) {
+          const auto& r = inspected[i].res;
+          m.registers = r.registers, m.static_smem = r.static_smem, m.local_bytes = r.local_bytes;
+          if (r.spill_stores >= 0) m.spill_bytes = r.spill_stores + r.spill_loads;
+          m.occupancy = rows[i].occ.occupancy;
+        }
+        if (rows[i].v)
+          m.grid = dims(rows[i].v->geometry.grid), m.block = dims(rows[i].v->geometry.block);
+        m.is_default = static_cast<long>(i) == def;
+        if (use_model && model.predictions[i].ok) m.predicted_ms = model.predictions[i].ms;
+        return m;
+      };
+      auto prefail = [&](size_t i, db::MeasurementRecord& m) {
+        if (!compiled[i].ok) {
+          m.status = "compile", m.reason = "NVRTC compile failed", m.log = compiled[i].log;
+          return true;
+        }
+        if (!inspected[i].ok) {
+          m.status = "compile", m.reason = inspected[i].reason;
+          return true;
+        }
+        if (!rows[i].geometry_error.empty()) {
+          m.status = "constraints", m.reason = rows[i].geometry_error;
+          return true;
+        }
+        return false;
+      };
+      auto work = [&](db::MeasurementRecord& m, const Variant& v, double ms) {
+        if (v.flops) m.gflops = *v.flops / (ms * 1e-3) / 1e9;
+        if (v.bytes) m.gbps = *v.bytes / (ms * 1e-3) / 1e9;
+      };
+
+      Progress prog("measure " + ctx.name, configs.size(), opt.progress && measurer != nullptr);
+      size_t failures = 0;
+      std::optional<double> best_ms;
+      std::vector<std::pair<double, size_t>> correct;  // (median, config index)
+      std::map<size_t, std::int64_t> measurement_of;
+
+      // The default configuration runs first: without ReferenceArguments its outputs are the
+      // reference every later variant is verified against. If it fails, the first variant that runs
+      // correctly becomes the reference (and the log says so).
+      std::vector<size_t> run_order;
+      if (def >= 0) run_order.push_back(static_cast<size_t>(def));
+      for (size_t k = 0; k < configs.size(); ++k)
+        if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
+      std::unique_ptr<ModelGuided> guide;
+      if (guided)
+        guide = std::make_unique<ModelGuided>(
+            model.features, rates.rates.value_or(pruner::DeviceRates{}), calibration, pruned);
+
+      // Outcomes measured before an interruption count as measured now (resume).
+      std::map<std::int64_t, size_t> index_of_variant;
+      for (size_t i = 0; i < configs.size(); ++i) index_of_variant[variant_ids[i]] = i;
+      std::map<size_t, double> resumed_ms;
+      if (!already.empty())
+        for (auto& m : store.measurements(run_id, ctx_id))
+          if (m.status == "correct" && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms &&
+              index_of_variant.count(m.variant_id)) {
+            size_t i = index_of_variant[m.variant_id];
+            correct.emplace_back(*m.time_ms, i);
+            measurement_of[i] = m.id;
+            resumed_ms[i] = *m.time_ms;
+            if (!best_ms || *m.time_ms < *best_ms) best_ms = *m.time_ms;
+            if (static_cast<long>(i) == def) default_ms = *m.time_ms;
+          }
+
+      bool out_of_time = false;
+      size_t position = 0, measured_count = 0;
+      // Measures (or, without a GPU, records) configuration i; returns its time when correct.
+      auto measure_one = [&](size_t i, const std::string& note) -> std::optional<double> {
+        std::optional<double> result;
+        if (already.count({ctx_id, variant_ids[i]})) {
+          // Measured before the interruption. The reference outputs are not stored: recapture them.
+          if (measurer && need_reference && reference.empty() && measurement_of.count(i)) {
+            Outcome o = measurer->run(compiled[i], *rows[i].v, nullptr, &reference, 1);
+            if (o.status != "correct") reference.clear();
+          }
+          if (resumed_ms.count(i)) result = resumed_ms[i];
+          return result;
+        }
+        db::MeasurementRecord m = base_record(i);
+        if (!prefail(i, m)) {
+          if (!measurer) {
+            m.status = "compiled";
+            m.reason = "not timed: no CUDA device (" + no_device_reason + ")";
             if (!rows[i].occ.feasible)
-              m.reason +=
-                  " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
+              m.reason += "; predicted launch failure: " + rows[i].occ.infeasible_reason;
+          } else if (out_of_time || Clock::now() > deadline) {
+            out_of_time = true;
+            m.status = "timeout";
+            m.reason = "not run: the job's time budget was spent";
+          } else {
+            bool is_ref = need_reference && reference.empty();
+            if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
+            Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
+                                      is_ref ? &reference : nullptr, job.measure.repeats);
+            m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
+            ++measured_count;
+            if (o.status == "correct") {
+              m.time_ms = o.median_ms;
+              result = o.median_ms;
+              work(m, *rows[i].v, o.median_ms);
+              correct.emplace_back(o.median_ms, i);
+              if (!best_ms || o.median_ms < *best_ms) best_ms = o.median_ms;
+              if (static_cast<long>(i) == def) default_ms = o.median_ms;
+              if (is_ref) {
+                m.reason = "reference: later variants are verified against these outputs";
+                if (static_cast<long>(i) != def)
+                  log << "gputune: note: the default configuration is not available; reference "
+                         "outputs come from "
+                      << configs[i].key() << "\n";
+              }
+            } else {
+              if (is_ref) reference.clear();  // outputs captured before a later failure
+              if (!rows[i].occ.feasible)
+                m.reason +=
+                    " (the resource model predicted this: " + rows[i].occ.infeasible_reason + ")";
+            }
           }
         }
-      }
-      if (m.status != "correct" && m.status != "compiled") ++failures;
-      if (!note.empty()) m.reason += (m.reason.empty() ? "" : "; ") + note;
-      measurement_of[i] = store.add_measurement(m);
-      ++done_total;
-      if (done_total % 64 == 0) store.update_run_progress(run_id, done_total);
-      return result;
-    };
+        if (m.status != "correct" && m.status != "compiled") ++failures;
+        if (!note.empty()) m.reason += (m.reason.empty() ? "" : "; ") + note;
+        measurement_of[i] = store.add_measurement(m);
+        ++done_total;
+        if (done_total % 64 == 0) store.update_run_progress(run_id, done_total);
+        return result;
+      };
 
-    std::vector<char> visited(configs.size(), 0);
-    auto next_index = [&]() -> std::optional<size_t> {
-      if (measured_count >= measure_limit) return std::nullopt;
-      if (!guide) {
-        if (position < run_order.size()) return run_order[position++];
+      std::vector<char> visited(configs.size(), 0);
+      auto next_index = [&]() -> std::optional<size_t> {
+        if (measured_count >= measure_limit) return std::nullopt;
+        if (!guide) {
+          if (position < run_order.size()) return run_order[position++];
+          return std::nullopt;
+        }
+        if (position == 0 && def >= 0) {
+          ++position;
+          return static_cast<size_t>(def);
+        }
+        for (auto i = guide->next(); i; i = guide->next())
+          if (!visited[*i]) return i;
         return std::nullopt;
-      }
-      if (position == 0 && def >= 0) {
-        ++position;
-        return static_cast<size_t>(def);
-      }
-      for (auto i = guide->next(); i; i = guide->next())
-        if (!visited[*i]) return i;
-      return std::nullopt;
-    };
-    size_t steps = 0;
-    for (auto i = next_index(); i; i = next_index()) {
-      if (opt.should_stop && opt.should_stop()) {
-        rep.interrupted = true;
-        break;
-      }
-      visited[*i] = 1;
-      std::optional<double> t = measure_one(*i, "");
-      if (guide) guide->report(*i, t);
-      prog.update(++steps, failures, best_ms);
-    }
-    prog.finish();
-    if (guide && !guide->stop_reason().empty())
-      log << "gputune: model_guided stopped after " << steps << " of " << configs.size()
-          << " variants: " << guide->stop_reason() << "\n";
-
-    // Pruned and skipped variants: a small random sample is timed anyway, to report the regret
-    // the pruning would have caused; the other pruned ones are stored with their rule.
-    if (use_model && !rep.interrupted) {
-      std::vector<size_t> candidates;
-      for (size_t i = 0; i < configs.size() && measurer; ++i)
-        if (!visited[i] && (inspected[i].ok || screened[i]) && rows[i].v &&
-            (pruned[i] ? decisions[i].rule != "duplicate" && decisions[i].rule != "resources"
-                       : guide != nullptr))
-          candidates.push_back(i);
-      std::mt19937_64 rng(job.seed);
-      std::shuffle(candidates.begin(), candidates.end(), rng);
-      candidates.resize(std::min<size_t>(
-          candidates.size(), static_cast<size_t>(std::max(0, job.pruner.regret_sample))));
-      // The screen did not compile these: compile them now, so the sample covers what it judged.
-      std::vector<size_t> late;
-      for (size_t i : candidates)
-        if (screened[i] && !inspected[i].ok) late.push_back(i);
-      compile_into(built, late, job, source, configs, rep.arch, cache_for(opt.cache_dir),
-                   opt.threads ? opt.threads : job.compile_threads, false);
-      // Checked against the arguments as the first batch was; a mismatch here (a signature that
-      // changes with the parameters) fails only that variant: the run's records exist by now.
-      fail_mismatched_arguments(job, configs, late, built);
-      for (size_t i : late)
-        if (inspected[i].ok)
-          rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
-                                                  rows[i].v->geometry.block,
-                                                  rows[i].v->geometry.dynamic_smem, limits);
-      std::optional<double> best_kept = best_ms, best_sample;
-      size_t unusable = 0;  // failed to compile, or their parameters do not match the arguments
-      for (size_t i : candidates) unusable += !compiled[i].ok || !inspected[i].ok;
-      for (size_t i : candidates) {
+      };
+      size_t steps = 0;
+      for (auto i = next_index(); i; i = next_index()) {
         if (opt.should_stop && opt.should_stop()) {
           rep.interrupted = true;
           break;
         }
-        visited[i] = 1;
-        std::string why =
-            pruned[i] ? "pruned by rule " + decisions[i].rule : "skipped by model_guided";
-        auto t = measure_one(i, "regret sample (" + why + ")");
-        if (t && (!best_sample || *t < *best_sample)) best_sample = t;
+        visited[*i] = 1;
+        std::optional<double> t = measure_one(*i, "");
+        if (guide) guide->report(*i, t);
+        prog.update(++steps, failures, best_ms);
       }
-      if (measurer && best_kept && !candidates.empty()) {
-        double regret = best_sample && *best_sample < *best_kept ? *best_kept / *best_sample : 1.0;
-        rep.regret = regret;
-        rep.regret_sampled += candidates.size() - unusable;
-        log << "gputune: regret sample: " << candidates.size() - unusable
-            << " pruned or skipped variants timed"
-            << (unusable ? " (" + std::to_string(unusable) + " more could not run)" : "")
-            << "; best " << (best_sample ? *best_sample : 0) << " ms against the measured best "
-            << *best_kept << " ms: regret " << regret
-            << (regret > 1 ? " (the pruning missed a faster variant)" : "") << "\n";
+      prog.finish();
+      if (guide && !guide->stop_reason().empty())
+        log << "gputune: model_guided stopped after " << steps << " of " << configs.size()
+            << " variants: " << guide->stop_reason() << "\n";
+
+      // Pruned and skipped variants: a small random sample is timed anyway, to report the regret
+      // the pruning would have caused; the other pruned ones are stored with their rule.
+      if (use_model && !rep.interrupted) {
+        std::vector<size_t> candidates;
+        for (size_t i = 0; i < configs.size() && measurer; ++i)
+          if (!visited[i] && (inspected[i].ok || screened[i]) && rows[i].v &&
+              (pruned[i] ? decisions[i].rule != "duplicate" && decisions[i].rule != "resources"
+                         : guide != nullptr))
+            candidates.push_back(i);
+        std::mt19937_64 rng(job.seed);
+        std::shuffle(candidates.begin(), candidates.end(), rng);
+        candidates.resize(std::min<size_t>(
+            candidates.size(), static_cast<size_t>(std::max(0, job.pruner.regret_sample))));
+        // The screen did not compile these: compile them now, so the sample covers what it judged.
+        std::vector<size_t> late;
+        for (size_t i : candidates)
+          if (screened[i] && !inspected[i].ok) late.push_back(i);
+        compile_into(built, late, job, source, configs, rep.arch, cache_for(opt.cache_dir),
+                     opt.threads ? opt.threads : job.compile_threads, false);
+        // Checked against the arguments as the first batch was; a mismatch here (a signature that
+        // changes with the parameters) fails only that variant: the run's records exist by now.
+        fail_mismatched_arguments(job, configs, late, built);
+        for (size_t i : late)
+          if (inspected[i].ok)
+            rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
+                                                    rows[i].v->geometry.block,
+                                                    rows[i].v->geometry.dynamic_smem, limits);
+        std::optional<double> best_kept = best_ms, best_sample;
+        size_t unusable = 0;  // failed to compile, or their parameters do not match the arguments
+        for (size_t i : candidates) unusable += !compiled[i].ok || !inspected[i].ok;
+        for (size_t i : candidates) {
+          if (opt.should_stop && opt.should_stop()) {
+            rep.interrupted = true;
+            break;
+          }
+          visited[i] = 1;
+          std::string why =
+              pruned[i] ? "pruned by rule " + decisions[i].rule : "skipped by model_guided";
+          auto t = measure_one(i, "regret sample (" + why + ")");
+          if (t && (!best_sample || *t < *best_sample)) best_sample = t;
+        }
+        if (measurer && best_kept && !candidates.empty()) {
+          double regret =
+              best_sample && *best_sample < *best_kept ? *best_kept / *best_sample : 1.0;
+          rep.regret = regret;
+          rep.regret_sampled += candidates.size() - unusable;
+          log << "gputune: regret sample: " << candidates.size() - unusable
+              << " pruned or skipped variants timed"
+              << (unusable ? " (" + std::to_string(unusable) + " more could not run)" : "")
+              << "; best " << (best_sample ? *best_sample : 0) << " ms against the measured best "
+              << *best_kept << " ms: regret " << regret
+              << (regret > 1 ? " (the pruning missed a faster variant)" : "") << "\n";
+        }
+        for (size_t i = 0; i < configs.size(); ++i)
+          if (pruned[i] && !visited[i] && !already.count({ctx_id, variant_ids[i]})) {
+            db::MeasurementRecord m = base_record(i);
+            m.status = "constraints";
+            m.reason = "pruned by rule " + decisions[i].rule + ": " + decisions[i].reason;
+            store.add_measurement(m);
+            ++done_total;
+          }
       }
-      for (size_t i = 0; i < configs.size(); ++i)
-        if (pruned[i] && !visited[i] && !already.count({ctx_id, variant_ids[i]})) {
+
+      // The model learns from what was measured: a calibration per device, and how well its
+      // ranking (before this fit) matched the measurements.
+      if (use_model && measurer && rates.rates) {
+        std::vector<pruner::ModelFeatures> f;
+        std::vector<double> ms, pred;
+        for (auto& [t, i] : correct)
+          if (model.predictions[i].ok) {
+            f.push_back(model.features[i]);
+            ms.push_back(t);
+            pred.push_back(model.predictions[i].ms);
+          }
+        if (pred.size() >= 3) {
+          rep.spearman = pruner::spearman(pred, ms);
+          log << "gputune: model: Spearman rank correlation " << *rep.spearman << " over "
+              << pred.size() << " measured variants\n";
+        }
+        pruner::Calibration fit = pruner::calibrate(f, ms, *rates.rates, calibration);
+        if (fit.samples > 0) {
+          calibration = fit;
+          store.save_calibration(device_id, run_id, fit.samples, fit.rms_log_error, fit.json());
+          log << "gputune: model: calibration fitted on " << fit.samples
+              << " measurements (rms log error " << fit.rms_log_error << ")\n";
+        }
+      }
+
+      if (rep.interrupted) break;
+      // 8. Re-measure the top few before naming a winner: the fastest of fresh medians wins.
+      if (measurer && !correct.empty()) {
+        std::sort(correct.begin(), correct.end());
+        size_t top =
+            std::min<size_t>(correct.size(), static_cast<size_t>(job.measure.remeasure_top));
+        // Until a fresh median exists, the first pass's fastest is the winner.
+        std::int64_t winner_mid = measurement_of[correct[0].second];
+        double winner_ms = correct[0].first;
+        size_t winner_i = correct[0].second;
+        bool fresh = false;
+        for (size_t t = 0; t < top; ++t) {
+          size_t i = correct[t].second;
+          if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
+          Outcome o =
+              measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
+                            nullptr, job.measure.repeats);
           db::MeasurementRecord m = base_record(i);
-          m.status = "constraints";
-          m.reason = "pruned by rule " + decisions[i].rule + ": " + decisions[i].reason;
-          store.add_measurement(m);
-          ++done_total;
+          m.status = o.status, m.samples_ms = o.samples_ms;
+          m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
+                     (o.reason.empty() ? "" : ": " + o.reason);
+          if (o.status == "correct") {
+            m.time_ms = o.median_ms;
+            work(m, *rows[i].v, o.median_ms);
+          }
+          std::int64_t mid = store.add_measurement(m);
+          if (o.status == "correct" && (!fresh || o.median_ms < winner_ms)) {
+            winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
+            fresh = true;
+          }
         }
+        store.offer_winner(ctx_id, winner_mid);
+        BestRow b;
+        b.context = ctx.name, b.config_key = configs[winner_i].key(),
+        b.params_json = configs[winner_i].json();
+        b.time_ms = winner_ms;
+        if (rows[winner_i].v->flops) b.gflops = *rows[winner_i].v->flops / (winner_ms * 1e-3) / 1e9;
+        if (rows[winner_i].v->bytes) b.gbps = *rows[winner_i].v->bytes / (winner_ms * 1e-3) / 1e9;
+        b.registers = inspected[winner_i].res.registers;
+        b.occupancy = rows[winner_i].occ.occupancy;
+        b.default_ms = default_ms;
+        rep.best.push_back(b);
+      }
+      rep.correct += correct.size();
+      rep.failed += failures;
     }
 
-    // The model learns from what was measured: a calibration per device, and how well its
-    // ranking (before this fit) matched the measurements.
-    if (use_model && measurer && rates.rates) {
-      std::vector<pruner::ModelFeatures> f;
-      std::vector<double> ms, pred;
-      for (auto& [t, i] : correct)
-        if (model.predictions[i].ok) {
-          f.push_back(model.features[i]);
-          ms.push_back(t);
-          pred.push_back(model.predictions[i].ms);
-        }
-      if (pred.size() >= 3) {
-        rep.spearman = pruner::spearman(pred, ms);
-        log << "gputune: model: Spearman rank correlation " << *rep.spearman << " over "
-            << pred.size() << " measured variants\n";
-      }
-      pruner::Calibration fit = pruner::calibrate(f, ms, *rates.rates, calibration);
-      if (fit.samples > 0) {
-        calibration = fit;
-        store.save_calibration(device_id, run_id, fit.samples, fit.rms_log_error, fit.json());
-        log << "gputune: model: calibration fitted on " << fit.samples
-            << " measurements (rms log error " << fit.rms_log_error << ")\n";
-      }
+    rep.timed = dev.has_value();
+    if (rep.interrupted) {
+      rep.exit_code = kExitInterrupted;
+      rep.message = "interrupted after " + std::to_string(done_total) + " measurements; run " +
+                    std::to_string(run_id) + " can be resumed";
+      store.finish_run(run_id, "interrupted", rep.message);
+    } else if (!dev) {
+      rep.exit_code = kExitNoDevice;
+      rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " +
+                    std::to_string(rep.planned) + " variants for " + rep.arch +
+                    " and stored them in " + rep.db_path + " (run " + std::to_string(run_id) +
+                    "); nothing was timed because no CUDA device was found: " + no_device_reason;
+      store.finish_run(run_id, "no_device", rep.message);
+    } else if (rep.correct == 0) {
+      rep.exit_code = kExitNoCorrect;
+      rep.message =
+          "no variant produced a correct result; see `gputune show " + std::to_string(run_id) + "`";
+      store.finish_run(run_id, "failed", rep.message);
+    } else {
+      rep.message = "tuned " + std::to_string(job.contexts.size()) + " context(s) on " + dev->name +
+                    "; run " + std::to_string(run_id) + " in " + rep.db_path;
+      store.finish_run(run_id, "done", rep.message);
     }
-
-    if (rep.interrupted) break;
-    // 8. Re-measure the top few before naming a winner: the fastest of fresh medians wins.
-    if (measurer && !correct.empty()) {
-      std::sort(correct.begin(), correct.end());
-      size_t top = std::min<size_t>(correct.size(), static_cast<size_t>(job.measure.remeasure_top));
-      // Until a fresh median exists, the first pass's fastest is the winner.
-      std::int64_t winner_mid = measurement_of[correct[0].second];
-      double winner_ms = correct[0].first;
-      size_t winner_i = correct[0].second;
-      bool fresh = false;
-      for (size_t t = 0; t < top; ++t) {
-        size_t i = correct[t].second;
-        if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
-        Outcome o = measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
-                                  nullptr, job.measure.repeats);
-        db::MeasurementRecord m = base_record(i);
-        m.status = o.status, m.samples_ms = o.samples_ms;
-        m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
-                   (o.reason.empty() ? "" : ": " + o.reason);
-        if (o.status == "correct") {
-          m.time_ms = o.median_ms;
-          work(m, *rows[i].v, o.median_ms);
-        }
-        std::int64_t mid = store.add_measurement(m);
-        if (o.status == "correct" && (!fresh || o.median_ms < winner_ms)) {
-          winner_ms = o.median_ms, winner_mid = mid, winner_i = i;
-          fresh = true;
-        }
+    store.update_run_progress(run_id, done_total);
+    return rep;
+  } catch (const std::exception& e) {
+    try {
+      if (auto r = store.run(run_id); r && r->status == "running") {
+        const auto measured = store.measured_pairs(run_id).size();
+        store.update_run_progress(run_id, static_cast<std::int64_t>(measured));
+        store.finish_run(run_id, "failed", std::string("stopped by an error: ") + e.what());
+        log << "gputune: run " << run_id << " stopped by the error below; its " << measured
+            << " measurements are stored, and `gputune run " << job.file.string() << " --resume "
+            << run_id << "` measures the rest\n";
       }
-      store.offer_winner(ctx_id, winner_mid);
-      BestRow b;
-      b.context = ctx.name, b.config_key = configs[winner_i].key(),
-      b.params_json = configs[winner_i].json();
-      b.time_ms = winner_ms;
-      if (rows[winner_i].v->flops) b.gflops = *rows[winner_i].v->flops / (winner_ms * 1e-3) / 1e9;
-      if (rows[winner_i].v->bytes) b.gbps = *rows[winner_i].v->bytes / (winner_ms * 1e-3) / 1e9;
-      b.registers = inspected[winner_i].res.registers;
-      b.occupancy = rows[winner_i].occ.occupancy;
-      b.default_ms = default_ms;
-      rep.best.push_back(b);
+    } catch (const std::exception&) {  // the database itself failed: the first error matters
     }
-    rep.correct += correct.size();
-    rep.failed += failures;
+    throw;
   }
-
-  rep.timed = dev.has_value();
-  if (rep.interrupted) {
-    rep.exit_code = kExitInterrupted;
-    rep.message = "interrupted after " + std::to_string(done_total) + " measurements; run " +
-                  std::to_string(run_id) + " can be resumed";
-    store.finish_run(run_id, "interrupted", rep.message);
-  } else if (!dev) {
-    rep.exit_code = kExitNoDevice;
-    rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " +
-                  std::to_string(rep.planned) + " variants for " + rep.arch +
-                  " and stored them in " + rep.db_path + " (run " + std::to_string(run_id) +
-                  "); nothing was timed because no CUDA device was found: " + no_device_reason;
-    store.finish_run(run_id, "no_device", rep.message);
-  } else if (rep.correct == 0) {
-    rep.exit_code = kExitNoCorrect;
-    rep.message =
-        "no variant produced a correct result; see `gputune show " + std::to_string(run_id) + "`";
-    store.finish_run(run_id, "failed", rep.message);
-  } else {
-    rep.message = "tuned " + std::to_string(job.contexts.size()) + " context(s) on " + dev->name +
-                  "; run " + std::to_string(run_id) + " in " + rep.db_path;
-    store.finish_run(run_id, "done", rep.message);
-  }
-  store.update_run_progress(run_id, done_total);
-  return rep;
 }
 
 void print_report(const RunReport& r, std::ostream& out) {
@@ -730,14 +770,13 @@ void print_report(const RunReport& r, std::ostream& out) {
 DeviceInfo job_device(const Job& job, const std::string& source, const std::string& field) {
   const int n = Driver::instance().device_count();
   if (job.device_index < 0 || job.device_index >= n)
-    throw JobError(
-        source.empty() ? job.file.string() : source, field,
-        "there is no CUDA device " + std::to_string(job.device_index) + ": this machine has " +
-            describe_devices() +
-            " (CUDA_VISIBLE_DEVICES, when set, numbers the ones it names from 0)",
-        n == 1  ? std::string("use 0, the only device")
-        : n > 1 ? "use an index from 0 to " + std::to_string(n - 1)
-                : std::string("run where there is a GPU"));
+    throw JobError(source.empty() ? job.file.string() : source, field,
+                   "there is no CUDA device " + std::to_string(job.device_index) +
+                       ": this machine has " + describe_devices() +
+                       " (CUDA_VISIBLE_DEVICES, when set, numbers the ones it names from 0)",
+                   n == 1  ? std::string("use 0, the only device")
+                   : n > 1 ? "use an index from 0 to " + std::to_string(n - 1)
+                           : std::string("run where there is a GPU"));
   return query_device(job.device_index);
 }
 

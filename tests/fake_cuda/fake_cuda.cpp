@@ -12,7 +12,10 @@
 //   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
 //   driver);
 //   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel);
-//   - FAKE_CUDA_SLOW_MS=M: every launch takes M real milliseconds.
+//   - FAKE_CUDA_SLOW_MS=M: every launch takes M real milliseconds;
+//   - FAKE_CUDA_TOTAL_MEM=BYTES: the device has that much memory (default 80 GiB), and an
+//     allocation beyond it fails with CUDA_ERROR_OUT_OF_MEMORY;
+//   - FAKE_CUDA_ALLOCS=N: only the first N allocations succeed (memory another process takes).
 // It never stands in for a GPU measurement: the tests that use it check orchestration only.
 #include <cuda.h>
 
@@ -20,6 +23,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -29,7 +33,14 @@ namespace {
 bool g_init = false;
 CUresult g_sticky = CUDA_SUCCESS;
 double g_clock_ms = 0;
-std::set<void*> g_allocations;
+std::map<void*, size_t> g_allocations;  // pointer -> bytes
+size_t g_allocated = 0, g_allocation_count = 0;
+
+/// FAKE_CUDA_TOTAL_MEM, else 80 GiB.
+size_t total_memory() {
+  const char* v = std::getenv("FAKE_CUDA_TOTAL_MEM");
+  return v ? static_cast<size_t>(std::atoll(v)) : size_t{80} << 30;
+}
 
 struct FakeModule {
   std::string image;
@@ -143,7 +154,7 @@ CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice) {
-  *bytes = size_t{80} << 30;
+  *bytes = total_memory();
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
@@ -153,8 +164,9 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
 }
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
-  for (void* p : g_allocations) std::free(p);
+  for (auto& [p, n] : g_allocations) std::free(p);
   g_allocations.clear();
+  g_allocated = 0;
   g_sticky = CUDA_SUCCESS;
   return CUDA_SUCCESS;
 }
@@ -220,15 +232,25 @@ CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx
 
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   if (CUresult rc = guard()) return rc;
+  const char* allocs = std::getenv("FAKE_CUDA_ALLOCS");
+  if (allocs && g_allocation_count >= static_cast<size_t>(std::atoll(allocs)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (g_allocated + bytes > total_memory()) return CUDA_ERROR_OUT_OF_MEMORY;
   void* m = std::malloc(bytes);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-  g_allocations.insert(m);
+  g_allocations[m] = bytes;
+  g_allocated += bytes;
+  ++g_allocation_count;
   *p = reinterpret_cast<CUdeviceptr>(m);
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
   void* m = reinterpret_cast<void*>(p);
-  if (g_allocations.erase(m)) std::free(m);
+  if (auto it = g_allocations.find(m); it != g_allocations.end()) {
+    g_allocated -= it->second;
+    g_allocations.erase(it);
+    std::free(m);
+  }
   return g_sticky;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
@@ -279,6 +301,7 @@ CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
 CUresult cuGetErrorName(CUresult e, const char** s) {
   *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
        : e == CUDA_ERROR_NO_DEVICE     ? "CUDA_ERROR_NO_DEVICE"
+       : e == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY"
                                        : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }

@@ -397,5 +397,62 @@ TEST(FakeDriver, ADeviceThatDoesNotExistIsBadInputListingTheDevicesThereAre) {
   }
 }
 
+// Arguments a context needs on the GPU beyond what the device can give (its memory, less the L2
+// flush buffer and the CUDA context) are bad input found before anything is compiled or stored.
+TEST(FakeDriver, ArgumentsTheGpuCannotHoldAreRefusedBeforeCompiling) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string();
+  auto r = sh(with_fake("FAKE_CUDA_TOTAL_MEM=734003200") + "run '" +
+              (test::examples_dir() / "vector_add.json").string() + "' --db '" + db +
+              "' --cache-dir '" + (dir / "cache").string() + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("field 'KernelSpecification.Arguments': the arguments need 201326592 bytes "
+                       "in context 16M (the largest, Arguments[0] (c), 67108864), more than the "
+                       "92274688 bytes that device 0 (Fake GPU (gputune test driver), 734003200 "
+                       "bytes) can give them"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "cache")) << "compiled before refusing";
+  if (std::filesystem::exists(db)) {
+    EXPECT_TRUE(db::Store(db).runs().empty());
+  }
+}
+
+// An error in the middle of a run (here the GPU's memory taken by someone else) ends the run as
+// failed with the reason, not as running for ever; what it measured stays, and --resume
+// measures the rest.
+TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string();
+  const std::string job = (test::examples_dir() / "vector_add.json").string();
+  const std::string cache = " --cache-dir '" + (dir / "cache").string() + "'";
+  auto r = sh(with_fake("FAKE_CUDA_ALLOCS=20") + "run '" + job + "' --db '" + db + "'" + cache);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << r.out;
+  size_t measured = 0;
+  {
+    db::Store store(db);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "failed");
+    EXPECT_EQ(runs[0].message.rfind("stopped by an error: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY", 0),
+              0u)
+        << runs[0].message;
+    measured = store.measured_pairs(runs[0].id).size();
+    EXPECT_GT(measured, 0u);
+    EXPECT_LT(measured, 48u);
+    EXPECT_EQ(runs[0].done, static_cast<std::int64_t>(measured));
+  }
+  EXPECT_NE(r.out.find("--resume 1` measures the rest"), std::string::npos) << r.out;
+  auto again = sh(with_fake() + "run '" + job + "' --db '" + db + "' --resume 1" + cache);
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  db::Store store(db);
+  const auto run = store.run(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->status, "done");
+  EXPECT_EQ(run->done, 48);
+  EXPECT_EQ(store.measured_pairs(1).size(), 48u);
+}
+
 }  // namespace
 }  // namespace gputune
