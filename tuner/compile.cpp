@@ -180,7 +180,8 @@ int default_compile_threads() {
 
 std::vector<CompiledVariant> compile_all(
     const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
-    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done) {
+    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done,
+    const std::function<bool()>& should_stop) {
   std::vector<CompiledVariant> out(variants.size());
   std::atomic<size_t> next{0};
   if (threads <= 0) threads = default_compile_threads();
@@ -190,6 +191,10 @@ std::vector<CompiledVariant> compile_all(
   std::exception_ptr first_error;
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < variants.size();) {
+      if (should_stop && should_stop()) {
+        out[i].log = "not compiled: the run was interrupted";
+        continue;
+      }
       try {
         std::string key = CubinCache::key(variants[i], arch);
         auto hit = cache.get(key);

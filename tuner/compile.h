@@ -67,9 +67,11 @@ int compile_threads_for(unsigned cores, long long available_bytes);
 int default_compile_threads();
 
 /// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`
-/// is called from worker threads (serialise inside it) as each finishes.
+/// is called from worker threads (serialise inside it) as each finishes. Once `should_stop()` says
+/// so (Ctrl-C), no further variant is started: those are left not ok, logged "not compiled".
 std::vector<CompiledVariant> compile_all(
     const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
-    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done = {});
+    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done = {},
+    const std::function<bool()>& should_stop = {});
 
 }  // namespace gputune::tuner

@@ -16,7 +16,8 @@ CubinCache cache_for(const std::filesystem::path& option) {
 
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
-                                  const CubinCache& cache, int threads, bool progress) {
+                                  const CubinCache& cache, int threads, bool progress,
+                                  const std::function<bool()>& should_stop) {
   std::vector<Variant> variants;
   variants.reserve(configs.size());
   for (auto& c : configs) {
@@ -32,12 +33,15 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     Progress prog("compile", variants.size(), progress);
     std::mutex mu;
     size_t done = 0, failed = 0;
-    r.compiled = compile_all(variants, arch, cache, threads, [&](size_t, const CompiledVariant& c) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (!c.ok) ++failed;
-      prog.update(done, failed, std::nullopt);
-    });
+    r.compiled = compile_all(
+        variants, arch, cache, threads,
+        [&](size_t, const CompiledVariant& c) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++done;
+          if (!c.ok) ++failed;
+          prog.update(done, failed, std::nullopt);
+        },
+        should_stop);
     prog.finish();
   }
   r.inspected.resize(r.compiled.size());
@@ -64,11 +68,13 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
 
 void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
                   const std::string& source, const std::vector<Config>& configs,
-                  const std::string& arch, const CubinCache& cache, int threads, bool progress) {
+                  const std::string& arch, const CubinCache& cache, int threads, bool progress,
+                  const std::function<bool()>& should_stop) {
   if (which.empty()) return;
   std::vector<Config> sub;
   for (std::size_t i : which) sub.push_back(configs[i]);
-  CompileReport cr = compile_and_inspect(job, source, sub, arch, cache, threads, progress);
+  CompileReport cr =
+      compile_and_inspect(job, source, sub, arch, cache, threads, progress, should_stop);
   for (std::size_t k = 0; k < which.size(); ++k) {
     into.compiled[which[k]] = std::move(cr.compiled[k]);
     into.inspected[which[k]] = std::move(cr.inspected[k]);

@@ -166,8 +166,8 @@ int cmd_run(int argc, char** argv) {
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
   opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
   stop_on_signals(
-      "\ngputune: stopping before the next measurement; what was measured stays stored "
-      "(again to quit now)\n",
+      "\ngputune: stopping before the next measurement (or compile); what was measured stays "
+      "stored (again to quit now)\n",
       false);
   opt.should_stop = [] { return g_stop_requested != 0; };
   tuner::RunReport rep = tuner::run_job(job, opt);

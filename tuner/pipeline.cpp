@@ -201,7 +201,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (opt.screen && job.pruner.enabled && rates.rates) {
       ScreenOptions so;
       so.margin = job.pruner.model_margin, so.rules = rule_options;
-      so.threads = opt.threads, so.progress = opt.progress;
+      so.threads = opt.threads, so.progress = opt.progress, so.should_stop = opt.should_stop;
       if (def >= 0) so.always.push_back(static_cast<size_t>(def));
       std::vector<const ContextSpec*> ctxs;
       for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
@@ -215,11 +215,25 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       return std::move(screen.compile);
     }
     return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
-                               opt.threads ? opt.threads : job.compile_threads, opt.progress);
+                               opt.threads ? opt.threads : job.compile_threads, opt.progress,
+                               opt.should_stop);
   }();
   const std::vector<CompiledVariant>& compiled = built.compiled;
   const std::vector<Inspected>& inspected = built.inspected;
   rep.cached = built.cached, rep.compiled_ok = built.ok, rep.compile_failed = built.failed;
+  // Ctrl-C while compiling: what compiled is in the cubin cache; no run is stored yet.
+  if (opt.should_stop && opt.should_stop()) {
+    rep.compile_failed -= static_cast<std::size_t>(std::count_if(
+        compiled.begin(), compiled.end(),
+        [](const CompiledVariant& c) { return !c.ok && c.key.empty(); }));  // never started
+    rep.interrupted = true;
+    rep.exit_code = kExitInterrupted;
+    rep.message = "interrupted while compiling: " + std::to_string(built.ok) + " of " +
+                  std::to_string(configs.size()) +
+                  " configurations compiled (kept in the cubin cache); no run was stored, and "
+                  "running the job again starts from there";
+    return rep;
+  }
   const CompileReport& compile_report = built;
   // Arguments the kernel does not take are bad input: say so before anything is stored.
   check_arguments_against_cubins(job, configs, built);

@@ -95,7 +95,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   auto compile = [&](const std::vector<size_t>& which) {
     if (which.empty()) return;
     compile_into(r.compile, which, job, source, configs, arch, cache,
-                 o.threads ? o.threads : job.compile_threads, o.progress);
+                 o.threads ? o.threads : job.compile_threads, o.progress, o.should_stop);
     for (size_t i : which) done[i] = 1;
     ++r.rounds;
   };

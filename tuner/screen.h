@@ -27,8 +27,9 @@ struct ScreenOptions {
   pruner::PruneOptions rules;  ///< rules 1-3, applied to what was compiled
   int threads = 0;
   bool progress = false;
-  std::size_t batch = 0;            ///< configurations compiled per round before a best exists
-  std::vector<std::size_t> always;  ///< compiled whatever their best case (the reference)
+  std::size_t batch = 0;              ///< configurations compiled per round before a best exists
+  std::vector<std::size_t> always;    ///< compiled whatever their best case (the reference)
+  std::function<bool()> should_stop;  ///< Ctrl-C: compile nothing more (compile_all)
 };
 
 struct ScreenResult {

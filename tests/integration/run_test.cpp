@@ -1,10 +1,16 @@
 // `gputune` end to end on a machine without a GPU (or with --no-gpu): everything up to timing runs.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 #include "db/store.h"
 #include "test_util.h"
@@ -201,6 +207,59 @@ TEST(Cli, StartsAndExplainsWithoutADriver) {
     EXPECT_NE(dev.out.find("no CUDA device"), std::string::npos) << dev.out;
   }
   EXPECT_EQ(run_gputune("frobnicate").exit_code, 2);
+}
+
+// Ctrl-C while `run` compiles: no further variant is compiled, what compiled stays in the cubin
+// cache, no run is stored, and the exit code is 5; running again reuses the cache.
+TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string job = (test::examples_dir() / "matmul.json").string();  // 726 variants
+  auto cached = [&] {
+    size_t n = 0;
+    if (fs::exists(cache))
+      for (const auto& e : fs::recursive_directory_iterator(cache))
+        n += e.path().extension() == ".cubin";
+    return n;
+  };
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), "-j", "2", "--no-gpu", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 1200 && cached() < 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(cached(), 4u) << test::read_file(log);
+  kill(pid, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 600 && waitpid(pid, &status, WNOHANG) != pid; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!WIFEXITED(status) && !WIFSIGNALED(status)) {  // still running after 30 s
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "not stopped within 30 s: " << test::read_file(log);
+  }
+  const std::string out = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(out, m,
+                        std::regex("interrupted while compiling: (\\d+) of 726 "
+                                   "configurations compiled \\(kept in the cubin cache\\)")))
+      << out;
+  const size_t compiled = std::stoul(m[1]);
+  EXPECT_LT(compiled, 726u);
+  EXPECT_EQ(cached(), compiled);  // each compiled configuration is in the cache, no other
+  if (fs::exists(db)) {
+    EXPECT_TRUE(db::Store(db).runs().empty());
+  }
 }
 
 }  // namespace
