@@ -36,7 +36,7 @@ endpoints=(
   echo
   echo "- machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), no GPU; wrk and the server share these cores"
   echo "- commit: $(git -C "$root" rev-parse --short HEAD)"
-  echo "- database: $("$build/tuner/gputune" runs --db "$db" | wc -l) runs, $(sqlite3 "$db" 'select count(*) from measurements') measurements ($(du -h "$db" | cut -f1)); run 1 holds 600,000"
+  echo "- database: $(sqlite3 "$db" 'select count(*) from runs') runs, $(sqlite3 "$db" 'select count(*) from measurements') measurements ($(du -h "$db" | cut -f1)); run 1 holds 600,000"
   echo "- load: \`wrk -t2 -c16 -d10s --latency URL\` per endpoint, from a second process on loopback"
   echo
   echo "| endpoint | requests/s | p50 | p90 | p99 |"

@@ -2,6 +2,7 @@
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -396,6 +397,17 @@ std::string today_utc() {
   return buf;
 }
 
+/// The database a reading command (best, show, runs, export) looks in: it must exist already, so
+/// a mistyped --db is an error instead of a new, empty database.
+db::Store existing_store(const cxxopts::ParseResult& r) {
+  const std::string path = db_of(r);
+  if (!std::filesystem::exists(path))
+    throw JobError("command line", r.count("db") ? "--db" : "$GPUTUNE_DB / ./gputune.db",
+                   "there is no database at " + path,
+                   "give the database a run stored to (gputune run creates it)");
+  return db::Store(path);
+}
+
 int cmd_best(int argc, char** argv) {
   cxxopts::Options o("gputune best", "Look up the stored winner of a kernel");
   o.add_options()("kernel", "kernel name or hash prefix", cxxopts::value<std::string>())(
@@ -409,7 +421,7 @@ int cmd_best(int argc, char** argv) {
   o.parse_positional({"kernel"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
-  db::Store store(db_of(r));
+  db::Store store = existing_store(r);
   std::string kernel = r["kernel"].as<std::string>();
   if (r.count("header")) {
     db::HeaderOptions h{r["context"].as<std::string>(), r["device"].as<std::string>(), db_of(r),
@@ -465,7 +477,7 @@ int cmd_show(int argc, char** argv) {
   o.parse_positional({"run"});
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "run")) return *rc;
-  db::Store store(db_of(r));
+  db::Store store = existing_store(r);
   auto run = store.run(r["run"].as<long>());
   if (!run) {
     std::cerr << "gputune: no run " << r["run"].as<long>() << " in " << db_of(r)
@@ -504,10 +516,37 @@ int cmd_runs(int argc, char** argv) {
       "n,limit", "how many", cxxopts::value<int>()->default_value("20"))("h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
-  db::Store store(db_of(r));
-  for (auto& run : store.runs(r["limit"].as<int>()))
-    std::cout << run.id << "  " << run.status << "  " << run.job_name << "  " << run.done << "/"
-              << run.total << "  " << run.started_at << "\n";
+  const int limit = r["limit"].as<int>();
+  if (limit < 1) {
+    std::cerr << "gputune runs: --limit " << limit << ": give a positive number of runs\n";
+    return tuner::kExitBadInput;
+  }
+  db::Store store = existing_store(r);
+  const auto runs = store.runs(limit);
+  if (runs.empty()) {
+    std::cout << "no runs in " << db_of(r) << "\n";
+    return 0;
+  }
+  // Columns as wide as their widest entry; the message (why a run failed or stopped) last.
+  std::vector<std::array<std::string, 5>> rows{{"run", "status", "job", "measured", "started"}};
+  for (const auto& run : runs)
+    rows.push_back({std::to_string(run.id), run.status, run.job_name,
+                    std::to_string(run.done) + "/" + std::to_string(run.total), run.started_at});
+  std::array<size_t, 5> width{};
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t c = 0; c < rows[i].size(); ++c)
+      std::cout << (c == 0 ? std::string(width[c] - rows[i][c].size(), ' ') + rows[i][c]
+                           : rows[i][c] + std::string(width[c] - rows[i][c].size(), ' '))
+                << "  ";
+    std::string message = i == 0 ? "message" : runs[i - 1].message;
+    if (const size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+    if (message.size() > 100) message = message.substr(0, 97) + "...";
+    std::cout << message << "\n";
+  }
+  if (runs.size() == static_cast<size_t>(limit))
+    std::cout << "(the " << limit << " most recent; -n N lists more)\n";
   return 0;
 }
 
@@ -519,7 +558,7 @@ int cmd_export(int argc, char** argv) {
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "t4")) return *rc;
-  db::Store store(db_of(r));
+  db::Store store = existing_store(r);
   long run = r["run"].as<long>();
   if (run && !store.run(run)) {
     std::cerr << "gputune: no run " << run << " in " << db_of(r) << "\n";

@@ -119,6 +119,23 @@ TEST(Cli, ImportBestShowAndExport) {
   EXPECT_EQ(show.exit_code, 0);
   EXPECT_NE(show.out.find("correct: 11130"), std::string::npos) << show.out;
   EXPECT_EQ(run_gputune("show 99" + db).exit_code, 2);
+  // `runs`: a table with a header, and each run's message.
+  auto runs = run_gputune("runs" + db);
+  EXPECT_EQ(runs.exit_code, 0);
+  EXPECT_EQ(runs.out.rfind("run  status    job                  measured     started", 0), 0u)
+      << runs.out;
+  EXPECT_NE(runs.out.find("  1  imported  dedispersion_kernel  11130/11130  "), std::string::npos)
+      << runs.out;
+  EXPECT_NE(runs.out.find("imported from "), std::string::npos) << runs.out;
+  // Reading commands never create a database: a mistyped --db is an error naming it.
+  const std::string missing = (dir / "typo.db").string();
+  for (const std::string cmd : {"runs", "show 1", "best dedispersion_kernel", "export --t4"}) {
+    auto r = run_gputune(cmd + " --db '" + missing + "'");
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("field '--db': there is no database at " + missing), std::string::npos)
+        << cmd << ": " << r.out;
+  }
+  EXPECT_FALSE(fs::exists(missing));
   auto out = (dir / "t4.json").string();
   auto ex = run_gputune("export --t4 --run 1 -o '" + out + "'" + db);
   ASSERT_EQ(ex.exit_code, 0) << ex.out;
