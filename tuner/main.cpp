@@ -140,7 +140,12 @@ int cmd_run(int argc, char** argv) {
       "with the pruner on, compile every planned configuration (default: not those rule 4 drops "
       "from their source alone)")(
       "gpu", "CUDA device to tune on (default: the job's GPUTune.Device.Index, else 0)",
-      cxxopts::value<int>())("q,quiet", "no progress line")("h,help", "help");
+      cxxopts::value<int>())(
+      "kernel-timeout",
+      "seconds a variant's measurement may take before it counts as hung: it is stored as "
+      "timeout and the run stops (resume skips it); 0: wait for ever",
+      cxxopts::value<double>()->default_value("120"))("q,quiet", "no progress line")("h,help",
+                                                                                     "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -165,6 +170,11 @@ int cmd_run(int argc, char** argv) {
   opt.no_gpu = r.count("no-gpu") > 0;
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
+  opt.hang_limit_s = r["kernel-timeout"].as<double>();
+  if (!(opt.hang_limit_s >= 0) || opt.hang_limit_s > 1e7)
+    throw JobError("command line", "--kernel-timeout",
+                   "a timeout of " + std::to_string(opt.hang_limit_s) + " s",
+                   "give seconds from 0 (wait for ever) to 10000000");
   opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
   stop_on_signals(
       "\ngputune: stopping before the next measurement (or compile); what was measured stays "

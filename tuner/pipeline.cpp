@@ -19,6 +19,7 @@
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
+#include "tuner/hang_watch.h"
 #include "tuner/inspect.h"
 #include "tuner/measure.h"
 #include "tuner/model_stage.h"
@@ -316,6 +317,14 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     // 7. Per context: geometry, occupancy, and (with a GPU) verify and time.
     std::unique_ptr<PrimaryContext> gpu;
     if (dev) gpu = std::make_unique<PrimaryContext>(dev->index);
+    // A launch that never returns ends the process (a kernel cannot be interrupted in it).
+    std::unique_ptr<HangWatch> hang_watch;
+    if (dev && opt.hang_limit_s > 0)
+      hang_watch = std::make_unique<HangWatch>(
+          rep.db_path, run_id, opt.hang_limit_s,
+          "gputune run " + job.file.string() + (opt.db_path.empty() ? "" : " --db " + opt.db_path) +
+              " --resume " + std::to_string(run_id));
+    auto variant_name = [&](size_t i) { return "configuration " + configs[i].key(); };
     // The time budget, as a deadline (max() when the job sets none).
     Clock::time_point deadline = Clock::time_point::max();
     if (job.budget.max_seconds)
@@ -507,8 +516,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           } else {
             bool is_ref = need_reference && reference.empty();
             if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
+            if (hang_watch) hang_watch->begin(ctx_id, variant_ids[i], variant_name(i));
             Outcome o = measurer->run(compiled[i], *rows[i].v, is_ref ? nullptr : &reference,
                                       is_ref ? &reference : nullptr, job.measure.repeats);
+            if (hang_watch) hang_watch->end();
             m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
             ++measured_count;
             if (o.status == "correct") {
@@ -674,9 +685,11 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         for (size_t t = 0; t < top; ++t) {
           size_t i = correct[t].second;
           if (opt.on_measure_start) opt.on_measure_start(ctx_id, variant_ids[i]);
+          if (hang_watch) hang_watch->begin(ctx_id, variant_ids[i], variant_name(i));
           Outcome o =
               measurer->run(compiled[i], *rows[i].v, reference.empty() ? nullptr : &reference,
                             nullptr, job.measure.repeats);
+          if (hang_watch) hang_watch->end();
           db::MeasurementRecord m = base_record(i);
           m.status = o.status, m.samples_ms = o.samples_ms;
           m.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +

@@ -51,6 +51,10 @@ struct RunOptions {
   std::function<void(std::int64_t context_id, std::int64_t variant_id)> on_measure_start;
   /// Checked between variants; true stops the run (status "interrupted").
   std::function<bool()> should_stop;
+  /// A variant's measurement that has not returned after this many seconds is stored as
+  /// `timeout` and ends the process (tuner/hang_watch.h); 0: no limit (the daemon's workers,
+  /// whose supervisor kills them instead).
+  double hang_limit_s = 0;
 };
 
 struct BestRow {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -452,6 +453,50 @@ TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
   EXPECT_EQ(run->status, "done");
   EXPECT_EQ(run->done, 48);
   EXPECT_EQ(store.measured_pairs(1).size(), 48u);
+}
+
+// A kernel that never returns: after --kernel-timeout the variant is stored as timeout, the run
+// as interrupted with the command that goes on, and the process ends (exit 5) instead of hanging;
+// resumed, the run skips that variant and finishes.
+TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["ConfigurationSpace"]["TuningParameters"] = {
+      {{"Name", "block_size_x"}, {"Type", "int"}, {"Values", "[128, 512]"}, {"Default", 128}},
+      {{"Name", "tile_size_x"}, {"Type", "int"}, {"Values", "[1]"}, {"Default", 1}}};
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string file = (dir / "job.json").string(), db = (dir / "g.db").string();
+  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 1 --cache-dir '" +
+                          (dir / "cache").string() + "'";
+  const auto started = std::chrono::steady_clock::now();
+  auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  EXPECT_EQ(hung.exit_code, 5) << hung.out;
+  EXPECT_NE(hung.out.find("gputune: stopped: configuration 512,1 hung (no return within 1 s); "
+                          "`gputune run " +
+                          file + " --db " + db + " --resume 1` goes on without it"),
+            std::string::npos)
+      << hung.out;
+  {
+    db::Store store(db);
+    const auto r = store.run(1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, "interrupted");
+    bool stored = false;
+    for (const auto& m : store.measurements(1))
+      stored |= m.config_key == "512,1" && m.status == "timeout" &&
+                m.reason.rfind("hung: its measurement did not return within 1 s", 0) == 0;
+    EXPECT_TRUE(stored);
+  }
+  auto resumed = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run + " --resume 1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  db::Store store(db);
+  EXPECT_EQ(store.run(1)->status, "done");
+  const auto winners = store.winners("vector_add");
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(winners[0].config_key, "128,1");
 }
 
 }  // namespace
