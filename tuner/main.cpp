@@ -143,9 +143,9 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<int>())(
       "kernel-timeout",
       "seconds a variant's measurement may take before it counts as hung: it is stored as "
-      "timeout and the run stops (resume skips it); 0: wait for ever",
-      cxxopts::value<double>()->default_value("120"))("q,quiet", "no progress line")("h,help",
-                                                                                     "help");
+      "timeout and the run stops (resume skips it); 0: wait for ever (default: 120, or more when "
+      "the job's TimeoutSeconds allows longer launches: (warm-up launches + 3) x TimeoutSeconds)",
+      cxxopts::value<double>())("q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -170,7 +170,11 @@ int cmd_run(int argc, char** argv) {
   opt.no_gpu = r.count("no-gpu") > 0;
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
-  opt.hang_limit_s = r["kernel-timeout"].as<double>();
+  // A measurement launches once to verify (at most TimeoutSeconds to go on), warms up and times
+  // until TimeoutSeconds is spent: by default, a hang is what takes longer than all of that.
+  opt.hang_limit_s = r.count("kernel-timeout")
+                         ? r["kernel-timeout"].as<double>()
+                         : std::max(120.0, (job.measure.warmup + 3) * job.measure.timeout_seconds);
   if (!(opt.hang_limit_s >= 0) || opt.hang_limit_s > 1e7)
     throw JobError("command line", "--kernel-timeout",
                    "a timeout of " + std::to_string(opt.hang_limit_s) + " s",
