@@ -52,6 +52,12 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+/// `s` inside a /* */ comment: a "*/" in a label or name would end it early.
+std::string in_comment(std::string s) {
+  for (size_t at; (at = s.find("*/")) != std::string::npos;) s.replace(at, 2, "* /");
+  return s;
+}
+
 /// The macro text of a parameter value, as gputune passes it to the compiler (-Dname=value).
 std::string value_text(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
@@ -85,7 +91,7 @@ Pick closest_everywhere(const std::vector<const WinnerRow*>& contexts,
   std::map<std::string, std::string> params;
   for (const WinnerRow* w : contexts)
     for (const auto& [key, t] : measured.at(w->context_id).best_ms) {
-      ratios[key].push_back(t / w->time_ms);
+      ratios[key].push_back(w->time_ms > 0 ? t / w->time_ms : 1.0);
       params.emplace(key, measured.at(w->context_id).params_json.at(key));
     }
   size_t coverage = 0;
@@ -121,7 +127,7 @@ Pick closest_everywhere(const std::vector<const WinnerRow*>& contexts,
 
 /// `directive` (#if ..., #elif ..., #else), then the pick's reason and a guarded #define each.
 void emit(std::ostringstream& out, const std::string& directive, const Pick& p) {
-  out << directive << "\n/* " << p.why << " */\n";
+  out << directive << "\n/* " << in_comment(p.why) << " */\n";
   for (const auto& [name, value] : p.params.items())
     out << "#ifndef " << name << "\n#define " << name << " " << value_text(value) << "\n#endif\n";
 }
@@ -182,24 +188,24 @@ std::string tuned_header(Store& store, const std::string& kernel, const HeaderOp
         context_macro[label] = unique("GPUTUNE_CONTEXT_" + macro_suffix(label));
   }
 
-  std::ostringstream out;
-  out << "/* Tuned parameters of the kernel '" << newest.kernel << "' (source "
-      << hash.substr(0, 12) << "),\n * from gputune's stored winners"
-      << (o.source.empty() ? "" : " in " + o.source)
-      << (o.generated.empty() ? "" : ", " + o.generated) << ". Written by\n * `gputune best "
-      << kernel << " --header`: do not edit; tune again and rewrite it.\n *\n"
-      << " * Pick the device and the problem size when compiling, host code and kernel alike:\n";
+  std::ostringstream head;  // the comment at the top (names from the database made safe in it)
+  head << "Tuned parameters of the kernel '" << newest.kernel << "' (source " << hash.substr(0, 12)
+       << "),\n * from gputune's stored winners" << (o.source.empty() ? "" : " in " + o.source)
+       << (o.generated.empty() ? "" : ", " + o.generated) << ". Written by\n * `gputune best "
+       << kernel << " --header`: do not edit; tune again and rewrite it.\n *\n"
+       << " * Pick the device and the problem size when compiling, host code and kernel alike:\n";
   for (const auto& [device, contexts] : by_device) {
-    out << " *   -D" << device_macro[device] << "  (" << device << ")\n";
+    head << " *   -D" << device_macro[device] << "  (" << device << ")\n";
     for (const auto& [label, w] : contexts)
-      out << " *       -D" << context_macro[label] << "  (best " << ms(w->time_ms) << ")\n";
+      head << " *       -D" << context_macro[label] << "  (best " << ms(w->time_ms) << ")\n";
   }
-  out << " * A device without a context gets the configuration closest to the best in all its\n"
-         " * contexts; no device target gets the one closest to the best in every context stored."
-         "\n * A parameter defined already (-Dname=value, as a tuner passes it) is left as it is.";
+  head << " * A device without a context gets the configuration closest to the best in all its\n"
+          " * contexts; no device target gets the one closest to the best in every context stored."
+          "\n * A parameter defined already (-Dname=value, as a tuner passes it) is left as it is.";
   if (older)
-    out << "\n * Left out: " << older << " context(s) of older versions of the kernel's source.";
-  out << " */\n#pragma once\n\n";
+    head << "\n * Left out: " << older << " context(s) of older versions of the kernel's source.";
+  std::ostringstream out;
+  out << "/* " << in_comment(head.str()) << " */\n#pragma once\n\n";
 
   bool first = true;
   for (const auto& [device, contexts] : by_device)

@@ -123,6 +123,17 @@ TEST(TunedHeader, FiltersAndMissingWinnersAreSaid) {
   EXPECT_THROW(tuned_header(db.store, "matmul", {}), std::invalid_argument);
 }
 
+// Names from the database (a device, a context label) cannot end the header's comments early.
+TEST(TunedHeader, NamesThatLookLikeCommentEndsStayInTheComments) {
+  TwoDevices db;
+  const std::int64_t k = db.store.upsert_kernel("vector_add", "abc123", "source");
+  db.measure(k, db.context(k, "Evil */ GPU", "1*/2"), 8, 0.5);
+  const auto header = db.dir / "evil.h";
+  test::write_file(header, tuned_header(db.store, "vector_add", {"", "", "g.db", ""}));
+  EXPECT_EQ(preprocess(header, "-DGPUTUNE_TARGET_Evil_GPU -DGPUTUNE_CONTEXT_1_2")["tile_size_x"],
+            "8");
+}
+
 TEST(TunedHeader, MacroNamesAreIdentifiers) {
   EXPECT_EQ(macro_suffix("NVIDIA H100 80GB HBM3"), "NVIDIA_H100_80GB_HBM3");
   EXPECT_EQ(macro_suffix("NVIDIA GeForce RTX 2080 Ti"), "NVIDIA_GeForce_RTX_2080_Ti");
