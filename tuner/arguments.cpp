@@ -137,23 +137,33 @@ T get(const unsigned char* p) {
   return v;
 }
 
-std::vector<unsigned char> read_raw(const Job& job, const std::string& field,
-                                    const std::string& file, std::uint64_t bytes) {
+/// A BinaryRaw file's path (relative to the job file), checked to hold exactly `bytes`.
+std::filesystem::path raw_file(const Job& job, const std::string& field, const std::string& file,
+                               std::uint64_t bytes) {
   auto path = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
                                                         : job.file.parent_path() / file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec)
     throw JobError(job.file.string(), field, "cannot read '" + path.string() + "'",
                    "give a path relative to the job file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  if (s.size() != bytes)
+  if (size != bytes)
     throw JobError(job.file.string(), field,
-                   "'" + path.string() + "' has " + std::to_string(s.size()) +
+                   "'" + path.string() + "' has " + std::to_string(size) +
                        " bytes, the argument needs " + std::to_string(bytes),
                    "write exactly Size x element-size bytes");
-  return {s.begin(), s.end()};
+  return path;
+}
+
+std::vector<unsigned char> read_raw(const Job& job, const std::string& field,
+                                    const std::string& file, std::uint64_t bytes) {
+  const auto path = raw_file(job, field, file, bytes);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> data(bytes);
+  if (!in || !in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(bytes)))
+    throw JobError(job.file.string(), field, "cannot read '" + path.string() + "'",
+                   "give a path relative to the job file");
+  return data;
 }
 
 }  // namespace
@@ -319,7 +329,11 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
     const std::uint64_t bytes = vector_bytes(path, h.elements, element_bytes);
     std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
     if (a.fill_type == "BinaryRaw") {
-      h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
+      // Sized only: the file is checked, not read (it may be large, and is read when filling).
+      if (h.is_vector && !fill_vectors)
+        raw_file(job, path + ".DataSource", a.data_source, bytes);
+      else
+        h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {
       double fill = eval(a.fill_value, path + ".FillValue").as_double();
       if (h.is_vector && !fill_vectors) {

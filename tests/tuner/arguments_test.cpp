@@ -140,14 +140,27 @@ TEST(Arguments, ReferenceArgumentsAndRawFiles) {
   EXPECT_TRUE(args[1].output);
   EXPECT_EQ(read_scalar(args[1].type, args[1].reference.data(), 2), 7.5);
   EXPECT_EQ(*args[1].threshold, 0.1);
-  // A raw file of the wrong size names the field and both sizes.
+  // Sized only (the run's checks before compiling, the model): the file is checked, not read.
+  auto sized = make_arguments(job, job.contexts[0], ArgumentContents::SizesOnly);
+  EXPECT_EQ(sized[0].elements, 4u);
+  EXPECT_TRUE(sized[0].data.empty());
+  // A raw file of the wrong size names the field and both sizes, whether filling or sizing.
   test::write_file(dir / "in.bin", "12345");
+  for (ArgumentContents contents : {ArgumentContents::Filled, ArgumentContents::SizesOnly}) {
+    try {
+      make_arguments(job, job.contexts[0], contents);
+      FAIL();
+    } catch (const JobError& e) {
+      EXPECT_NE(e.field.find("DataSource"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("5 bytes"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove(dir / "in.bin");
   try {
-    make_arguments(job, job.contexts[0]);
+    make_arguments(job, job.contexts[0], ArgumentContents::SizesOnly);
     FAIL();
   } catch (const JobError& e) {
-    EXPECT_NE(e.field.find("DataSource"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("5 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot read"), std::string::npos) << e.what();
   }
 }
 
