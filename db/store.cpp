@@ -318,6 +318,14 @@ void Store::finish_run(std::int64_t run_id, const std::string& status, const std
   s.run();
 }
 
+std::int64_t Store::stop_run(std::int64_t run_id, const std::string& status,
+                             const std::string& message) {
+  const auto measured = static_cast<std::int64_t>(measured_pairs(run_id).size());
+  update_run_progress(run_id, measured);
+  finish_run(run_id, status, message);
+  return measured;
+}
+
 std::int64_t Store::add_measurement(const MeasurementRecord& m) {
   bool known = false;
   for (auto* st : kStatuses) known = known || m.status == st;

@@ -118,6 +118,9 @@ class Store {
   std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total);
   void update_run_progress(std::int64_t run_id, std::int64_t done);
   void finish_run(std::int64_t run_id, const std::string& status, const std::string& message);
+  /// Ends a run that stopped early (an error, a hung kernel): finish_run, with its progress set
+  /// to the (context, variant) pairs it measured. Returns that count.
+  std::int64_t stop_run(std::int64_t run_id, const std::string& status, const std::string& message);
 
   std::int64_t add_measurement(const MeasurementRecord& m);
   /// Makes this measurement the context's winner if it is correct and faster than the current one

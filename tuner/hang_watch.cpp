@@ -67,9 +67,7 @@ void HangWatch::stop_the_run() {
     m.run_id = run_id_, m.context_id = context_id_, m.variant_id = variant_id_;
     m.status = "timeout", m.reason = hung;
     store.add_measurement(m);
-    store.update_run_progress(run_id_,
-                              static_cast<std::int64_t>(store.measured_pairs(run_id_).size()));
-    store.finish_run(run_id_, "interrupted", message);
+    store.stop_run(run_id_, "interrupted", message);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gputune: could not store that the run stopped: %s\n", e.what());
   }

@@ -156,8 +156,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   // Every context's arguments are sized, and checked against the memory they will take (this
   // machine's; the GPU's, less the L2 flush buffer and what the CUDA context itself takes),
   // before anything is compiled: bad sizes are the job's fault, found in seconds.
+  std::vector<std::vector<HostArgument>> sized_args;  // per context; the model reads them too
   for (const ContextSpec& ctx : job.contexts) {
-    const std::vector<HostArgument> sized = make_arguments(job, ctx, ArgumentContents::SizesOnly);
+    const std::vector<HostArgument>& sized =
+        sized_args.emplace_back(make_arguments(job, ctx, ArgumentContents::SizesOnly));
     check_argument_memory(job, ctx, sized, available_memory_bytes(),
                           "of memory this machine has available", "use a smaller problem size");
     if (!dev) continue;
@@ -265,6 +267,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     t.commit();
   }
   rep.run_id = run_id;
+  // What the messages of a run that stops early give to go on.
+  const std::string resume_command = "gputune run " + job.file.string() +
+                                     (opt.db_path.empty() ? "" : " --db " + opt.db_path) +
+                                     " --resume " + std::to_string(run_id);
   // From here on an error must not leave the run marked running: it ends as failed, with why.
   try {
     if (opt.on_run_started) opt.on_run_started(run_id);
@@ -320,10 +326,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     // A launch that never returns ends the process (a kernel cannot be interrupted in it).
     std::unique_ptr<HangWatch> hang_watch;
     if (dev && opt.hang_limit_s > 0)
-      hang_watch = std::make_unique<HangWatch>(
-          rep.db_path, run_id, opt.hang_limit_s,
-          "gputune run " + job.file.string() + (opt.db_path.empty() ? "" : " --db " + opt.db_path) +
-              " --resume " + std::to_string(run_id));
+      hang_watch =
+          std::make_unique<HangWatch>(rep.db_path, run_id, opt.hang_limit_s, resume_command);
     auto variant_name = [&](size_t i) { return "configuration " + configs[i].key(); };
     // The time budget, as a deadline (max() when the job sets none).
     Clock::time_point deadline = Clock::time_point::max();
@@ -332,6 +336,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                                     std::chrono::duration<double>(*job.budget.max_seconds));
     std::int64_t done_total = static_cast<std::int64_t>(already.size());  // resumed: counted
     for (const ContextSpec& ctx : job.contexts) {
+      const auto context_index = static_cast<size_t>(&ctx - job.contexts.data());
       Stage stage(log, "context " + ctx.name);
       db::ContextRecord cr;
       cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
@@ -386,10 +391,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           usable[i] = inspected[i].ok && rows[i].v.has_value();
           occ[i] = rows[i].occ;
         }
-        // The measurer's arguments when there is one (sizing and filling them again is not free).
-        std::vector<HostArgument> own_args;
-        if (!measurer) own_args = make_arguments(job, ctx, ArgumentContents::SizesOnly);
-        model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : own_args,
+        // The measurer's arguments when there is one, else those sized before compiling.
+        const std::vector<HostArgument>& sized = sized_args[context_index];
+        model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized,
                           usable, occ, rates, calibration,
                           opt.threads ? opt.threads : job.compile_threads, opt.progress);
         log << "gputune: model: " << model.predicted << " of " << configs.size()
@@ -748,12 +752,10 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   } catch (const std::exception& e) {
     try {
       if (auto r = store.run(run_id); r && r->status == "running") {
-        const auto measured = store.measured_pairs(run_id).size();
-        store.update_run_progress(run_id, static_cast<std::int64_t>(measured));
-        store.finish_run(run_id, "failed", std::string("stopped by an error: ") + e.what());
+        const std::int64_t measured =
+            store.stop_run(run_id, "failed", std::string("stopped by an error: ") + e.what());
         log << "gputune: run " << run_id << " stopped by the error below; its " << measured
-            << " measurements are stored, and `gputune run " << job.file.string() << " --resume "
-            << run_id << "` measures the rest\n";
+            << " measurements are stored, and `" << resume_command << "` measures the rest\n";
       }
     } catch (const std::exception&) {  // the database itself failed: the first error matters
     }
