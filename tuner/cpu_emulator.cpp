@@ -2,15 +2,19 @@
 #include "tuner/cpu_emulator.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +22,8 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
+
+#include "tuner/stop_signals.h"
 
 #ifndef GPUTUNE_HOST_CXX
 #define GPUTUNE_HOST_CXX "c++"
@@ -587,15 +593,70 @@ std::string dynamic_shared(std::string s, std::vector<std::string>& names) {
   return out + s.substr(last);
 }
 
+// The host compilers now running, each the leader of a process group of its own (the shell and
+// the compiler's own processes), so that interrupt_cpu_launches() ends them at once: with SIGTERM,
+// on which the compiler driver deletes its temporary files, as on a terminal's Ctrl-C.
+constexpr size_t kCompilerSlots = 256;
+std::atomic<pid_t> g_compilers[kCompilerSlots];
+
+void stop_compilers() noexcept {
+  for (auto& slot : g_compilers)
+    if (const pid_t pid = slot.load(); pid > 0) kill(-pid, SIGTERM);
+}
+
+/// Runs `cmd` with /bin/sh; its output (stdout and stderr) when it succeeds.
 std::string run_compiler(const std::string& cmd) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw EmulatorError("cannot run the host compiler (pipe: " + std::string(strerror(errno)) +
+                        "): " + cmd);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_adddup2(&files, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&files, pipe_fds[1], STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  const sigset_t mask = spawn_signal_mask();  // not this process's blocked stop signals
+  posix_spawnattr_setsigmask(&attr, &mask);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+  std::string shell = "/bin/sh", dash_c = "-c", command = cmd;
+  char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, "/bin/sh", &files, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  close(pipe_fds[1]);
+  if (rc != 0) {
+    close(pipe_fds[0]);
+    throw EmulatorError("cannot run the host compiler (" + std::string(strerror(rc)) + "): " + cmd);
+  }
+  std::atomic<pid_t>* slot = nullptr;
+  for (auto& s : g_compilers) {
+    pid_t free_slot = 0;
+    if (s.compare_exchange_strong(free_slot, pid)) {
+      slot = &s;
+      break;
+    }
+  }
+  if (cpu_launches_interrupted()) kill(-pid, SIGTERM);  // interrupted while it started
   std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) throw EmulatorError("cannot run the host compiler: " + cmd);
   char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = pclose(p);
-  if (rc != 0) throw EmulatorError("host compiler failed (" + cmd + "):\n" + out.substr(0, 4000));
+  for (;;) {
+    const ssize_t n = read(pipe_fds[0], buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (slot) slot->store(0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw EmulatorError("host compiler failed (" + cmd + "):\n" + out.substr(0, 4000));
   return out;
 }
 
@@ -790,6 +851,7 @@ std::string fault_message(int sig, const void* address, double limit) {
 
 void interrupt_cpu_launches() noexcept {
   g_interrupted.store(1);
+  stop_compilers();
   const pid_t pid = getpid();
   for (auto& s : g_launching)
     if (const pid_t tid = s.load(); tid != 0) syscall(SYS_tgkill, pid, tid, timer_signal());
@@ -893,8 +955,8 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
                       includes + " -o " + lib.string() + " " + src.string();
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
   }
-  // A Ctrl-C reaches the compilers too (they share the terminal's process group): their failure
-  // is the interrupt's doing, not the kernels'.
+  // An interrupt ends the compilers too (stop_compilers): their failure is its doing, not the
+  // kernels'.
   try {
     for (auto& w : work) w.get();
   } catch (const EmulatorError&) {

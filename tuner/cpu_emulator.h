@@ -14,8 +14,9 @@
  * assert, __trap) or runs past its time limit ends its
  * launch with an EmulatorFault instead of ending the process: launches run under a signal handler
  * (installed on first use, passing every signal that is not a launch's on to the handler before
- * it). interrupt_cpu_launches() (safe in a signal handler: Ctrl-C) stops every running launch and
- * refuses later ones. The temporary folder the kernels are compiled in is gone once they are
+ * it). interrupt_cpu_launches() (async-signal-safe; Ctrl-C calls it) stops every running launch
+ * and build (the host compilers run in process groups of their own, which it ends) and refuses
+ * later ones. The temporary folder the kernels are compiled in is gone once they are
  * loaded, so a process that ends during a launch leaves nothing behind. Consumes: kernel sources,
  * -D definitions, include folders. Produces: CpuModule. Must not: touch the GPU driver or the
  * database. */
@@ -55,8 +56,9 @@ class EmulatorInterrupted : public EmulatorError {
 
 /// Stops every launch now running in this process (each throws EmulatorInterrupted as soon as its
 /// kernel leaves any C library call it is in) and makes later launches and builds throw it too,
-/// until allow_cpu_launches(). Async-signal-safe: meant for a SIGINT handler, where it must come
-/// last: called on a thread inside a launch, it does not return (it jumps to the launch's end).
+/// until allow_cpu_launches(); ends the host compilers of a build now running. Async-signal-safe;
+/// called on a thread inside a launch (from a signal handler there), it does not return (it jumps
+/// to the launch's end).
 void interrupt_cpu_launches() noexcept;
 /// Whether interrupt_cpu_launches() was called since the last allow_cpu_launches().
 bool cpu_launches_interrupted() noexcept;

@@ -5,6 +5,11 @@
  * own database connection), says how to go on (`--resume` skips the stored variant) and ends the
  * process with exit code 5; the driver frees the GPU as the process ends. The daemon's workers do
  * not need it: their supervisor kills a worker that hangs.
+ * Also owns going on after such a stop: `gputune run` runs the tuning in a child process
+ * (run_restarting) and, when the child's HangWatch reports a hang through a pipe, starts it again
+ * with `--resume RUN`, so one command measures the whole space. The supervising process never
+ * loads the CUDA driver; it forwards SIGINT/SIGTERM sent to it, and the job's time budget carries
+ * over the restarts.
  * Consumes: the run's ids. Produces: nothing but those rows and the exit. Must not: touch the GPU.
  */
 #pragma once
@@ -13,17 +18,23 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace gputune::tuner {
 
 class HangWatch {
  public:
   /// Watches measurements of run `run_id` in the database at `db_path`; `resume` is the command
-  /// the message gives to go on (e.g. "gputune run job.json --resume 3").
-  HangWatch(std::string db_path, std::int64_t run_id, double limit_s, std::string resume);
+  /// the message gives to go on (e.g. "gputune run job.json --resume 3"). `report_fd` >= 0: a
+  /// hang is also reported there for run_restarting (SupervisorLink::fd), as one to go on from
+  /// unless `stopping` says the process was asked to stop.
+  HangWatch(std::string db_path, std::int64_t run_id, double limit_s, std::string resume,
+            int report_fd = -1, std::function<bool()> stopping = {});
   ~HangWatch();
   HangWatch(const HangWatch&) = delete;
   HangWatch& operator=(const HangWatch&) = delete;
@@ -41,6 +52,9 @@ class HangWatch {
   const std::int64_t run_id_;
   const std::chrono::duration<double> limit_;
   const std::string resume_;
+  const int report_fd_;
+  const std::function<bool()> stopping_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::mutex mu_;
   std::condition_variable cv_;
   bool quit_ = false;
@@ -50,5 +64,23 @@ class HangWatch {
   std::string what_;
   std::thread thread_;  // last: started once everything above is set
 };
+
+/// What a child of run_restarting gets from its supervisor (through its environment).
+struct SupervisorLink {
+  int fd = -1;                ///< where HangWatch reports a hang; -1: not supervised
+  double budget_spent_s = 0;  ///< measuring seconds the run's earlier processes spent
+};
+/// This process's link, read once from the environment. Under a supervisor it also arranges for
+/// the process to get SIGTERM (and so stop cleanly) should the supervisor die first.
+SupervisorLink supervisor_link();
+
+/// `gputune run` under supervision: runs `args` (the arguments after the program's name, e.g.
+/// {"run", "job.json"}) with this program in a child process and returns its exit code. When the
+/// child stopped because a kernel hung, runs it again with `--resume RUN` (replacing a --resume
+/// in `args`), at most `max_restarts` times; progress is certain, as resume skips what hung.
+/// Never restarts after a stop signal or any other exit. A child killed by a signal kills this
+/// process with the same signal. A stop signal sent to this process alone is passed on (the first
+/// marked as kForwardedSignal, tuner/stop_signals.h; one from the terminal reached the child too).
+int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log);
 
 }  // namespace gputune::tuner

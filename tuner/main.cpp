@@ -25,10 +25,12 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/daemon.h"
 #include "tuner/generate.h"
+#include "tuner/hang_watch.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
 #include "tuner/prune.h"
 #include "tuner/replay.h"
+#include "tuner/stop_signals.h"
 #include "variants/space.h"
 #include "web/client.h"
 
@@ -74,42 +76,10 @@ std::string db_of(const cxxopts::ParseResult& r) {
   return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
 }
 
-// Ctrl-C or SIGTERM during `run`: the run stops before the next variant is measured, stores
-// what it has as an interrupted run (exit 5; it can be resumed). During `check` and `generate
-// --check`: the launch on the CPU stops at once, and what was checked before is reported (exit 5).
-// A second one ends the process at once. A signal the shell set to be ignored (a background job's
-// SIGINT) stays ignored.
-volatile sig_atomic_t g_stop_requested = 0;
-const char* g_stop_message = "";  // what the first signal says it does (set before install)
-bool g_stop_cpu_launches = false;
-
-void on_stop_signal(int sig) {
-  if (g_stop_requested) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-    return;
-  }
-  g_stop_requested = 1;
-  const ssize_t ignored = write(STDERR_FILENO, g_stop_message, std::strlen(g_stop_message));
-  (void)ignored;
-  // Last: on the launching thread this does not return (it jumps out to the launch's end).
-  if (g_stop_cpu_launches) tuner::interrupt_cpu_launches();
-}
-
-/// `message` is written on the first signal; `cpu` also stops the CPU emulator's launches.
-void stop_on_signals(const char* message, bool cpu) {
-  g_stop_message = message;
-  g_stop_cpu_launches = cpu;
-  for (int sig : {SIGINT, SIGTERM}) {
-    struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(sig, &sa, nullptr);
-  }
-}
+// Ctrl-C or SIGTERM (tuner/stop_signals.h) during `run`: the run stops before the next variant
+// is measured and stores what it has as an interrupted run (exit 5; it can be resumed). During
+// `check` and `generate --check`: the launch on the CPU stops at once, and what was checked before
+// is reported (exit 5). A second one ends the process at once.
 
 /// --gpu N: the CUDA device to use instead of the job's GPUTune.Device.Index, checked now when a
 /// driver is present (the error names --gpu and the devices there are).
@@ -145,13 +115,16 @@ int cmd_run(int argc, char** argv) {
       "seconds a variant's measurement may take before it counts as hung: it is stored as "
       "timeout and the run stops (resume skips it); 0: wait for ever (default: 120, or more when "
       "the job's TimeoutSeconds allows longer launches: (warm-up launches + 3) x TimeoutSeconds)",
-      cxxopts::value<double>())("q,quiet", "no progress line")("h,help", "help");
+      cxxopts::value<double>())(
+      "max-restarts",
+      "after a hung kernel (see --kernel-timeout), start again with --resume at most this many "
+      "times, so one command measures the rest of the space; 0: stop at the first hang",
+      cxxopts::value<int>()->default_value("10"))("q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
-  if (!r.count("no-gpu")) apply_gpu_option(r, job);
   if (r.count("strategy")) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
@@ -179,12 +152,23 @@ int cmd_run(int argc, char** argv) {
     throw JobError("command line", "--kernel-timeout",
                    "a timeout of " + std::to_string(opt.hang_limit_s) + " s",
                    "give seconds from 0 (wait for ever) to 10000000");
-  opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
-  stop_on_signals(
+  const int max_restarts = r["max-restarts"].as<int>();
+  if (max_restarts < 0 || max_restarts > 1000000)
+    throw JobError("command line", "--max-restarts", std::to_string(max_restarts) + " restarts",
+                   "give a number from 0 (stop at the first hung kernel) to 1000000");
+  // A hung kernel ends the process that launched it, so a supervising process (which never loads
+  // the driver) runs the tuning as its child and restarts it after each hang.
+  const tuner::SupervisorLink link = tuner::supervisor_link();
+  if (link.fd < 0 && max_restarts > 0 && opt.hang_limit_s > 0 && !opt.no_gpu)
+    return tuner::run_restarting(std::vector<std::string>(argv, argv + argc), max_restarts,
+                                 std::cerr);
+  opt.hang_report_fd = link.fd, opt.budget_spent_s = link.budget_spent_s;
+  tuner::watch_stop_signals(
       "\ngputune: stopping before the next measurement (or compile); what was measured stays "
-      "stored (again to quit now)\n",
-      false);
-  opt.should_stop = [] { return g_stop_requested != 0; };
+      "stored (again to quit now)\n");
+  if (!opt.no_gpu) apply_gpu_option(r, job);
+  opt.progress = !r.count("quiet") && tuner::stderr_is_terminal();
+  opt.should_stop = [] { return tuner::stop_requested(); };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
   return rep.exit_code;
@@ -221,7 +205,9 @@ int cmd_generate(int argc, char** argv) {
   g.limit = r["limit"].as<size_t>();
   g.check = r.count("check") > 0;
   if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
-  if (g.check) stop_on_signals("\ngputune: stopping the check (again to quit now)\n", true);
+  if (g.check)
+    tuner::watch_stop_signals("\ngputune: stopping the check (again to quit now)\n",
+                              tuner::interrupt_cpu_launches);
   return tuner::generate(g);
 }
 
@@ -256,8 +242,9 @@ int cmd_check(int argc, char** argv) {
     return tuner::kExitBadInput;
   }
   c.jobs = std::max(1, r["threads"].as<int>());
-  stop_on_signals(
-      "\ngputune: stopping the check; what was checked is reported (again to quit now)\n", true);
+  tuner::watch_stop_signals(
+      "\ngputune: stopping the check; what was checked is reported (again to quit now)\n",
+      tuner::interrupt_cpu_launches);
   return tuner::check_command(r["job"].as<std::string>(), c, std::cout, std::cerr);
 }
 

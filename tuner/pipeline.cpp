@@ -326,14 +326,15 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     // A launch that never returns ends the process (a kernel cannot be interrupted in it).
     std::unique_ptr<HangWatch> hang_watch;
     if (dev && opt.hang_limit_s > 0)
-      hang_watch =
-          std::make_unique<HangWatch>(rep.db_path, run_id, opt.hang_limit_s, resume_command);
+      hang_watch = std::make_unique<HangWatch>(rep.db_path, run_id, opt.hang_limit_s,
+                                               resume_command, opt.hang_report_fd, opt.should_stop);
     auto variant_name = [&](size_t i) { return "configuration " + configs[i].key(); };
     // The time budget, as a deadline (max() when the job sets none).
     Clock::time_point deadline = Clock::time_point::max();
     if (job.budget.max_seconds)
-      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(*job.budget.max_seconds));
+      deadline =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                             std::max(0.0, *job.budget.max_seconds - opt.budget_spent_s)));
     std::int64_t done_total = static_cast<std::int64_t>(already.size());  // resumed: counted
     for (const ContextSpec& ctx : job.contexts) {
       const auto context_index = static_cast<size_t>(&ctx - job.contexts.data());
@@ -504,6 +505,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
             if (o.status != "correct") reference.clear();
           }
           if (resumed_ms.count(i)) result = resumed_ms[i];
+          ++measured_count;  // it counts against the budget of configurations, as it did then
           return result;
         }
         db::MeasurementRecord m = base_record(i);

@@ -55,6 +55,11 @@ struct RunOptions {
   /// `timeout` and ends the process (tuner/hang_watch.h); 0: no limit (the daemon's workers,
   /// whose supervisor kills them instead).
   double hang_limit_s = 0;
+  /// Where the HangWatch also reports a hang (a supervisor's pipe, tuner/hang_watch.h); -1: none.
+  int hang_report_fd = -1;
+  /// Seconds of the job's time budget (GPUTune.Budget.Seconds) that earlier processes of this
+  /// run spent measuring (an automatic restart after a hang carries them over).
+  double budget_spent_s = 0;
 };
 
 struct BestRow {

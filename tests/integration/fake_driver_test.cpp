@@ -458,6 +458,7 @@ TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
 // A kernel that never returns: after --kernel-timeout the variant is stored as timeout, the run
 // as interrupted with the command that goes on, and the process ends (exit 5) instead of hanging;
 // resumed, the run skips that variant and finishes.
+// --max-restarts 0: the first hang ends the command; the user resumes.
 TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
   test::TempDir dir;
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
@@ -468,7 +469,8 @@ TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
   job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
   test::write_file(dir / "job.json", job.dump());
   const std::string file = (dir / "job.json").string(), db = (dir / "g.db").string();
-  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 1 --cache-dir '" +
+  const std::string run = "run '" + file + "' --db '" + db +
+                          "' --kernel-timeout 1 --max-restarts 0 --cache-dir '" +
                           (dir / "cache").string() + "'";
   const auto started = std::chrono::steady_clock::now();
   auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run);
@@ -497,6 +499,214 @@ TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
   const auto winners = store.winners("vector_add");
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_EQ(winners[0].config_key, "128,1");
+}
+
+// The vector_add job over block_size_x 128..1024 and tile_size_x 1, 2 in one context of 1M.
+std::string hang_job(const test::TempDir& dir, const nlohmann::json& budget = {}) {
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["ConfigurationSpace"]["TuningParameters"] = {
+      {{"Name", "block_size_x"},
+       {"Type", "int"},
+       {"Values", "[128, 256, 512, 1024]"},
+       {"Default", 128}},
+      {{"Name", "tile_size_x"}, {"Type", "int"}, {"Values", "[1, 2]"}, {"Default", 1}}};
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  if (!budget.is_null()) job["GPUTune"]["Budget"] = budget;
+  test::write_file(dir / "job.json", job.dump());
+  return (dir / "job.json").string();
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// By default one command measures the whole space: after each hang the supervising process starts
+// the tuning again with --resume, and the resumed process skips what hung. --max-restarts caps it.
+TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir), db = (dir / "g.db").string();
+  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 1 --cache-dir '" +
+                          (dir / "cache").string() + "'";
+  auto r = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count_of(r.out, "gputune: restarting to measure the rest"), 2u) << r.out;
+  EXPECT_NE(r.out.find("(2 of at most 10): gputune run " + file), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gputune: 2 variants hung and are stored as timeout: configuration 512,1; "
+                       "configuration 512,2\n"),
+            std::string::npos)
+      << r.out;
+  {
+    db::Store store(db);
+    ASSERT_EQ(store.runs().size(), 1u);  // one run, resumed: not one run per process
+    EXPECT_EQ(store.run(1)->status, "done");
+    std::map<std::string, std::string> status;
+    for (const auto& m : store.measurements(1))
+      if (m.reason.rfind("re-measurement", 0) != 0) {
+        EXPECT_EQ(status.count(m.config_key), 0u) << m.config_key << " measured twice";
+        status[m.config_key] = m.status;
+      }
+    EXPECT_EQ(status.size(), 8u);
+    EXPECT_EQ(status["512,1"], "timeout");
+    EXPECT_EQ(status["512,2"], "timeout");
+    EXPECT_EQ(status["128,1"], "correct");
+    EXPECT_EQ(status["256,2"], "correct");
+    ASSERT_EQ(store.winners("vector_add").size(), 1u);
+  }
+  const std::string db2 = (dir / "g2.db").string();
+  auto capped =
+      sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + "run '" + file + "' --db '" + db2 +
+         "' --kernel-timeout 1 --max-restarts 1 --cache-dir '" + (dir / "cache").string() + "'");
+  EXPECT_EQ(capped.exit_code, 5) << capped.out;
+  EXPECT_EQ(count_of(capped.out, "gputune: restarting"), 1u) << capped.out;
+  EXPECT_NE(capped.out.find("not restarting: 1 restart after hung kernels already "
+                            "(--max-restarts 1)"),
+            std::string::npos)
+      << capped.out;
+  EXPECT_NE(capped.out.find("gputune: 2 variants hung and are stored as timeout"),
+            std::string::npos)
+      << capped.out;
+  EXPECT_EQ(db::Store(db2).run(1)->status, "interrupted");
+}
+
+// The job's time budget covers the whole run, restarts included: the restarted process is left
+// what the first one did not spend (here nothing, as the hang alone took longer than the budget).
+TEST(FakeDriver, ARestartAfterAHangKeepsTheTimeBudget) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir, {{"Seconds", 1.5}}), db = (dir / "g.db").string();
+  auto r = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + "run '" + file + "' --db '" + db +
+              "' --kernel-timeout 2 --cache-dir '" + (dir / "cache").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count_of(r.out, "gputune: restarting"), 1u) << r.out;
+  db::Store store(db);
+  std::map<std::string, db::MeasurementRecord> by_key;
+  for (const auto& m : store.measurements(1))
+    if (m.reason.rfind("re-measurement", 0) != 0) by_key[m.config_key] = m;
+  ASSERT_EQ(by_key.size(), 8u);
+  EXPECT_EQ(by_key["128,2"].status, "correct");
+  EXPECT_EQ(by_key["512,1"].reason.rfind("hung:", 0), 0u) << by_key["512,1"].reason;
+  for (const char* key : {"512,2", "1024,1", "1024,2"}) {
+    EXPECT_EQ(by_key[key].status, "timeout") << key;
+    EXPECT_NE(by_key[key].reason.find("the job's time budget was spent"), std::string::npos)
+        << key << ": " << by_key[key].reason;
+  }
+}
+
+// model_guided's budget of configurations covers the whole run too: the restarted process counts
+// what the run measured before (the one that hung included) and measures nothing more.
+TEST(FakeDriver, ARestartAfterAHangKeepsTheConfigurationBudget) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir, {{"Configurations", 3}}), db = (dir / "g.db").string();
+  auto job = nlohmann::json::parse(test::read_file(file));
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  job["GPUTune"]["Pruner"] = {{"RegretSample", 0}};
+  test::write_file(file, job.dump());
+  auto r = sh(with_fake("FAKE_CUDA_HANG_BLOCK=256") + "run '" + file + "' --db '" + db +
+              "' --kernel-timeout 1 --cache-dir '" + (dir / "cache").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(count_of(r.out, "gputune: restarting"), 1u) << r.out;
+  std::vector<std::string> measured;
+  for (const auto& m : db::Store(db).measurements(1))
+    if (m.reason.rfind("re-measurement", 0) != 0) measured.push_back(m.config_key + " " + m.status);
+  EXPECT_EQ(measured.size(), 3u) << ::testing::PrintToString(measured);
+}
+
+// Starts `gputune ARGS` with the fake driver hanging 512-thread launches, in a process group of
+// its own, output to `log`.
+pid_t start_hanging_run(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);
+  setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+  setenv("FAKE_CUDA_HANG_BLOCK", "512", 1);
+  if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+    _exit(126);
+  std::vector<char*> argv{const_cast<char*>(GPUTUNE_BINARY)};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(GPUTUNE_BINARY, argv.data());
+  _exit(127);
+}
+
+// Waits up to `seconds` for `pid`; false if it is still running.
+bool wait_for(pid_t pid, int& status, double seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// The supervisor passes stop signals on: a SIGTERM sent to it alone stops the tuning process
+// cleanly (no restart after the hang it is waiting on; the run is stored as interrupted), a second
+// one ends it at once. A signal sent to the whole process group reaches the tuning process twice
+// (directly and through the supervisor), which still counts as one; one sent to the tuning process
+// alone also means no restart. (The first compile in the tuning process is NVRTC's: it swaps the
+// signal handlers, which must not matter.)
+TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir);
+  const std::string cache = (dir / "cache").string(), log = (dir / "out.txt").string();
+  auto hung_in = [&](const std::string& db) {
+    const pid_t pid = start_hanging_run(
+        {"run", file, "--db", db, "--kernel-timeout", "3", "--cache-dir", cache}, log);
+    // The 512-thread variant's measurement has begun (and will not return) once the run stored
+    // the four variants before it.
+    for (int i = 0; i < 1200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (std::filesystem::exists(db)) try {
+          if (db::Store(db).measurements(1).size() >= 4) break;
+        } catch (const std::exception&) {  // the schema is still being created
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return pid;
+  };
+  {  // the whole group, once
+    const std::string db = (dir / "group.db").string();
+    const pid_t pid = hung_in(db);
+    ASSERT_EQ(kill(-pid, SIGTERM), 0);
+    int status = 0;
+    ASSERT_TRUE(wait_for(pid, status, 30)) << test::read_file(log);
+    const std::string out = test::read_file(log);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status) << ": " << out;
+    EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+    EXPECT_EQ(out.find("restarting"), std::string::npos) << out;
+    EXPECT_NE(out.find("stopping before the next measurement"), std::string::npos) << out;
+    EXPECT_EQ(db::Store(db).run(1)->status, "interrupted");
+  }
+  {  // the tuning process alone: it was asked to stop, so the hang it then reports is no reason
+     // to restart
+    const std::string db = (dir / "child.db").string();
+    const pid_t pid = hung_in(db);
+    const std::string children = test::read_file("/proc/" + std::to_string(pid) + "/task/" +
+                                                 std::to_string(pid) + "/children");
+    ASSERT_FALSE(children.empty());
+    ASSERT_EQ(kill(static_cast<pid_t>(std::stol(children)), SIGTERM), 0);
+    int status = 0;
+    ASSERT_TRUE(wait_for(pid, status, 30)) << test::read_file(log);
+    const std::string out = test::read_file(log);
+    ASSERT_TRUE(WIFEXITED(status)) << out;
+    EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+    EXPECT_NE(out.find("hung (no return within 3 s)"), std::string::npos) << out;
+    EXPECT_EQ(out.find("restarting"), std::string::npos) << out;
+  }
+  {  // the supervisor alone, twice
+    const std::string db = (dir / "twice.db").string();
+    const pid_t pid = hung_in(db);
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status = 0;
+    EXPECT_FALSE(wait_for(pid, status, 1)) << test::read_file(log);  // waits on the hung launch
+    const std::string first = test::read_file(log);
+    EXPECT_NE(first.find("stopping before the next measurement"), std::string::npos) << first;
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    ASSERT_TRUE(wait_for(pid, status, 1.5)) << test::read_file(log);  // before the 3 s limit
+    ASSERT_TRUE(WIFSIGNALED(status)) << test::read_file(log);
+    EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  }
 }
 
 }  // namespace

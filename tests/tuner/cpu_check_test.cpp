@@ -434,6 +434,63 @@ TEST(CpuCheck, CtrlCStopsTheCheckAtOnceAndReportsWhatWasChecked) {
   EXPECT_TRUE(std::filesystem::is_empty(tmp));
 }
 
+// SIGTERM to `gputune check` alone (as `kill PID` sends it) while the host compiler runs: the
+// compilers, in process groups of their own, are ended too, so the check stops at once rather
+// than when they finish. The compiler here waits 60 s before compiling.
+TEST(CpuCheck, AStopEndsTheHostCompilersToo) {
+  TempDir dir;
+  const std::filesystem::path tmp = dir / "tmp", pid_file = dir / "compiler.pid";
+  std::filesystem::create_directories(tmp);
+  write_file(dir / "slow-cxx",
+             "#!/bin/sh\necho $$ > '" + pid_file.string() + "'\nsleep 60\nexec c++ \"$@\"\n");
+  std::filesystem::permissions(dir / "slow-cxx", std::filesystem::perms::owner_all);
+  const std::string job = (source_dir() / "configs" / "examples" / "vector_add.json").string();
+  const std::string log = (dir / "out.txt").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    setenv("GPUTUNE_HOST_CXX", (dir / "slow-cxx").c_str(), 1);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "check", job.c_str(), "--size", "1001", "--limit", "4",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t compiler = 0;
+  for (int i = 0; i < 1200 && compiler == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string text = std::filesystem::exists(pid_file) ? read_file(pid_file) : "";
+    if (!text.empty() && text.back() == '\n') compiler = static_cast<pid_t>(std::stol(text));
+  }
+  ASSERT_GT(compiler, 0) << read_file(log);
+  const auto stopped = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  bool ended = false;
+  for (int i = 0; i < 600 && !ended; ++i) {
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!ended) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(ended) << "still running 30 s after SIGTERM: " << read_file(log);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::seconds(20));
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(log);
+  EXPECT_EQ(WEXITSTATUS(status), 5) << read_file(log);
+  EXPECT_NE(read_file(log).find("check interrupted while compiling; nothing was checked"),
+            std::string::npos)
+      << read_file(log);
+  // Ended: gone, or a zombie that init has not reaped yet (its parent, the shell, ended first).
+  const std::filesystem::path status_file = "/proc/" + std::to_string(compiler) + "/status";
+  const std::string left = std::filesystem::exists(status_file) ? read_file(status_file) : "";
+  EXPECT_TRUE(left.empty() || left.find("State:\tZ") != std::string::npos)
+      << "the host compiler " << compiler << " is still running:\n"
+      << left;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+}
+
 // `gputune generate`'s exit codes follow the table every command uses: 0 when the written
 // variants agree with the naive kernel, 2 (bad input) for a kernel outside the subset, with the
 // construct that stopped it and how it can still be tuned.
