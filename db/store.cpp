@@ -633,6 +633,24 @@ std::int64_t Store::save_calibration(std::int64_t device_id, std::optional<std::
   return db_.last_insert_rowid();
 }
 
+std::optional<Store::NamedCalibration> Store::latest_calibration_named(
+    const std::vector<std::string>& names, int cc_major, int cc_minor, int sm_count) {
+  if (names.empty()) return std::nullopt;
+  std::string in;
+  for (size_t i = 0; i < names.size(); ++i) in += i ? ",lower(?)" : "lower(?)";
+  Statement s(db_,
+              "SELECT c.params_json, d.name, d.id FROM model_calibrations c JOIN devices d ON "
+              "d.id = c.device_id WHERE lower(d.name) IN (" +
+                  in +
+                  ") AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? ORDER BY c.id DESC "
+                  "LIMIT 1");
+  int k = 1;
+  for (const std::string& n : names) s.bind(k++, n);
+  s.bind(k, cc_major).bind(k + 1, cc_minor).bind(k + 2, sm_count);
+  if (!s.step()) return std::nullopt;
+  return NamedCalibration{s.text(0), s.text(1), s.int64(2)};
+}
+
 std::optional<std::string> Store::latest_calibration(std::int64_t device_id) {
   Statement s(db_,
               "SELECT params_json FROM model_calibrations WHERE device_id=? ORDER BY id DESC "

@@ -131,6 +131,17 @@ class Store {
   std::int64_t save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,
                                 int samples, double rms_log_error, const std::string& params_json);
   std::optional<std::string> latest_calibration(std::int64_t device_id);
+  struct NamedCalibration {
+    std::string params_json;
+    std::string device_name;  ///< the device record it was fitted for
+    std::int64_t device_id = 0;
+  };
+  /// The newest calibration of any device named one of `names` (case-insensitively) with this
+  /// compute capability and SM count: how `prune --device` finds what runs fitted on that GPU,
+  /// whose device records carry the driver's name.
+  std::optional<NamedCalibration> latest_calibration_named(const std::vector<std::string>& names,
+                                                           int cc_major, int cc_minor,
+                                                           int sm_count);
 
   /// Winners of a kernel (by name or hash prefix), optionally one context label / device name.
   std::vector<WinnerRow> winners(const std::string& kernel, const std::string& context_label = {},

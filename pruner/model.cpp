@@ -59,15 +59,21 @@ ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
 }
 
 std::string Calibration::json() const {
-  return nlohmann::json{{"overhead_us", overhead_us},
-                        {"dram", dram},
-                        {"l2", l2},
-                        {"shared", shared},
-                        {"flops", flops},
-                        {"saturating_warps", saturating_warps},
-                        {"samples", samples},
-                        {"rms_log_error", rms_log_error}}
-      .dump();
+  nlohmann::json j{{"overhead_us", overhead_us},
+                   {"dram", dram},
+                   {"l2", l2},
+                   {"shared", shared},
+                   {"flops", flops},
+                   {"saturating_warps", saturating_warps},
+                   {"samples", samples},
+                   {"rms_log_error", rms_log_error}};
+  if (rates.valid())
+    j["rates"] = {{"sm_count", rates.sm_count},
+                  {"clock_ghz", rates.clock_ghz},
+                  {"dram_gbs", rates.dram_gbs},
+                  {"l2_gbs", rates.l2_gbs},
+                  {"fp32_gflops", rates.fp32_gflops}};
+  return j.dump();
 }
 
 Calibration Calibration::from_json(const std::string& text) {
@@ -82,7 +88,31 @@ Calibration Calibration::from_json(const std::string& text) {
   if (j.contains("samples") && j["samples"].is_number_integer()) c.samples = j["samples"];
   if (j.contains("rms_log_error") && j["rms_log_error"].is_number())
     c.rms_log_error = j["rms_log_error"];
+  if (j.contains("rates") && j["rates"].is_object()) {
+    const auto& r = j["rates"];
+    DeviceRates d;
+    auto rate = [&](const char* k, double& v) {
+      if (r.contains(k) && r[k].is_number() && r[k].get<double>() > 0) v = r[k].get<double>();
+    };
+    if (r.contains("sm_count") && r["sm_count"].is_number_integer() && r["sm_count"].get<int>() > 0)
+      d.sm_count = r["sm_count"];
+    rate("clock_ghz", d.clock_ghz), rate("dram_gbs", d.dram_gbs), rate("l2_gbs", d.l2_gbs);
+    rate("fp32_gflops", d.fp32_gflops);
+    if (d.valid() && d.l2_gbs > 0) c.rates = d;
+  }
   return c;
+}
+
+Calibration rebased(const Calibration& c, const DeviceRates& to) {
+  const DeviceRates& from = c.rates;
+  if (!from.valid() || from.l2_gbs <= 0 || !to.valid() || to.l2_gbs <= 0) return c;
+  Calibration r = c;
+  r.dram *= to.dram_gbs / from.dram_gbs;
+  r.l2 *= to.l2_gbs / from.l2_gbs;
+  r.shared *= (to.sm_count * to.clock_ghz) / (from.sm_count * from.clock_ghz);
+  r.flops *= to.fp32_gflops / from.fp32_gflops;
+  r.rates = to;
+  return r;
 }
 
 Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibration& c) {
@@ -151,7 +181,7 @@ Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<dou
   for (size_t i = 0; i < f.size() && i < measured.size(); ++i)
     if (f[i].ok && measured[i] > 0) ++n;
   if (n < 4 || !d.valid()) return start;
-  Calibration c = start;
+  Calibration c = rebased(start, d);
   struct Param {
     double Calibration::*field;
     double lo, hi;
@@ -177,6 +207,7 @@ Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<dou
   }
   c.samples = n;
   c.rms_log_error = std::sqrt(best);
+  c.rates = d;
   return c;
 }
 

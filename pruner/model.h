@@ -59,9 +59,17 @@ struct Calibration {
   double overhead_us = 4, dram = 1, l2 = 1, shared = 1, flops = 1, saturating_warps = 16;
   int samples = 0;           ///< measurements it was fitted on (0: the defaults)
   double rms_log_error = 0;  ///< of the fit, natural log
+  /// The rates it was fitted against (a run's: from the driver); not valid() for the defaults
+  /// and for calibrations stored before the rates were.
+  DeviceRates rates;
   std::string json() const;
   static Calibration from_json(const std::string& text);  ///< defaults for bad text
 };
+
+/// `c` for other rates of the same device (a device file's published figures against the
+/// driver's): each term's scale is rebased so that it predicts the same times as it did with the
+/// rates it was fitted against. Unchanged when those are not known.
+Calibration rebased(const Calibration& c, const DeviceRates& to);
 
 struct Prediction {
   bool ok = false;

@@ -30,8 +30,12 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   pruner::DeviceLimits limits;
   db::DeviceRecord dr;
   Rates rates;
+  std::vector<std::string> spec_names;  // --device: the file's name, key and aliases
   if (!o.device.empty()) {
     pruner::DeviceSpec spec = pruner::find_device(o.device);
+    spec_names = spec.aliases;
+    spec_names.push_back(spec.name);
+    spec_names.push_back(spec.key);
     rates = rates_for_spec(spec);
     limits = spec.limits;
     rep.device = spec.name;
@@ -81,8 +85,18 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
                                           : db::default_database_path();
     store = std::make_unique<db::Store>(rep.db_path);
     device_id = store->upsert_device(dr);
-    if (auto c = store->latest_calibration(device_id))
+    if (!o.device.empty()) {
+      // A described GPU: what runs on that GPU fitted (their device records carry the driver's
+      // name, one of the file's aliases), moved to the file's rates.
+      if (auto c = store->latest_calibration_named(spec_names, limits.cc_major, limits.cc_minor,
+                                                   limits.sm_count)) {
+        calibration = pruner::Calibration::from_json(c->params_json);
+        rep.calibration_device = c->device_name;
+        if (rates.rates) calibration = pruner::rebased(calibration, *rates.rates);
+      }
+    } else if (auto c = store->latest_calibration(device_id)) {
       calibration = pruner::Calibration::from_json(*c);
+    }
   }
   rep.calibration_samples = calibration.samples;
   rep.margin = o.model_margin.value_or(job.pruner.model_margin);
@@ -235,7 +249,10 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
     out << "  model: " << r.predicted << " variants predicted, rates from " << r.rates_source
         << "; calibration "
         << (r.calibration_samples
-                ? "fitted on " + std::to_string(r.calibration_samples) + " measurements"
+                ? "fitted on " + std::to_string(r.calibration_samples) + " measurements" +
+                      (r.calibration_device.empty()
+                           ? std::string()
+                           : " on " + r.calibration_device + " (moved to these rates)")
                 : std::string("default constants (no measurements yet)"))
         << "; margin " << std::setprecision(2) << r.margin << "\n";
   if (r.not_analysed)

@@ -53,6 +53,8 @@ struct PruneReport {
   std::size_t predicted = 0, not_analysed = 0;
   std::string first_analysis_error;
   int calibration_samples = 0;  ///< 0: default constants
+  /// --device: the device record whose runs fitted the calibration (empty: none, or no --device)
+  std::string calibration_device;
   double margin = 0;
   std::vector<pruner::ModelFeatures> features;  ///< per row, for replay's model_guided scoring
   std::optional<pruner::DeviceRates> rates;

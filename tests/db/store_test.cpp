@@ -162,6 +162,36 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   EXPECT_EQ(c2.int64(0), 2);
 }
 
+// prune --device finds the calibration that runs on that GPU fitted: by any of the device
+// file's names (case-insensitively), the same compute capability and SM count, newest first.
+TEST(Store, ACalibrationIsFoundByTheNamesOfItsDevice) {
+  test::TempDir dir;
+  Store store{(dir / "g.db").string()};
+  DeviceRecord h200;
+  h200.name = "NVIDIA H200", h200.cc_major = 9, h200.cc_minor = 0, h200.sm_count = 132;
+  h200.total_mem = 150754820096, h200.source = "driver";
+  DeviceRecord other = h200;
+  other.name = "NVIDIA H100 80GB HBM3";
+  DeviceRecord cut = h200;  // the same name, fewer SMs (another part)
+  cut.sm_count = 114;
+  const std::int64_t a = store.upsert_device(h200), b = store.upsert_device(other),
+                     c = store.upsert_device(cut);
+  store.save_calibration(a, std::nullopt, 10, 0.1, R"({"dram":1.5})");
+  store.save_calibration(b, std::nullopt, 11, 0.1, R"({"dram":2.5})");
+  store.save_calibration(c, std::nullopt, 12, 0.1, R"({"dram":3.5})");
+  const std::vector<std::string> names{"H200", "nvidia h200", "h200"};
+  auto found = store.latest_calibration_named(names, 9, 0, 132);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->params_json, R"({"dram":1.5})");
+  EXPECT_EQ(found->device_name, "NVIDIA H200");
+  EXPECT_EQ(found->device_id, a);
+  store.save_calibration(a, std::nullopt, 20, 0.05, R"({"dram":1.7})");
+  EXPECT_EQ(store.latest_calibration_named(names, 9, 0, 132)->params_json, R"({"dram":1.7})");
+  EXPECT_FALSE(store.latest_calibration_named(names, 8, 0, 132));
+  EXPECT_FALSE(store.latest_calibration_named({"H100 PCIe"}, 9, 0, 132));
+  EXPECT_FALSE(store.latest_calibration_named({}, 9, 0, 132));
+}
+
 TEST(Store, RefusesANewerSchema) {
   test::TempDir dir;
   auto path = (dir / "new.db").string();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -611,6 +612,42 @@ TEST(FakeDriver, ARestartAfterAHangKeepsTheConfigurationBudget) {
   for (const auto& m : db::Store(db).measurements(1))
     if (m.reason.rfind("re-measurement", 0) != 0) measured.push_back(m.config_key + " " + m.status);
   EXPECT_EQ(measured.size(), 3u) << ::testing::PrintToString(measured);
+}
+
+// The calibration a run fits on a GPU (its device record named by the driver) is what `prune
+// --device` uses for that GPU's device file, which lists the driver's name as an alias.
+TEST(FakeDriver, PruneForADescribedDeviceUsesTheCalibrationItsRunsFitted) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir), db = (dir / "g.db").string();
+  auto job = nlohmann::json::parse(test::read_file(file));
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  test::write_file(file, job.dump());
+  // The H200's file, with the fake driver's name (cc 9.0 and 132 SMs, as an H200) as an alias.
+  auto h200 = nlohmann::json::parse(
+      test::read_file(test::source_dir() / "configs" / "devices" / "h200.json"));
+  h200["aliases"].push_back("Fake GPU (gputune test driver)");
+  std::filesystem::create_directories(dir / "devices");
+  test::write_file(dir / "devices" / "h200.json", h200.dump());
+  const std::string prune = "env GPUTUNE_DEVICES_DIR='" + (dir / "devices").string() + "' '" +
+                            GPUTUNE_BINARY + "' prune '" + file + "' --device h200 --db '" + db +
+                            "' --cache-dir '" + (dir / "cache").string() + "'";
+  auto before = sh(prune);
+  EXPECT_EQ(before.exit_code, 0) << before.out;
+  EXPECT_NE(before.out.find("calibration default constants"), std::string::npos) << before.out;
+  auto run = sh(with_fake() + "run '" + file + "' --db '" + db + "' --cache-dir '" +
+                (dir / "cache").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::smatch fitted;
+  ASSERT_TRUE(std::regex_search(run.out, fitted,
+                                std::regex("model: calibration fitted on (\\d+) measurements")))
+      << run.out;
+  auto after = sh(prune);
+  EXPECT_EQ(after.exit_code, 0) << after.out;
+  EXPECT_NE(after.out.find("calibration fitted on " + fitted[1].str() +
+                           " measurements on Fake GPU (gputune test driver) (moved to these "
+                           "rates)"),
+            std::string::npos)
+      << after.out;
 }
 
 // Starts `gputune ARGS` with the fake driver hanging 512-thread launches, in a process group of

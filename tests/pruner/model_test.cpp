@@ -190,6 +190,43 @@ TEST(Model, CalibrationRecoversKnownConstants) {
   EXPECT_DOUBLE_EQ(Calibration::from_json("not json").dram, 1.0);
 }
 
+// A calibration fitted with one set of rates (a run's, from the driver) predicts the same times
+// with another set for the same GPU (a device file's published figures) once rebased; the rates
+// travel in its JSON form.
+TEST(Model, ARebasedCalibrationPredictsTheSameTimesWithOtherRates) {
+  Calibration truth;
+  truth.overhead_us = 9, truth.dram = 1.3, truth.l2 = 0.8, truth.shared = 1.7, truth.flops = 2.2;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<ModelFeatures> fs;
+  std::vector<double> ms;
+  for (int i = 0; i < 40; ++i) {
+    ModelFeatures f = copy_features(std::pow(10, 6 + 3 * u(rng)));
+    f.sectors *= 1 + 15 * u(rng);
+    f.shared_wavefronts = std::pow(10, 5 + 3 * u(rng));
+    f.flops = std::pow(10, 8 + 4 * u(rng));
+    fs.push_back(f);
+    ms.push_back(predict(f, h100(), truth).ms);
+  }
+  const Calibration fit = Calibration::from_json(calibrate(fs, ms, h100()).json());
+  ASSERT_TRUE(fit.rates.valid());
+  EXPECT_DOUBLE_EQ(fit.rates.dram_gbs, h100().dram_gbs);
+  DeviceRates published = h100();
+  published.dram_gbs *= 1.12, published.l2_gbs *= 0.5, published.fp32_gflops *= 1.05;
+  published.clock_ghz *= 0.9;
+  const Calibration moved = rebased(fit, published);
+  double unmoved_error = 0;
+  for (const ModelFeatures& f : fs) {
+    EXPECT_NEAR(predict(f, published, moved).ms / predict(f, h100(), fit).ms, 1.0, 1e-9);
+    unmoved_error += std::abs(std::log(predict(f, published, fit).ms / predict(f, h100(), fit).ms));
+  }
+  EXPECT_GT(unmoved_error, 0.5);  // without rebasing, the other rates do change the times
+  // Unknown rates (calibrations stored before they were): left as they are.
+  Calibration old = fit;
+  old.rates = {};
+  EXPECT_DOUBLE_EQ(rebased(old, published).dram, fit.dram);
+}
+
 TEST(Model, SpearmanMatchesHandComputedRanks) {
   EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
