@@ -113,8 +113,9 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<int>())(
       "kernel-timeout",
       "seconds a variant's measurement may take before it counts as hung: it is stored as "
-      "timeout and the run stops (resume skips it); 0: wait for ever (default: 120, or more when "
-      "the job's TimeoutSeconds allows longer launches: (warm-up launches + 3) x TimeoutSeconds)",
+      "timeout and the tuning process ends, to be restarted with --resume, which skips it (see "
+      "--max-restarts); 0: wait for ever (default: 120, or more when the job's TimeoutSeconds "
+      "allows longer launches: (warm-up launches + 3) x TimeoutSeconds)",
       cxxopts::value<double>())(
       "max-restarts",
       "after a hung kernel (see --kernel-timeout), start again with --resume at most this many "
