@@ -155,22 +155,31 @@ TEST(Model, NoPredictionWithoutFeaturesOrForInfeasibleLaunches) {
   EXPECT_NE(features_from(t, occ, 256).reason.find("too many registers"), std::string::npos);
 }
 
-TEST(Model, CalibrationRecoversKnownConstants) {
-  Calibration truth;
-  truth.overhead_us = 12, truth.dram = 1.6, truth.l2 = 0.7, truth.flops = 2.5;
-  truth.saturating_warps = 24;
-  std::mt19937 rng(7);
+/// `n` variants with random traffic (global and shared), flops and resident warps, and the times
+/// `truth` predicts for them on an H100.
+std::pair<std::vector<ModelFeatures>, std::vector<double>> measured_variants(
+    const Calibration& truth, unsigned seed, int n) {
+  std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<ModelFeatures> fs;
   std::vector<double> ms;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < n; ++i) {
     ModelFeatures f = copy_features(std::pow(10, 6 + 3 * u(rng)));
     f.sectors *= 1 + 15 * u(rng);
+    f.shared_wavefronts = std::pow(10, 5 + 3 * u(rng));
     f.flops = std::pow(10, 8 + 4 * u(rng));
     f.active_warps = 4 + static_cast<int>(60 * u(rng));
     fs.push_back(f);
     ms.push_back(predict(f, h100(), truth).ms);
   }
+  return {fs, ms};
+}
+
+TEST(Model, CalibrationRecoversKnownConstants) {
+  Calibration truth;
+  truth.overhead_us = 12, truth.dram = 1.6, truth.l2 = 0.7, truth.flops = 2.5;
+  truth.saturating_warps = 24;
+  const auto [fs, ms] = measured_variants(truth, 7, 60);
   Calibration fit = calibrate(fs, ms, h100());
   EXPECT_EQ(fit.samples, 60);
   EXPECT_LT(fit.rms_log_error, 0.05);
@@ -196,18 +205,7 @@ TEST(Model, CalibrationRecoversKnownConstants) {
 TEST(Model, ARebasedCalibrationPredictsTheSameTimesWithOtherRates) {
   Calibration truth;
   truth.overhead_us = 9, truth.dram = 1.3, truth.l2 = 0.8, truth.shared = 1.7, truth.flops = 2.2;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::vector<ModelFeatures> fs;
-  std::vector<double> ms;
-  for (int i = 0; i < 40; ++i) {
-    ModelFeatures f = copy_features(std::pow(10, 6 + 3 * u(rng)));
-    f.sectors *= 1 + 15 * u(rng);
-    f.shared_wavefronts = std::pow(10, 5 + 3 * u(rng));
-    f.flops = std::pow(10, 8 + 4 * u(rng));
-    fs.push_back(f);
-    ms.push_back(predict(f, h100(), truth).ms);
-  }
+  const auto [fs, ms] = measured_variants(truth, 11, 40);
   const Calibration fit = Calibration::from_json(calibrate(fs, ms, h100()).json());
   ASSERT_TRUE(fit.rates.valid());
   EXPECT_DOUBLE_EQ(fit.rates.dram_gbs, h100().dram_gbs);
