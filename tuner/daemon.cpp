@@ -20,15 +20,14 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
 #include "tuner/pipeline.h"
+#include "tuner/stop_signals.h"
 #include "web/server.h"
 
 namespace gputune::tuner {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-
-void on_term(int) { g_stop = true; }
+std::atomic<bool> g_stop{false};  // a worker was asked to stop
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -75,10 +74,11 @@ std::string load_or_create_token(const std::string& db_path, bool& created) {
 // Worker
 
 int run_worker(const WorkerOptions& o) {
-  struct sigaction sa {};
-  sa.sa_handler = on_term;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  // SIGTERM (the server stopping) or SIGINT (Ctrl-C on its terminal; the server's SIGTERM follows):
+  // finish the measurement in hand, then stop. Taken by a watcher thread, so the handlers NVRTC
+  // installs during its first compile do not decide (tuner/stop_signals.h).
+  watch_stop_signals(
+      "", [] { g_stop = true; }, /*second_quits=*/false);
   std::string name = "gpu" + std::to_string(o.device);
   db::Store store(o.db_path);
   std::cerr << "gputune worker " << name << " (pid " << getpid() << "): waiting for jobs\n";

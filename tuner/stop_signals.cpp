@@ -18,7 +18,8 @@ std::mutex g_mask_mutex;
 bool g_watching = false;
 sigset_t g_original_mask;  // valid when g_watching
 
-void watch(sigset_t watched, std::string message, std::function<void()> on_first) {
+void watch(sigset_t watched, std::string message, std::function<void()> on_first,
+           bool second_quits) {
   for (;;) {
     siginfo_t info{};
     const int sig = sigwaitinfo(&watched, &info);
@@ -28,13 +29,16 @@ void watch(sigset_t watched, std::string message, std::function<void()> on_first
     }
     if (!g_requested.load()) {
       g_requested.store(true);
-      const ssize_t ignored = write(STDERR_FILENO, message.data(), message.size());
-      (void)ignored;
+      if (!message.empty()) {
+        const ssize_t ignored = write(STDERR_FILENO, message.data(), message.size());
+        (void)ignored;
+      }
       if (on_first) on_first();
       continue;
     }
     // The copy a supervisor forwarded of a signal this process got itself: not a second one.
-    if (info.si_code == SI_QUEUE && info.si_value.sival_int == kForwardedSignal) continue;
+    if (!second_quits || (info.si_code == SI_QUEUE && info.si_value.sival_int == kForwardedSignal))
+      continue;
     // A second one: end the process as that signal does by default.
     signal(sig, SIG_DFL);
     sigset_t just;
@@ -48,7 +52,7 @@ void watch(sigset_t watched, std::string message, std::function<void()> on_first
 
 }  // namespace
 
-void watch_stop_signals(std::string message, std::function<void()> on_first) {
+void watch_stop_signals(std::string message, std::function<void()> on_first, bool second_quits) {
   std::lock_guard<std::mutex> lock(g_mask_mutex);
   if (g_watching) throw std::logic_error("watch_stop_signals called twice");
   sigset_t watched;
@@ -61,7 +65,7 @@ void watch_stop_signals(std::string message, std::function<void()> on_first) {
   if (pthread_sigmask(SIG_BLOCK, &watched, &g_original_mask) != 0)
     throw std::runtime_error(std::string("cannot block the stop signals: ") + std::strerror(errno));
   g_watching = true;
-  std::thread(watch, watched, std::move(message), std::move(on_first)).detach();
+  std::thread(watch, watched, std::move(message), std::move(on_first), second_quits).detach();
 }
 
 bool stop_requested() noexcept { return g_requested.load(); }

@@ -1,10 +1,10 @@
 /** \file tuner/stop_signals.h
  * Owns: what SIGINT (Ctrl-C) and SIGTERM do in the commands that stop cleanly (`run`, `check`,
- * `generate --check`): the first asks the command to stop (stop_requested(), an optional action,
- * a message), a second ends the process at once. No signal handler is involved: the signals are
- * blocked in every thread and one watcher thread takes them (sigwaitinfo). Libraries may install
- * handlers of their own for a while (NVRTC does on its first compile, and then restores ours
- * without SA_SIGINFO); with the signals blocked, what they install never runs.
+ * `generate --check`, the daemon's workers): the first asks the command to stop (stop_requested(),
+ * an optional action, a message), a second ends the process at once. No signal handler is involved:
+ * the signals are blocked in every thread and one watcher thread takes them (sigwaitinfo).
+ * Libraries may install handlers of their own for a while (NVRTC does on its first compile, and
+ * then restores ours without SA_SIGINFO); with the signals blocked, what they install never runs.
  * Also owns the protocol of a forwarded stop (the supervisor of `run`, tuner/hang_watch.h, passes
  * on a signal sent to it alone, marked; when the whole process group got the signal, the copy
  * arrives after the original and is not a second one).
@@ -25,8 +25,11 @@ constexpr int kForwardedSignal = 0x67747075;
 /// Starts watching SIGINT and SIGTERM (one the shell set to be ignored, such as a background
 /// job's SIGINT, stays ignored). Call once, before the process starts any other thread: threads
 /// inherit the blocked mask. On the first signal the watcher writes `message` to stderr and calls
-/// `on_first` (from the watcher thread; it may block briefly).
-void watch_stop_signals(std::string message, std::function<void()> on_first = {});
+/// `on_first` (from the watcher thread; it may block briefly). With `second_quits` false, later
+/// signals repeat the request instead of ending the process (the daemon's workers: their server
+/// sends SIGTERM after the terminal's SIGINT, and they must still finish the measurement in hand).
+void watch_stop_signals(std::string message, std::function<void()> on_first = {},
+                        bool second_quits = true);
 
 /// Whether a stop signal arrived since watch_stop_signals.
 bool stop_requested() noexcept;
