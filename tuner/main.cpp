@@ -308,6 +308,7 @@ int cmd_prune(int argc, char** argv) {
       cxxopts::value<int>())("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
+  tuner::end_on_stop_signals();  // not NVRTC's exit code 4 for a Ctrl-C while compiling
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   apply_gpu_option(r, job);
@@ -344,6 +345,7 @@ int cmd_replay(int argc, char** argv) {
       "cache-dir", "cubin cache folder", cxxopts::value<std::string>())("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
+  tuner::end_on_stop_signals();  // not NVRTC's exit code 4 for a Ctrl-C while compiling
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   if (auto rc = help_or_missing(o, r, "measurements")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());

@@ -18,6 +18,17 @@ std::mutex g_mask_mutex;
 bool g_watching = false;
 sigset_t g_original_mask;  // valid when g_watching
 
+// Ends the process as `sig` does by default (from the watcher thread, where it is blocked).
+[[noreturn]] void quit_with(int sig) {
+  signal(sig, SIG_DFL);
+  sigset_t just;
+  sigemptyset(&just);
+  sigaddset(&just, sig);
+  pthread_sigmask(SIG_UNBLOCK, &just, nullptr);
+  raise(sig);
+  _exit(128 + sig);  // not reached
+}
+
 void watch(sigset_t watched, std::string message, std::function<void()> on_first,
            bool second_quits) {
   for (;;) {
@@ -39,22 +50,14 @@ void watch(sigset_t watched, std::string message, std::function<void()> on_first
     // The copy a supervisor forwarded of a signal this process got itself: not a second one.
     if (!second_quits || (info.si_code == SI_QUEUE && info.si_value.sival_int == kForwardedSignal))
       continue;
-    // A second one: end the process as that signal does by default.
-    signal(sig, SIG_DFL);
-    sigset_t just;
-    sigemptyset(&just);
-    sigaddset(&just, sig);
-    pthread_sigmask(SIG_UNBLOCK, &just, nullptr);
-    raise(sig);
-    _exit(128 + sig);  // not reached
+    quit_with(sig);  // a second one
   }
 }
 
-}  // namespace
-
-void watch_stop_signals(std::string message, std::function<void()> on_first, bool second_quits) {
+/// Blocks the stop signals the shell did not set to be ignored (once per process); the set.
+sigset_t block_stop_signals() {
   std::lock_guard<std::mutex> lock(g_mask_mutex);
-  if (g_watching) throw std::logic_error("watch_stop_signals called twice");
+  if (g_watching) throw std::logic_error("the stop signals are watched already");
   sigset_t watched;
   sigemptyset(&watched);
   for (int sig : {SIGINT, SIGTERM}) {
@@ -65,7 +68,21 @@ void watch_stop_signals(std::string message, std::function<void()> on_first, boo
   if (pthread_sigmask(SIG_BLOCK, &watched, &g_original_mask) != 0)
     throw std::runtime_error(std::string("cannot block the stop signals: ") + std::strerror(errno));
   g_watching = true;
-  std::thread(watch, watched, std::move(message), std::move(on_first), second_quits).detach();
+  return watched;
+}
+
+}  // namespace
+
+void watch_stop_signals(std::string message, std::function<void()> on_first, bool second_quits) {
+  std::thread(watch, block_stop_signals(), std::move(message), std::move(on_first), second_quits)
+      .detach();
+}
+
+void end_on_stop_signals() {
+  std::thread([watched = block_stop_signals()] {
+    for (;;)
+      if (const int sig = sigwaitinfo(&watched, nullptr); sig > 0) quit_with(sig);
+  }).detach();
 }
 
 bool stop_requested() noexcept { return g_requested.load(); }
