@@ -282,8 +282,8 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
 // NVRTC installs SIGINT/SIGTERM handlers of its own during the first compile of a process (its
 // front end); one that catches a signal ends the process with exit code 4, which in gputune's table
 // means "no correct variant". A kernel whose compile-time evaluation keeps NVRTC's front end busy
-// (about 0.3 s in) makes that window wide: a SIGTERM there ends `prune` as the signal does, and
-// stops `run` cleanly (exit 5, nothing stored).
+// (about 1 s here; each evaluation stays under its step limit) makes that window wide: a SIGTERM
+// 0.3 s in ends `prune` as the signal does, and stops `run` cleanly (exit 5, nothing stored).
 TEST(Cli, AStopSignalDuringNvrtcsFirstCompileIsGputunesNotNvrtcs) {
   test::TempDir dir;
   test::write_file(dir / "slow.cu", R"(
@@ -292,7 +292,8 @@ __device__ constexpr unsigned long long spin(unsigned long long n) {
   for (unsigned long long i = 0; i < n; ++i) s = s * 6364136223846793005ull + i;
   return s;
 }
-__device__ constexpr unsigned long long kSpin = spin(300000);
+__device__ constexpr unsigned long long kSpin =
+    spin(300001) ^ spin(300002) ^ spin(300003) ^ spin(300004) ^ spin(300005) ^ spin(300006);
 extern "C" __global__ void slow(float* a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) a[i] = static_cast<float>(kSpin & 1u);
