@@ -124,11 +124,28 @@ std::vector<DeviceSpec> load_devices(const std::filesystem::path& dir) {
 
 DeviceSpec find_device(const std::string& name, const std::filesystem::path& dir) {
   auto all = load_devices(dir);
-  std::string n = lower(name);
-  for (auto& d : all) {
-    if (lower(d.key) == n || lower(d.name) == n) return d;
-    for (auto& a : d.aliases)
-      if (lower(a) == n) return d;
+  // First as written (any case), then with spaces, '-' and '_' ignored: `h100_sxm`, `RTX3090`.
+  for (const auto& same : {+[](const std::string& s) { return lower(s); },
+                           +[](const std::string& s) {
+                             std::string k;
+                             for (char c : lower(s))
+                               if (c != ' ' && c != '-' && c != '_') k += c;
+                             return k;
+                           }}) {
+    const std::string n = same(name);
+    std::vector<const DeviceSpec*> hits;
+    for (const auto& d : all) {
+      bool hit = same(d.key) == n || same(d.name) == n;
+      for (const auto& a : d.aliases) hit |= same(a) == n;
+      if (hit) hits.push_back(&d);
+    }
+    if (hits.size() == 1) return *hits[0];
+    if (hits.size() > 1) {
+      std::string which;
+      for (const auto* d : hits) which += "\n  " + d->key + "  (" + d->name + ")";
+      throw DeviceError("device name '" + name +
+                        "' fits more than one device file; give one of:" + which);
+    }
   }
   std::string known;
   for (auto& d : all) known += "\n  " + d.key + "  (" + d.name + ")";

@@ -30,6 +30,36 @@ TEST(DeviceSpec, EveryShippedDeviceLoadsWithSources) {
   EXPECT_EQ(a4000.limits.max_threads_per_sm, 1536);
 }
 
+// Spaces, '-' and '_' do not matter: a user types the key as they remember it.
+TEST(DeviceSpec, NamesMatchWhateverSeparatorsTheyAreWrittenWith) {
+  const auto dir = test::source_dir() / "configs/devices";
+  EXPECT_EQ(find_device("h100_sxm", dir).key, "h100-sxm");
+  EXPECT_EQ(find_device("RTX3090", dir).key, "rtx-3090");
+  EXPECT_EQ(find_device("rtx a-4000", dir).key, "rtx-a4000");
+  EXPECT_EQ(find_device("A100_PCIe_40GB", dir).key, "a100-pcie-40gb");
+}
+
+// Two files that a loose spelling of a name fits: neither is taken, both are named.
+TEST(DeviceSpec, ANameThatFitsTwoDevicesIsAnErrorNamingBoth) {
+  test::TempDir dir;
+  auto h100 =
+      nlohmann::json::parse(test::read_file(test::source_dir() / "configs/devices/h100-sxm.json"));
+  h100["aliases"] = nlohmann::json::array();
+  test::write_file(dir / "h100-sxm.json", h100.dump());
+  h100["name"] = "Other H100";
+  test::write_file(dir / "h100sxm.json", h100.dump());
+  EXPECT_EQ(find_device("H100SXM", dir.path()).key, "h100sxm");  // as written, it is one of them
+  try {
+    find_device("h100_sxm", dir.path());
+    FAIL();
+  } catch (const DeviceError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("'h100_sxm' fits more than one device file"), std::string::npos) << w;
+    EXPECT_NE(w.find("h100-sxm  (NVIDIA H100 SXM5 80GB)"), std::string::npos) << w;
+    EXPECT_NE(w.find("h100sxm  (Other H100)"), std::string::npos) << w;
+  }
+}
+
 TEST(DeviceSpec, UnknownNameListsTheKnownOnes) {
   try {
     find_device("H300", test::source_dir() / "configs/devices");
