@@ -399,12 +399,14 @@ RunRow read_run(Statement& s) {
   RunRow r;
   r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3);
   r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
-  r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
+  r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10), r.timed = s.int64(11);
   return r;
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-    "coalesce(r.finished_at,''), r.total, r.done FROM runs r JOIN jobs j ON j.id=r.job_id ";
+    "coalesce(r.finished_at,''), r.total, r.done, (SELECT count(*) FROM (SELECT DISTINCT "
+    "m.context_id, m.variant_id FROM measurements m WHERE m.run_id=r.id AND "
+    "m.status='correct')) FROM runs r JOIN jobs j ON j.id=r.job_id ";
 }  // namespace
 
 std::optional<RunRow> Store::run(std::int64_t run_id) {

@@ -79,7 +79,10 @@ struct WinnerRow {
 struct RunRow {
   std::int64_t id = 0;
   std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
-  std::int64_t total = 0, done = 0;
+  std::int64_t total = 0, done = 0;  ///< planned and decided (context, variant) pairs
+  /// (context, variant) pairs with a verified time: what was measured on a GPU. A run without a
+  /// GPU and a `prune` decide every pair and time none.
+  std::int64_t timed = 0;
 };
 
 /// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source

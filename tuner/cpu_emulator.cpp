@@ -23,6 +23,7 @@
 #include <regex>
 #include <sstream>
 
+#include "tuner/command_line.h"
 #include "tuner/stop_signals.h"
 
 #ifndef GPUTUNE_HOST_CXX
@@ -670,13 +671,6 @@ std::string quoted(const std::string& s) {
   return q + "\"";
 }
 
-/// `s` as one word for the shell.
-std::string shell_word(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // --- Faults and time limits of a launch ---------------------------------------------------
 // A launch runs with this thread's FaultTrap armed: a fault in the kernel's code, or the
 // expiry of the thread's CPU-time timer, jumps back to CpuModule::launch (siglongjmp out of the
@@ -887,7 +881,7 @@ struct CpuModule::Impl {
 
 std::string CpuModule::compiler() {
   if (const char* c = std::getenv("GPUTUNE_HOST_CXX"); c && *c) return c;
-  return GPUTUNE_HOST_CXX;
+  return shell_quote(GPUTUNE_HOST_CXX);  // a path (the variable may add options)
 }
 
 CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
@@ -900,7 +894,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
   std::ofstream(m.impl_->dir / "gt_cpu_cuda.h") << kRuntime;
   std::string includes;
   for (const std::string& d : include_dirs)
-    if (!d.empty()) includes += " -I" + shell_word(d);
+    if (!d.empty()) includes += " -I" + shell_quote(d);
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(kernels.size())));
   std::vector<std::future<void>> work;
   std::vector<fs::path> libs;
@@ -949,10 +943,10 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
     libs.push_back(lib);
     // Stack-clash protection probes each page of a large frame, so an overflow hits the guard.
     // -Bsymbolic: the chunk's own handlers (__assert_fail, the sanitizer's) take the calls.
-    std::string cmd = compiler() +
-                      " -std=c++17 -O1 -w -shared -fPIC -Wl,-Bsymbolic -fstack-clash-protection" +
-                      (check_alignment ? kAlignmentCheck : "") + " -I" + m.impl_->dir.string() +
-                      includes + " -o " + lib.string() + " " + src.string();
+    std::string cmd =
+        compiler() + " -std=c++17 -O1 -w -shared -fPIC -Wl,-Bsymbolic -fstack-clash-protection" +
+        (check_alignment ? kAlignmentCheck : "") + " -I" + shell_quote(m.impl_->dir.string()) +
+        includes + " -o " + shell_quote(lib.string()) + " " + shell_quote(src.string());
     work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
   }
   // An interrupt ends the compilers too (stop_compilers): their failure is its doing, not the

@@ -118,7 +118,8 @@ class CpuModule {
   /// just past it as a kernel using more than the launch gave).
   std::pair<const void*, unsigned long long> dynamic_shared_memory(size_t i) const;
 
-  /// The host compiler used ($GPUTUNE_HOST_CXX, else the one gputune was built with).
+  /// The host compiler used ($GPUTUNE_HOST_CXX, a shell command that may carry options, else the
+  /// one gputune was built with, quoted).
   static std::string compiler();
 
  private:

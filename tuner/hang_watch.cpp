@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "db/store.h"
+#include "tuner/command_line.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
 
@@ -127,41 +128,6 @@ void on_supervisor_signal(int sig, siginfo_t* info, void*) {
     kill(child, sig);
   }
   g_forwarded = g_forwarded + 1;
-}
-
-// `args` with its --resume option (if any) replaced by --resume RUN.
-std::vector<std::string> with_resume(const std::vector<std::string>& args, std::int64_t run) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--resume") {
-      ++i;  // and its value
-      continue;
-    }
-    if (args[i].rfind("--resume=", 0) == 0) continue;
-    out.push_back(args[i]);
-  }
-  out.push_back("--resume");
-  out.push_back(std::to_string(run));
-  return out;
-}
-
-// The command line as a shell would take it back: a word with other characters than these is
-// quoted.
-std::string shell_words(const std::vector<std::string>& args) {
-  std::string s = "gputune";
-  for (const std::string& a : args) {
-    const bool plain = !a.empty() && a.find_first_not_of(
-                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmno"
-                                         "pqrstuvwxyz0123456789_./=:,+-@%") == std::string::npos;
-    if (plain) {
-      s += " " + a;
-      continue;
-    }
-    s += " '";
-    for (char c : a) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    s += "'";
-  }
-  return s;
 }
 
 }  // namespace
@@ -292,7 +258,7 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     }
     args = with_resume(args, run);
     log << "gputune: restarting to measure the rest (" << restarts + 1 << " of at most "
-        << max_restarts << "): " << shell_words(args) << "\n";
+        << max_restarts << "): gputune " << shell_command(args) << "\n";
     log.flush();
   }
 }

@@ -144,6 +144,7 @@ int cmd_run(int argc, char** argv) {
   opt.no_gpu = r.count("no-gpu") > 0;
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
+  opt.command_line.assign(argv, argv + argc);
   // A measurement launches once to verify (at most TimeoutSeconds to go on), warms up and times
   // until TimeoutSeconds is spent: by default, a hang is what takes longer than all of that.
   opt.hang_limit_s = r.count("kernel-timeout")
@@ -491,12 +492,21 @@ int cmd_show(int argc, char** argv) {
   std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " ["
             << run->job_file << "]\n"
             << "status " << run->status << ", strategy " << run->strategy << ", " << run->done
-            << "/" << run->total << " measured, started " << run->started_at << ", finished "
-            << run->finished_at << "\n"
+            << "/" << run->total << " done, " << run->timed << " timed, started " << run->started_at
+            << ", finished " << run->finished_at << "\n"
             << run->message << "\n";
   auto ms = store.measurements(run->id);
+  // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;
-  for (auto& m : ms) counts[m.status]++;
+  for (auto& m : ms) {
+    const std::string by = "pruned by rule ";
+    if (m.status == "constraints" && m.reason.rfind(by, 0) == 0) {
+      const size_t end = m.reason.find(':', by.size());
+      counts["pruned by rule " + m.reason.substr(by.size(), end - by.size())]++;
+    } else {
+      counts[m.status]++;
+    }
+  }
   for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
   int limit = r["limit"].as<int>(), shown = 0;
   bool failures = r.count("failures") > 0;
@@ -532,17 +542,21 @@ int cmd_runs(int argc, char** argv) {
     return 0;
   }
   // Columns as wide as their widest entry; the message (why a run failed or stopped) last.
-  std::vector<std::array<std::string, 5>> rows{{"run", "status", "job", "measured", "started"}};
+  // progress: (context, variant) pairs decided of those planned; timed: those with a verified
+  // time (none without a GPU, none for `prune`).
+  std::vector<std::array<std::string, 6>> rows{
+      {"run", "status", "job", "progress", "timed", "started"}};
   for (const auto& run : runs)
     rows.push_back({std::to_string(run.id), run.status, run.job_name,
-                    std::to_string(run.done) + "/" + std::to_string(run.total), run.started_at});
-  std::array<size_t, 5> width{};
+                    std::to_string(run.done) + "/" + std::to_string(run.total),
+                    std::to_string(run.timed), run.started_at});
+  std::array<size_t, 6> width{};
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   for (size_t i = 0; i < rows.size(); ++i) {
     for (size_t c = 0; c < rows[i].size(); ++c)
-      std::cout << (c == 0 ? std::string(width[c] - rows[i][c].size(), ' ') + rows[i][c]
-                           : rows[i][c] + std::string(width[c] - rows[i][c].size(), ' '))
+      std::cout << (c == 0 || c == 4 ? std::string(width[c] - rows[i][c].size(), ' ') + rows[i][c]
+                                     : rows[i][c] + std::string(width[c] - rows[i][c].size(), ' '))
                 << "  ";
     std::string message = i == 0 ? "message" : runs[i - 1].message;
     if (const size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);

@@ -17,6 +17,7 @@
 #include "pruner/cubin.h"
 #include "pruner/occupancy.h"
 #include "tuner/arguments.h"
+#include "tuner/command_line.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/hang_watch.h"
@@ -268,9 +269,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
   }
   rep.run_id = run_id;
   // What the messages of a run that stops early give to go on.
-  const std::string resume_command = "gputune run " + job.file.string() +
-                                     (opt.db_path.empty() ? "" : " --db " + opt.db_path) +
-                                     " --resume " + std::to_string(run_id);
+  std::vector<std::string> command = opt.command_line;
+  if (command.empty()) {
+    command = {"run", job.file.string()};
+    if (!opt.db_path.empty()) command.insert(command.end(), {"--db", opt.db_path});
+  }
+  const std::string resume_command = tuner::resume_command(command, run_id);
   // From here on an error must not leave the run marked running: it ends as failed, with why.
   try {
     if (opt.on_run_started) opt.on_run_started(run_id);

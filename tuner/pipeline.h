@@ -43,6 +43,9 @@ struct RunOptions {
   /// With the pruner on and the device's rates known, compile only what rule 4 could keep
   /// (tuner/screen.h); false compiles every planned configuration.
   bool screen = true;
+  /// The words of the `gputune run` command that started this (after "gputune"): a run that stops
+  /// early says how to go on with the same options and `--resume RUN`. Empty: `run JOB [--db DB]`.
+  std::vector<std::string> command_line;
   // Hooks for the daemon's workers.
   std::optional<std::int64_t>
       resume_run;  ///< continue this run, skipping measured (context, variant) pairs

@@ -17,6 +17,7 @@
 
 #include "db/store.h"
 #include "test_util.h"
+#include "tuner/command_line.h"
 
 namespace gputune {
 namespace {
@@ -459,41 +460,51 @@ TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
 // A kernel that never returns: after --kernel-timeout the variant is stored as timeout, the run
 // as interrupted with the command that goes on, and the process ends (exit 5) instead of hanging;
 // resumed, the run skips that variant and finishes.
-// --max-restarts 0: the first hang ends the command; the user resumes.
+// --max-restarts 0: the first hang ends the command; the user resumes with the command it printed,
+// which keeps every option (here --strategy and a folder whose name needs quoting).
 TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
-  test::TempDir dir;
+  test::TempDir top;
+  const std::filesystem::path dir = top / "Bob's jobs";
+  std::filesystem::create_directories(dir);
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
   job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
   job["ConfigurationSpace"]["TuningParameters"] = {
       {{"Name", "block_size_x"}, {"Type", "int"}, {"Values", "[128, 512]"}, {"Default", 128}},
       {{"Name", "tile_size_x"}, {"Type", "int"}, {"Values", "[1]"}, {"Default", 1}}};
   job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
   test::write_file(dir / "job.json", job.dump());
   const std::string file = (dir / "job.json").string(), db = (dir / "g.db").string();
-  const std::string run = "run '" + file + "' --db '" + db +
-                          "' --kernel-timeout 1 --max-restarts 0 --cache-dir '" +
-                          (dir / "cache").string() + "'";
+  const std::string run = "run " + tuner::shell_quote(file) + " --db " + tuner::shell_quote(db) +
+                          " --strategy brute_force --kernel-timeout 1 --max-restarts 0 "
+                          "--cache-dir " +
+                          tuner::shell_quote((dir / "cache").string());
   const auto started = std::chrono::steady_clock::now();
   auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
   EXPECT_EQ(hung.exit_code, 5) << hung.out;
-  EXPECT_NE(hung.out.find("gputune: stopped: configuration 512,1 hung (no return within 1 s); "
-                          "`gputune run " +
-                          file + " --db " + db + " --resume 1` goes on without it"),
-            std::string::npos)
-      << hung.out;
+  const std::string said = "gputune: stopped: configuration 512,1 hung (no return within 1 s); `";
+  const size_t at = hung.out.find(said);
+  ASSERT_NE(at, std::string::npos) << hung.out;
+  const size_t from = at + said.size(), to = hung.out.find('`', from);
+  ASSERT_NE(to, std::string::npos) << hung.out;
+  const std::string resume = hung.out.substr(from, to - from);
+  EXPECT_EQ(resume, "gputune " + run + " --resume 1");
+  EXPECT_NE(hung.out.find("` goes on without it"), std::string::npos) << hung.out;
   {
     db::Store store(db);
     const auto r = store.run(1);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, "interrupted");
+    EXPECT_EQ(r->strategy, "brute_force");
     bool stored = false;
     for (const auto& m : store.measurements(1))
       stored |= m.config_key == "512,1" && m.status == "timeout" &&
                 m.reason.rfind("hung: its measurement did not return within 1 s", 0) == 0;
     EXPECT_TRUE(stored);
   }
-  auto resumed = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run + " --resume 1");
+  // The printed command, as a user pastes it into a shell.
+  auto resumed = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + resume.substr(resume.find(' ') + 1));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
   db::Store store(db);
   EXPECT_EQ(store.run(1)->status, "done");

@@ -46,6 +46,11 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   auto run = store.run(ms[0].run_id);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->status, "no_device");
+  EXPECT_EQ(run->done, 48);  // every pair decided ...
+  EXPECT_EQ(run->timed, 0);  // ... and none timed, which `show` and `runs` say
+  auto show = run_gputune("show " + std::to_string(run->id) + " --db '" + db + "'");
+  EXPECT_NE(show.out.find("48/48 done, 0 timed"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("measured"), std::string::npos) << show.out;
   EXPECT_EQ(store.contexts("vector_add").size(), 2u);
   EXPECT_TRUE(store.winners("vector_add").empty());  // nothing timed, nothing wins
   // Re-running serves every cubin from the cache.
@@ -122,9 +127,11 @@ TEST(Cli, ImportBestShowAndExport) {
   // `runs`: a table with a header, and each run's message.
   auto runs = run_gputune("runs" + db);
   EXPECT_EQ(runs.exit_code, 0);
-  EXPECT_EQ(runs.out.rfind("run  status    job                  measured     started", 0), 0u)
+  EXPECT_EQ(runs.out.rfind("run  status    job                  progress     timed  started", 0),
+            0u)
       << runs.out;
-  EXPECT_NE(runs.out.find("  1  imported  dedispersion_kernel  11130/11130  "), std::string::npos)
+  EXPECT_NE(runs.out.find("  1  imported  dedispersion_kernel  11130/11130  11130  "),
+            std::string::npos)
       << runs.out;
   EXPECT_NE(runs.out.find("imported from "), std::string::npos) << runs.out;
   // Reading commands never create a database: a mistyped --db is an error naming it.

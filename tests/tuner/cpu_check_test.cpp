@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "tuner/command_line.h"
 #include "tuner/generate.h"
 
 using namespace gputune;
@@ -266,6 +267,23 @@ TEST(CpuCheck, TheCommandPrintsWhatDiffersAndExitsSix) {
   EXPECT_NE(two.out.find("list index 2 out of range"), std::string::npos) << two.out;
 }
 
+// The host compiler's command line names the kernel's folder and the temporary folder: both may
+// hold spaces and quotes.
+TEST(CpuCheck, FoldersWithSpacesAndQuotesInTheirNamesWork) {
+  TempDir top;
+  const std::filesystem::path jobs = top / "Bob's kernels", tmp = top / "tmp $HOME dir";
+  std::filesystem::create_directories(jobs);
+  std::filesystem::create_directories(tmp);
+  write_file(jobs / "vector_add.cu", read_file(examples_dir() / "vector_add.cu"));
+  write_file(jobs / "vector_add.json", read_file(examples_dir() / "vector_add.json"));
+  auto r = run_command("TMPDIR=" + tuner::shell_quote(tmp.string()) + " '" + GPUTUNE_BINARY +
+                       "' check " + tuner::shell_quote((jobs / "vector_add.json").string()) +
+                       " --size 1000 --limit 3");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("checked 3 of 24 configurations"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));  // its temporary folder is gone again
+}
+
 // A configuration that faults or never returns is reported with what it did (which argument,
 // which element) and the check goes on: the others are still checked, and agree. A write into
 // the bytes around an array that the page layout leaves accessible is found afterwards.
@@ -449,7 +467,7 @@ TEST(CpuCheck, AStopEndsTheHostCompilersToo) {
   const pid_t pid = fork();
   if (pid == 0) {
     setenv("TMPDIR", tmp.c_str(), 1);
-    setenv("GPUTUNE_HOST_CXX", (dir / "slow-cxx").c_str(), 1);
+    setenv("GPUTUNE_HOST_CXX", tuner::shell_quote((dir / "slow-cxx").string()).c_str(), 1);
     if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
       _exit(126);
     execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "check", job.c_str(), "--size", "1001", "--limit", "4",

@@ -115,6 +115,12 @@ TEST(Prune, JsonLinesAndStorage) {
   std::ostringstream text;
   print_prune_report(r, text, false);
   EXPECT_NE(text.str().find("rule resources  removed 1"), std::string::npos) << text.str();
+  // `show` counts what each rule removed, and says that nothing was timed.
+  auto show = test::run_gputune("show " + std::to_string(r.run_id) + " --db '" + o.db_path + "'");
+  EXPECT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("strategy prune, 2/2 done, 0 timed"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("  pruned by rule resources: 1\n"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("  compiled: 1\n"), std::string::npos) << show.out;
 }
 
 TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
