@@ -91,6 +91,28 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                 : !job.database.empty() ? (job.file.parent_path() / job.database).string()
                                         : db::default_database_path();
   db::Store store(rep.db_path);
+  // A run to resume must be one of this job's, searched the same way: said before compiling.
+  if (opt.resume_run) {
+    const std::string what = "cannot resume run " + std::to_string(*opt.resume_run);
+    auto prev = store.run(*opt.resume_run);
+    if (!prev)
+      throw JobError("command line", "--resume", what + ": " + rep.db_path + " has no such run",
+                     "see `gputune runs --db " + shell_quote(rep.db_path) + "`");
+    if (prev->job_name != job.name)
+      throw JobError("command line", "--resume",
+                     what + ": it ran job '" + prev->job_name + "', not '" + job.name + "'",
+                     "give the job file of that run, or leave out --resume");
+    if (prev->strategy == "prune" || prev->strategy == "import")
+      throw JobError("command line", "--resume",
+                     what + ": it is " + (prev->strategy == "prune" ? "a prune" : "an import") +
+                         ", which measured nothing that a run could go on with",
+                     "leave out --resume");
+    if (prev->strategy != job.strategy)
+      throw JobError("command line", "--resume",
+                     what + ": it searched with strategy " + prev->strategy + ", this job with " +
+                         job.strategy,
+                     "add --strategy " + prev->strategy + " (with the --budget it had, if any)");
+  }
 
   // 3. Device: the driver is loaded at run time; without it everything up to timing still runs.
   std::optional<DeviceInfo> dev;
@@ -249,14 +271,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     db::Transaction t(store.db());
     job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
     kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
-    if (opt.resume_run) {
-      auto prev = store.run(*opt.resume_run);
-      if (!prev)
-        throw db::DbError("cannot resume run " + std::to_string(*opt.resume_run) +
-                          ": it does not exist");
-      if (prev->job_name != job.name)
-        throw db::DbError("cannot resume run " + std::to_string(*opt.resume_run) +
-                          ": it ran job '" + prev->job_name + "', not '" + job.name + "'");
+    if (opt.resume_run) {  // checked above
       run_id = *opt.resume_run;
       store.finish_run(run_id, "running", "resumed");
     } else {

@@ -59,6 +59,47 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   EXPECT_EQ(store.runs().size(), 2u);
 }
 
+// --resume names a run of this job, searched with the same strategy; anything else is bad input,
+// said before anything is compiled.
+TEST(Cli, ResumeIsCheckedBeforeAnythingIsCompiled) {
+  test::TempDir dir;
+  const std::string db = " --db '" + (dir / "g.db").string() + "'";
+  const std::string cache = " --cache-dir '" + (dir / "cache").string() + "' --no-gpu";
+  const std::string vector_add = "'" + (test::examples_dir() / "vector_add.json").string() + "'";
+  const std::string matmul = "'" + (test::examples_dir() / "matmul.json").string() + "'";
+  ASSERT_EQ(run_gputune("run " + vector_add + db + cache).exit_code, 3);
+  ASSERT_EQ(run_gputune("prune " + vector_add + db + " --device h100-sxm").exit_code, 0);
+  auto cubins = [&] {
+    size_t n = 0;
+    for (auto& e : fs::recursive_directory_iterator(dir / "cache"))
+      n += e.path().extension() == ".cubin";
+    return n;
+  };
+  const size_t before = cubins();
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {matmul + " --resume 1",
+            "cannot resume run 1: it ran job 'vector_add', not 'matmul'. Fix: give the job "
+            "file of that run, or leave out --resume"},
+           {vector_add + " --resume 9", "cannot resume run 9: " + (dir / "g.db").string() +
+                                            " has no such run. Fix: see `gputune runs --db "},
+           {vector_add + " --resume 1 --strategy random",
+            "cannot resume run 1: it searched with strategy brute_force, this job with random. "
+            "Fix: add --strategy brute_force"},
+           {vector_add + " --resume 2",
+            "cannot resume run 2: it is a prune, which measured nothing that a run could go on "
+            "with. Fix: leave out --resume"}}) {
+    auto r = run_gputune("run " + c.args + db + cache);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find("field '--resume': " + c.says), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(cubins(), before);  // matmul was not compiled
+  EXPECT_EQ(db::Store((dir / "g.db").string()).runs().size(), 2u);
+  EXPECT_EQ(run_gputune("run " + vector_add + " --resume 1" + db + cache).exit_code, 3);
+}
+
 // --strategy and --budget replace the job's GPUTune.Search.Strategy and Budget (a model proof
 // measures a whole space with brute force whatever the job says); bad values are refused.
 TEST(Cli, StrategyAndBudgetFromTheCommandLine) {
