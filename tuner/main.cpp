@@ -2,6 +2,7 @@
 // library entry point per subcommand, and turns errors into messages and exit codes (README).
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -508,19 +510,42 @@ int cmd_show(int argc, char** argv) {
     }
   }
   for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
-  int limit = r["limit"].as<int>(), shown = 0;
-  bool failures = r.count("failures") > 0;
-  for (auto& m : ms) {
-    if (failures == (m.status == "correct") || shown >= limit) continue;
-    ++shown;
+  // The timed variants, fastest first; with --failures what failed or was removed. A run that
+  // timed nothing (no GPU, a prune) lists what it compiled, fastest predicted first.
+  const int limit = r["limit"].as<int>();
+  const bool failures = r.count("failures") > 0;
+  std::vector<const db::MeasurementRow*> list;
+  for (const auto& m : ms)
+    if (failures ? m.status != "correct" && m.status != "compiled" : m.status == "correct")
+      list.push_back(&m);
+  if (!failures && list.empty()) {
+    for (const auto& m : ms)
+      if (m.status == "compiled") list.push_back(&m);
+    const auto predicted = [](const db::MeasurementRow* m) {
+      return m->predicted_ms.value_or(std::numeric_limits<double>::infinity());
+    };
+    std::stable_sort(list.begin(), list.end(), [&](auto* a, auto* b) {
+      return a->context_label != b->context_label ? a->context_label < b->context_label
+                                                  : predicted(a) < predicted(b);
+    });
+    if (!list.empty())
+      std::cout << "nothing was timed; the compiled variants"
+                << (list.front()->predicted_ms ? ", fastest predicted first" : "") << ":\n";
+  }
+  for (size_t i = 0; i < list.size() && i < static_cast<size_t>(std::max(limit, 0)); ++i) {
+    const auto& m = *list[i];
     std::cout << "  " << m.context_label << "  " << m.status << "  ";
     if (m.time_ms) std::cout << *m.time_ms << " ms  ";
+    if (m.predicted_ms && !m.time_ms) std::cout << "predicted " << *m.predicted_ms << " ms  ";
     if (m.registers) std::cout << *m.registers << " regs  ";
     if (m.occupancy) std::cout << "occ " << *m.occupancy << "  ";
     std::cout << m.params_json;
     if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
     std::cout << "\n";
   }
+  if (list.size() > static_cast<size_t>(std::max(limit, 0)))
+    std::cout << "  (" << list.size() - static_cast<size_t>(std::max(limit, 0))
+              << " more; -n N lists more)\n";
   return 0;
 }
 

@@ -121,6 +121,18 @@ TEST(Prune, JsonLinesAndStorage) {
   EXPECT_NE(show.out.find("strategy prune, 2/2 done, 0 timed"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("  pruned by rule resources: 1\n"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("  compiled: 1\n"), std::string::npos) << show.out;
+  // What it kept, with the model's prediction, since nothing has a measured time.
+  EXPECT_NE(show.out.find("nothing was timed; the compiled variants, fastest predicted first:\n"
+                          "  default  compiled  predicted "),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("{\"bs\": 32}  (kept by the pruner)"), std::string::npos) << show.out;
+  auto failed = test::run_gputune("show " + std::to_string(r.run_id) + " --failures --db '" +
+                                  o.db_path + "'");
+  EXPECT_NE(failed.out.find("  default  constraints  "), std::string::npos) << failed.out;
+  EXPECT_NE(failed.out.find("{\"bs\": 2048}  (pruned by rule resources: "), std::string::npos)
+      << failed.out;
+  EXPECT_EQ(failed.out.find("kept by the pruner"), std::string::npos) << failed.out;
 }
 
 TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
