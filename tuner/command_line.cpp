@@ -14,7 +14,10 @@ std::string shell_quote(std::string_view word) {
 
 std::string shell_command(const std::vector<std::string>& words) {
   std::string s;
-  for (const std::string& w : words) s += (s.empty() ? "" : " ") + shell_quote(w);
+  for (const std::string& w : words) {
+    if (!s.empty()) s += ' ';
+    s += shell_quote(w);
+  }
   return s;
 }
 
