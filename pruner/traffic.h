@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct Access {
   double wavefronts = 0;  ///< shared: requests x bank-conflict degree
   double ideal = 0;       ///< sectors (global) or wavefronts (shared) if perfectly coalesced
   double bytes = 0;       ///< bytes requested by the active lanes
+  bool operator==(const Access&) const = default;
 };
 
 struct TrafficReport {
@@ -70,9 +72,16 @@ struct TrafficReport {
   double control_instructions = 0;
   std::int64_t blocks = 0;
   int warps_per_block = 0, warps_simulated = 0;
+  bool operator==(const TrafficReport&) const = default;
 };
 
 /// Parses and analyses one variant. Thread-safe (each call has its own compiler instance).
 TrafficReport analyse_traffic(const TrafficInput& in);
+
+/// A report as JSON text and back, every field (the tuner caches analyses on disk). Defined in
+/// traffic_json.cpp, part of gputune_pruner (this library is built without RTTI). Reading gives
+/// nothing for text that is not a whole report (a torn or older cache entry).
+std::string traffic_to_json(const TrafficReport& r);
+std::optional<TrafficReport> traffic_from_json(const std::string& text);
 
 }  // namespace gputune::pruner

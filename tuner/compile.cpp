@@ -1,6 +1,7 @@
 #include "tuner/compile.h"
 
 #include <nvrtc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -136,24 +137,34 @@ std::optional<CompiledVariant> CubinCache::get(const std::string& key) const {
 
 void CubinCache::put(const CompiledVariant& c) const {
   if (dir_.empty() || !c.ok) return;
-  std::error_code ec;
-  auto sub = dir_ / c.key.substr(0, 2);
-  std::filesystem::create_directories(sub, ec);
-  if (ec) return;  // caching is an optimisation: a read-only cache dir must not fail a run
-  auto tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  auto write = [&](const std::string& ext, const std::string& bytes) {
-    auto tmp = sub / (c.key + ext + ".tmp" + std::to_string(tid));
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out) return;
-    }
-    std::filesystem::rename(tmp, sub / (c.key + ext), ec);
-  };
+  // Caching is an optimisation: a read-only cache folder must not fail a run.
+  const auto base = dir_ / c.key.substr(0, 2) / c.key;
   nlohmann::json m = {
       {"cubin_hash", c.cubin_hash}, {"lowered_name", c.lowered_name}, {"log", c.log}};
-  write(".cubin", c.cubin);
-  write(".json", m.dump());
+  write_atomically(base.string() + ".cubin", c.cubin);
+  write_atomically(base.string() + ".json", m.dump());
+}
+
+bool write_atomically(const std::filesystem::path& path, const std::string& bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return false;
+  const auto tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  auto tmp = path;
+  tmp += ".tmp" + std::to_string(getpid()) + "-" + std::to_string(tid);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (!ec) return true;
+  std::filesystem::remove(tmp, ec);
+  return false;
 }
 
 int compile_threads_for(unsigned cores, long long available_bytes) {

@@ -55,6 +55,11 @@ class CubinCache {
   std::filesystem::path dir_;
 };
 
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a reader
+/// sees the whole file or none; creates the folder. False when it could not (the caches treat
+/// that as a miss next time, never as an error).
+bool write_atomically(const std::filesystem::path& path, const std::string& bytes);
+
 /// Memory set aside per compile worker. An NVRTC instance compiling a generated conv2d variant
 /// adds about 30 MB to the peak (bench/results/cpu-vm-2026-11-22.md); this leaves 8x headroom.
 inline constexpr long long kCompileWorkerBytes = 256LL << 20;

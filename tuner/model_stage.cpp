@@ -1,14 +1,20 @@
 #include "tuner/model_stage.h"
 
+#include <elf.h>
+#include <link.h>
+
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/progress.h"
+#include "variants/hash.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -42,12 +48,84 @@ Rates rates_for_driver(const DeviceInfo& info) {
   return r;
 }
 
+namespace {
+
+// The GNU build ID of the main program (a hash the linker computes over its code), hex; empty
+// when it has none.
+std::string program_build_id() {
+  static const std::string id = [] {
+    std::string hex;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+          auto& h = *static_cast<std::string*>(out);
+          for (int p = 0; p < info->dlpi_phnum && h.empty(); ++p) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[p];
+            if (ph.p_type != PT_NOTE) continue;
+            const char* at = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+            const char* end = at + ph.p_memsz;
+            while (at + sizeof(ElfW(Nhdr)) <= end) {
+              const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(at);
+              const char* name = at + sizeof(ElfW(Nhdr));
+              const char* desc = name + ((n->n_namesz + 3) & ~3u);
+              if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+                  std::string_view(name, 3) == "GNU" && desc + n->n_descsz <= end) {
+                static const char* digits = "0123456789abcdef";
+                for (unsigned i = 0; i < n->n_descsz; ++i) {
+                  const auto b = static_cast<unsigned char>(desc[i]);
+                  h += digits[b >> 4];
+                  h += digits[b & 15];
+                }
+                break;
+              }
+              at = desc + ((n->n_descsz + 3) & ~3u);
+            }
+          }
+          return 1;  // the first object is the main program
+        },
+        &hex);
+    return hex;
+  }();
+  return id;
+}
+
+}  // namespace
+
+std::string TrafficCache::key(const pruner::TrafficInput& in) {
+  const std::string build = program_build_id();
+  if (build.empty()) return "";
+  std::ostringstream k;
+  k.precision(17);
+  k << "traffic analysis\nbuild " << build << "\nkernel " << in.kernel_name << "\n";
+  for (const auto& o : in.options) k << "opt " << o << "\n";
+  k << "grid " << in.grid[0] << " " << in.grid[1] << " " << in.grid[2] << "\nblock " << in.block[0]
+    << " " << in.block[1] << " " << in.block[2] << "\nwarps " << in.max_warps_per_block << "\n";
+  for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
+  for (const auto& [name, b] : in.array_bytes) k << "array " << name << " " << b << "\n";
+  return sha256_hex(k.str() + "source\n" + in.source);
+}
+
+std::optional<pruner::TrafficReport> TrafficCache::get(const std::string& key) const {
+  if (dir.empty() || key.empty()) return std::nullopt;
+  std::ifstream in(dir / "traffic" / key.substr(0, 2) / (key + ".json"), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return pruner::traffic_from_json(text.str());  // nothing for a torn or foreign entry
+}
+
+void TrafficCache::put(const std::string& key, const pruner::TrafficReport& r) const {
+  if (dir.empty() || key.empty()) return;
+  write_atomically(dir / "traffic" / key.substr(0, 2) / (key + ".json"),
+                   pruner::traffic_to_json(r));
+}
+
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
                    const ContextSpec& ctx, const std::vector<HostArgument>& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
-                   bool progress) {
+                   bool progress, const TrafficCache& cache) {
   ModelRun m;
+  std::atomic<size_t> cached{0};
   size_t n = configs.size();
   m.traffic.resize(n);
   m.features.resize(n);
@@ -79,7 +157,14 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
           LaunchGeometry g = launch_geometry(job, configs[i], ctx);
           in.grid = g.grid, in.block = g.block;
           threads_per_block[i] = g.threads_per_block();
-          t = pruner::analyse_traffic(in);
+          const std::string key = TrafficCache::key(in);
+          if (auto hit = cache.get(key)) {
+            t = std::move(*hit);
+            ++cached;
+          } else {
+            t = pruner::analyse_traffic(in);
+            cache.put(key, t);
+          }
         } catch (const JobError& e) {
           t.error = "no launch geometry: " + e.problem;
         }
@@ -97,6 +182,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   for (int k = 0; k < nt; ++k) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   prog.finish();
+  m.analyses_cached = cached;
   for (size_t i = 0; i < n; ++i) {
     m.features[i] = pruner::features_from(m.traffic[i], occupancy[i], threads_per_block[i]);
     if (usable[i] && !m.features[i].ok && m.first_error.empty() && !m.traffic[i].error.empty())

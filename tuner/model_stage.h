@@ -1,18 +1,20 @@
 /** \file tuner/model_stage.h
  * Owns: running the pruner's performance model over the compiled variants of one context: the
- * libTooling traffic analysis (in parallel), features, and predictions with the device's rates
- * and calibration; finding those rates (a device file by --device or by the driver's device name,
- * else the driver's attributes); rule 4 (the model margin) over a set of decisions.
- * Consumes: Job, source, Configs, occupancies. Produces: ModelRun.
- * Must not: launch anything or write SQL. */
+ * libTooling traffic analysis (in parallel, its reports cached on disk: TrafficCache), features,
+ * and predictions with the device's rates and calibration; finding those rates (a device file by
+ * --device or by the driver's device name, else the driver's attributes); rule 4 (the model margin)
+ * over a set of decisions. Consumes: Job, source, Configs, occupancies. Produces: ModelRun. Must
+ * not: launch anything or write SQL. */
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "pruner/model.h"
 #include "pruner/rules.h"
+#include "pruner/traffic.h"
 #include "variants/job.h"
 #include "variants/space.h"
 
@@ -36,7 +38,21 @@ struct ModelRun {
   std::vector<pruner::ModelFeatures> features;
   std::vector<pruner::Prediction> predictions;
   std::size_t predicted = 0, not_analysed = 0;
-  std::string first_error;  ///< the first analysis failure, to show the user
+  std::size_t analyses_cached = 0;  ///< traffic reports read from the analysis cache
+  std::string first_error;          ///< the first analysis failure, to show the user
+};
+
+/// The traffic analysis is most of the model's time (a clang parse per variant), so its reports
+/// are cached on disk under `<cache dir>/traffic/`, keyed by everything the analysis reads (the
+/// variant's source, options, kernel name, launch geometry, argument sizes and scalar values) and
+/// by the build ID of the running program, so that no report outlives the code that made it.
+struct TrafficCache {
+  std::filesystem::path dir;  ///< empty: no cache
+
+  /// The entry's name; empty when the program has no build ID (then nothing is cached).
+  static std::string key(const pruner::TrafficInput& in);
+  std::optional<pruner::TrafficReport> get(const std::string& key) const;
+  void put(const std::string& key, const pruner::TrafficReport& r) const;
 };
 
 /// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
@@ -45,7 +61,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
                    const ContextSpec& ctx, const std::vector<HostArgument>& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
-                   bool progress);
+                   bool progress, const TrafficCache& cache = {});
 
 /// Recomputes predictions with another calibration (after a fit).
 void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration);

@@ -413,11 +413,13 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         }
         // The measurer's arguments when there is one, else those sized before compiling.
         const std::vector<HostArgument>& sized = sized_args[context_index];
-        model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized,
-                          usable, occ, rates, calibration,
-                          opt.threads ? opt.threads : job.compile_threads, opt.progress);
+        model =
+            run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized, usable,
+                      occ, rates, calibration, opt.threads ? opt.threads : job.compile_threads,
+                      opt.progress, TrafficCache{cache_for(opt.cache_dir).dir()});
         log << "gputune: model: " << model.predicted << " of " << configs.size()
-            << " variants predicted; rates from " << rates.source << "; calibration "
+            << " variants predicted (" << model.analyses_cached
+            << " analyses from the cache); rates from " << rates.source << "; calibration "
             << (calibration.samples
                     ? "fitted on " + std::to_string(calibration.samples) + " measurements"
                     : std::string("default"))

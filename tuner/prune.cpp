@@ -134,7 +134,9 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     }
     model = run_model(job, source, configs, *ctx,
                       make_arguments(job, *ctx, ArgumentContents::SizesOnly), usable, occ, rates,
-                      calibration, o.threads ? o.threads : job.compile_threads, o.progress);
+                      calibration, o.threads ? o.threads : job.compile_threads, o.progress,
+                      TrafficCache{cache_for(o.cache_dir).dir()});
+    rep.analyses_cached = model.analyses_cached;
     rep.predicted = model.predicted;
     rep.not_analysed = model.not_analysed;
     rep.first_analysis_error = model.first_error;
@@ -246,8 +248,10 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
   else if (!r.rates)
     out << "  model: off: " << r.rates_source << "\n";
   else
-    out << "  model: " << r.predicted << " variants predicted, rates from " << r.rates_source
-        << "; calibration "
+    out << "  model: " << r.predicted << " variants predicted ("
+        << (r.analyses_cached ? std::to_string(r.analyses_cached) + " analyses from the cache"
+                              : std::string("none from the analysis cache"))
+        << "), rates from " << r.rates_source << "; calibration "
         << (r.calibration_samples
                 ? "fitted on " + std::to_string(r.calibration_samples) + " measurements" +
                       (r.calibration_device.empty()

@@ -51,6 +51,7 @@ struct PruneReport {
   // The model (rule 4).
   std::string rates_source;  ///< where the device's rates came from, or why there are none
   std::size_t predicted = 0, not_analysed = 0;
+  std::size_t analyses_cached = 0;  ///< traffic analyses read from the cache
   std::string first_analysis_error;
   int calibration_samples = 0;  ///< 0: default constants
   /// --device: the device record whose runs fitted the calibration (empty: none, or no --device)

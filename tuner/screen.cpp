@@ -25,7 +25,8 @@ struct ContextModel {
 ContextModel model_before_compile(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const ContextSpec& ctx,
                                   const pruner::DeviceLimits& limits, const Rates& rates,
-                                  const pruner::Calibration& calibration, const ScreenOptions& o) {
+                                  const pruner::Calibration& calibration, const ScreenOptions& o,
+                                  const TrafficCache& traffic_cache) {
   const size_t n = configs.size();
   ContextModel cm;
   cm.ctx = &ctx;
@@ -41,9 +42,9 @@ ContextModel model_before_compile(const Job& job, const std::string& source,
     } catch (const JobError&) {
     }
   }
-  cm.model = run_model(job, source, configs, ctx,
-                       make_arguments(job, ctx, ArgumentContents::SizesOnly), usable, occ, rates,
-                       calibration, o.threads ? o.threads : job.compile_threads, o.progress);
+  cm.model = run_model(
+      job, source, configs, ctx, make_arguments(job, ctx, ArgumentContents::SizesOnly), usable, occ,
+      rates, calibration, o.threads ? o.threads : job.compile_threads, o.progress, traffic_cache);
   cm.best_ms.assign(n, kNone);
   for (size_t i = 0; i < n; ++i) {
     if (!usable[i] || !occ[i].feasible || !cm.model.features[i].ok) continue;
@@ -108,7 +109,8 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
 
   std::vector<ContextModel> models;
   for (const ContextSpec* c : contexts)
-    models.push_back(model_before_compile(job, source, configs, *c, limits, rates, calibration, o));
+    models.push_back(model_before_compile(job, source, configs, *c, limits, rates, calibration, o,
+                                          TrafficCache{cache.dir()}));
 
   // Order: the best case relative to the context's smallest one, the smallest over contexts.
   // A configuration without a best case in some context (not analysed, no launch) is compiled

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace gputune::pruner {
@@ -222,6 +223,40 @@ __global__ void gather(float* out, const float* in, const int* idx) {
   EXPECT_TRUE(gather_found);
   ASSERT_FALSE(r.notes.empty());
   EXPECT_NE(r.notes[0].find("data-dependent branch at line 4"), std::string::npos) << r.notes[0];
+}
+
+// The tuner caches reports as JSON: every field comes back as it was, and text that is not a
+// whole report is refused (read as a cache miss).
+TEST(Traffic, AReportSurvivesJsonExactly) {
+  auto in = input(R"(
+__global__ void gather(float* out, const float* in, const int* idx, int n) {
+  __shared__ float tile[33][32];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x % 32][threadIdx.x / 32] = in[i];
+  __syncthreads();
+  float s = 0;
+  for (int k = 0; k < n; ++k) s += tile[k % 32][threadIdx.x % 32] * 0.3f;
+  if (in[i] > 0.0f) out[i] = s + in[idx[i]];
+})",
+                  "gather", 128, 7);
+  in.scalars["n"] = 100;
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  ASSERT_GE(r.accesses.size(), 4u);
+  EXPECT_FALSE(r.notes.empty());
+  EXPECT_GT(r.flops, 0);
+  const std::string text = traffic_to_json(r);
+  const auto back = traffic_from_json(text);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(*back == r);
+  EXPECT_EQ(traffic_to_json(*back), text);
+  TrafficReport failed = analyse_traffic(input("__global__ void k() {}", "other", 32, 1));
+  ASSERT_TRUE(traffic_from_json(traffic_to_json(failed)));
+  EXPECT_TRUE(*traffic_from_json(traffic_to_json(failed)) == failed);
+  EXPECT_FALSE(traffic_from_json(text.substr(0, text.size() / 2)));  // torn
+  EXPECT_FALSE(traffic_from_json("{}"));                             // another version's
+  r.flops = std::numeric_limits<double>::infinity();                 // JSON has no infinity
+  EXPECT_FALSE(traffic_from_json(traffic_to_json(r)));
 }
 
 TEST(Traffic, UnparsableKernelSaysWhy) {

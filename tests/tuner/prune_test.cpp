@@ -188,6 +188,58 @@ TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
   EXPECT_EQ(bare.counts.back().rule, "duplicate");
 }
 
+// The traffic analysis is most of a prune's time: its reports are cached with the cubins. A
+// second prune reads them all and predicts the same; a launch geometry it has not seen, a torn
+// entry or `--cache-dir -` analyse again.
+TEST(Prune, TrafficAnalysesAreCachedAndPredictTheSame) {
+  test::TempDir dir;
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 32]"}])");
+  job.global_size.x = "1048576 // bs";
+  auto o = opts(dir, "h100-sxm");
+  auto predictions = [](const PruneReport& r) {
+    std::vector<double> p;
+    for (const auto& row : r.rows) p.push_back(row.predicted_ms.value_or(-1));
+    return p;
+  };
+  const auto first = prune_job(job, o);
+  ASSERT_EQ(first.predicted, 4u) << first.first_analysis_error;
+  EXPECT_EQ(first.analyses_cached, 0u);
+  const auto second = prune_job(job, o);
+  EXPECT_EQ(second.analyses_cached, 4u);
+  EXPECT_EQ(predictions(second), predictions(first));
+  std::ostringstream text;
+  print_prune_report(second, text, false);
+  EXPECT_NE(text.str().find("4 variants predicted (4 analyses from the cache)"), std::string::npos)
+      << text.str();
+
+  size_t entries = 0;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir / "cache" / "traffic"))
+    if (e.is_regular_file()) {
+      test::write_file(e.path(), "{\"parsed\": tr");  // torn
+      ++entries;
+    }
+  EXPECT_EQ(entries, 4u);
+  const auto torn = prune_job(job, o);
+  EXPECT_EQ(torn.analyses_cached, 0u);
+  EXPECT_EQ(predictions(torn), predictions(first));
+  EXPECT_EQ(prune_job(job, o).analyses_cached, 4u);  // rewritten
+
+  Job wider = job;
+  wider.global_size.x = "2097152 // bs";
+  const auto other = prune_job(wider, o);
+  EXPECT_EQ(other.analyses_cached, 0u);
+  EXPECT_NE(predictions(other), predictions(first));
+
+  o.cache_dir = "-";
+  EXPECT_EQ(prune_job(job, o).analyses_cached, 0u);
+  EXPECT_EQ(prune_job(job, o).analyses_cached, 0u);
+}
+
 TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
   // Strided reads from 1 to 128 floats apart: the wide strides are DRAM-bound many times over.
   // Rule 4 judges them from their source before compiling; the kept set must not change.
