@@ -20,6 +20,19 @@ Job small_job(const test::TempDir& dir, const std::string& kernel, const std::st
   return load_job(dir / "job.json");
 }
 
+// A copy whose stride is a parameter (1 or 32), over block sizes 128 and 256, the same work for
+// every block size.
+Job strided_copy_job(const test::TempDir& dir) {
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 32]"}])");
+  job.global_size.x = "1048576 // bs";
+  return job;
+}
+
 PruneRunOptions opts(const test::TempDir& dir, const std::string& device) {
   PruneRunOptions o;
   o.device = device;
@@ -136,16 +149,10 @@ TEST(Prune, JsonLinesAndStorage) {
 }
 
 TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
-  // A copy whose stride is a parameter: stride 32 touches 8x the sectors of stride 1 (the model
-  // must rank stride 1 first and drop stride 32 with a margin of 2).
+  // Stride 32 touches 8x the sectors of stride 1 (the model must rank stride 1 first and drop
+  // stride 32 with a margin of 2).
   test::TempDir dir;
-  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride];
-})",
-                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-                          {"Name": "stride", "Type": "int", "Values": "[1, 32]"}])");
-  job.global_size.x = "1048576 // bs";  // the same work for every block size
+  Job job = strided_copy_job(dir);
   auto o = opts(dir, "h100-sxm");
   auto r = prune_job(job, o);
   ASSERT_EQ(r.rows.size(), 4u);
@@ -193,13 +200,7 @@ TEST(Prune, ModelRanksAndRule4RemovesWhatIsPredictedFarSlower) {
 // entry or `--cache-dir -` analyse again.
 TEST(Prune, TrafficAnalysesAreCachedAndPredictTheSame) {
   test::TempDir dir;
-  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride];
-})",
-                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-                          {"Name": "stride", "Type": "int", "Values": "[1, 32]"}])");
-  job.global_size.x = "1048576 // bs";
+  Job job = strided_copy_job(dir);
   auto o = opts(dir, "h100-sxm");
   auto predictions = [](const PruneReport& r) {
     std::vector<double> p;
