@@ -176,6 +176,57 @@ TEST(Daemon, CancellingARunningJobStopsItAtTheNextVariant) {
   EXPECT_LT(store.measurements(item["run_id"].get<std::int64_t>()).size(), 48u);
 }
 
+// The server's SIGTERM can reach a worker while NVRTC compiles for the first time in that
+// process (tests/data/slow_compile keeps it busy about a second), when NVRTC's own handlers are
+// installed; one of those would end the worker with exit code 4. The worker takes the signal
+// itself: it stops as asked (exit 0) and its job goes back to the queue.
+TEST(Daemon, AWorkerStoppedDuringNvrtcsFirstCompileRequeuesItsJob) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string(), log = (dir / "worker.txt").string();
+  const auto data = test::source_dir() / "tests/data/slow_compile";
+  db::QueueItem q;
+  q.name = "slow", q.job_file = "slow.json", q.kernel_file = "slow.cu";
+  q.document = json::parse(test::read_file(data / "slow.json")).dump();
+  q.kernel_source = test::read_file(data / "slow.cu");
+  db::Store store(db);
+  const std::int64_t id = store.enqueue(q);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    // No cubin cache: NVRTC must compile.
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "worker", "--db", db.c_str(), "--device", "0",
+          "--cache-dir", "-", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool claimed = false;
+  for (int i = 0; i < 1000 && !claimed; ++i) {
+    claimed = store.queue_item(id)->status == "running";
+    if (!claimed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (claimed) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the compile
+  kill(pid, SIGTERM);
+  int status = 0;
+  bool ended = false;
+  for (int i = 0; i < 600 && !ended; ++i) {
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!ended) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  const std::string out = test::read_file(log);
+  ASSERT_TRUE(claimed) << out;
+  ASSERT_TRUE(ended) << "still running 30 s after SIGTERM: " << out;
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("job " + std::to_string(id) + " queued"), std::string::npos) << out;
+  EXPECT_EQ(store.queue_item(id)->status, "queued");
+}
+
 TEST(Daemon, ApiValidatesEverything) {
   test::TempDir dir;
   test::Daemon d((dir / "g.db").string(), {"--no-gpu"});

@@ -333,54 +333,12 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
 // NVRTC installs SIGINT/SIGTERM handlers of its own during the first compile of a process (its
 // front end); one that catches a signal ends the process with exit code 4, which in gputune's table
 // means "no correct variant". A kernel whose compile-time evaluation keeps NVRTC's front end busy
-// (about 1 s here; each evaluation stays under its step limit) makes that window wide: a SIGTERM
+// (about 1 s, tests/data/slow_compile) makes that window wide: a SIGTERM
 // 0.3 s in ends `prune` as the signal does, and stops `run` cleanly (exit 5, nothing stored).
 TEST(Cli, AStopSignalDuringNvrtcsFirstCompileIsGputunesNotNvrtcs) {
   test::TempDir dir;
-  test::write_file(dir / "slow.cu", R"(
-__device__ constexpr unsigned long long spin(unsigned long long n) {
-  unsigned long long s = 0;
-  for (unsigned long long i = 0; i < n; ++i) s = s * 6364136223846793005ull + i;
-  return s;
-}
-__device__ constexpr unsigned long long kSpin =
-    spin(300001) ^ spin(300002) ^ spin(300003) ^ spin(300004) ^ spin(300005) ^ spin(300006);
-extern "C" __global__ void slow(float* a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) a[i] = static_cast<float>(kSpin & 1u);
-}
-)");
-  nlohmann::json job = {
-      {"General", {{"BenchmarkName", "slow"}, {"OutputFormat", "JSON"}}},
-      {"ConfigurationSpace",
-       {{"TuningParameters",
-         {{{"Name", "block_size_x"}, {"Type", "int"}, {"Values", "[128]"}, {"Default", 128}}}},
-        {"Conditions", nlohmann::json::array()}}},
-      {"KernelSpecification",
-       {{"Language", "CUDA"},
-        {"KernelName", "slow"},
-        {"KernelFile", "slow.cu"},
-        {"GlobalSizeType", "CUDA"},
-        {"LocalSize", {{"X", "block_size_x"}, {"Y", "1"}, {"Z", "1"}}},
-        {"GlobalSize", {{"X", "ProblemSize[0]"}, {"Y", "1"}, {"Z", "1"}}},
-        {"ProblemSize", {1024}},
-        {"Arguments",
-         {{{"Name", "a"},
-           {"Type", "float"},
-           {"MemoryType", "Vector"},
-           {"AccessType", "WriteOnly"},
-           {"FillType", "Constant"},
-           {"Size", "ProblemSize[0]"},
-           {"FillValue", 0.0},
-           {"Output", 1}},
-          {{"Name", "n"},
-           {"Type", "int32"},
-           {"MemoryType", "Scalar"},
-           {"AccessType", "ReadOnly"},
-           {"FillType", "Constant"},
-           {"FillValue", 1024}}}}}}};
-  test::write_file(dir / "slow.json", job.dump());
-  const std::string file = (dir / "slow.json").string(), db = (dir / "g.db").string();
+  const std::string file = (test::source_dir() / "tests/data/slow_compile/slow.json").string();
+  const std::string db = (dir / "g.db").string();
   const std::string log = (dir / "out.txt").string();
   // Starts gputune with `args`, sends SIGTERM 0.3 s later; the wait status.
   auto stopped = [&](std::vector<std::string> args) {
