@@ -1,15 +1,19 @@
 // Helpers shared by the tests: paths, temporary folders, running the gputune binary.
 #pragma once
 
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace gputune::test {
 
@@ -23,6 +27,22 @@ inline const bool kIsolatedState = [] {
 inline std::filesystem::path source_dir() { return GPUTUNE_SOURCE_DIR; }
 inline std::filesystem::path shared_dir() { return GPUTUNE_SHARED_DIR; }
 inline std::filesystem::path examples_dir() { return source_dir() / "configs" / "examples"; }
+
+/// Waits up to `seconds` for the child `pid` to end; its wait status. A child still running then
+/// is killed (SIGKILL) and reaped, and there is no status.
+inline std::optional<int> wait_for_child(pid_t pid, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() >= until) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return status;
+}
 
 /// A fresh folder under the system temp dir, removed when the object dies.
 class TempDir {

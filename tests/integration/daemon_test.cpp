@@ -208,21 +208,12 @@ TEST(Daemon, AWorkerStoppedDuringNvrtcsFirstCompileRequeuesItsJob) {
   }
   if (claimed) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the compile
   kill(pid, SIGTERM);
-  int status = 0;
-  bool ended = false;
-  for (int i = 0; i < 600 && !ended; ++i) {
-    ended = waitpid(pid, &status, WNOHANG) == pid;
-    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!ended) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
+  const auto status = test::wait_for_child(pid, 30);
   const std::string out = test::read_file(log);
   ASSERT_TRUE(claimed) << out;
-  ASSERT_TRUE(ended) << "still running 30 s after SIGTERM: " << out;
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  ASSERT_TRUE(status) << "still running 30 s after SIGTERM: " << out;
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << out;
   EXPECT_NE(out.find("job " + std::to_string(id) + " queued"), std::string::npos) << out;
   EXPECT_EQ(store.queue_item(id)->status, "queued");
 }

@@ -305,17 +305,11 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_GE(cached(), 4u) << test::read_file(log);
   kill(pid, SIGINT);
-  int status = 0;
-  for (int i = 0; i < 600 && waitpid(pid, &status, WNOHANG) != pid; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!WIFEXITED(status) && !WIFSIGNALED(status)) {  // still running after 30 s
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    FAIL() << "not stopped within 30 s: " << test::read_file(log);
-  }
+  const auto status = test::wait_for_child(pid, 30);
   const std::string out = test::read_file(log);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 5) << out;
+  ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
   std::smatch m;
   ASSERT_TRUE(
       std::regex_search(out, m,

@@ -483,20 +483,11 @@ TEST(CpuCheck, AStopEndsTheHostCompilersToo) {
   ASSERT_GT(compiler, 0) << read_file(log);
   const auto stopped = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  bool ended = false;
-  for (int i = 0; i < 600 && !ended; ++i) {
-    ended = waitpid(pid, &status, WNOHANG) == pid;
-    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!ended) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  ASSERT_TRUE(ended) << "still running 30 s after SIGTERM: " << read_file(log);
+  const auto status = wait_for_child(pid, 30);
+  ASSERT_TRUE(status) << "still running 30 s after SIGTERM: " << read_file(log);
   EXPECT_LT(std::chrono::steady_clock::now() - stopped, std::chrono::seconds(20));
-  ASSERT_TRUE(WIFEXITED(status)) << read_file(log);
-  EXPECT_EQ(WEXITSTATUS(status), 5) << read_file(log);
+  ASSERT_TRUE(WIFEXITED(*status)) << read_file(log);
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << read_file(log);
   EXPECT_NE(read_file(log).find("check interrupted while compiling; nothing was checked"),
             std::string::npos)
       << read_file(log);
