@@ -399,14 +399,12 @@ RunRow read_run(Statement& s) {
   RunRow r;
   r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3);
   r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
-  r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10), r.timed = s.int64(11);
+  r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
   return r;
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-    "coalesce(r.finished_at,''), r.total, r.done, (SELECT count(*) FROM (SELECT DISTINCT "
-    "m.context_id, m.variant_id FROM measurements m WHERE m.run_id=r.id AND "
-    "m.status='correct')) FROM runs r JOIN jobs j ON j.id=r.job_id ";
+    "coalesce(r.finished_at,''), r.total, r.done FROM runs r JOIN jobs j ON j.id=r.job_id ";
 }  // namespace
 
 std::optional<RunRow> Store::run(std::int64_t run_id) {
@@ -414,6 +412,14 @@ std::optional<RunRow> Store::run(std::int64_t run_id) {
   s.bind(1, run_id);
   if (!s.step()) return std::nullopt;
   return read_run(s);
+}
+
+std::int64_t Store::timed_pairs(std::int64_t run_id) {
+  Statement s(db_,
+              "SELECT count(*) FROM (SELECT DISTINCT context_id, variant_id FROM measurements "
+              "WHERE run_id=? AND status='correct')");
+  s.bind(1, run_id);
+  return s.step() ? s.int64(0) : 0;
 }
 
 std::vector<RunRow> Store::runs(int limit) {

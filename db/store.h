@@ -80,9 +80,6 @@ struct RunRow {
   std::int64_t id = 0;
   std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
   std::int64_t total = 0, done = 0;  ///< planned and decided (context, variant) pairs
-  /// (context, variant) pairs with a verified time: what was measured on a GPU. A run without a
-  /// GPU and a `prune` decide every pair and time none.
-  std::int64_t timed = 0;
 };
 
 /// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source
@@ -151,6 +148,10 @@ class Store {
                                  const std::string& device = {});
   std::optional<RunRow> run(std::int64_t run_id);
   std::vector<RunRow> runs(int limit = 20);
+  /// (context, variant) pairs of a run with a verified time: what was measured on a GPU. A run
+  /// without a GPU and a `prune` decide every pair (RunRow::done) and time none. A scan of the
+  /// run's measurements: for the CLI, not for what the dashboard polls.
+  std::int64_t timed_pairs(std::int64_t run_id);
   /// Measurements of a run (all when run_id is 0), fastest correct first.
   std::vector<MeasurementRow> measurements(std::int64_t run_id, std::int64_t context_id = 0);
   /// Contexts of a kernel (id, label, device name).

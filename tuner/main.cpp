@@ -494,17 +494,15 @@ int cmd_show(int argc, char** argv) {
   std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " ["
             << run->job_file << "]\n"
             << "status " << run->status << ", strategy " << run->strategy << ", " << run->done
-            << "/" << run->total << " done, " << run->timed << " timed, started " << run->started_at
-            << ", finished " << run->finished_at << "\n"
+            << "/" << run->total << " done, " << store.timed_pairs(run->id) << " timed, started "
+            << run->started_at << ", finished " << run->finished_at << "\n"
             << run->message << "\n";
   auto ms = store.measurements(run->id);
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;
   for (auto& m : ms) {
-    const std::string by = "pruned by rule ";
-    if (m.status == "constraints" && m.reason.rfind(by, 0) == 0) {
-      const size_t end = m.reason.find(':', by.size());
-      counts["pruned by rule " + m.reason.substr(by.size(), end - by.size())]++;
+    if (m.status == "constraints" && m.reason.rfind("pruned by rule ", 0) == 0) {
+      counts[m.reason.substr(0, m.reason.find(':'))]++;  // "pruned by rule spills"
     } else {
       counts[m.status]++;
     }
@@ -512,7 +510,7 @@ int cmd_show(int argc, char** argv) {
   for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
   // The timed variants, fastest first; with --failures what failed or was removed. A run that
   // timed nothing (no GPU, a prune) lists what it compiled, fastest predicted first.
-  const int limit = r["limit"].as<int>();
+  const size_t limit = static_cast<size_t>(std::max(r["limit"].as<int>(), 0));
   const bool failures = r.count("failures") > 0;
   std::vector<const db::MeasurementRow*> list;
   for (const auto& m : ms)
@@ -532,7 +530,7 @@ int cmd_show(int argc, char** argv) {
       std::cout << "nothing was timed; the compiled variants"
                 << (list.front()->predicted_ms ? ", fastest predicted first" : "") << ":\n";
   }
-  for (size_t i = 0; i < list.size() && i < static_cast<size_t>(std::max(limit, 0)); ++i) {
+  for (size_t i = 0; i < list.size() && i < limit; ++i) {
     const auto& m = *list[i];
     std::cout << "  " << m.context_label << "  " << m.status << "  ";
     if (m.time_ms) std::cout << *m.time_ms << " ms  ";
@@ -543,9 +541,7 @@ int cmd_show(int argc, char** argv) {
     if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
     std::cout << "\n";
   }
-  if (list.size() > static_cast<size_t>(std::max(limit, 0)))
-    std::cout << "  (" << list.size() - static_cast<size_t>(std::max(limit, 0))
-              << " more; -n N lists more)\n";
+  if (list.size() > limit) std::cout << "  (" << list.size() - limit << " more; -n N lists more)\n";
   return 0;
 }
 
@@ -574,7 +570,7 @@ int cmd_runs(int argc, char** argv) {
   for (const auto& run : runs)
     rows.push_back({std::to_string(run.id), run.status, run.job_name,
                     std::to_string(run.done) + "/" + std::to_string(run.total),
-                    std::to_string(run.timed), run.started_at});
+                    std::to_string(store.timed_pairs(run.id)), run.started_at});
   std::array<size_t, 6> width{};
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());

@@ -67,6 +67,7 @@ TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   EXPECT_EQ(by_status["runtime"], 8);       // 4 tile sizes x 2 contexts
   EXPECT_EQ(by_status["correctness"], 2);   // 1 configuration x 2 contexts
   EXPECT_EQ(by_status["correct"], 38 + 6);  // 19 per context, plus 3 re-measurements per context
+  EXPECT_EQ(store.timed_pairs(store.runs()[0].id), 38);  // a re-measured variant counts once
   auto best = test::run_gputune("best vector_add --context 16M --db '" + db + "'");
   EXPECT_NE(best.out.find("\"block_size_x\": 128, \"tile_size_x\": 2"), std::string::npos)
       << best.out;
