@@ -3,8 +3,9 @@
  * libTooling traffic analysis (in parallel, its reports cached on disk: TrafficCache), features,
  * and predictions with the device's rates and calibration; finding those rates (a device file by
  * --device or by the driver's device name, else the driver's attributes); rule 4 (the model margin)
- * over a set of decisions. Consumes: Job, source, Configs, occupancies. Produces: ModelRun. Must
- * not: launch anything or write SQL. */
+ * over a set of decisions.
+ * Consumes: Job, source, Configs, occupancies. Produces: ModelRun.
+ * Must not: launch anything or write SQL. */
 #pragma once
 
 #include <filesystem>
