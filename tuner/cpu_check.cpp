@@ -212,19 +212,10 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   return problems;
 }
 
-/// Configurations to check: `limit` spread evenly over the space (all when it holds no more),
-/// the default configuration first.
+/// Configurations to check: `limit` spread over the space (all when it holds no more), the default
+/// configuration first.
 std::vector<size_t> pick(const Space& space, const std::string& default_config, size_t limit) {
-  const size_t n = limit == 0 ? space.size() : std::min(limit, space.size());
-  std::vector<size_t> order;
-  const long d = space.find(default_config);
-  if (d >= 0) order.push_back(static_cast<size_t>(d));
-  for (size_t i = 0; i < n; ++i) {
-    const size_t at = n == space.size() ? i : i * space.size() / n;
-    if (static_cast<long>(at) != d) order.push_back(at);
-  }
-  if (order.size() > std::max<size_t>(n, 1)) order.pop_back();  // the default took a place
-  return order;
+  return spread(space, limit == 0 ? space.size() : limit, space.find(default_config));
 }
 
 /// A parametric kernel's -D values and -I folders for the host compiler; what else NVRTC gets

@@ -117,11 +117,11 @@ int generate(const GenerateOptions& o) {
             << " before conditions)\n";
   if (o.out_dir.empty()) return 0;
   fs::create_directories(o.out_dir);
-  size_t n = o.limit ? std::min(o.limit, space.size()) : space.size();
+  // When only some are written, they show every value of every dimension as soon as they can.
+  const std::vector<size_t> picks = spread(space, o.limit ? o.limit : space.size());
+  const size_t n = picks.size();
   std::vector<naive::Choice> written;
-  for (size_t i = 0; i < n; ++i) {
-    // Spread the written files over the space when only some are written.
-    size_t at = n == space.size() ? i : i * space.size() / n;
+  for (size_t at : picks) {
     naive::Choice c = naive::choice_from_config(k, space.config(at));
     std::ofstream(o.out_dir / (k.name + "_" + naive::choice_label(k, c) + ".cu"))
         << naive::emit_variant(k, c);

@@ -1,7 +1,9 @@
 #include "variants/space.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "variants/expr.h"
 
@@ -245,6 +247,110 @@ Space build_space(const Job& job, const SpaceLimits& limits) {
     }
   }
   return s;
+}
+
+namespace {
+
+/// A step coprime with m near m/phi: k * step mod m visits every position once, and positions
+/// visited one after another lie far apart.
+size_t golden_step(size_t m) {
+  if (m <= 2) return 1;
+  size_t step = static_cast<size_t>(static_cast<double>(m) * 0.6180339887498949);
+  while (std::gcd(step, m) != 1) ++step;
+  return step;
+}
+
+}  // namespace
+
+std::vector<size_t> spread(const Space& space, size_t n, long first) {
+  std::vector<size_t> all(space.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  return spread_among(space, all, n, first);
+}
+
+std::vector<size_t> spread_among(const Space& space, const std::vector<size_t>& pool, size_t n,
+                                 long first) {
+  if (n == 0) return {};
+  const bool first_in_pool =
+      first >= 0 && std::find(pool.begin(), pool.end(), static_cast<size_t>(first)) != pool.end();
+  std::vector<size_t> out;
+  if (first_in_pool) out.push_back(static_cast<size_t>(first));
+  const size_t params = space.names->size();
+  if (n >= pool.size() || params == 0) {  // everything (or no way to tell configurations apart)
+    for (size_t i : pool)
+      if (out.size() < n && !(first_in_pool && i == static_cast<size_t>(first))) out.push_back(i);
+    return out;
+  }
+  // Candidates: the pool in golden-step order, so ties go to positions far from earlier picks.
+  const size_t m = pool.size();
+  const size_t step = golden_step(m);
+  const size_t candidates = std::min(m, std::max<size_t>(8192, 2 * n));
+  std::vector<size_t> cand(candidates);
+  for (size_t k = 0; k < candidates; ++k) cand[k] = pool[(k * step) % m];
+
+  // What has been seen: each value of each parameter, and each pair of values of two parameters.
+  std::vector<size_t> single_at(params + 1, 0);
+  for (size_t p = 0; p < params; ++p) single_at[p + 1] = single_at[p] + space.values[p].size();
+  std::vector<size_t> pair_at(params * params, 0);
+  size_t pairs = 0;
+  for (size_t p = 0; p < params; ++p)
+    for (size_t q = p + 1; q < params; ++q) {
+      pair_at[p * params + q] = pairs;
+      pairs += space.values[p].size() * space.values[q].size();
+    }
+  std::vector<char> seen_single(single_at[params], 0), seen_pair(pairs, 0);
+  std::vector<std::uint64_t> unseen(params);  // values of each parameter not seen yet
+  auto restart = [&] {
+    std::fill(seen_single.begin(), seen_single.end(), 0);
+    std::fill(seen_pair.begin(), seen_pair.end(), 0);
+    for (size_t p = 0; p < params; ++p) unseen[p] = space.values[p].size();
+  };
+  restart();
+  // A new value of a parameter counts the square of how many of its values are still unseen: the
+  // longest parameter needs a new value in every pick to show them all in as few picks.
+  auto visit = [&](size_t i, bool mark) {
+    std::uint64_t new_singles = 0, new_pairs = 0;
+    for (size_t p = 0; p < params; ++p) {
+      const size_t vp = space.value_index(i, p);
+      char& s = seen_single[single_at[p] + vp];
+      if (!s) new_singles += unseen[p] * unseen[p];
+      if (mark && !s) s = 1, --unseen[p];
+      for (size_t q = p + 1; q < params; ++q) {
+        char& pq = seen_pair[pair_at[p * params + q] + vp * space.values[q].size() +
+                             space.value_index(i, q)];
+        new_pairs += !pq;
+        if (mark) pq = 1;
+      }
+    }
+    return new_singles * (pairs + 1) + new_pairs;  // a new value outweighs any number of pairs
+  };
+  std::vector<char> taken(candidates, 0);
+  for (size_t k = 0; k < candidates; ++k)
+    if (first_in_pool && cand[k] == static_cast<size_t>(first)) taken[k] = 1;
+  if (first_in_pool) visit(static_cast<size_t>(first), true);
+  // Beyond kGreedy picks every value and pair has turned up many times over: the rest follow the
+  // golden-step order, which costs nothing (the greedy search costs picks x candidates).
+  constexpr size_t kGreedy = 512;
+  while (out.size() < n && out.size() < kGreedy) {
+    long best = -1;
+    std::uint64_t best_score = 0;
+    for (size_t k = 0; k < candidates; ++k) {
+      if (taken[k]) continue;
+      const std::uint64_t score = visit(cand[k], false);
+      if (score > best_score) best = static_cast<long>(k), best_score = score;
+    }
+    if (best < 0) {  // every value and pair seen: start another round, so picks stay apart
+      if (std::find(taken.begin(), taken.end(), 0) == taken.end()) break;
+      restart();
+      continue;
+    }
+    taken[best] = 1;
+    visit(cand[best], true);
+    out.push_back(cand[best]);
+  }
+  for (size_t k = 0; k < candidates && out.size() < n; ++k)
+    if (!taken[k]) out.push_back(cand[k]);
+  return out;
 }
 
 }  // namespace gputune

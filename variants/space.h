@@ -76,4 +76,17 @@ Space build_space(const Job& job, const SpaceLimits& limits = {});
 /// reference every other configuration is verified against, and the baseline of the speedup.
 std::string default_key(const Job& job);
 
+/// Positions of `n` configurations spread over the space (all of them, in order, when it holds no
+/// more), `first` (the default configuration, say; -1: none) first: each further pick is the one
+/// that shows the most parameter values, then the most pairs of values of two parameters, not yet
+/// seen, so every value of every parameter turns up as early as it can and interactions (a shared
+/// tile with merge 8) soon after. Evenly spaced positions do not do this: a stride that shares a
+/// factor with the inner parameters' sizes lands on the same inner values every time.
+/// Deterministic. Spaces beyond 8192 positions are searched over 8192 of them, spread; picks beyond
+/// the 512th follow that order without a search.
+std::vector<size_t> spread(const Space& space, size_t n, long first = -1);
+/// spread over some positions of the space only; a `first` not among them is left out.
+std::vector<size_t> spread_among(const Space& space, const std::vector<size_t>& among, size_t n,
+                                 long first = -1);
+
 }  // namespace gputune

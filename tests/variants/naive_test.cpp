@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <regex>
 #include <set>
 
@@ -1527,9 +1528,7 @@ TEST(NaiveText, GeneratedVariantsCompileWithoutWarnings) {
     Job job = tuner::load_tuning_job(e.path());
     ASSERT_TRUE(job.naive_kernel) << e.path();
     Space s = build_space(job);
-    const size_t n = std::min<size_t>(s.size(), 12);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t at = i * s.size() / n;
+    for (size_t at : spread(s, 12)) {
       const std::string src = naive::emit_variant(
           *job.naive_kernel, naive::choice_from_config(*job.naive_kernel, s.config(at)));
       nvrtcProgram prog;
@@ -1565,7 +1564,7 @@ class NaiveVariants : public ::testing::TestWithParam<Case> {};
 
 /// The generated space narrowed to small blocks and two values of each numeric dimension (the
 /// emulator runs every thread; CI time), with every load path of every array, pad on and off.
-std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
+Space test_space(Job& job, const naive::NaiveKernel& k) {
   naive::apply_to_job(job, k);
   for (Parameter& p : job.parameters) {
     List keep;
@@ -1584,10 +1583,7 @@ std::vector<naive::Choice> test_space(Job& job, const naive::NaiveKernel& k) {
     }
     p.values = keep;
   }
-  Space s = build_space(job);
-  std::vector<naive::Choice> out;
-  for (size_t i = 0; i < s.size(); ++i) out.push_back(naive::choice_from_config(k, s.config(i)));
-  return out;
+  return build_space(job);
 }
 
 TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
@@ -1596,14 +1592,15 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   ASSERT_TRUE(job.naive);
   std::string source = load_kernel_source(job);
   naive::NaiveKernel k = naive::analyse_naive(source, c.kernel, c.kernel + ".cu");
-  std::vector<naive::Choice> variants = test_space(job, k);
+  const Space space = test_space(job, k);
+  std::vector<size_t> at(space.size());
+  std::iota(at.begin(), at.end(), size_t{0});
+  auto choice = [&](size_t i) { return naive::choice_from_config(k, space.config(i)); };
   if (c.aligned)  // this case is there for the vector loads; the other one covers the rest
-    std::erase_if(variants, [](const naive::Choice& ch) { return ch.vector == 1; });
-  if (c.most && variants.size() > c.most) {
-    std::vector<naive::Choice> spread;
-    for (size_t i = 0; i < c.most; ++i) spread.push_back(variants[i * variants.size() / c.most]);
-    variants = spread;
-  }
+    std::erase_if(at, [&](size_t i) { return choice(i).vector == 1; });
+  if (c.most) at = spread_among(space, at, c.most);
+  std::vector<naive::Choice> variants;
+  for (size_t i : at) variants.push_back(choice(i));
   ASSERT_GE(variants.size(), 8u);
   // Every load path the analysis offers appears in the tested variants.
   for (const auto& a : naive::array_options(k)) {
@@ -1642,10 +1639,10 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
                            << " differ, first: " << (bad.empty() ? "" : bad.front());
   // NVRTC accepts them for Hopper: a spread of a dozen per kernel (every one costs ~0.1 s).
   std::vector<Variant> sample;
-  for (size_t i = 0; i < variants.size(); i += std::max<size_t>(1, variants.size() / 12)) {
+  for (size_t i : spread_among(space, at, 12)) {
     Variant v;
     v.kernel_name = k.name;
-    v.source = naive::emit_variant(k, variants[i]);
+    v.source = naive::emit_variant(k, choice(i));
     v.options = job.compiler_options;
     sample.push_back(v);
   }

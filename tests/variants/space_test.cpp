@@ -146,5 +146,90 @@ TEST(Space, ASpaceTooLargeToKeepOrWalkIsAnErrorNamingItsParameters) {
   EXPECT_EQ(error_of(b, {1'000, 10'100}), "built 0");  // 100 + 100 x 100 values bound
 }
 
+// --- spread: a few configurations that stand for the whole space ---------------------------------
+
+/// How many distinct values of parameter p, and pairs of values of p and q, the picks show.
+size_t values_seen(const Space& s, const std::vector<size_t>& picks, size_t p) {
+  std::set<std::uint32_t> seen;
+  for (size_t i : picks) seen.insert(s.value_index(i, p));
+  return seen.size();
+}
+size_t pairs_seen(const Space& s, const std::vector<size_t>& picks, size_t p, size_t q) {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+  for (size_t i : picks) seen.emplace(s.value_index(i, p), s.value_index(i, q));
+  return seen.size();
+}
+
+TEST(Spread, EveryValueAndPairTurnsUpWhereEvenlySpacedPicksRepeatTheInnerOnes) {
+  // 6 x 2 x 3 = 36 configurations in product order: every 6th one has the same b and c.
+  Job job = job_with(R"([{"Name": "a", "Type": "int", "Values": "[1,2,3,4,5,6]"},
+                         {"Name": "b", "Type": "int", "Values": "[0,1]"},
+                         {"Name": "c", "Type": "int", "Values": "[7,8,9]"}])",
+                     "[]");
+  Space s = build_space(job);
+  ASSERT_EQ(s.size(), 36u);
+  std::vector<size_t> even;
+  for (size_t i = 0; i < 6; ++i) even.push_back(i * s.size() / 6);
+  ASSERT_EQ(values_seen(s, even, 1) + values_seen(s, even, 2), 2u);  // what spread is for
+
+  const std::vector<size_t> six = spread(s, 6);
+  ASSERT_EQ(six.size(), 6u);
+  EXPECT_EQ(std::set<size_t>(six.begin(), six.end()).size(), 6u);
+  EXPECT_EQ(values_seen(s, six, 0), 6u);
+  EXPECT_EQ(values_seen(s, six, 1), 2u);
+  EXPECT_EQ(values_seen(s, six, 2), 3u);
+  // Pairs next: a x c has 18, so 18 picks are the fewest that can show them all.
+  const std::vector<size_t> eighteen = spread(s, 18);
+  EXPECT_EQ(pairs_seen(s, eighteen, 0, 1), 12u);
+  EXPECT_EQ(pairs_seen(s, eighteen, 0, 2), 18u);
+  EXPECT_EQ(pairs_seen(s, eighteen, 1, 2), 6u);
+  // The first six of a longer spread are the six: it only adds.
+  EXPECT_EQ(std::vector<size_t>(eighteen.begin(), eighteen.begin() + 6), six);
+}
+
+TEST(Spread, ARealSpaceShowsEveryValueInAboutAsManyPicksAsItsLongestParameterHas) {
+  Job job = load_job(test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json");
+  Space s = build_space(job);
+  size_t longest = 0;
+  for (const List& v : s.values) longest = std::max(longest, v.size());
+  ASSERT_EQ(longest, 29u);  // block_size_y; block_size_x 32 goes only with block_size_y 32
+  const size_t n = longest + 1;
+  const std::vector<size_t> picks = spread(s, n);
+  std::vector<size_t> even;
+  for (size_t i = 0; i < n; ++i) even.push_back(i * s.size() / n);
+  size_t even_missed = 0;
+  for (size_t p = 0; p < s.values.size(); ++p) {
+    EXPECT_EQ(values_seen(s, picks, p), s.values[p].size()) << (*s.names)[p];
+    even_missed += s.values[p].size() - values_seen(s, even, p);
+  }
+  EXPECT_GT(even_missed, 0u) << "evenly spaced picks show every value too: no test of spread";
+  EXPECT_EQ(spread(s, n), picks) << "the same picks every time";
+}
+
+TEST(Spread, TheFirstComesFirstAndOnlyTheChosenPositionsArePicked) {
+  Job job = job_with(R"([{"Name": "a", "Type": "int", "Values": "[1,2,3,4]"},
+                         {"Name": "b", "Type": "int", "Values": "[1,2,3,4]"}])",
+                     "[]");
+  Space s = build_space(job);
+  const std::vector<size_t> three = spread(s, 3, 5);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0], 5u);
+  EXPECT_EQ(std::count(three.begin(), three.end(), 5u), 1);
+  // a = 2 is position 5's value: the other two picks show other values of a and of b.
+  EXPECT_EQ(values_seen(s, three, 0), 3u);
+  EXPECT_EQ(values_seen(s, three, 1), 3u);
+  // Asking for the whole space (or more) gives all of it in order, the first still first.
+  std::vector<size_t> all = spread(s, 100, 5);
+  ASSERT_EQ(all.size(), 16u);
+  EXPECT_EQ(all[0], 5u);
+  std::sort(all.begin(), all.end());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], i);
+  // Among some positions: only those, and a first that is not among them is left out.
+  const std::vector<size_t> odd = {1, 3, 5, 7, 9, 11, 13, 15};
+  for (size_t i : spread_among(s, odd, 4, 2)) EXPECT_EQ(i % 2, 1u) << i;
+  EXPECT_EQ(spread_among(s, {}, 4, 2).size(), 0u);
+  EXPECT_TRUE(spread(s, 0, 5).empty());
+}
+
 }  // namespace
 }  // namespace gputune
