@@ -157,6 +157,11 @@ CREATE TABLE model_calibrations(
   created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));
 CREATE INDEX model_calibrations_device ON model_calibrations(device_id, id);
 )SQL",
+    // 5: the budget a run planned with (configurations measured at most; NULL: none, or a run
+    // stored before this), so that `run --resume` goes on with it.
+    R"SQL(
+ALTER TABLE runs ADD COLUMN budget INTEGER;
+)SQL",
 };
 
 std::string random_uid() {
@@ -294,13 +299,44 @@ std::int64_t Store::upsert_variant(std::int64_t kernel_id, const std::string& co
                 });
 }
 
-std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy,
-                              std::int64_t total) {
-  Statement s(db_, "INSERT INTO runs(uid,job_id,strategy,status,total) VALUES(?,?,?,'running',?)");
+std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total,
+                              std::optional<std::int64_t> budget) {
+  Statement s(db_,
+              "INSERT INTO runs(uid,job_id,strategy,status,total,budget) "
+              "VALUES(?,?,?,'running',?,?)");
   std::string uid = random_uid();
   s.bind(1, uid).bind(2, job_id).bind(3, strategy).bind(4, total);
+  if (budget) s.bind(5, *budget);
   s.run();
   return db_.last_insert_rowid();
+}
+
+void Store::resume_run(std::int64_t run_id, std::int64_t total,
+                       std::optional<std::int64_t> budget) {
+  Statement s(db_,
+              "UPDATE runs SET status='running', message='resumed', finished_at=NULL, total=?, "
+              "budget=? WHERE id=?");
+  s.bind(1, total);
+  if (budget) s.bind(2, *budget);
+  s.bind(3, run_id);
+  s.run();
+}
+
+std::string Store::run_job_document(std::int64_t run_id) {
+  Statement s(db_, "SELECT j.document FROM runs r JOIN jobs j ON j.id=r.job_id WHERE r.id=?");
+  s.bind(1, run_id);
+  return s.step() ? s.text(0) : "";
+}
+
+std::vector<std::string> Store::run_kernel_hashes(std::int64_t run_id) {
+  Statement s(
+      db_,
+      "SELECT DISTINCT k.hash FROM measurement_counts m JOIN contexts c ON c.id=m.context_id "
+      "JOIN kernels k ON k.id=c.kernel_id WHERE m.run_id=? AND m.n > 0 ORDER BY k.hash");
+  s.bind(1, run_id);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
 }
 
 void Store::update_run_progress(std::int64_t run_id, std::int64_t done) {
@@ -400,11 +436,13 @@ RunRow read_run(Statement& s) {
   r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3);
   r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
   r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
+  if (!s.is_null(11)) r.budget = s.int64(11);
   return r;
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-    "coalesce(r.finished_at,''), r.total, r.done FROM runs r JOIN jobs j ON j.id=r.job_id ";
+    "coalesce(r.finished_at,''), r.total, r.done, r.budget FROM runs r JOIN jobs j ON "
+    "j.id=r.job_id ";
 }  // namespace
 
 std::optional<RunRow> Store::run(std::int64_t run_id) {

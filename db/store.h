@@ -79,7 +79,8 @@ struct WinnerRow {
 struct RunRow {
   std::int64_t id = 0;
   std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
-  std::int64_t total = 0, done = 0;  ///< planned and decided (context, variant) pairs
+  std::int64_t total = 0, done = 0;    ///< planned and decided (context, variant) pairs
+  std::optional<std::int64_t> budget;  ///< configurations it measures at most; none: no budget
 };
 
 /// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source
@@ -98,7 +99,7 @@ struct QueueItem {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -115,7 +116,14 @@ class Store {
   std::int64_t upsert_variant(std::int64_t kernel_id, const std::string& config_key,
                               const std::string& params_json);
 
-  std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total);
+  std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total,
+                         std::optional<std::int64_t> budget = std::nullopt);
+  /// Marks an interrupted run running again, with what it now plans (`run --resume`).
+  void resume_run(std::int64_t run_id, std::int64_t total, std::optional<std::int64_t> budget);
+  /// The job document the run was started with ("" when there is no such run).
+  std::string run_job_document(std::int64_t run_id);
+  /// Hashes of the kernels (their source) the run has measurements of.
+  std::vector<std::string> run_kernel_hashes(std::int64_t run_id);
   void update_run_progress(std::int64_t run_id, std::int64_t done);
   void finish_run(std::int64_t run_id, const std::string& status, const std::string& message);
   /// Ends a run that stopped early (an error, a hung kernel): finish_run, with its progress set

@@ -146,6 +146,7 @@ int cmd_run(int argc, char** argv) {
   opt.no_gpu = r.count("no-gpu") > 0;
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
+  opt.budget_given = r.count("budget") > 0;
   opt.command_line.assign(argv, argv + argc);
   // A measurement launches once to verify (at most TimeoutSeconds to go on), warms up and times
   // until TimeoutSeconds is spent: by default, a hang is what takes longer than all of that.

@@ -69,10 +69,33 @@ long default_index(const Job& job, const std::vector<Config>& configs) {
   return -1;
 }
 
+/// The configurations a budget lets a run measure at most, for the record; none without one.
+std::optional<std::int64_t> planned_budget(const Budget& b, size_t space_size) {
+  if (!b.max_configurations && !b.fraction) return std::nullopt;
+  return static_cast<std::int64_t>(budget_configurations(b, space_size));
+}
+
+/// The top-level sections (General, ConfigurationSpace, ...) in which two job documents differ, as
+/// a comma-separated list; "" when they are the same JSON (formatting aside).
+std::string changed_sections(const std::string& before, const std::string& now) {
+  const auto a = nlohmann::json::parse(before, nullptr, false);
+  const auto b = nlohmann::json::parse(now, nullptr, false);
+  if (a.is_discarded() || b.is_discarded() || !a.is_object() || !b.is_object())
+    return before == now ? "" : "the document";
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a.items()) keys.insert(k);
+  for (const auto& [k, v] : b.items()) keys.insert(k);
+  std::string out;
+  for (const std::string& k : keys)
+    if (!a.contains(k) || !b.contains(k) || a[k] != b[k]) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
 }  // namespace
 
-RunReport run_job(const Job& job, const RunOptions& opt) {
+RunReport run_job(const Job& job_given, const RunOptions& opt) {
   std::ostream& log = opt.log ? *opt.log : std::cerr;
+  Job job = job_given;  // a resumed run goes on with the budget it planned with
   RunReport rep;
 
   // 1. Inputs: source and space. Bad input stops here, before the database is touched.
@@ -111,7 +134,37 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       throw JobError("command line", "--resume",
                      what + ": it searched with strategy " + prev->strategy + ", this job with " +
                          job.strategy,
-                     "add --strategy " + prev->strategy + " (with the --budget it had, if any)");
+                     "add --strategy " + prev->strategy);
+    // The same space, arguments and sizes: a job edited since would mix two jobs in one run.
+    const std::string before = store.run_job_document(*opt.resume_run);
+    if (const std::string changed = changed_sections(before, job.document); !changed.empty())
+      throw JobError(job.file.string(), changed,
+                     what + ": the job changed since that run started (" + changed + " differ)",
+                     "leave out --resume to start a new run (what run " +
+                         std::to_string(*opt.resume_run) +
+                         " measured stays stored), or restore the job as it was");
+    const std::vector<std::string> kernels = store.run_kernel_hashes(*opt.resume_run);
+    if (!kernels.empty() &&
+        std::find(kernels.begin(), kernels.end(), kernel_hash(job, source)) == kernels.end())
+      throw JobError(job.kernel_file.string(), "KernelSpecification.KernelFile",
+                     what + ": the kernel's source changed since that run measured it",
+                     "leave out --resume to start a new run, or restore the kernel as it was");
+    // The budget it planned with, unless the command line gives another.
+    const std::optional<std::int64_t> now = planned_budget(job.budget, space.size());
+    if (prev->budget != now) {
+      const auto text = [](std::optional<std::int64_t> b) {
+        return b ? std::to_string(*b) + " configurations" : std::string("no budget");
+      };
+      if (opt.budget_given) {
+        log << "gputune: note: run " << *opt.resume_run << " planned with " << text(prev->budget)
+            << "; it goes on with --budget " << text(now) << "\n";
+      } else if (prev->budget) {
+        job.budget.max_configurations = static_cast<std::uint64_t>(*prev->budget);
+        job.budget.fraction.reset();
+        log << "gputune: note: run " << *opt.resume_run << " goes on with the budget it planned "
+            << "with: " << text(prev->budget) << " (the job says " << text(now) << ")\n";
+      }
+    }
   }
 
   // 3. Device: the driver is loaded at run time; without it everything up to timing still runs.
@@ -271,12 +324,13 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     db::Transaction t(store.db());
     job_id = store.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
     kernel_id = store.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
+    const auto total = static_cast<std::int64_t>(configs.size() * job.contexts.size());
+    const std::optional<std::int64_t> budget = planned_budget(job.budget, space.size());
     if (opt.resume_run) {  // checked above
       run_id = *opt.resume_run;
-      store.finish_run(run_id, "running", "resumed");
+      store.resume_run(run_id, total, budget);
     } else {
-      run_id = store.begin_run(job_id, job.strategy,
-                               static_cast<std::int64_t>(configs.size() * job.contexts.size()));
+      run_id = store.begin_run(job_id, job.strategy, total, budget);
     }
     for (size_t i = 0; i < configs.size(); ++i)
       variant_ids[i] = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());

@@ -46,6 +46,9 @@ struct RunOptions {
   /// The words of the `gputune run` command that started this (after "gputune"): a run that stops
   /// early says how to go on with the same options and `--resume RUN`. Empty: `run JOB [--db DB]`.
   std::vector<std::string> command_line;
+  /// The job's budget was replaced on the command line (--budget): a resumed run goes on with it
+  /// rather than with the budget it planned with.
+  bool budget_given = false;
   // Hooks for the daemon's workers.
   std::optional<std::int64_t>
       resume_run;  ///< continue this run, skipping measured (context, variant) pairs

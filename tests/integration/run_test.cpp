@@ -103,6 +103,65 @@ TEST(Cli, ResumeIsCheckedBeforeAnythingIsCompiled) {
   EXPECT_EQ(run_gputune("run " + vector_add + " --resume 1" + db + cache).exit_code, 3);
 }
 
+// A resumed run goes on with the budget it planned with (or the one --budget gives), and refuses a
+// job or kernel edited since: one run must not mix two spaces or two kernels.
+TEST(Cli, AResumedRunKeepsItsBudgetAndRefusesAnEditedJobOrKernel) {
+  test::TempDir dir;
+  fs::copy(test::examples_dir() / "vector_add.json", dir / "job.json");
+  fs::copy(test::examples_dir() / "vector_add.cu", dir / "vector_add.cu");
+  const std::string base = "run '" + (dir / "job.json").string() + "' --db '" +
+                           (dir / "g.db").string() + "' --cache-dir '" + (dir / "cache").string() +
+                           "' --no-gpu --strategy random";
+  auto first = run_gputune(base + " --budget 3");
+  ASSERT_EQ(first.exit_code, 3) << first.out;
+  auto budget_of_run_1 = [&] { return db::Store((dir / "g.db").string()).run(1)->budget; };
+  EXPECT_EQ(budget_of_run_1(), 3);
+  // Typed without --budget: the job has none, the run had 3.
+  auto again = run_gputune(base + " --resume 1");
+  EXPECT_EQ(again.exit_code, 3) << again.out;
+  EXPECT_NE(again.out.find("run 1 goes on with the budget it planned with: 3 configurations (the "
+                           "job says no budget)"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("planned 4,"), std::string::npos) << again.out;  // 3 and the default
+  // --budget says otherwise: that, and a note.
+  auto more = run_gputune(base + " --resume 1 --budget 5");
+  EXPECT_EQ(more.exit_code, 3) << more.out;
+  EXPECT_NE(more.out.find("run 1 planned with 3 configurations; it goes on with --budget 5 "
+                          "configurations"),
+            std::string::npos)
+      << more.out;
+  EXPECT_EQ(budget_of_run_1(), 5);
+  EXPECT_EQ(db::Store((dir / "g.db").string()).runs().size(), 1u);
+
+  // The same job written another way is the same job.
+  const std::string text = test::read_file(dir / "job.json");
+  test::write_file(dir / "job.json", nlohmann::json::parse(text).dump(2));
+  EXPECT_EQ(run_gputune(base + " --resume 1").exit_code, 3);
+  // Another space is not.
+  std::string edited = text;
+  edited.replace(edited.find("[1, 2, 4, 8]"), 12, "[1, 2, 4]");
+  test::write_file(dir / "job.json", edited);
+  auto changed = run_gputune(base + " --resume 1");
+  EXPECT_EQ(changed.exit_code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("field 'ConfigurationSpace': cannot resume run 1: the job changed "
+                             "since that run started (ConfigurationSpace differ). Fix: leave out "
+                             "--resume to start a new run"),
+            std::string::npos)
+      << changed.out;
+  // Nor another kernel.
+  test::write_file(dir / "job.json", text);
+  test::write_file(dir / "vector_add.cu",
+                   test::read_file(dir / "vector_add.cu") + "\n// edited since\n");
+  auto kernel = run_gputune(base + " --resume 1");
+  EXPECT_EQ(kernel.exit_code, 2) << kernel.out;
+  EXPECT_NE(kernel.out.find("field 'KernelSpecification.KernelFile': cannot resume run 1: the "
+                            "kernel's source changed since that run measured it"),
+            std::string::npos)
+      << kernel.out;
+  EXPECT_EQ(db::Store((dir / "g.db").string()).runs().size(), 1u);
+}
+
 // --strategy and --budget replace the job's GPUTune.Search.Strategy and Budget (a model proof
 // measures a whole space with brute force whatever the job says); bad values are refused.
 TEST(Cli, StrategyAndBudgetFromTheCommandLine) {
