@@ -298,6 +298,8 @@ std::vector<size_t> spread_among(const Space& space, const std::vector<size_t>& 
       pair_at[p * params + q] = pairs;
       pairs += space.values[p].size() * space.values[q].size();
     }
+  // Pairs of parameters with thousands of values each would take more memory than they are worth.
+  if (pairs > (size_t{1} << 24)) pairs = 0;
   std::vector<char> seen_single(single_at[params], 0), seen_pair(pairs, 0);
   std::vector<std::uint64_t> unseen(params);  // values of each parameter not seen yet
   auto restart = [&] {
@@ -315,7 +317,7 @@ std::vector<size_t> spread_among(const Space& space, const std::vector<size_t>& 
       char& s = seen_single[single_at[p] + vp];
       if (!s) new_singles += unseen[p] * unseen[p];
       if (mark && !s) s = 1, --unseen[p];
-      for (size_t q = p + 1; q < params; ++q) {
+      for (size_t q = p + 1; q < params && pairs > 0; ++q) {
         char& pq = seen_pair[pair_at[p * params + q] + vp * space.values[q].size() +
                              space.value_index(i, q)];
         new_pairs += !pq;

@@ -231,5 +231,18 @@ TEST(Spread, TheFirstComesFirstAndOnlyTheChosenPositionsArePicked) {
   EXPECT_TRUE(spread(s, 0, 5).empty());
 }
 
+TEST(Spread, ParametersWithThousandsOfValuesAreSpreadByValueAlone) {
+  // 4097 x 4097 pairs of values: more than spread keeps track of; the values still spread.
+  Job job = job_with(R"js([{"Name": "a", "Type": "int", "Values": "list(range(4097))"},
+                           {"Name": "b", "Type": "int", "Values": "list(range(4097))"}])js",
+                     R"([{"Expression": "a < 3", "Parameters": ["a"]}])");
+  Space s = build_space(job);
+  ASSERT_EQ(s.size(), 3u * 4097u);
+  const std::vector<size_t> picks = spread(s, 20);
+  ASSERT_EQ(picks.size(), 20u);
+  EXPECT_EQ(values_seen(s, picks, 0), 3u);
+  EXPECT_EQ(values_seen(s, picks, 1), 20u);
+}
+
 }  // namespace
 }  // namespace gputune
