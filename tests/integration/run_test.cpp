@@ -112,53 +112,43 @@ TEST(Cli, AResumedRunKeepsItsBudgetAndRefusesAnEditedJobOrKernel) {
   const std::string base = "run '" + (dir / "job.json").string() + "' --db '" +
                            (dir / "g.db").string() + "' --cache-dir '" + (dir / "cache").string() +
                            "' --no-gpu --strategy random";
-  auto first = run_gputune(base + " --budget 3");
-  ASSERT_EQ(first.exit_code, 3) << first.out;
+  // Runs `base + args`: the exit code and a line of what it says.
+  auto expect = [&](const std::string& args, int code, const std::string& says) {
+    auto r = run_gputune(base + args);
+    EXPECT_EQ(r.exit_code, code) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << args << ": " << r.out;
+  };
+  expect(" --budget 3", 3, "planned 4,");  // 3 and the default configuration
   auto budget_of_run_1 = [&] { return db::Store((dir / "g.db").string()).run(1)->budget; };
   EXPECT_EQ(budget_of_run_1(), 3);
   // Typed without --budget: the job has none, the run had 3.
-  auto again = run_gputune(base + " --resume 1");
-  EXPECT_EQ(again.exit_code, 3) << again.out;
-  EXPECT_NE(again.out.find("run 1 goes on with the budget it planned with: 3 configurations (the "
-                           "job says no budget)"),
-            std::string::npos)
-      << again.out;
-  EXPECT_NE(again.out.find("planned 4,"), std::string::npos) << again.out;  // 3 and the default
+  expect(" --resume 1", 3,
+         "run 1 goes on with the budget it planned with: 3 configurations (the job says no "
+         "budget)");
+  expect(" --resume 1", 3, "planned 4,");
   // --budget says otherwise: that, and a note.
-  auto more = run_gputune(base + " --resume 1 --budget 5");
-  EXPECT_EQ(more.exit_code, 3) << more.out;
-  EXPECT_NE(more.out.find("run 1 planned with 3 configurations; it goes on with --budget 5 "
-                          "configurations"),
-            std::string::npos)
-      << more.out;
+  expect(" --resume 1 --budget 5", 3,
+         "run 1 planned with 3 configurations; it goes on with --budget 5 configurations");
   EXPECT_EQ(budget_of_run_1(), 5);
-  EXPECT_EQ(db::Store((dir / "g.db").string()).runs().size(), 1u);
 
   // The same job written another way is the same job.
   const std::string text = test::read_file(dir / "job.json");
   test::write_file(dir / "job.json", nlohmann::json::parse(text).dump(2));
-  EXPECT_EQ(run_gputune(base + " --resume 1").exit_code, 3);
+  expect(" --resume 1", 3, "no CUDA device");
   // Another space is not.
   std::string edited = text;
   edited.replace(edited.find("[1, 2, 4, 8]"), 12, "[1, 2, 4]");
   test::write_file(dir / "job.json", edited);
-  auto changed = run_gputune(base + " --resume 1");
-  EXPECT_EQ(changed.exit_code, 2) << changed.out;
-  EXPECT_NE(changed.out.find("field 'ConfigurationSpace': cannot resume run 1: the job changed "
-                             "since that run started (ConfigurationSpace differ). Fix: leave out "
-                             "--resume to start a new run"),
-            std::string::npos)
-      << changed.out;
+  expect(" --resume 1", 2,
+         "field 'ConfigurationSpace': cannot resume run 1: the job changed since that run "
+         "started (ConfigurationSpace differ). Fix: leave out --resume to start a new run");
   // Nor another kernel.
   test::write_file(dir / "job.json", text);
   test::write_file(dir / "vector_add.cu",
                    test::read_file(dir / "vector_add.cu") + "\n// edited since\n");
-  auto kernel = run_gputune(base + " --resume 1");
-  EXPECT_EQ(kernel.exit_code, 2) << kernel.out;
-  EXPECT_NE(kernel.out.find("field 'KernelSpecification.KernelFile': cannot resume run 1: the "
-                            "kernel's source changed since that run measured it"),
-            std::string::npos)
-      << kernel.out;
+  expect(" --resume 1", 2,
+         "field 'KernelSpecification.KernelFile': cannot resume run 1: the kernel's source "
+         "changed since that run measured it");
   EXPECT_EQ(db::Store((dir / "g.db").string()).runs().size(), 1u);
 }
 
