@@ -212,12 +212,6 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   return problems;
 }
 
-/// Configurations to check: `limit` spread over the space (all when it holds no more), the default
-/// configuration first.
-std::vector<size_t> pick(const Space& space, const std::string& default_config, size_t limit) {
-  return spread(space, limit == 0 ? space.size() : limit, space.find(default_config));
-}
-
 /// A parametric kernel's -D values and -I folders for the host compiler; what else NVRTC gets
 /// (--use_fast_math, ...) is listed in `ignored`, except -std (the host compiles C++17).
 void split_options(const std::vector<std::string>& options, CpuKernel& k,
@@ -319,7 +313,9 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
   if (space.empty())
     throw JobError(job.file.string(), "ConfigurationSpace", space.explain_empty(),
                    "relax the conditions");
-  const std::vector<size_t> order = pick(space, default_key(job), o.limit);
+  // `limit` configurations spread over the space (0: all), the default configuration first.
+  const std::vector<size_t> order =
+      spread(space, o.limit == 0 ? space.size() : o.limit, space.find(default_key(job)));
 
   if (job.naive_kernel) {
     std::vector<naive::Choice> choices;

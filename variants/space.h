@@ -82,8 +82,8 @@ std::string default_key(const Job& job);
 /// seen, so every value of every parameter turns up as early as it can and interactions (a shared
 /// tile with merge 8) soon after. Evenly spaced positions do not do this: a stride that shares a
 /// factor with the inner parameters' sizes lands on the same inner values every time.
-/// Deterministic. Spaces beyond 8192 positions are searched over 8192 of them, spread; picks beyond
-/// the 512th follow that order without a search.
+/// Deterministic. A larger space is searched over 8192 of its positions (2n when n is larger),
+/// spread over it; picks beyond the 512th follow that order without a search.
 std::vector<size_t> spread(const Space& space, size_t n, long first = -1);
 /// spread over some positions of the space only; a `first` not among them is left out.
 std::vector<size_t> spread_among(const Space& space, const std::vector<size_t>& among, size_t n,
