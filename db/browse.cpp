@@ -23,7 +23,9 @@ json run_json(const RunRow& r) {
           {"started_at", r.started_at},
           {"finished_at", r.finished_at},
           {"total", r.total},
-          {"done", r.done}};
+          {"done", r.done},
+          {"budget", r.budget ? json(*r.budget) : json(nullptr)},
+          {"seconds_spent", r.seconds_spent ? json(*r.seconds_spent) : json(nullptr)}};
 }
 
 }  // namespace
@@ -119,7 +121,8 @@ json Browser::runs(int limit, std::int64_t offset) {
       s_.db(),
       "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
       "coalesce(r.finished_at,''), r.total, r.done, "
-      "(SELECT min(time_ms) FROM measurements m WHERE m.run_id=r.id AND m.status='correct') "
+      "(SELECT min(time_ms) FROM measurements m WHERE m.run_id=r.id AND m.status='correct'), "
+      "r.budget, r.seconds_spent "
       "FROM runs r JOIN jobs j ON j.id=r.job_id ORDER BY r.id DESC LIMIT ? OFFSET ?");
   s.bind(1, limit).bind(2, offset);
   json out = json::array();
@@ -130,6 +133,8 @@ json Browser::runs(int limit, std::int64_t offset) {
     r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7),
     r.finished_at = s.text(8);
     r.total = s.int64(9), r.done = s.int64(10);
+    if (!s.is_null(12)) r.budget = s.int64(12);
+    if (!s.is_null(13)) r.seconds_spent = s.real(13);
     json j = run_json(r);
     j["best_ms"] = opt_real(s, 11);
     out.push_back(std::move(j));

@@ -162,6 +162,11 @@ CREATE INDEX model_calibrations_device ON model_calibrations(device_id, id);
     R"SQL(
 ALTER TABLE runs ADD COLUMN budget INTEGER;
 )SQL",
+    // 6: the seconds a run spent measuring, over all its processes (what the job's time budget,
+    // GPUTune.Budget.Seconds, counts), so that `run --resume` goes on with what is left of it.
+    R"SQL(
+ALTER TABLE runs ADD COLUMN seconds_spent REAL;
+)SQL",
 };
 
 std::string random_uid() {
@@ -339,9 +344,18 @@ std::vector<std::string> Store::run_kernel_hashes(std::int64_t run_id) {
   return out;
 }
 
-void Store::update_run_progress(std::int64_t run_id, std::int64_t done) {
-  Statement s(db_, "UPDATE runs SET done=? WHERE id=?");
-  s.bind(1, done).bind(2, run_id);
+void Store::update_run_progress(std::int64_t run_id, std::int64_t done,
+                                std::optional<double> seconds_spent) {
+  Statement s(db_, "UPDATE runs SET done=?, seconds_spent=coalesce(?, seconds_spent) WHERE id=?");
+  s.bind(1, done);
+  if (seconds_spent) s.bind(2, *seconds_spent);
+  s.bind(3, run_id);
+  s.run();
+}
+
+void Store::set_run_seconds_spent(std::int64_t run_id, double seconds) {
+  Statement s(db_, "UPDATE runs SET seconds_spent=? WHERE id=?");
+  s.bind(1, seconds).bind(2, run_id);
   s.run();
 }
 
@@ -437,11 +451,13 @@ RunRow read_run(Statement& s) {
   r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
   r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
   if (!s.is_null(11)) r.budget = s.int64(11);
+  if (!s.is_null(12)) r.seconds_spent = s.real(12);
   return r;
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-    "coalesce(r.finished_at,''), r.total, r.done, r.budget FROM runs r JOIN jobs j ON "
+    "coalesce(r.finished_at,''), r.total, r.done, r.budget, r.seconds_spent FROM runs r JOIN jobs "
+    "j ON "
     "j.id=r.job_id ";
 }  // namespace
 

@@ -81,6 +81,9 @@ struct RunRow {
   std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
   std::int64_t total = 0, done = 0;    ///< planned and decided (context, variant) pairs
   std::optional<std::int64_t> budget;  ///< configurations it measures at most; none: no budget
+  /// Seconds it spent measuring over all its processes (the job's time budget counts these);
+  /// none: a run stored before schema 6.
+  std::optional<double> seconds_spent;
 };
 
 /// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source
@@ -99,7 +102,7 @@ struct QueueItem {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -124,7 +127,10 @@ class Store {
   std::string run_job_document(std::int64_t run_id);
   /// Hashes of the kernels (their source) the run has measurements of.
   std::vector<std::string> run_kernel_hashes(std::int64_t run_id);
-  void update_run_progress(std::int64_t run_id, std::int64_t done);
+  /// Decided pairs so far and, when given, the seconds spent measuring (RunRow::seconds_spent).
+  void update_run_progress(std::int64_t run_id, std::int64_t done,
+                           std::optional<double> seconds_spent = std::nullopt);
+  void set_run_seconds_spent(std::int64_t run_id, double seconds);
   void finish_run(std::int64_t run_id, const std::string& status, const std::string& message);
   /// Ends a run that stopped early (an error, a hung kernel): finish_run, with its progress set
   /// to the (context, variant) pairs it measured. Returns that count.

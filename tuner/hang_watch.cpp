@@ -24,13 +24,14 @@
 namespace gputune::tuner {
 
 HangWatch::HangWatch(std::string db_path, std::int64_t run_id, double limit_s, std::string resume,
-                     int report_fd, std::function<bool()> stopping)
+                     int report_fd, std::function<bool()> stopping, double spent_before_s)
     : db_path_(std::move(db_path)),
       run_id_(run_id),
       limit_(limit_s),
       resume_(std::move(resume)),
       report_fd_(report_fd),
       stopping_(std::move(stopping)),
+      spent_before_(spent_before_s),
       thread_([this] { watch(); }) {}
 
 HangWatch::~HangWatch() {
@@ -78,6 +79,9 @@ void HangWatch::stop_the_run() {
                            " s (--kernel-timeout), and a running kernel cannot be interrupted";
   const std::string message = "stopped: " + what_ + " hung (no return within " + limit + " s); `" +
                               resume_ + "` goes on without it";
+  // This process's measuring time (from when the watch began, as the pipeline's deadline).
+  const double spent =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   try {
     db::Store store(db_path_);
     db::MeasurementRecord m;
@@ -85,14 +89,13 @@ void HangWatch::stop_the_run() {
     m.status = "timeout", m.reason = hung;
     store.add_measurement(m);
     store.stop_run(run_id_, "interrupted", message);
+    store.set_run_seconds_spent(run_id_, spent_before_ + spent);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gputune: could not store that the run stopped: %s\n", e.what());
   }
   std::fprintf(stderr, "\ngputune: %s\n", message.c_str());
   std::fflush(stderr);
   if (report_fd_ >= 0) {  // one short write: the supervisor reads it after this process ends
-    const double spent =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     const bool stopping = stopping_ && stopping_();  // then there is nothing to go on with
     char line[4096];                                 // at most PIPE_BUF: written at once
     const int n =

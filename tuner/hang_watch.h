@@ -32,9 +32,11 @@ class HangWatch {
   /// Watches measurements of run `run_id` in the database at `db_path`; `resume` is the command
   /// the message gives to go on (e.g. "gputune run job.json --resume 3"). `report_fd` >= 0: a
   /// hang is also reported there for run_restarting (SupervisorLink::fd), as one to go on from
-  /// unless `stopping` says the process was asked to stop.
+  /// unless `stopping` says the process was asked to stop. `spent_before_s`: seconds the run
+  /// spent measuring before this process; a hang stores that plus this process's own
+  /// (RunRow::seconds_spent), which the resume goes on counting.
   HangWatch(std::string db_path, std::int64_t run_id, double limit_s, std::string resume,
-            int report_fd = -1, std::function<bool()> stopping = {});
+            int report_fd = -1, std::function<bool()> stopping = {}, double spent_before_s = 0);
   ~HangWatch();
   HangWatch(const HangWatch&) = delete;
   HangWatch& operator=(const HangWatch&) = delete;
@@ -54,6 +56,7 @@ class HangWatch {
   const std::string resume_;
   const int report_fd_;
   const std::function<bool()> stopping_;
+  const double spent_before_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::mutex mu_;
   std::condition_variable cv_;

@@ -12,10 +12,12 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "db/interchange.h"
 #include "db/store.h"
@@ -496,8 +498,14 @@ int cmd_show(int argc, char** argv) {
             << run->job_file << "]\n"
             << "status " << run->status << ", strategy " << run->strategy << ", " << run->done
             << "/" << run->total << " done, " << store.timed_pairs(run->id) << " timed, started "
-            << run->started_at << ", finished " << run->finished_at << "\n"
-            << run->message << "\n";
+            << run->started_at << ", finished " << run->finished_at;
+  if (run->seconds_spent) {  // what the job's time budget counts, over all the run's processes
+    std::ostringstream spent;
+    spent << std::fixed << std::setprecision(1) << *run->seconds_spent;
+    std::cout << ", " << spent.str() << " s measuring";
+  }
+  if (run->budget) std::cout << ", budget " << *run->budget << " configurations";
+  std::cout << "\n" << run->message << "\n";
   auto ms = store.measurements(run->id);
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;

@@ -114,6 +114,8 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                 : !job.database.empty() ? (job.file.parent_path() / job.database).string()
                                         : db::default_database_path();
   db::Store store(rep.db_path);
+  // Seconds of the job's time budget already spent measuring by this run (resumed).
+  double spent_before = opt.budget_spent_s;
   // A run to resume must be one of this job's, searched the same way: said before compiling.
   if (opt.resume_run) {
     const std::string what = "cannot resume run " + std::to_string(*opt.resume_run);
@@ -164,6 +166,17 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         log << "gputune: note: run " << *opt.resume_run << " goes on with the budget it planned "
             << "with: " << text(prev->budget) << " (the job says " << text(now) << ")\n";
       }
+    }
+    // The time budget counts every process of the run: what it spent before goes on counting.
+    if (prev->seconds_spent) spent_before = std::max(spent_before, *prev->seconds_spent);
+    if (job.budget.max_seconds && spent_before > 0) {
+      std::ostringstream note;
+      note.precision(3);
+      note << "gputune: note: run " << *opt.resume_run << " has spent " << spent_before
+           << " s measuring; it goes on with the "
+           << std::max(0.0, *job.budget.max_seconds - spent_before) << " s left of its "
+           << *job.budget.max_seconds << " s time budget (GPUTune.Budget.Seconds)\n";
+      log << note.str();
     }
   }
 
@@ -399,15 +412,23 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     // A launch that never returns ends the process (a kernel cannot be interrupted in it).
     std::unique_ptr<HangWatch> hang_watch;
     if (dev && opt.hang_limit_s > 0)
-      hang_watch = std::make_unique<HangWatch>(rep.db_path, run_id, opt.hang_limit_s,
-                                               resume_command, opt.hang_report_fd, opt.should_stop);
+      hang_watch =
+          std::make_unique<HangWatch>(rep.db_path, run_id, opt.hang_limit_s, resume_command,
+                                      opt.hang_report_fd, opt.should_stop, spent_before);
     auto variant_name = [&](size_t i) { return "configuration " + configs[i].key(); };
     // The time budget, as a deadline (max() when the job sets none).
+    const Clock::time_point measuring_since = Clock::now();
     Clock::time_point deadline = Clock::time_point::max();
     if (job.budget.max_seconds)
-      deadline =
-          Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                             std::max(0.0, *job.budget.max_seconds - opt.budget_spent_s)));
+      deadline = measuring_since +
+                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                     std::max(0.0, *job.budget.max_seconds - spent_before)));
+    // Stored with the run's progress (only where something is measured), so a resume goes on
+    // with what is left of the time budget.
+    auto seconds_spent = [&]() -> std::optional<double> {
+      if (!dev) return std::nullopt;
+      return spent_before + std::chrono::duration<double>(Clock::now() - measuring_since).count();
+    };
     std::int64_t done_total = static_cast<std::int64_t>(already.size());  // resumed: counted
     for (const ContextSpec& ctx : job.contexts) {
       const auto context_index = static_cast<size_t>(&ctx - job.contexts.data());
@@ -629,7 +650,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         if (!note.empty()) m.reason += (m.reason.empty() ? "" : "; ") + note;
         measurement_of[i] = store.add_measurement(m);
         ++done_total;
-        if (done_total % 64 == 0) store.update_run_progress(run_id, done_total);
+        if (done_total % 64 == 0) store.update_run_progress(run_id, done_total, seconds_spent());
         return result;
       };
 
@@ -824,7 +845,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                     "; run " + std::to_string(run_id) + " in " + rep.db_path;
       store.finish_run(run_id, "done", rep.message);
     }
-    store.update_run_progress(run_id, done_total);
+    store.update_run_progress(run_id, done_total, seconds_spent());
     return rep;
   } catch (const std::exception& e) {
     try {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "db/browse.h"
 #include "test_util.h"
 
 namespace gputune::db {
@@ -91,16 +92,26 @@ TEST(Store, RejectsBadRows) {
 
 TEST(Store, RunsAreRecorded) {
   Fixture f;
-  f.store.update_run_progress(f.run, 2);
+  EXPECT_FALSE(f.store.run(f.run)->seconds_spent);  // nothing measured yet
+  f.store.update_run_progress(f.run, 1, 3.5);
+  f.store.update_run_progress(f.run, 2);  // progress alone keeps the seconds
   f.store.finish_run(f.run, "done", "ok");
   auto r = f.store.run(f.run);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, "done");
   EXPECT_EQ(r->done, 2);
+  ASSERT_TRUE(r->seconds_spent);
+  EXPECT_DOUBLE_EQ(*r->seconds_spent, 3.5);
   EXPECT_EQ(r->uid.size(), 32u);
   EXPECT_FALSE(r->finished_at.empty());
   EXPECT_FALSE(f.store.run(12345));
   EXPECT_EQ(f.store.runs().size(), 1u);
+  // The dashboard's API carries them, in the list and for one run.
+  db::Browser browse(f.store);
+  EXPECT_DOUBLE_EQ(browse.runs(20, 0)[0]["seconds_spent"].get<double>(), 3.5);
+  EXPECT_TRUE(browse.runs(20, 0)[0]["budget"].is_null());
+  f.store.set_run_seconds_spent(f.run, 4.25);
+  EXPECT_DOUBLE_EQ((*browse.run(f.run))["seconds_spent"].get<double>(), 4.25);
 }
 
 TEST(Store, ReopeningKeepsDataAndSchema) {

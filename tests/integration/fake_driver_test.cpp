@@ -607,6 +607,41 @@ TEST(FakeDriver, ARestartAfterAHangKeepsTheTimeBudget) {
   }
 }
 
+// A resume typed by hand goes on with what is left of the time budget too: the run stores the
+// seconds it spent measuring (here the hang, 2 s, is more than the 1.5 s budget).
+TEST(FakeDriver, AResumeByHandGoesOnWithWhatIsLeftOfTheTimeBudget) {
+  test::TempDir dir;
+  const std::string file = hang_job(dir, {{"Seconds", 1.5}}), db = (dir / "g.db").string();
+  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 2 --cache-dir '" +
+                          (dir / "cache").string() + "'";
+  auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run + " --max-restarts 0");
+  ASSERT_EQ(hung.exit_code, 5) << hung.out;
+  const std::optional<double> stopped = db::Store(db).run(1)->seconds_spent;
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_GE(*stopped, 2.0);
+  auto resumed = sh(with_fake("") + run + " --resume 1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("gputune: note: run 1 has spent "), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("it goes on with the 0 s left of its 1.5 s time budget"),
+            std::string::npos)
+      << resumed.out;
+  db::Store store(db);
+  std::map<std::string, db::MeasurementRecord> by_key;
+  for (const auto& m : store.measurements(1))
+    if (m.reason.rfind("re-measurement", 0) != 0) by_key[m.config_key] = m;
+  ASSERT_EQ(by_key.size(), 8u);
+  EXPECT_EQ(by_key["128,1"].status, "correct");
+  for (const char* key : {"512,2", "1024,1", "1024,2"}) {
+    EXPECT_EQ(by_key[key].status, "timeout") << key;
+    EXPECT_NE(by_key[key].reason.find("the job's time budget was spent"), std::string::npos)
+        << key << ": " << by_key[key].reason;
+  }
+  ASSERT_TRUE(store.run(1)->seconds_spent.has_value());
+  EXPECT_GE(*store.run(1)->seconds_spent, *stopped);  // the resume added its own
+  auto show = sh(with_fake("") + "show 1 --db '" + db + "'");
+  EXPECT_NE(show.out.find(" s measuring"), std::string::npos) << show.out;
+}
+
 // model_guided's budget of configurations covers the whole run too: the restarted process counts
 // what the run measured before (the one that hung included) and measures nothing more.
 TEST(FakeDriver, ARestartAfterAHangKeepsTheConfigurationBudget) {

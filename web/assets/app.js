@@ -150,7 +150,9 @@ async function runPage(main) {
   main.append(
     section('Run #' + run.id + ': ' + run.job,
       el('p', {}, statusCell(run.status), ' ', el('span', {class: 'progress'}, el('div', {style: 'width:' + pct + '%'})),
-         ' ' + run.done + '/' + run.total + ' (' + pct + '%)'),
+         ' ' + run.done + '/' + run.total + ' (' + pct + '%)',
+         run.budget != null ? ', budget ' + run.budget + ' configurations' : '',
+         run.seconds_spent != null ? ', ' + fmt(run.seconds_spent, 3) + ' s measuring' : ''),
       el('p', {id: 'counts'}, counts || 'no measurements yet'),
       el('p', {class: 'muted'}, run.message),
       run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null),
