@@ -16,6 +16,9 @@ class Progress {
   Progress(std::string what, std::size_t total, bool enabled);
   void update(std::size_t done, std::size_t failures, std::optional<double> best_ms);
   void finish();
+  /// A total that changes as the work goes on (the screen: what could still come within the
+  /// margin shrinks as the best falls).
+  void set_total(std::size_t total) { total_ = total; }
   /// The line update() would print (exposed for tests).
   static std::string format(const std::string& what, std::size_t done, std::size_t total,
                             std::size_t failures, std::optional<double> best_ms, double elapsed_s);

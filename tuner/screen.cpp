@@ -7,6 +7,7 @@
 
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
+#include "tuner/progress.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
@@ -93,17 +94,17 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   r.screened.assign(n, 0);
   r.reason.resize(n);
   std::vector<char> done(n, 0);
-  auto compile = [&](const std::vector<size_t>& which) {
+  auto compile = [&](const std::vector<size_t>& which, bool progress) {
     if (which.empty()) return;
     compile_into(r.compile, which, job, source, configs, arch, cache,
-                 o.threads ? o.threads : job.compile_threads, o.progress, o.should_stop);
+                 o.threads ? o.threads : job.compile_threads, progress, o.should_stop);
     for (size_t i : which) done[i] = 1;
     ++r.rounds;
   };
   if (!rates.rates || contexts.empty()) {  // no model: compile everything
     std::vector<size_t> all(n);
     for (size_t i = 0; i < n; ++i) all[i] = i;
-    compile(all);
+    compile(all, o.progress);
     return r;
   }
 
@@ -141,44 +142,49 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   const int threads = o.threads ? o.threads : job.compile_threads;
   const size_t cores = static_cast<size_t>(threads > 0 ? threads : default_compile_threads());
   const size_t batch = o.batch ? o.batch : std::max<size_t>(32, 4 * cores);
-  size_t next = 0;
+  // Branch and bound: compile in order of the best case, a batch at a time; after each batch the
+  // best prediction among what rules 1-2 keep (it only falls) decides which of the rest could
+  // still come within the margin. Once none can, the rest is screened. A configuration is
+  // hopeless when its best case exceeds margin x the best in every context.
+  std::vector<double> best(models.size(), kNone);
+  auto hopeless = [&](size_t i) {
+    for (size_t c = 0; c < models.size(); ++c)
+      if (std::isnan(best[c]) || !(models[c].best_ms[i] > o.margin * best[c])) return false;
+    return true;
+  };
+  // One progress line over the rounds: compiled so far of compiled plus what could still come
+  // within the margin.
+  Progress progress("compile (screen)", n, o.progress);
+  size_t compiled = 0, next = 0;
   std::vector<size_t> round = first;
-  for (size_t k = 0; k < batch && next < order.size(); ++k) round.push_back(order[next++]);
   while (true) {
-    compile(round);
-    std::vector<double> best;
-    for (const ContextModel& cm : models)
-      best.push_back(
-          best_compiled(job, configs, cm, r.compile, limits, rates, calibration, o.rules));
-    if (std::none_of(best.begin(), best.end(), [](double b) { return std::isnan(b); })) {
-      // Everything that could come within the margin in some context is compiled; the rest
-      // is screened.
-      std::vector<size_t> rest;
-      for (size_t i = 0; i < n; ++i) {
-        if (done[i]) continue;
-        bool hopeless = true;
-        for (size_t c = 0; c < models.size(); ++c)
-          hopeless = hopeless && models[c].best_ms[i] > o.margin * best[c];
-        if (!hopeless) {
-          rest.push_back(i);
-          continue;
-        }
-        r.screened[i] = 1;
-        ++r.count;
-        std::ostringstream why;
-        why.precision(3);
-        why << "not compiled: at best " << models[0].best_ms[i]
-            << " ms at any occupancy, more than " << o.margin << " x the best prediction "
-            << best[0] << " ms" << (models.size() > 1 ? " (first context; in every context)" : "");
-        r.reason[i] = why.str();
-      }
-      compile(rest);
-      break;
-    }
-    // No prediction yet in some context: the next batch in order.
+    for (; round.size() < first.size() + batch && next < order.size(); ++next)
+      if (!done[order[next]] && !hopeless(order[next])) round.push_back(order[next]);
+    if (round.empty()) break;  // what is left (if anything) cannot come within the margin
+    compile(round, false);
+    compiled += round.size();
     round.clear();
-    for (size_t k = 0; k < batch && next < order.size(); ++k) round.push_back(order[next++]);
-    if (round.empty()) break;  // everything is compiled
+    first.clear();
+    for (size_t c = 0; c < models.size(); ++c)
+      best[c] =
+          best_compiled(job, configs, models[c], r.compile, limits, rates, calibration, o.rules);
+    size_t open = 0;
+    for (size_t k = next; k < order.size(); ++k) open += !done[order[k]] && !hopeless(order[k]);
+    progress.set_total(compiled + open);
+    progress.update(compiled, r.compile.failed, std::nullopt);
+  }
+  progress.finish();
+  // The reasons quote the final best: what rule 4 measures every compiled variant against.
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i]) continue;
+    r.screened[i] = 1;
+    ++r.count;
+    std::ostringstream why;
+    why.precision(3);
+    why << "not compiled: at best " << models[0].best_ms[i] << " ms at any occupancy, more than "
+        << o.margin << " x the best prediction " << best[0] << " ms"
+        << (models.size() > 1 ? " (first context; in every context)" : "");
+    r.reason[i] = why.str();
   }
   return r;
 }

@@ -3,9 +3,11 @@
  * source, not its cubin; only its occupancy needs the cubin, and registers and static shared
  * memory can only lower that. So every configuration gets a best case (pruner::best_case at the
  * occupancy its thread count and dynamic shared memory allow), configurations are compiled in
- * order of it, and those whose best case is more than margin x the best prediction among the
- * compiled variants that rules 1-2 keep are never compiled: rule 4 would drop them whatever
- * their registers. Used by `run` (when the pruner is on and the device's rates are known) and by
+ * order of it, a batch at a time, and after each batch those whose best case is more than
+ * margin x the best prediction among the compiled variants that rules 1-2 keep are set aside
+ * (branch and bound: that best only falls as more are compiled); what is set aside when nothing
+ * else could come within the margin is never compiled: rule 4 would drop it whatever its
+ * registers. Used by `run` (when the pruner is on and the device's rates are known) and by
  * `prune --screen`.
  * Consumes: Job, source, Configs, contexts, device limits and rates. Produces: a CompileReport
  * over every config (screened ones left uncompiled) and the screened set with reasons.
@@ -27,8 +29,8 @@ struct ScreenOptions {
   pruner::PruneOptions rules;  ///< rules 1-3, applied to what was compiled
   int threads = 0;
   bool progress = false;
-  std::size_t batch = 0;              ///< configurations compiled per round before a best exists
-  std::vector<std::size_t> always;    ///< compiled whatever their best case (the reference)
+  std::size_t batch = 0;            ///< configurations compiled per round (0: 4 per worker, >= 32)
+  std::vector<std::size_t> always;  ///< compiled whatever their best case (the reference)
   std::function<bool()> should_stop;  ///< Ctrl-C: compile nothing more (compile_all)
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -283,6 +284,46 @@ TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
   print_prune_report(screened, text, false);
   EXPECT_NE(text.str().find(std::to_string(screened.screened) + " not compiled"), std::string::npos)
       << text.str();
+}
+
+TEST(Prune, TheScreenTightensItsBarAsItCompilesAndSkipsWhatTheBestSoFarRulesOut) {
+  // 48 KB of static shared memory (hold = 12000) costs occupancy, which the best case before
+  // compiling cannot see: the first variant compiled (the default, 12000,1,32) predicts 2.2 x
+  // what the light ones (hold = 256) do. Judged against it, stride 8 would be compiled; the
+  // screen compiles one variant per round (batch 1) and judges the rest against the best so far,
+  // which falls to the light variants' time: stride 8 is never compiled.
+  test::TempDir dir;
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  __shared__ float hold[smem];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  hold[threadIdx.x] = in[i * stride];
+  __syncthreads();
+  out[i] = hold[blockDim.x - 1 - threadIdx.x];
+})",
+                      R"([{"Name": "smem", "Type": "int", "Values": "[12000, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 3, 4, 5, 6, 8]"},
+                          {"Name": "bs", "Type": "int", "Values": "[32, 64, 128, 256]"}])");
+  job.global_size.x = "1048576 // bs";
+  auto o = opts(dir, "h100-sxm");
+  const auto all = prune_job(job, o);
+  ASSERT_EQ(all.rows.size(), 56u);
+  std::map<std::string, double> predicted;
+  for (const auto& r : all.rows) predicted[r.config.key()] = r.predicted_ms.value_or(-1);
+  ASSERT_EQ(all.rows[0].config.key(), "12000,1,32");
+  // The default alone would let stride 8 through: 2 x its prediction is more than stride 8's.
+  EXPECT_GT(2 * predicted["12000,1,32"], predicted["256,8,32"]);
+  EXPECT_GT(2 * predicted["256,1,32"], predicted["256,6,32"]);  // stride 6 is within the margin
+  o.screen = true;
+  o.screen_batch = 1;
+  o.cache_dir = dir / "cache2";
+  const auto screened = prune_job(job, o);
+  EXPECT_EQ(screened.kept, all.kept);
+  EXPECT_EQ(screened.screened, 8u);
+  for (size_t i = 0; i < screened.rows.size(); ++i) {
+    const auto& r = screened.rows[i];
+    EXPECT_EQ(r.compiled, r.config.key().find(",8,") == std::string::npos) << r.config.key();
+    EXPECT_EQ(r.decision.kept, all.rows[i].decision.kept) << r.config.key();
+  }
 }
 
 TEST(Prune, UnparsableKernelFallsBackToTheResourceRulesAndSaysSo) {
