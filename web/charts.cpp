@@ -15,11 +15,32 @@ const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 
 std::string num(double v) {
   char b[32];
-  if (v != 0 && (std::fabs(v) < 1e-3 || std::fabs(v) >= 1e5))
-    std::snprintf(b, sizeof b, "%.2e", v);
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  if (a >= 1e7 || a < 1e-3)
+    std::snprintf(b, sizeof b, "%.3g", v);
+  else if (a >= 1e3 && v == std::round(v))
+    std::snprintf(b, sizeof b, "%.0f", v);  // 11130, not 1.113e+04
   else
     std::snprintf(b, sizeof b, "%.4g", v);
   return b;
+}
+
+/// Tick values at 1, 2 or 5 x 10^k apart, about `count` of them, within [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int count) {
+  std::vector<double> out;
+  if (!(hi > lo)) return {lo};
+  const double raw = (hi - lo) / count;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step)
+    out.push_back(std::fabs(t) < step * 1e-9 ? 0 : t);
+  return out;
 }
 
 struct Frame {
@@ -28,13 +49,25 @@ struct Frame {
   double py(double y) const { return H - B - (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * (H - T - B); }
 };
 
-std::string header(const std::string& title) {
+std::string header(const std::string& title, double width = W, double height = H) {
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << W << " " << H << "\" width=\""
-    << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"11\">"
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << width << " " << height
+    << "\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"11\">"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>"
-    << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">"
+    << "<text x=\"" << width / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">"
     << xml_escape(title) << "</text>";
+  return s.str();
+}
+
+/// The y axis's labels and grid lines, at nice values.
+std::string y_ticks(const Frame& f, double right) {
+  std::ostringstream s;
+  for (double yv : nice_ticks(f.y0, f.y1, 5))
+    s << "<text x=\"" << L - 6 << "\" y=\"" << f.py(yv) + 4 << "\" text-anchor=\"end\">" << num(yv)
+      << "</text>"
+      << "<line x1=\"" << L << "\" y1=\"" << f.py(yv) << "\" x2=\"" << right << "\" y2=\""
+      << f.py(yv) << "\" stroke=\"#eee\"/>";
   return s.str();
 }
 
@@ -44,15 +77,10 @@ std::string axes(const Frame& f, const std::string& xl, const std::string& yl) {
     << "\" stroke=\"#333\"/>"
     << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B
     << "\" stroke=\"#333\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    double yv = f.y0 + (f.y1 - f.y0) * i / 4, xv = f.x0 + (f.x1 - f.x0) * i / 4;
-    s << "<text x=\"" << L - 6 << "\" y=\"" << f.py(yv) + 4 << "\" text-anchor=\"end\">" << num(yv)
-      << "</text>"
-      << "<line x1=\"" << L << "\" y1=\"" << f.py(yv) << "\" x2=\"" << W - R << "\" y2=\""
-      << f.py(yv) << "\" stroke=\"#eee\"/>"
-      << "<text x=\"" << f.px(xv) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
+  s << y_ticks(f, W - R);
+  for (double xv : nice_ticks(f.x0, f.x1, 6))
+    s << "<text x=\"" << f.px(xv) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">"
       << num(xv) << "</text>";
-  }
   s << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 10 << "\" text-anchor=\"middle\">"
     << xml_escape(xl) << "</text>"
     << "<text transform=\"translate(14," << (T + H - B) / 2
@@ -166,35 +194,71 @@ std::string bar_chart(const std::string& title, const std::vector<BarGroup>& gro
     for (double v : g.values) hi = std::max(hi, v);
   }
   if (bars == 0) return empty_chart(title, "no correct measurements yet");
+  // Text widths, roughly: 5.5 px per character at the labels' 9 px, 6.6 at the names' 11 px.
+  constexpr double kLabelChar = 5.5, kNameChar = 6.6, kMinSlot = 12, kMaxWidth = 1600;
+  // Each group is as wide as its bars (a slot each, plus one between groups) or its name; the
+  // chart widens to that, up to kMaxWidth, and narrower groups stretch to fill 640 px.
+  std::vector<double> need(groups.size());
+  double total = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const double n = static_cast<double>(groups[gi].values.size());
+    need[gi] =
+        std::max((n + 1) * kMinSlot, static_cast<double>(groups[gi].name.size()) * kNameChar + 10);
+    total += need[gi];
+  }
+  const double width = std::clamp(L + R + total, W, kMaxWidth);
+  const double scale = (width - L - R) / total;
+  // Value labels stand upright when one is wider than its bar; when bars are narrower than the
+  // labels' height, only every k-th is labelled.
+  double label_px = 0, slot_min = 1e300;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (const auto& l : groups[gi].labels)
+      label_px = std::max(label_px, static_cast<double>(l.size()) * kLabelChar);
+    slot_min =
+        std::min(slot_min, need[gi] * scale / static_cast<double>(groups[gi].values.size() + 1));
+  }
+  const bool upright = label_px > slot_min * 0.9;
+  const size_t every = upright && slot_min < 10 ? static_cast<size_t>(std::ceil(10 / slot_min)) : 1;
+  const double base = H - B;  // the bars' baseline
+  const double labels_bottom = base + (upright ? label_px + 6 : 14);
+  // Names that do not fit their group (only when the chart hit kMaxWidth) alternate two rows.
+  bool stagger = false;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    stagger = stagger || static_cast<double>(groups[gi].name.size()) * kNameChar > need[gi] * scale;
+  const double height = labels_bottom + 16 + (stagger ? 14 : 0) + 6;
+
   Frame f{0, 1, 0, hi * 1.05};
   std::ostringstream o;
-  o << header(title);
-  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
+  o << header(title, width, height) << y_ticks(f, width - R);
+  o << "<line x1=\"" << L << "\" y1=\"" << base << "\" x2=\"" << width - R << "\" y2=\"" << base
     << "\" stroke=\"#333\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    double yv = f.y1 * i / 4;
-    o << "<text x=\"" << L - 6 << "\" y=\"" << f.py(yv) + 4 << "\" text-anchor=\"end\">" << num(yv)
-      << "</text>";
-  }
-  o << "<text transform=\"translate(14," << (T + H - B) / 2
+  o << "<text transform=\"translate(14," << (T + base) / 2
     << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(yl) << "</text>";
-  double slot = (W - L - R) / static_cast<double>(bars + groups.size());
-  double x = L + slot / 2;
+  double x = L;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& g = groups[gi];
-    double gx = x;
-    for (size_t i = 0; i < g.values.size(); ++i, x += slot) {
-      double y = f.py(g.values[i]);
-      o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << slot * 0.8 << "\" height=\""
-        << H - B - y << "\" fill=\"" << kColors[gi % 8] << "\"><title>" << xml_escape(g.name) << "="
-        << xml_escape(g.labels[i]) << ": " << num(g.values[i]) << "</title></rect>"
-        << "<text x=\"" << x + slot * 0.4 << "\" y=\"" << H - B + 12
-        << "\" text-anchor=\"middle\" font-size=\"9\">" << xml_escape(g.labels[i]) << "</text>";
+    const double gw = need[gi] * scale;
+    const double slot = gw / static_cast<double>(g.values.size() + 1);
+    const char* color = kColors[gi % 8];
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      const double bx = x + slot * (static_cast<double>(i) + 0.5), y = f.py(g.values[i]);
+      const double cx = bx + slot * 0.4;
+      o << "<rect x=\"" << bx << "\" y=\"" << y << "\" width=\"" << slot * 0.8 << "\" height=\""
+        << base - y << "\" fill=\"" << color << "\"><title>" << xml_escape(g.name) << "="
+        << xml_escape(g.labels[i]) << ": " << num(g.values[i]) << "</title></rect>";
+      if (i % every != 0) continue;
+      if (upright)
+        o << "<text transform=\"translate(" << cx + 3 << "," << base + 4
+          << ") rotate(-90)\" text-anchor=\"end\" font-size=\"9\">" << xml_escape(g.labels[i])
+          << "</text>";
+      else
+        o << "<text x=\"" << cx << "\" y=\"" << base + 12
+          << "\" text-anchor=\"middle\" font-size=\"9\">" << xml_escape(g.labels[i]) << "</text>";
     }
-    o << "<text x=\"" << (gx + x - slot * 0.2) / 2 << "\" y=\"" << H - B + 28
-      << "\" text-anchor=\"middle\" fill=\"" << kColors[gi % 8] << "\">" << xml_escape(g.name)
-      << "</text>";
-    x += slot;
+    o << "<text x=\"" << x + gw / 2 << "\" y=\""
+      << labels_bottom + 12 + (stagger && gi % 2 ? 14 : 0) << "\" text-anchor=\"middle\" fill=\""
+      << color << "\">" << xml_escape(g.name) << "</text>";
+    x += gw;
   }
   return o.str() + "</svg>";
 }

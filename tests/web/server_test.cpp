@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cctype>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "db/interchange.h"
@@ -78,6 +81,98 @@ TEST(Charts, EmptyDataSaysSo) {
   for (size_t p = s.find("<circle"); p != std::string::npos; p = s.find("<circle", p + 1))
     ++circles;
   EXPECT_EQ(circles, 3u);
+}
+
+/// The <text> elements of an SVG: position, rotation, font size and text.
+struct SvgText {
+  double x = 0, y = 0;
+  bool rotated = false;
+  double font = 11;
+  std::string text;
+};
+std::vector<SvgText> svg_texts(const std::string& svg) {
+  std::vector<SvgText> out;
+  const std::regex text_re("<text ([^>]*)>([^<]*)</text>");
+  const std::regex x_re(R"re(\bx="([-0-9.e]+)")re"), y_re(R"re(\by="([-0-9.e]+)")re");
+  const std::regex tr_re(R"re(translate\(([-0-9.e]+),([-0-9.e]+)\) rotate)re");
+  const std::regex font_re(R"re(font-size="([0-9.]+)")re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), text_re), end; it != end; ++it) {
+    const std::string attrs = (*it)[1];
+    SvgText t;
+    t.text = (*it)[2];
+    std::smatch m;
+    if (std::regex_search(attrs, m, tr_re)) {
+      t.rotated = true, t.x = std::stod(m[1]), t.y = std::stod(m[2]);
+    } else {
+      if (std::regex_search(attrs, m, x_re)) t.x = std::stod(m[1]);
+      if (std::regex_search(attrs, m, y_re)) t.y = std::stod(m[1]);
+    }
+    if (std::regex_search(attrs, m, font_re)) t.font = std::stod(m[1]);
+    out.push_back(t);
+  }
+  return out;
+}
+
+// Axis labels are round numbers written out (11130 measurements: 2000, 4000, ..., 10000, never
+// "1.113e+04"), and the time axis starts at 0.
+TEST(Charts, AxesAreLabelledWithRoundNumbers) {
+  Series s{"ctx", {}, {}};
+  for (int i = 1; i <= 11130; i += 37) s.x.push_back(i), s.y.push_back(150.0 + 50.0 / i);
+  s.x.push_back(11130), s.y.push_back(150);
+  const std::string svg = line_chart("best", {s}, "measurements", "ms", true);
+  EXPECT_EQ(svg.find("e+0"), std::string::npos) << svg;
+  std::vector<std::string> middle, left;
+  for (const auto& t : svg_texts(svg)) {
+    if (t.text.empty() || !std::isdigit(static_cast<unsigned char>(t.text[0]))) continue;
+    (t.y > 280 ? middle : left).push_back(t.text);  // below the plot: the x axis
+  }
+  EXPECT_EQ(middle, (std::vector<std::string>{"2000", "4000", "6000", "8000", "10000"}));
+  EXPECT_EQ(left, (std::vector<std::string>{"0", "50", "100", "150", "200"}));
+}
+
+// The parameter chart of a real space (dedispersion: 30 values of block_size_y, two-valued
+// parameters with long names) has no label over another: value labels stand upright where they
+// do not fit their bar, and the chart widens so that each name fits under its group.
+TEST(Charts, BarLabelsAndParameterNamesNeverOverlap) {
+  std::vector<BarGroup> groups;
+  auto group = [&](const std::string& name, const std::vector<int>& values) {
+    BarGroup g{name, {}, {}};
+    for (int v : values) g.labels.push_back(std::to_string(v)), g.values.push_back(150 + v % 7);
+    groups.push_back(g);
+  };
+  std::vector<int> by;
+  for (int v = 32; v <= 256; v += 8) by.push_back(v);
+  group("block_size_x", {1, 2, 4, 8, 16, 32});
+  group("block_size_y", by);
+  group("tile_size_x", {1, 2, 3, 4});
+  group("tile_stride_x", {0, 1});
+  group("tile_stride_y", {0, 1});
+  group("loop_unroll_factor_channel", {0, 1});
+  const std::string svg = bar_chart("Best time per parameter value", groups, "best ms");
+  std::vector<SvgText> texts = svg_texts(svg);
+  // Horizontal texts on one row must not overlap (about 0.6 em per character); upright ones
+  // must be at least a font height apart.
+  size_t upright = 0, names = 0;
+  for (size_t a = 0; a < texts.size(); ++a) {
+    upright += texts[a].rotated;
+    for (const auto& g : groups) names += texts[a].text == g.name;
+    for (size_t b = a + 1; b < texts.size(); ++b) {
+      const SvgText &p = texts[a], &q = texts[b];
+      if (p.rotated != q.rotated) continue;
+      if (p.rotated) {
+        EXPECT_GE(std::fabs(p.x - q.x), p.font) << p.text << " / " << q.text;
+      } else if (std::fabs(p.y - q.y) < 1) {
+        const double half = 0.3 * (p.font * p.text.size() + q.font * q.text.size());
+        EXPECT_GE(std::fabs(p.x - q.x), half) << "'" << p.text << "' / '" << q.text << "'";
+      }
+    }
+  }
+  EXPECT_EQ(names, groups.size());
+  EXPECT_GE(upright, by.size());  // 3-digit values do not fit bars that narrow
+  // A small chart keeps its labels flat and its 640 px.
+  const std::string small = bar_chart("t", {{"bs", {"64", "128"}, {1.0, 2.0}}}, "ms");
+  EXPECT_EQ(small.find("rotate(-90)\" text-anchor=\"end\""), std::string::npos);
+  EXPECT_NE(small.find("width=\"640\""), std::string::npos);
 }
 
 // Whatever a client POSTs to /api/jobs, mutated at random from a valid submission, the answer is
