@@ -91,7 +91,7 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   wd.go(d.url() + "/kernel.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());
   std::string contexts = wd.text("#contexts");
-  EXPECT_NE(contexts.find("\"block_size_x\":128"), std::string::npos) << contexts;
+  EXPECT_NE(contexts.find("block_size_x=128"), std::string::npos) << contexts;
   EXPECT_NE(contexts.find("x"), std::string::npos);
   EXPECT_NE(wd.text("#contexts tbody tr:first-child td:nth-child(6)").find('x'), std::string::npos)
       << "speedup";
@@ -136,6 +136,12 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_TRUE(wd.script("return [...document.querySelectorAll('.charts img')].every(i => "
                         "i.complete && i.naturalWidth > 0);")
                   .get<bool>());
+  // Eight parameters per configuration wrap in their cell: the page does not scroll sideways.
+  EXPECT_NE(wd.text("#variants tbody tr:first-child").find("block_size_x="), std::string::npos);
+  EXPECT_TRUE(wd.script("return document.documentElement.scrollWidth <= "
+                        "document.documentElement.clientWidth;")
+                  .get<bool>())
+      << wd.script("return document.documentElement.scrollWidth;").dump();
   wd.screenshot(shot("run.png"));
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());

@@ -33,7 +33,8 @@ function fmt(v, digits) {
   return String(v);
 }
 
-function config(c) { return c ? JSON.stringify(c) : '-'; }
+// A configuration as `name=value` pairs separated by spaces, so a long one wraps in its cell.
+function config(c) { return c ? Object.entries(c).map(([k, v]) => k + '=' + v).join(' ') : '-'; }
 
 function section(title, ...content) { return el('section', {}, el('h2', {}, title), ...content); }
 
