@@ -293,11 +293,39 @@ size_t CheckReport::failures() const {
       checked.begin(), checked.end(), [](const ConfigCheck& c) { return !c.problem.empty(); }));
 }
 
+std::vector<std::int64_t> small_naive_size(const ContextSpec& ctx) {
+  static constexpr std::int64_t kSmall[] = {37, 29, 23};  // primes: no block or tile divides them
+  std::vector<std::int64_t> out;
+  bool smaller = false;
+  size_t next = 0;
+  for (const Value& v : ctx.problem_size) {
+    if (!v.is_int()) return {};  // not a size this can shrink: the job's own
+    const std::int64_t n = v.as_int();
+    if (n > 64) {
+      out.push_back(kSmall[next++ % 3]);
+      smaller = true;
+    } else {
+      out.push_back(n);  // a filter width or a count: kept as the job has it
+    }
+  }
+  return smaller ? out : std::vector<std::int64_t>{};
+}
+
 CheckReport check_job(const Job& original, const CheckOptions& o) {
   CheckReport rep;
   Job job = original;
-  rep.context = context_of_size(job, o.size);
-  if (!o.size.empty() && !job.references.empty()) {
+  std::vector<std::int64_t> size = o.size;
+  // A naive kernel's variants guard every size: without --size, a size the CPU runs in seconds.
+  if (size.empty() && job.naive_kernel && !job.contexts.empty()) {
+    size = small_naive_size(job.contexts.front());
+    if (!size.empty())
+      rep.notes.push_back("checking at " + context_of_size(job, size).name + ", not the job's " +
+                          job.contexts.front().name +
+                          ": the generated variants guard every size, and this one runs on a "
+                          "CPU in seconds (--size chooses another)");
+  }
+  rep.context = context_of_size(job, size);
+  if (!size.empty() && !job.references.empty()) {
     // ReferenceArguments hold the outputs of the job's own sizes: at another size the default
     // configuration is the reference, for the same arguments.
     for (const ReferenceArgument& r : job.references)

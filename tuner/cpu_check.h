@@ -37,6 +37,10 @@ SignatureMismatch signature_mismatch(const CpuModule& m, size_t i,
 
 /// The job's first context, or one whose ProblemSize is `size` (named like "37x29") when given.
 ContextSpec context_of_size(const Job& job, const std::vector<std::int64_t>& size);
+/// The size `check` runs a naive job at when no --size is given: the context's ProblemSize with
+/// each dimension above 64 replaced by 37, 29, 23 in turn (primes, so no block or tile divides
+/// them) and the rest (a filter width) kept; empty when nothing is above 64.
+std::vector<std::int64_t> small_naive_size(const ContextSpec& ctx);
 
 /// Checks variants of a naive kernel against the kernel itself on the CPU: arguments sized and
 /// filled as the job says for `ctx`, every written array compared with the job's tolerance.
@@ -53,7 +57,9 @@ std::vector<std::string> check_on_cpu(const Job& job, const std::string& naive_s
 inline constexpr double kCheckTimeout = 60;
 
 struct CheckOptions {
-  std::vector<std::int64_t> size;  ///< ProblemSize to run at (empty: the job's first context)
+  /// ProblemSize to run at (empty: the job's first context; a naive job's shrunk by
+  /// small_naive_size)
+  std::vector<std::int64_t> size;
   size_t limit = 1000;  ///< configurations checked at most, spread over the space (0: all)
   int jobs = 2;         ///< host compiler processes
   double timeout_s = kCheckTimeout;  ///< CPU seconds per launch before it is stopped (0: none)

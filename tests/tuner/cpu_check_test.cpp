@@ -173,6 +173,32 @@ TEST(CpuCheck, NaiveJobsAreCheckedAgainstTheNaiveKernel) {
   EXPECT_EQ(r.failures(), 0u) << *failing(r).begin();
 }
 
+// Without --size a naive job is checked at a small size no tile divides (its variants guard every
+// size; 4096 x 4096 would take minutes per configuration), a filter width kept, and a note says so.
+TEST(CpuCheck, ANaiveJobWithoutASizeIsCheckedAtASmallOne) {
+  Job job = tuner::load_tuning_job(source_dir() / "configs" / "naive" / "conv2d.json");
+  ASSERT_EQ(job.contexts.front().name, "4096x4096 f17");
+  EXPECT_EQ(tuner::small_naive_size(job.contexts.front()), (std::vector<std::int64_t>{37, 29, 17}));
+  tuner::CheckOptions o;
+  o.limit = 3;
+  tuner::CheckReport r = tuner::check_job(job, o);
+  EXPECT_EQ(r.context.name, "37x29x17");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("checking at 37x29x17, not the job's 4096x4096 f17"), std::string::npos)
+      << r.notes[0];
+  ASSERT_EQ(r.checked.size(), 3u);
+  EXPECT_EQ(r.failures(), 0u) << *failing(r).begin();
+  // Small sizes stay as they are; a parametric job keeps its own (its kernel may not guard).
+  ContextSpec small;
+  small.problem_size = {Value(64), Value(3)};
+  EXPECT_TRUE(tuner::small_naive_size(small).empty());
+  Job add = tuner::load_tuning_job(source_dir() / "configs" / "examples" / "vector_add.json");
+  o.limit = 1;
+  const tuner::CheckReport own = tuner::check_job(add, o);
+  EXPECT_EQ(own.context.name, "1M");
+  EXPECT_TRUE(own.notes.empty());
+}
+
 // ReferenceArguments are the reference at the job's own sizes; at another size (their data
 // belongs to the job's) the default configuration is, and the report says so.
 TEST(CpuCheck, ReferenceArgumentsAtTheJobsSizeTheDefaultConfigurationElsewhere) {
