@@ -134,7 +134,10 @@ int generate(const GenerateOptions& o) {
     std::cerr << "gputune: --check needs --job (the arguments and sizes to run with)\n";
     return 2;
   }
-  const ContextSpec ctx = context_of_size(job, o.check_size);
+  // As `check`: without --size, a size the CPU runs in seconds (the variants guard every size).
+  std::vector<std::int64_t> size = o.check_size;
+  if (size.empty() && !job.contexts.empty()) size = small_naive_size(job.contexts.front());
+  const ContextSpec ctx = context_of_size(job, size);
   std::vector<std::string> bad;
   try {
     bad = check_on_cpu(job, source, k, written, ctx);

@@ -195,7 +195,9 @@ int cmd_generate(int argc, char** argv) {
       "limit", "variant files written at most, spread over the space (0: all)",
       cxxopts::value<size_t>()->default_value("64"))(
       "check", "run every written variant and the naive kernel on the CPU and compare")(
-      "size", "ProblemSize for --check, e.g. 37,41 (default: the job's first context)",
+      "size",
+      "ProblemSize for --check, e.g. 37,41 (default: the job's first context, each dimension above "
+      "64 replaced by 37, 29, 23)",
       cxxopts::value<std::vector<std::int64_t>>())("h,help", "help");
   o.parse_positional({"file"});
   auto r = o.parse(argc, argv);
@@ -223,7 +225,9 @@ int cmd_check(int argc, char** argv) {
                      "Run a job's configurations on the CPU and compare their outputs with the "
                      "reference (no GPU needed)");
   o.add_options()("job", "T1 job file (parametric or naive)", cxxopts::value<std::string>())(
-      "size", "ProblemSize to check at, e.g. 37 or 37,29 (default: the job's first context)",
+      "size",
+      "ProblemSize to check at, e.g. 37 or 37,29 (default: the job's first context; a naive job's "
+      "with each dimension above 64 replaced by 37, 29, 23)",
       cxxopts::value<std::vector<std::int64_t>>())(
       "limit", "configurations checked at most, spread over the space (0: all)",
       cxxopts::value<size_t>()->default_value("1000"))(
