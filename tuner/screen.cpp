@@ -155,19 +155,27 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   // One progress line over the rounds: compiled so far of compiled plus what could still come
   // within the margin.
   Progress progress("compile (screen)", n, o.progress);
-  size_t compiled = 0, next = 0;
+  // A round that did not lower the bar doubles the next one (up to 16 batches), so that once the
+  // bar settles, compile workers do not wait at the end of many small rounds; one that lowered it
+  // starts again from a batch.
+  size_t compiled = 0, next = 0, round_size = batch;
   std::vector<size_t> round = first;
   while (true) {
-    for (; round.size() < first.size() + batch && next < order.size(); ++next)
+    for (; round.size() < first.size() + round_size && next < order.size(); ++next)
       if (!done[order[next]] && !hopeless(order[next])) round.push_back(order[next]);
     if (round.empty()) break;  // what is left (if anything) cannot come within the margin
     compile(round, false);
     compiled += round.size();
     round.clear();
     first.clear();
-    for (size_t c = 0; c < models.size(); ++c)
-      best[c] =
+    bool lowered = false;
+    for (size_t c = 0; c < models.size(); ++c) {
+      const double b =
           best_compiled(job, configs, models[c], r.compile, limits, rates, calibration, o.rules);
+      lowered = lowered || (!std::isnan(b) && !(b >= best[c]));
+      best[c] = b;
+    }
+    round_size = lowered ? batch : std::min(2 * round_size, 16 * batch);
     size_t open = 0;
     for (size_t k = next; k < order.size(); ++k) open += !done[order[k]] && !hopeless(order[k]);
     progress.set_total(compiled + open);
