@@ -456,9 +456,8 @@ RunRow read_run(Statement& s) {
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-    "coalesce(r.finished_at,''), r.total, r.done, r.budget, r.seconds_spent FROM runs r JOIN jobs "
-    "j ON "
-    "j.id=r.job_id ";
+    "coalesce(r.finished_at,''), r.total, r.done, r.budget, r.seconds_spent "
+    "FROM runs r JOIN jobs j ON j.id=r.job_id ";
 }  // namespace
 
 std::optional<RunRow> Store::run(std::int64_t run_id) {
