@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -103,10 +105,118 @@ std::filesystem::path CubinCache::default_dir() {
   return ".gputune-cache";
 }
 
+namespace {
+
+/// The folders `-I` and `--include-path` options name, in order.
+std::vector<std::filesystem::path> include_dirs(const std::vector<std::string>& options) {
+  std::vector<std::filesystem::path> dirs;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    if ((o == "-I" || o == "--include-path") && i + 1 < options.size())
+      dirs.emplace_back(options[++i]);
+    else if (o.rfind("--include-path=", 0) == 0)
+      dirs.emplace_back(o.substr(15));
+    else if (o.rfind("-I", 0) == 0 && o.size() > 2)
+      dirs.emplace_back(o.substr(2));
+  }
+  return dirs;
+}
+
+/// What a path holds now, cheaply: its modification time and size, or that it is not a file.
+std::string file_stamp(const std::filesystem::path& p) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) return "none";
+  const auto t = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+  return std::to_string(t) + " " + std::to_string(std::filesystem::file_size(p, ec));
+}
+
+struct IncludeScan {
+  std::vector<std::filesystem::path> dirs;
+  std::set<std::string> seen;
+  std::string digest;
+  std::vector<std::pair<std::filesystem::path, std::string>> probed;  ///< path, file_stamp
+};
+
+/// Adds `text`'s quoted includes (and theirs) to the scan's digest, each once.
+void add_quoted_includes(const std::string& text, const std::filesystem::path& own_dir,
+                         IncludeScan& scan) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    // `#include "name"`, with blanks allowed around the '#'.
+    size_t p = line.find_first_not_of(" \t");
+    if (p == std::string::npos || line[p] != '#') continue;
+    p = line.find_first_not_of(" \t", p + 1);
+    if (p == std::string::npos || line.compare(p, 7, "include") != 0) continue;
+    p = line.find_first_not_of(" \t", p + 7);
+    if (p == std::string::npos || line[p] != '"') continue;
+    const size_t close = line.find('"', p + 1);
+    if (close == std::string::npos) continue;
+    const std::string name = line.substr(p + 1, close - p - 1);
+    std::vector<std::filesystem::path> where;
+    if (!own_dir.empty()) where.push_back(own_dir);
+    where.insert(where.end(), scan.dirs.begin(), scan.dirs.end());
+    where.emplace_back(".");
+    std::filesystem::path found;
+    for (const auto& d : where) {
+      const std::string stamp = file_stamp(d / name);
+      scan.probed.emplace_back(d / name, stamp);
+      if (stamp != "none") {
+        std::error_code ec;
+        found = std::filesystem::absolute(d / name, ec).lexically_normal();
+        break;
+      }
+    }
+    if (found.empty()) {
+      scan.digest += "missing " + name + "\n";
+      continue;
+    }
+    if (!scan.seen.insert(found.string()).second) continue;
+    std::ifstream in(found, std::ios::binary);
+    std::stringstream content;
+    content << in.rdbuf();
+    scan.digest += "file " + found.string() + " " + sha256_hex(content.str()) + "\n";
+    add_quoted_includes(content.str(), found.parent_path(), scan);
+  }
+}
+
+}  // namespace
+
+std::string quoted_includes_digest(const std::string& source,
+                                   const std::vector<std::string>& options) {
+  if (source.find("include") == std::string::npos) return "";
+  IncludeScan scan;
+  scan.dirs = include_dirs(options);
+  std::string memo_key = sha256_hex(source);
+  for (const auto& d : scan.dirs) memo_key += "\n" + d.string();
+  // One job's variants share source and folders (their -D values differ): the headers are read
+  // once, and later keys only check that no file they found (or looked for) has changed since.
+  struct Memo {
+    std::string digest;
+    std::vector<std::pair<std::filesystem::path, std::string>> probed;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Memo> memo;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(memo_key); it != memo.end()) {
+      const bool same = std::all_of(it->second.probed.begin(), it->second.probed.end(),
+                                    [](const auto& p) { return file_stamp(p.first) == p.second; });
+      if (same) return it->second.digest;
+    }
+  }
+  add_quoted_includes(source, {}, scan);
+  const std::string digest = scan.digest.empty() ? "" : sha256_hex(scan.digest);
+  std::lock_guard<std::mutex> lock(mu);
+  memo[memo_key] = Memo{digest, std::move(scan.probed)};
+  return digest;
+}
+
 std::string CubinCache::key(const Variant& v, const std::string& arch) {
   std::string k =
       "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
   for (auto& o : nvrtc_options(v, arch)) k += "opt " + o + "\n";
+  if (const std::string headers = quoted_includes_digest(v.source, v.options); !headers.empty())
+    k += "headers " + headers + "\n";
   return sha256_hex(k + "source\n" + v.source);
 }
 

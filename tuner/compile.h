@@ -1,6 +1,7 @@
 /** \file tuner/compile.h
  * Owns: NVRTC compilation of Variants to cubin for one architecture, in a pool of worker threads,
- * with a content-addressed on-disk cubin cache (key: source, options, kernel, NVRTC version, arch).
+ * with a content-addressed on-disk cubin cache (key: source, the headers it includes with quotes,
+ * options, kernel, NVRTC version, arch).
  * A compile failure is a result (status and log), not an exception.
  * Consumes: Variant. Produces: CompiledVariant. pruner/ reads the cubins afterwards.
  * Must not: launch anything or touch the database. */
@@ -34,6 +35,14 @@ std::string nvrtc_version();
 
 /// Options passed to NVRTC for a variant (arch and ptxas -v added to the variant's own).
 std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch);
+
+/// A digest of the files a source includes with quotes (`#include "x.h"`, and what they include
+/// in turn), searched in each file's own folder, then the `-I`/`--include-path` folders of
+/// `options`, then the working directory; a file not found counts as missing. The cubin and
+/// analysis caches put it in their keys, so editing a header compiles again. Headers in angle
+/// brackets (the toolkit's, the system's) are not read. Memoized per source and options.
+std::string quoted_includes_digest(const std::string& source,
+                                   const std::vector<std::string>& options);
 
 /// Compiles one variant (no cache).
 CompiledVariant compile_variant(const Variant& v, const std::string& arch);

@@ -1,5 +1,7 @@
 #include "variants/instantiate.h"
 
+#include <filesystem>
+
 #include "variants/expr.h"
 #include "variants/naive.h"
 
@@ -11,7 +13,14 @@ std::string define_value(const Value& v) {
 }
 
 std::vector<std::string> compile_options(const Job& job, const Config& config) {
-  std::vector<std::string> opts = job.compiler_options;
+  // The kernel's folder first, as nvcc searches the including file's folder: `#include "x.h"`
+  // next to the kernel is found whatever the working directory.
+  std::vector<std::string> opts;
+  if (!job.kernel_file.empty())
+    opts.push_back(
+        "-I" +
+        std::filesystem::absolute(job.kernel_file).parent_path().lexically_normal().string());
+  opts.insert(opts.end(), job.compiler_options.begin(), job.compiler_options.end());
   // A generated variant has its values written in; -D names like `unroll` would rewrite
   // `#pragma unroll` in it.
   if (job.naive_kernel) return opts;

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "test_util.h"
+#include "variants/job.h"
+#include "variants/space.h"
 
 namespace gputune::tuner {
 namespace {
@@ -75,6 +78,43 @@ TEST(Compile, CacheServesIdenticalCubinsAndSurvivesCorruption) {
   EXPECT_TRUE(again[0].ok);
   EXPECT_FALSE(again[0].cached);
   EXPECT_TRUE(cache.get(key).has_value());
+}
+
+// A header next to the kernel is found whatever the working directory (compile_options puts the
+// kernel's folder first, as nvcc does), and editing it, or one it includes, is a new cache key:
+// the cache never serves a cubin built from an old header.
+TEST(Compile, HeadersBesideTheKernelAreFoundAndEditingOneCompilesAgain) {
+  test::TempDir dir;
+  test::write_file(dir / "k.cu", R"(#include "scale.h"
+extern "C" __global__ void k(float* p) { p[threadIdx.x] = SCALE; })");
+  test::write_file(dir / "scale.h", "#include \"inner.h\"\n#define SCALE (2.0f * INNER)\n");
+  test::write_file(dir / "inner.h", "#define INNER 1.0f\n");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  ASSERT_NE(std::filesystem::current_path(), dir.path());
+  Job job = load_job(dir / "job.json");
+  Space space = build_space(job);
+  Variant v = instantiate(job, test::read_file(dir / "k.cu"), space.config(0), job.contexts[0]);
+  EXPECT_EQ(v.options.front(),
+            "-I" + std::filesystem::absolute(dir.path()).lexically_normal().string());
+  CubinCache cache(dir / "cache");
+  auto first = compile_all({v}, "sm_90", cache, 1);
+  ASSERT_TRUE(first[0].ok) << first[0].log;
+  EXPECT_TRUE(compile_all({v}, "sm_90", cache, 1)[0].cached);
+  const std::string before = CubinCache::key(v, "sm_90");
+  test::write_file(dir / "inner.h", "#define INNER 10.0f\n");  // two levels down
+  EXPECT_NE(CubinCache::key(v, "sm_90"), before);
+  auto edited = compile_all({v}, "sm_90", cache, 1);
+  ASSERT_TRUE(edited[0].ok) << edited[0].log;
+  EXPECT_FALSE(edited[0].cached);
+  EXPECT_NE(edited[0].cubin_hash, first[0].cubin_hash);
+  // A header that goes missing changes the key too (and the compile fails, as it should).
+  const std::string with_inner = CubinCache::key(v, "sm_90");
+  std::filesystem::remove(dir / "inner.h");
+  EXPECT_NE(CubinCache::key(v, "sm_90"), with_inner);
+  EXPECT_FALSE(compile_all({v}, "sm_90", cache, 1)[0].ok);
 }
 
 TEST(Compile, DisabledCacheNeverStores) {

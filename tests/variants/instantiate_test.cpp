@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -14,9 +15,12 @@ TEST(Instantiate, ParametersBecomeDefines) {
   Space s = build_space(job);
   Config c = s.config(0);
   auto opts = compile_options(job, c);
-  EXPECT_EQ(opts[0], "-std=c++17");
-  EXPECT_EQ(opts[1], "-Dblock_size_x=" + c.values[0].str());
-  EXPECT_EQ(opts.size(), 1 + job.parameters.size());
+  // The kernel's folder (headers beside it), the job's options, then one -D per parameter.
+  EXPECT_EQ(opts[0],
+            "-I" + std::filesystem::absolute(test::examples_dir()).lexically_normal().string());
+  EXPECT_EQ(opts[1], "-std=c++17");
+  EXPECT_EQ(opts[2], "-Dblock_size_x=" + c.values[0].str());
+  EXPECT_EQ(opts.size(), 2 + job.parameters.size());
   EXPECT_EQ(define_value(Value(true)), "1");
   EXPECT_EQ(define_value(Value(2.5)), "2.5");
 }
