@@ -176,6 +176,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
       best[c] = b;
     }
     round_size = lowered ? batch : std::min(2 * round_size, 16 * batch);
+    if (!o.progress) continue;  // counting what is still open is for the progress line alone
     size_t open = 0;
     for (size_t k = next; k < order.size(); ++k) open += !done[order[k]] && !hopeless(order[k]);
     progress.set_total(compiled + open);
