@@ -30,6 +30,7 @@ struct TrafficInput {
   std::string source;
   std::string kernel_name;
   std::vector<std::string> options;  ///< compile options; -D/-U/-I/-std are passed to clang
+  std::string kernel_folder;         ///< the folder of its `-I` option for the kernel's own folder
   std::array<std::int64_t, 3> grid{1, 1, 1};
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::map<std::string, double> scalars;            ///< scalar kernel arguments by name

@@ -174,7 +174,8 @@ void add_quoted_includes(const std::string& text, const std::filesystem::path& o
     std::ifstream in(found, std::ios::binary);
     std::stringstream content;
     content << in.rdbuf();
-    scan.digest += "file " + found.string() + " " + sha256_hex(content.str()) + "\n";
+    // By the name it is included as, not where it lies: the same files elsewhere, the same key.
+    scan.digest += "include \"" + name + "\" " + sha256_hex(content.str()) + "\n";
     add_quoted_includes(content.str(), found.parent_path(), scan);
   }
 }
@@ -211,10 +212,17 @@ std::string quoted_includes_digest(const std::string& source,
   return digest;
 }
 
+std::string option_for_key(const std::string& option, const std::string& kernel_folder) {
+  if (!kernel_folder.empty() && option.size() == kernel_folder.size() + 2 &&
+      option.rfind("-I", 0) == 0 && option.compare(2, std::string::npos, kernel_folder) == 0)
+    return "-I<kernel folder>";
+  return option;
+}
+
 std::string CubinCache::key(const Variant& v, const std::string& arch) {
   std::string k =
       "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
-  for (auto& o : nvrtc_options(v, arch)) k += "opt " + o + "\n";
+  for (auto& o : nvrtc_options(v, arch)) k += "opt " + option_for_key(o, v.kernel_folder) + "\n";
   if (const std::string headers = quoted_includes_digest(v.source, v.options); !headers.empty())
     k += "headers " + headers + "\n";
   return sha256_hex(k + "source\n" + v.source);

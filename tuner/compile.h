@@ -44,6 +44,11 @@ std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch
 std::string quoted_includes_digest(const std::string& source,
                                    const std::vector<std::string>& options);
 
+/// How a cache key writes an option: `-I<kernel folder>` for the kernel's own folder, whose
+/// headers' content is in the key already (a kernel copied elsewhere, or materialised by the
+/// daemon's worker, finds its cubins), every other option as it is.
+std::string option_for_key(const std::string& option, const std::string& kernel_folder);
+
 /// Compiles one variant (no cache).
 CompiledVariant compile_variant(const Variant& v, const std::string& arch);
 

@@ -26,6 +26,7 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     v.kernel_name = job.kernel_name;
     v.source = variant_source(job, source, c);
     v.options = compile_options(job, c);
+    v.kernel_folder = kernel_folder(job);
     variants.push_back(std::move(v));
   }
   CompileReport r;

@@ -96,7 +96,7 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
   std::ostringstream k;
   k.precision(17);
   k << "traffic analysis\nbuild " << build << "\nkernel " << in.kernel_name << "\n";
-  for (const auto& o : in.options) k << "opt " << o << "\n";
+  for (const auto& o : in.options) k << "opt " << option_for_key(o, in.kernel_folder) << "\n";
   k << "grid " << in.grid[0] << " " << in.grid[1] << " " << in.grid[2] << "\nblock " << in.block[0]
     << " " << in.block[1] << " " << in.block[2] << "\nwarps " << in.max_warps_per_block << "\n";
   for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
@@ -153,6 +153,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
         in.source = variant_source(job, source, configs[i]);
         in.kernel_name = job.kernel_name;
         in.options = compile_options(job, configs[i]);
+        in.kernel_folder = kernel_folder(job);
         in.scalars = scalars;
         in.array_bytes = arrays;
         try {

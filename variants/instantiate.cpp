@@ -12,14 +12,16 @@ std::string define_value(const Value& v) {
   return v.str();
 }
 
+std::string kernel_folder(const Job& job) {
+  if (job.kernel_file.empty()) return "";
+  return std::filesystem::absolute(job.kernel_file).parent_path().lexically_normal().string();
+}
+
 std::vector<std::string> compile_options(const Job& job, const Config& config) {
   // The kernel's folder first, as nvcc searches the including file's folder: `#include "x.h"`
   // next to the kernel is found whatever the working directory.
   std::vector<std::string> opts;
-  if (!job.kernel_file.empty())
-    opts.push_back(
-        "-I" +
-        std::filesystem::absolute(job.kernel_file).parent_path().lexically_normal().string());
+  if (!job.kernel_file.empty()) opts.push_back("-I" + kernel_folder(job));
   opts.insert(opts.end(), job.compiler_options.begin(), job.compiler_options.end());
   // A generated variant has its values written in; -D names like `unroll` would rewrite
   // `#pragma unroll` in it.
@@ -132,6 +134,7 @@ Variant instantiate(const Job& job, const std::string& source, const Config& con
   v.kernel_name = job.kernel_name;
   v.source = variant_source(job, source, config);
   v.options = compile_options(job, config);
+  v.kernel_folder = kernel_folder(job);
   v.geometry = launch_geometry(job, config, ctx);
   if (!job.flops_expr.empty())
     v.flops = eval_in_context(job, job.flops_expr, "GPUTune.Work.Flops", &config, ctx).as_double();

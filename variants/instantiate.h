@@ -31,6 +31,7 @@ struct Variant {
   std::string kernel_name;
   std::string source;                ///< the job's kernel source (shared text, unchanged)
   std::vector<std::string> options;  ///< job options + -Dname=value per parameter
+  std::string kernel_folder;         ///< its -I option's folder (see kernel_folder()), or ""
   LaunchGeometry geometry;           ///< for the context it was instantiated for
   std::optional<double> flops;       ///< per launch, when the job gives Work.Flops
   std::optional<double> bytes;       ///< per launch, when the job gives Work.Bytes
@@ -39,7 +40,12 @@ struct Variant {
 /// The -D value text of a parameter value (bool -> 1/0, str as is, numbers as Python prints them).
 std::string define_value(const Value& v);
 
-/// NVRTC options for a config: the job's CompilerOptions then -Dname=value for each parameter.
+/// The kernel file's folder, absolute and normal ("" for a job without a file). compile_options
+/// puts `-I<it>` first; the caches key that option by name, not by where the folder is.
+std::string kernel_folder(const Job& job);
+
+/// NVRTC options for a config: `-I<kernel folder>`, the job's CompilerOptions, then -Dname=value
+/// for each parameter.
 std::vector<std::string> compile_options(const Job& job, const Config& config);
 
 /// Launch geometry of a config in a context. Throws JobError naming the geometry field when an

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "tuner/model_stage.h"
 #include "variants/job.h"
 #include "variants/space.h"
 
@@ -115,6 +116,51 @@ extern "C" __global__ void k(float* p) { p[threadIdx.x] = SCALE; })");
   std::filesystem::remove(dir / "inner.h");
   EXPECT_NE(CubinCache::key(v, "sm_90"), with_inner);
   EXPECT_FALSE(compile_all({v}, "sm_90", cache, 1)[0].ok);
+}
+
+TEST(Compile, TheSameKernelAndHeadersElsewhereFindTheirCubins) {
+  // A project copied to another folder, or a job the daemon's worker writes out in a folder of its
+  // own: the key holds the headers' content, not where they lie.
+  test::TempDir a, b;
+  for (const auto* d : {&a, &b}) {
+    std::filesystem::create_directories(d->path() / "src" / "common");
+    test::write_file(*d / "src/k.cu", R"(#include "common/scale.h"
+extern "C" __global__ void k(float* p) { p[threadIdx.x] = SCALE; })");
+    test::write_file(*d / "src/common/scale.h", "#define SCALE 2.0f\n");
+    test::write_file(*d / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "src/k.cu",
+      "CompilerOptions": ["-I", "src/common"],
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  }
+  auto variant_in = [](const test::TempDir& d) {
+    Job job = load_job(d / "job.json");
+    return instantiate(job, test::read_file(d / "src/k.cu"), build_space(job).config(0),
+                       job.contexts[0]);
+  };
+  Variant va = variant_in(a), vb = variant_in(b);
+  ASSERT_NE(va.options.front(), vb.options.front());
+  EXPECT_EQ(va.kernel_folder, va.options.front().substr(2));
+  EXPECT_EQ(CubinCache::key(va, "sm_90"), CubinCache::key(vb, "sm_90"));
+  CubinCache cache(a / "cache");
+  ASSERT_TRUE(compile_all({va}, "sm_90", cache, 1)[0].ok);
+  EXPECT_TRUE(compile_all({vb}, "sm_90", cache, 1)[0].cached);
+  auto traffic_key = [](const Variant& v) {
+    pruner::TrafficInput in;
+    in.source = v.source, in.kernel_name = v.kernel_name, in.options = v.options;
+    in.kernel_folder = v.kernel_folder;
+    return TrafficCache::key(in);
+  };
+  EXPECT_EQ(traffic_key(va), traffic_key(vb));
+  // Other options keep their text: a folder named by -I may hold headers included with <>.
+  EXPECT_EQ(option_for_key("-I" + va.kernel_folder, va.kernel_folder), "-I<kernel folder>");
+  EXPECT_EQ(option_for_key("-Isrc/common", va.kernel_folder), "-Isrc/common");
+  EXPECT_EQ(option_for_key("-I" + va.kernel_folder + "/x", va.kernel_folder),
+            "-I" + va.kernel_folder + "/x");
+  // Different content is a different key, wherever it lies.
+  test::write_file(b / "src/common/scale.h", "#define SCALE 3.0f\n");
+  EXPECT_NE(CubinCache::key(va, "sm_90"), CubinCache::key(vb, "sm_90"));
+  EXPECT_NE(traffic_key(va), traffic_key(vb));
 }
 
 TEST(Compile, DisabledCacheNeverStores) {
