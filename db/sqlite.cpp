@@ -69,6 +69,11 @@ Statement& Statement::bind(int i, const std::string& v) {
              "bind");
   return *this;
 }
+Statement& Statement::bind_blob(int i, const std::string& bytes) {
+  db_->check(sqlite3_bind_blob64(stmt_.get(), i, bytes.data(), bytes.size(), SQLITE_STATIC),
+             "bind");
+  return *this;
+}
 Statement& Statement::bind_null(int i) {
   db_->check(sqlite3_bind_null(stmt_.get(), i), "bind");
   return *this;
@@ -93,6 +98,11 @@ void Statement::reset() {
 bool Statement::is_null(int c) const { return sqlite3_column_type(stmt_.get(), c) == SQLITE_NULL; }
 std::int64_t Statement::int64(int c) const { return sqlite3_column_int64(stmt_.get(), c); }
 double Statement::real(int c) const { return sqlite3_column_double(stmt_.get(), c); }
+std::string Statement::blob(int c) const {
+  auto p = static_cast<const char*>(sqlite3_column_blob(stmt_.get(), c));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), c)))
+           : std::string();
+}
 std::string Statement::text(int c) const {
   auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), c));
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), c)))

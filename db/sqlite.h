@@ -60,6 +60,8 @@ class Statement {
   Statement& bind(int i, std::string&&) = delete;  // would dangle: bind a named string
   Statement& bind(int i, const char* v) = delete;
   Statement& bind_null(int i);
+  /// Binds bytes as a BLOB (any byte values).
+  Statement& bind_blob(int i, const std::string& bytes);
   template <typename T>
   Statement& bind(int i, const std::optional<T>& v) {
     return v ? bind(i, *v) : bind_null(i);
@@ -74,6 +76,7 @@ class Statement {
   std::int64_t int64(int col) const;
   double real(int col) const;
   std::string text(int col) const;
+  std::string blob(int col) const;
 
  private:
   struct Finalizer {

@@ -167,6 +167,17 @@ ALTER TABLE runs ADD COLUMN budget INTEGER;
     R"SQL(
 ALTER TABLE runs ADD COLUMN seconds_spent REAL;
 )SQL",
+    // 7: what a queued job reads besides its document and kernel (quoted headers, BinaryRaw
+    // inputs), and the submitter's working directory, so that a worker can write the job out.
+    R"SQL(
+ALTER TABLE queue ADD COLUMN client_cwd TEXT NOT NULL DEFAULT '';
+CREATE TABLE queue_files(
+  id INTEGER PRIMARY KEY,
+  queue_id INTEGER NOT NULL REFERENCES queue(id),
+  path TEXT NOT NULL,
+  content BLOB NOT NULL,
+  UNIQUE (queue_id, path));
+)SQL",
 };
 
 std::string random_uid() {
@@ -553,7 +564,7 @@ const char* kQueueSelect =
     "SELECT id, uid, name, job_file, document, kernel_file, kernel_source, status, "
     "cancel_requested, run_id, "
     "worker, attempts, message, submitted_at, coalesce(started_at,''), coalesce(finished_at,''), "
-    "inflight_context_id, inflight_variant_id, inflight_since FROM queue ";
+    "inflight_context_id, inflight_variant_id, inflight_since, client_cwd FROM queue ";
 QueueItem read_queue(Statement& s) {
   QueueItem q;
   q.id = s.int64(0), q.uid = s.text(1), q.name = s.text(2), q.job_file = s.text(3),
@@ -566,19 +577,37 @@ QueueItem read_queue(Statement& s) {
   if (!s.is_null(16)) q.inflight_context_id = s.int64(16);
   if (!s.is_null(17)) q.inflight_variant_id = s.int64(17);
   if (!s.is_null(18)) q.inflight_since = s.real(18);
+  q.client_cwd = s.text(19);
   return q;
 }
 }  // namespace
 
-std::int64_t Store::enqueue(const QueueItem& q) {
+std::int64_t Store::enqueue(const QueueItem& q, const std::vector<QueueFile>& files) {
+  Transaction t(db_);
   Statement s(db_,
-              "INSERT INTO queue(uid,name,job_file,document,kernel_file,kernel_source,status) "
-              "VALUES(?,?,?,?,?,?,'queued')");
+              "INSERT INTO queue(uid,name,job_file,document,kernel_file,kernel_source,client_cwd,"
+              "status) VALUES(?,?,?,?,?,?,?,'queued')");
   std::string uid = q.uid.empty() ? random_uid() : q.uid;
   s.bind(1, uid).bind(2, q.name).bind(3, q.job_file).bind(4, q.document).bind(5, q.kernel_file);
-  s.bind(6, q.kernel_source);
+  s.bind(6, q.kernel_source).bind(7, q.client_cwd);
   s.run();
-  return db_.last_insert_rowid();
+  const std::int64_t id = db_.last_insert_rowid();
+  Statement f(db_, "INSERT INTO queue_files(queue_id, path, content) VALUES(?,?,?)");
+  for (const QueueFile& file : files) {
+    f.bind(1, id).bind(2, file.path).bind_blob(3, file.bytes);
+    f.run();
+    f.reset();
+  }
+  t.commit();
+  return id;
+}
+
+std::vector<QueueFile> Store::queue_files(std::int64_t id) {
+  Statement s(db_, "SELECT path, content FROM queue_files WHERE queue_id=? ORDER BY path");
+  s.bind(1, id);
+  std::vector<QueueFile> out;
+  while (s.step()) out.push_back({s.text(0), s.blob(1)});
+  return out;
 }
 
 std::optional<QueueItem> Store::claim_next(const std::string& worker) {
@@ -624,6 +653,14 @@ void Store::finish_queue(std::int64_t id, const std::string& status, const std::
       "inflight_since=NULL, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
   s.bind(1, status).bind(2, message).bind(3, id);
   s.run();
+  drop_queue_files(id);
+}
+
+void Store::drop_queue_files(std::int64_t id) {
+  // A finished job never runs again: its copies of headers and inputs (possibly large) go.
+  Statement s(db_, "DELETE FROM queue_files WHERE queue_id=?");
+  s.bind(1, id);
+  s.run();
 }
 
 bool Store::request_cancel(std::int64_t id) {
@@ -633,7 +670,10 @@ bool Store::request_cancel(std::int64_t id) {
               "finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=? AND status='queued'");
   q.bind(1, id);
   q.run();
-  if (sqlite3_changes(db_.get()) > 0) return true;
+  if (sqlite3_changes(db_.get()) > 0) {
+    drop_queue_files(id);
+    return true;
+  }
   Statement r(db_, "UPDATE queue SET cancel_requested=1 WHERE id=? AND status='running'");
   r.bind(1, id);
   r.run();

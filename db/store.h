@@ -86,11 +86,19 @@ struct RunRow {
   std::optional<double> seconds_spent;
 };
 
-/// A job waiting in (or taken from) the daemon's queue. The job document and the kernel source
-/// travel together so a worker can run it anywhere.
+/// A file a queued job reads besides its document and kernel (a header, a BinaryRaw input), by
+/// its absolute path on the machine that submitted the job.
+struct QueueFile {
+  std::string path;
+  std::string bytes;
+};
+
+/// A job waiting in (or taken from) the daemon's queue. The job document, the kernel source and
+/// the files they read (Store::queue_files) travel together so a worker can run it anywhere.
 struct QueueItem {
   std::int64_t id = 0;
   std::string uid, name, job_file, document, kernel_file, kernel_source;
+  std::string client_cwd;  ///< the submitter's working directory (relative -I folders); "" if none
   std::string status = "queued";  ///< queued, running, done, failed, cancelled, no_device
   bool cancel_requested = false;
   std::optional<std::int64_t> run_id;
@@ -102,7 +110,7 @@ struct QueueItem {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -178,7 +186,11 @@ class Store {
   std::vector<DeviceRecord> devices(std::int64_t run_id = 0);
 
   // --- The daemon's queue ---------------------------------------------------------------------
-  std::int64_t enqueue(const QueueItem& item);
+  /// Queues the item with its files, in one transaction.
+  std::int64_t enqueue(const QueueItem& item, const std::vector<QueueFile>& files = {});
+  /// The files a queued job was submitted with, by path (none once it has finished: finishing
+  /// or cancelling a job drops them).
+  std::vector<QueueFile> queue_files(std::int64_t id);
   /// Atomically takes the oldest queued job for `worker` (status -> running, attempts + 1).
   std::optional<QueueItem> claim_next(const std::string& worker);
   std::optional<QueueItem> queue_item(std::int64_t id);
@@ -197,6 +209,8 @@ class Store {
   std::vector<std::pair<std::int64_t, std::int64_t>> measured_pairs(std::int64_t run_id);
 
  private:
+  void drop_queue_files(std::int64_t id);
+
   void migrate();
   Database db_;
 };

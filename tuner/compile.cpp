@@ -105,20 +105,28 @@ std::filesystem::path CubinCache::default_dir() {
   return ".gputune-cache";
 }
 
+std::vector<IncludeOption> include_options(const std::vector<std::string>& options) {
+  std::vector<IncludeOption> out;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    if ((o == "-I" || o == "--include-path") && i + 1 < options.size()) {
+      out.push_back({i + 1, "", options[i + 1]});
+      ++i;
+    } else if (o.rfind("--include-path=", 0) == 0) {
+      out.push_back({i, "--include-path=", o.substr(15)});
+    } else if (o.rfind("-I", 0) == 0 && o.size() > 2) {
+      out.push_back({i, "-I", o.substr(2)});
+    }
+  }
+  return out;
+}
+
 namespace {
 
 /// The folders `-I` and `--include-path` options name, in order.
 std::vector<std::filesystem::path> include_dirs(const std::vector<std::string>& options) {
   std::vector<std::filesystem::path> dirs;
-  for (size_t i = 0; i < options.size(); ++i) {
-    const std::string& o = options[i];
-    if ((o == "-I" || o == "--include-path") && i + 1 < options.size())
-      dirs.emplace_back(options[++i]);
-    else if (o.rfind("--include-path=", 0) == 0)
-      dirs.emplace_back(o.substr(15));
-    else if (o.rfind("-I", 0) == 0 && o.size() > 2)
-      dirs.emplace_back(o.substr(2));
-  }
+  for (const IncludeOption& o : include_options(options)) dirs.emplace_back(o.folder);
   return dirs;
 }
 
@@ -133,6 +141,7 @@ std::string file_stamp(const std::filesystem::path& p) {
 struct IncludeScan {
   std::vector<std::filesystem::path> dirs;
   std::set<std::string> seen;
+  std::vector<std::filesystem::path> files;  ///< found, absolute and normal, in include order
   std::string digest;
   std::vector<std::pair<std::filesystem::path, std::string>> probed;  ///< path, file_stamp
 };
@@ -171,6 +180,7 @@ void add_quoted_includes(const std::string& text, const std::filesystem::path& o
       continue;
     }
     if (!scan.seen.insert(found.string()).second) continue;
+    scan.files.push_back(found);
     std::ifstream in(found, std::ios::binary);
     std::stringstream content;
     content << in.rdbuf();
@@ -181,6 +191,14 @@ void add_quoted_includes(const std::string& text, const std::filesystem::path& o
 }
 
 }  // namespace
+
+std::vector<std::filesystem::path> quoted_include_files(const std::string& source,
+                                                        const std::vector<std::string>& options) {
+  IncludeScan scan;
+  scan.dirs = include_dirs(options);
+  add_quoted_includes(source, {}, scan);
+  return scan.files;
+}
 
 std::string quoted_includes_digest(const std::string& source,
                                    const std::vector<std::string>& options) {

@@ -36,6 +36,15 @@ std::string nvrtc_version();
 /// Options passed to NVRTC for a variant (arch and ptxas -v added to the variant's own).
 std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch);
 
+/// An include folder named by compile options: `options[index]` is `prefix + folder` (`-Idir`,
+/// `--include-path=dir`; the prefix is empty when the folder follows `-I` or `--include-path`
+/// as an option of its own).
+struct IncludeOption {
+  size_t index = 0;
+  std::string prefix, folder;
+};
+std::vector<IncludeOption> include_options(const std::vector<std::string>& options);
+
 /// A digest of the files a source includes with quotes (`#include "x.h"`, and what they include
 /// in turn), searched in each file's own folder, then the `-I`/`--include-path` folders of
 /// `options`, then the working directory; a file not found counts as missing. The cubin and
@@ -43,6 +52,11 @@ std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch
 /// brackets (the toolkit's, the system's) are not read. Memoized per source and options.
 std::string quoted_includes_digest(const std::string& source,
                                    const std::vector<std::string>& options);
+
+/// The files the digest above reads: each header `source` includes with quotes (and what those
+/// include), found as the digest finds them, absolute and normal, in include order.
+std::vector<std::filesystem::path> quoted_include_files(const std::string& source,
+                                                        const std::vector<std::string>& options);
 
 /// How a cache key writes an option: `-I<kernel folder>` for the kernel's own folder, whose
 /// headers' content is in the key already (a kernel copied elsewhere, or materialised by the

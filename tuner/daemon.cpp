@@ -19,8 +19,10 @@
 #include "db/store.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
+#include "tuner/job_files.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
+#include "variants/hash.h"
 #include "web/server.h"
 
 namespace gputune::tuner {
@@ -81,6 +83,11 @@ int run_worker(const WorkerOptions& o) {
       "", [] { g_stop = true; }, /*second_quits=*/false);
   std::string name = "gpu" + std::to_string(o.device);
   db::Store store(o.db_path);
+  // One folder per daemon (its database) and worker: two daemons on one machine never share it.
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / "gputune-jobs" /
+      (sha256_hex(std::filesystem::absolute(o.db_path).lexically_normal().string()).substr(0, 16) +
+       "-" + name);
   std::cerr << "gputune worker " << name << " (pid " << getpid() << "): waiting for jobs\n";
   while (!g_stop) {
     auto item = store.claim_next(name);
@@ -89,20 +96,15 @@ int run_worker(const WorkerOptions& o) {
       continue;
     }
     std::cerr << "gputune worker " << name << ": job " << item->id << " (" << item->name << ")\n";
-    // Materialise the job and its kernel next to each other, as `gputune run` expects them.
-    auto dir = std::filesystem::temp_directory_path() / "gputune-jobs" / item->uid;
-    std::filesystem::create_directories(dir);
-    std::string kernel_name = std::filesystem::path(item->kernel_file).filename().string();
-    {
-      std::ofstream(dir / kernel_name) << item->kernel_source;
-      auto doc = nlohmann::json::parse(item->document);
-      doc["KernelSpecification"]["KernelFile"] = kernel_name;
-      if (doc.contains("GPUTune")) doc["GPUTune"].erase("Database");
-      std::ofstream(dir / "job.json") << doc.dump(1);
-    }
     std::string status = "failed", message;
     try {
-      Job job = load_tuning_job(dir / "job.json");
+      // The job, its kernel and the files they read, each at its submitting machine's path under
+      // this worker's own folder (the same folder every time: cache keys stay the same).
+      SubmittedJob sub{item->job_file, item->document, item->kernel_source, {}, item->client_cwd};
+      for (auto& f : store.queue_files(item->id)) sub.files.push_back({f.path, f.bytes});
+      Job job = load_job(write_out(root, sub));
+      use_copies(job, root, item->client_cwd);
+      prepare_naive(job);
       job.device_index = o.device;
       RunOptions ro;
       ro.db_path = o.db_path;
@@ -131,13 +133,16 @@ int run_worker(const WorkerOptions& o) {
     } catch (const std::exception& e) {
       message = e.what();
     }
+    // Messages name the files as they were submitted, not the worker's copies.
+    for (size_t at; (at = message.find(root.string())) != std::string::npos;)
+      message.erase(at, root.string().size());
     if (status == "queued") {
       store.requeue_running(name);  // shutting down: the next start resumes it
     } else {
       store.finish_queue(item->id, status, message);
     }
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(root, ec);
     std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
               << message << "\n";
   }

@@ -30,13 +30,16 @@
 #include "tuner/daemon.h"
 #include "tuner/generate.h"
 #include "tuner/hang_watch.h"
+#include "tuner/job_files.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
 #include "tuner/prune.h"
 #include "tuner/replay.h"
 #include "tuner/stop_signals.h"
+#include "variants/hash.h"
 #include "variants/space.h"
 #include "web/client.h"
+#include "web/server.h"
 
 using namespace gputune;
 
@@ -751,10 +754,30 @@ int cmd_submit(int argc, char** argv) {
   std::string file = r["job"].as<std::string>();
   Job job =
       tuner::load_tuning_job(file);  // the same checks as `gputune run`, before anything is sent
+  const std::string kernel_source = load_kernel_source(job);
+  // The headers and inputs the job reads travel with it: the daemon's worker runs it elsewhere.
+  nlohmann::json files = nlohmann::json::array();
+  std::size_t bytes = kernel_source.size();
+  for (const tuner::JobFile& f : tuner::job_files(job, kernel_source)) {
+    files.push_back({{"path", f.path}, {"base64", base64_encode(f.bytes)}});
+    bytes += f.bytes.size() * 4 / 3;
+  }
+  if (bytes > web::kMaxJobRequestBytes) {
+    std::cerr << "gputune: " << file << ": the kernel and the " << files.size()
+              << " file(s) it reads come to " << (bytes >> 20) << " MiB as sent; a daemon takes "
+              << (web::kMaxJobRequestBytes >> 20)
+              << " MiB at most. Fix: fill large inputs with FillType Random or Constant instead "
+                 "of BinaryRaw, or run the job with `gputune run`\n";
+    return tuner::kExitBadInput;
+  }
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
   nlohmann::json body = {{"name", job.name},
-                         {"job_file", std::filesystem::absolute(file).string()},
+                         {"job_file", std::filesystem::absolute(file).lexically_normal().string()},
                          {"document", nlohmann::json::parse(std::ifstream(file))},
-                         {"kernel_source", load_kernel_source(job)}};
+                         {"kernel_source", kernel_source},
+                         {"files", files}};
+  if (!ec) body["cwd"] = cwd.lexically_normal().string();
   return print_reply(web::post_json(r["server"].as<std::string>(), "/api/jobs", token_for(r), body),
                      "submitted");
 }

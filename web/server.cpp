@@ -2,15 +2,18 @@
 
 #include <httplib.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "db/browse.h"
 #include "db/sqlite.h"
 #include "db/store.h"
 #include "db/tuned_header.h"
+#include "variants/hash.h"
 #include "variants/job.h"
 #include "variants/space.h"
 #include "web/assets.h"
@@ -39,6 +42,35 @@ struct HttpError {
   int status;
   std::string message, field;
 };
+
+std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+/// A job's `files`: [{"path": "/abs/normal", "base64": "..."}], each path once.
+std::vector<db::QueueFile> submitted_files(const json& body) {
+  std::vector<db::QueueFile> out;
+  if (!body.contains("files")) return out;
+  if (!body["files"].is_array())
+    throw HttpError{400, "files must be a list of {\"path\", \"base64\"} objects", "files"};
+  std::set<std::string> seen;
+  for (size_t i = 0; i < body["files"].size(); ++i) {
+    const json& f = body["files"][i];
+    const std::string at = "files[" + std::to_string(i) + "]";
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("base64") ||
+        !f["base64"].is_string())
+      throw HttpError{400, at + " must be an object with string fields path and base64", at};
+    db::QueueFile q;
+    q.path = f["path"].get<std::string>();
+    if (const std::string why = bad_submitted_path(q.path); !why.empty())
+      throw HttpError{400, at + ".path '" + q.path + "' " + why, at + ".path"};
+    if (!seen.insert(q.path).second)
+      throw HttpError{400, at + ".path '" + q.path + "' is given twice", at + ".path"};
+    auto bytes = base64_decode(f["base64"].get<std::string>());
+    if (!bytes) throw HttpError{400, at + ".base64 is not base64", at + ".base64"};
+    q.bytes = std::move(*bytes);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -389,8 +421,8 @@ void Server::Impl::routes() {
   // Writes: the queue.
   http.Post(
       "/api/jobs", wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
-        if (req.body.size() > 16 * 1024 * 1024)
-          throw HttpError{413, "job too large (16 MiB at most)", "body"};
+        if (req.body.size() > kMaxJobRequestBytes)
+          throw HttpError{413, "job too large (" + mib(kMaxJobRequestBytes) + " at most)", "body"};
         json body = json::parse(req.body);
         if (!body.is_object()) throw HttpError{400, "expected a JSON object", "body"};
         if (!body.contains("document") || !body["document"].is_object())
@@ -417,8 +449,16 @@ void Server::Impl::routes() {
         q.document = body["document"].dump();
         q.kernel_file = job.kernel_file.filename().string();
         q.kernel_source = body["kernel_source"].get<std::string>();
-        std::int64_t id = store().enqueue(q);
-        send_json(res, 201, {{"id", id}, {"status", "queued"}, {"configurations", space.size()}});
+        q.client_cwd = optional_string("cwd", "");
+        if (!q.client_cwd.empty() && !bad_submitted_path(q.client_cwd).empty())
+          throw HttpError{400, "cwd " + bad_submitted_path(q.client_cwd), "cwd"};
+        std::vector<db::QueueFile> files = submitted_files(body);
+        std::int64_t id = store().enqueue(q, files);
+        send_json(res, 201,
+                  {{"id", id},
+                   {"status", "queued"},
+                   {"configurations", space.size()},
+                   {"files", files.size()}});
       }));
   http.Post(
       R"(/api/jobs/(\d+)/cancel)",
@@ -432,6 +472,17 @@ void Server::Impl::routes() {
       }));
 }
 
+std::string bad_submitted_path(const std::string& path) {
+  if (path.empty()) return "is empty";
+  if (path.find('\0') != std::string::npos) return "holds a NUL byte";
+  const std::filesystem::path p(path);
+  if (!p.is_absolute()) return "is not absolute";
+  if (path.find("//") != std::string::npos || (path.size() > 1 && path.back() == '/') ||
+      p.lexically_normal().string() != path)
+    return "is not normal (write it without '.', '..', '//' or a trailing '/')";
+  return "";
+}
+
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->opt = std::move(options);
   db::Store probe(impl_->opt.db_path);  // fail now (bad file, not ours) rather than per request
@@ -440,20 +491,20 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   // Called for every status >= 400; handlers' own JSON errors have a body already.
   impl_->http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const std::string why = res.status == 404   ? "no such endpoint: " + req.path
-                            : res.status == 413 ? "request body too large (16 MiB at most)"
-                            : res.status == 414
-                                ? "request line too long (" +
-                                      std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) +
-                                      " bytes at most): shorten the query"
-                                : "bad request";
+    const std::string why =
+        res.status == 404   ? "no such endpoint: " + req.path
+        : res.status == 413 ? "request body too large (" + mib(kMaxJobRequestBytes) + " at most)"
+        : res.status == 414
+            ? "request line too long (" + std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) +
+                  " bytes at most): shorten the query"
+            : "bad request";
     // A request line too long is refused before its path is read: it may be an /api/ one.
     if (req.path.rfind("/api/", 0) == 0 || res.status == 414)
       send_json(res, res.status, {{"error", why}, {"field", res.status == 414 ? "query" : ""}});
     else
       res.set_content(res.status == 404 ? "not found" : why, "text/plain");
   });
-  impl_->http.set_payload_max_length(16 * 1024 * 1024 + 1024);
+  impl_->http.set_payload_max_length(kMaxJobRequestBytes + 1024);
   // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
   // client's delayed ACK add ~40 ms to every keep-alive response.
   impl_->http.set_tcp_nodelay(true);

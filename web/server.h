@@ -8,6 +8,7 @@
  * Must not: touch the GPU, run jobs, or write SQL (db/ does). */
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -42,5 +43,12 @@ class Server {
 bool token_matches(const std::string& presented, const std::string& expected);
 /// True for 127.0.0.0/8 and ::1 (also IPv4-mapped).
 bool is_loopback(const std::string& address);
+
+/// The most POST /api/jobs takes: the job, its kernel and its files (base64) in JSON.
+inline constexpr std::size_t kMaxJobRequestBytes = 128u << 20;
+
+/// The problem with the path of a file submitted with a job ("" when there is none): it must
+/// be absolute and normal (no `.`, `..`, doubled or trailing `/`), without NUL bytes.
+std::string bad_submitted_path(const std::string& path);
 
 }  // namespace gputune::web

@@ -8,6 +8,7 @@
 
 #include "daemon_util.h"
 #include "db/store.h"
+#include "variants/hash.h"
 
 namespace gputune {
 namespace {
@@ -80,6 +81,88 @@ TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
   ASSERT_TRUE(best.is_array()) << best.dump();
   EXPECT_EQ(best[0]["key"], "128,2");
   EXPECT_EQ(d.stop(), 0);
+}
+
+TEST(Daemon, ASubmittedJobTakesTheHeadersAndInputsItReadsAlong) {
+  // Submitted from a project folder and run by a worker elsewhere: the headers the kernel
+  // includes with quotes (in a subfolder, and through a relative -I) and its BinaryRaw input and
+  // reference travel with the job. The project is deleted after submitting, as if the daemon ran
+  // on another machine, and the daemon's working directory is not the project's.
+  test::TempDir dir, project;
+  const std::string db = (dir / "g.db").string();
+  std::filesystem::create_directories(project.path() / "src" / "common");
+  std::filesystem::create_directories(project.path() / "inc");
+  std::filesystem::create_directories(project.path() / "data");
+  std::string kernel = test::read_file(test::examples_dir() / "vector_add.cu");
+  const std::string sum = "c[j] = a[j] + b[j]";
+  ASSERT_NE(kernel.find(sum), std::string::npos);
+  kernel.replace(kernel.find(sum), sum.size(), "c[j] = add2(a[j], b[j])");
+  test::write_file(project / "src/vector_add.cu", "#include \"common/add.h\"\n" + kernel);
+  test::write_file(project / "src/common/add.h",
+                   "#include \"twice.h\"\n"
+                   "__device__ inline float add2(float x, float y) { return TWICE(x) + y - x; }\n");
+  test::write_file(project / "inc/twice.h", "#define TWICE(x) (2.0f * (x))\n");
+  const int n = 4096;
+  std::vector<float> a(n), expected(n);
+  for (int i = 0; i < n; ++i) a[i] = 0.25f * static_cast<float>(i % 97), expected[i] = a[i] + 1.0f;
+  test::write_file(project / "data/a.bin",
+                   std::string(reinterpret_cast<const char*>(a.data()), n * sizeof(float)));
+  test::write_file(project / "data/c.bin",
+                   std::string(reinterpret_cast<const char*>(expected.data()), n * sizeof(float)));
+  auto job = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  auto& ks = job["KernelSpecification"];
+  ks["KernelFile"] = "src/vector_add.cu";
+  ks["CompilerOptions"] = {"-I", "inc"};  // relative to where `submit` runs, as Kernel Tuner has it
+  ks["Arguments"][1] = {{"Name", "a"},
+                        {"Type", "float"},
+                        {"MemoryType", "Vector"},
+                        {"Size", "ProblemSize[0]"},
+                        {"FillType", "BinaryRaw"},
+                        {"DataSource", "data/a.bin"}};
+  ks["Arguments"][2]["FillType"] = "Constant";
+  ks["Arguments"][2]["FillValue"] = 1.0;
+  ks["ReferenceArguments"] = {{{"Name", "c_ref"},
+                               {"TargetName", "c"},
+                               {"FillType", "BinaryRaw"},
+                               {"DataSource", "data/c.bin"},
+                               {"ValidationMethod", "AbsoluteDifference"},
+                               {"ValidationThreshold", 1e-6}}};
+  job["GPUTune"]["Contexts"] = {{n}};
+  job["GPUTune"]["Measurement"] = {{"Repeats", 3}, {"WarmUp", 1}};
+  test::write_file(project / "job.json", job.dump(1));
+
+  std::int64_t id = -1;
+  {
+    test::Daemon idle(db, {"--no-gpu"});
+    auto r = test::run_command("cd '" + project.path().string() +
+                               "' && '" GPUTUNE_BINARY "' submit job.json --server " + idle.url() +
+                               " --token " + idle.token());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    auto reply = json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_EQ(reply["files"], 4) << r.out;  // two headers, two inputs
+    id = reply["id"].get<std::int64_t>();
+    EXPECT_EQ(idle.stop(), 0);
+  }
+  {
+    db::Store store(db);
+    std::set<std::string> sent;
+    for (auto& f : store.queue_files(id)) sent.insert(f.path);
+    const std::string root = std::filesystem::canonical(project.path()).string();
+    EXPECT_EQ(sent, (std::set<std::string>{root + "/data/a.bin", root + "/data/c.bin",
+                                           root + "/inc/twice.h", root + "/src/common/add.h"}));
+  }
+  std::filesystem::remove_all(project.path());
+  {
+    test::Daemon worker(db, {"--cache-dir", (dir / "cache").string()}, {kFakeEnv});
+    json item = worker.wait_for_job(id, 90);
+    ASSERT_EQ(item["status"], "done") << item.dump();
+    db::Store store(db);
+    int correct = 0;
+    for (auto& m : store.measurements(item["run_id"].get<std::int64_t>()))
+      correct += m.status == "correct";
+    EXPECT_GT(correct, 10) << "the outputs match the reference that travelled with the job";
+    EXPECT_TRUE(store.queue_files(id).empty()) << "a finished job's copies are dropped";
+  }
 }
 
 TEST(Daemon, QueueSurvivesRestartsAndInterruptedRunsResume) {
@@ -280,6 +363,37 @@ TEST(Daemon, ApiValidatesEverything) {
         {key, 42}};
     expect_json_error(c.Post("/api/jobs", auth, body.dump(), "application/json"), 400, key);
   }
+  // Files that travel with a job: absolute, normal paths, each once, in base64.
+  json valid_doc = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  const std::string valid_source = test::read_file(test::examples_dir() / "vector_add.cu");
+  auto with_files = [&](const json& files) {
+    return json({{"document", valid_doc}, {"kernel_source", valid_source}, {"files", files}})
+        .dump();
+  };
+  const std::string h = base64_encode("#define X 1\n");
+  for (auto& [files, field] : std::vector<std::pair<json, std::string>>{
+           {json::object(), "files"},
+           {json::array({"x.h"}), "files[0]"},
+           {json::array({{{"path", "/p/x.h"}}}), "files[0]"},
+           {json::array({{{"path", "p/x.h"}, {"base64", h}}}), "files[0].path"},
+           {json::array({{{"path", "/p/../etc/x.h"}, {"base64", h}}}), "files[0].path"},
+           {json::array({{{"path", "/p//x.h"}, {"base64", h}}}), "files[0].path"},
+           {json::array({{{"path", "/p/x.h"}, {"base64", h}}, {{"path", "/p/x.h"}, {"base64", h}}}),
+            "files[1].path"},
+           {json::array({{{"path", "/p/x.h"}, {"base64", "not base64!"}}}), "files[0].base64"}})
+    expect_json_error(c.Post("/api/jobs", auth, with_files(files), "application/json"), 400, field);
+  auto ok =
+      c.Post("/api/jobs", auth, with_files(json::array({{{"path", "/p/x.h"}, {"base64", h}}})),
+             "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+  EXPECT_EQ(json::parse(ok->body)["files"], 1);
+  EXPECT_EQ(base64_decode(h), "#define X 1\n");
+  EXPECT_EQ(base64_decode("YWI="), "ab");
+  EXPECT_EQ(base64_decode("YWJj"), "abc");
+  EXPECT_EQ(base64_decode(""), "");
+  EXPECT_FALSE(base64_decode("YWJ").has_value());
+  EXPECT_FALSE(base64_decode("YW J").has_value());
   // Static files come from memory: no path reaches the disk.
   for (const char* p : {"/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
                         "/app.js/../../../etc/passwd", "/etc/passwd"}) {
