@@ -138,33 +138,54 @@ std::string file_stamp(const std::filesystem::path& p) {
   return std::to_string(t) + " " + std::to_string(std::filesystem::file_size(p, ec));
 }
 
+/// A folder of the toolkit's or the system's, whose headers are not the job's own: the system's
+/// include and library folders, a CUDA toolkit under /usr/local or /opt/nvidia, or any folder
+/// holding the CUDA runtime's headers.
+bool system_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const std::string abs = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  for (const char* prefix : {"/usr/include", "/usr/local/include", "/usr/lib", "/usr/local/lib",
+                             "/usr/share", "/usr/local/cuda", "/opt/nvidia"})
+    if (abs.rfind(prefix, 0) == 0) return true;
+  return std::filesystem::exists(dir / "cuda_runtime_api.h", ec);
+}
+
 struct IncludeScan {
-  std::vector<std::filesystem::path> dirs;
+  std::vector<std::filesystem::path> dirs;      ///< -I folders, in order
+  std::vector<std::filesystem::path> own_dirs;  ///< those that are not the system's
   std::set<std::string> seen;
   std::vector<std::filesystem::path> files;  ///< found, absolute and normal, in include order
   std::string digest;
   std::vector<std::pair<std::filesystem::path, std::string>> probed;  ///< path, file_stamp
 };
 
-/// Adds `text`'s quoted includes (and theirs) to the scan's digest, each once.
-void add_quoted_includes(const std::string& text, const std::filesystem::path& own_dir,
-                         IncludeScan& scan) {
+/// Adds `text`'s own headers (and theirs) to the scan's digest, each once: `#include "name"`
+/// searched in the includer's folder, the -I folders and the working directory (one not found
+/// counts as missing), and `#include <name>` searched in the -I folders that are not the
+/// system's (one not found there is the toolkit's or the system's, and is not followed).
+void add_own_headers(const std::string& text, const std::filesystem::path& own_dir,
+                     IncludeScan& scan) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    // `#include "name"`, with blanks allowed around the '#'.
+    // `#include "name"` or `#include <name>`, with blanks allowed around the '#'.
     size_t p = line.find_first_not_of(" \t");
     if (p == std::string::npos || line[p] != '#') continue;
     p = line.find_first_not_of(" \t", p + 1);
     if (p == std::string::npos || line.compare(p, 7, "include") != 0) continue;
     p = line.find_first_not_of(" \t", p + 7);
-    if (p == std::string::npos || line[p] != '"') continue;
-    const size_t close = line.find('"', p + 1);
+    if (p == std::string::npos || (line[p] != '"' && line[p] != '<')) continue;
+    const bool quoted = line[p] == '"';
+    const size_t close = line.find(quoted ? '"' : '>', p + 1);
     if (close == std::string::npos) continue;
     const std::string name = line.substr(p + 1, close - p - 1);
     std::vector<std::filesystem::path> where;
-    if (!own_dir.empty()) where.push_back(own_dir);
-    where.insert(where.end(), scan.dirs.begin(), scan.dirs.end());
-    where.emplace_back(".");
+    if (quoted) {
+      if (!own_dir.empty()) where.push_back(own_dir);
+      where.insert(where.end(), scan.dirs.begin(), scan.dirs.end());
+      where.emplace_back(".");
+    } else {
+      where = scan.own_dirs;
+    }
     std::filesystem::path found;
     for (const auto& d : where) {
       const std::string stamp = file_stamp(d / name);
@@ -176,35 +197,43 @@ void add_quoted_includes(const std::string& text, const std::filesystem::path& o
       }
     }
     if (found.empty()) {
-      scan.digest += "missing " + name + "\n";
+      if (quoted) scan.digest += "missing " + name + "\n";
       continue;
     }
+    // A quoted include may reach a system header through -I: it is not the job's own.
+    if (quoted && system_folder(found.parent_path())) continue;
     if (!scan.seen.insert(found.string()).second) continue;
     scan.files.push_back(found);
     std::ifstream in(found, std::ios::binary);
     std::stringstream content;
     content << in.rdbuf();
     // By the name it is included as, not where it lies: the same files elsewhere, the same key.
-    scan.digest += "include \"" + name + "\" " + sha256_hex(content.str()) + "\n";
-    add_quoted_includes(content.str(), found.parent_path(), scan);
+    scan.digest += (quoted ? "include \"" + name + "\" " : "include <" + name + "> ") +
+                   sha256_hex(content.str()) + "\n";
+    add_own_headers(content.str(), found.parent_path(), scan);
   }
+}
+
+IncludeScan scan_for(const std::vector<std::string>& options) {
+  IncludeScan scan;
+  scan.dirs = include_dirs(options);
+  for (const auto& d : scan.dirs)
+    if (!system_folder(d)) scan.own_dirs.push_back(d);
+  return scan;
 }
 
 }  // namespace
 
-std::vector<std::filesystem::path> quoted_include_files(const std::string& source,
-                                                        const std::vector<std::string>& options) {
-  IncludeScan scan;
-  scan.dirs = include_dirs(options);
-  add_quoted_includes(source, {}, scan);
+std::vector<std::filesystem::path> own_header_files(const std::string& source,
+                                                    const std::vector<std::string>& options) {
+  IncludeScan scan = scan_for(options);
+  add_own_headers(source, {}, scan);
   return scan.files;
 }
 
-std::string quoted_includes_digest(const std::string& source,
-                                   const std::vector<std::string>& options) {
+std::string own_headers_digest(const std::string& source, const std::vector<std::string>& options) {
   if (source.find("include") == std::string::npos) return "";
-  IncludeScan scan;
-  scan.dirs = include_dirs(options);
+  IncludeScan scan = scan_for(options);
   std::string memo_key = sha256_hex(source);
   for (const auto& d : scan.dirs) memo_key += "\n" + d.string();
   // One job's variants share source and folders (their -D values differ): the headers are read
@@ -223,7 +252,7 @@ std::string quoted_includes_digest(const std::string& source,
       if (same) return it->second.digest;
     }
   }
-  add_quoted_includes(source, {}, scan);
+  add_own_headers(source, {}, scan);
   const std::string digest = scan.digest.empty() ? "" : sha256_hex(scan.digest);
   std::lock_guard<std::mutex> lock(mu);
   memo[memo_key] = Memo{digest, std::move(scan.probed)};
@@ -241,7 +270,7 @@ std::string CubinCache::key(const Variant& v, const std::string& arch) {
   std::string k =
       "nvrtc " + nvrtc_version() + "\narch " + arch + "\nkernel " + v.kernel_name + "\n";
   for (auto& o : nvrtc_options(v, arch)) k += "opt " + option_for_key(o, v.kernel_folder) + "\n";
-  if (const std::string headers = quoted_includes_digest(v.source, v.options); !headers.empty())
+  if (const std::string headers = own_headers_digest(v.source, v.options); !headers.empty())
     k += "headers " + headers + "\n";
   return sha256_hex(k + "source\n" + v.source);
 }

@@ -1,6 +1,6 @@
 /** \file tuner/compile.h
  * Owns: NVRTC compilation of Variants to cubin for one architecture, in a pool of worker threads,
- * with a content-addressed on-disk cubin cache (key: source, the headers it includes with quotes,
+ * with a content-addressed on-disk cubin cache (key: source, the job's own headers it includes,
  * options, kernel, NVRTC version, arch).
  * A compile failure is a result (status and log), not an exception.
  * Consumes: Variant. Produces: CompiledVariant. pruner/ reads the cubins afterwards.
@@ -45,18 +45,19 @@ struct IncludeOption {
 };
 std::vector<IncludeOption> include_options(const std::vector<std::string>& options);
 
-/// A digest of the files a source includes with quotes (`#include "x.h"`, and what they include
-/// in turn), searched in each file's own folder, then the `-I`/`--include-path` folders of
-/// `options`, then the working directory; a file not found counts as missing. The cubin and
-/// analysis caches put it in their keys, so editing a header compiles again. Headers in angle
-/// brackets (the toolkit's, the system's) are not read. Memoized per source and options.
-std::string quoted_includes_digest(const std::string& source,
-                                   const std::vector<std::string>& options);
+/// A digest of the job's own headers: those a source includes with quotes (`#include "x.h"`),
+/// searched in the including file's folder, then the `-I`/`--include-path` folders of `options`,
+/// then the working directory (a file not found counts as missing), and those it includes with
+/// angle brackets that lie in an `-I` folder that is not the toolkit's or the system's; then
+/// what those include, in turn. Each by the name it is included as and its content, not by
+/// where it lies. The cubin and analysis caches put it in their keys, so editing a header
+/// compiles again. Memoized per source and options.
+std::string own_headers_digest(const std::string& source, const std::vector<std::string>& options);
 
-/// The files the digest above reads: each header `source` includes with quotes (and what those
-/// include), found as the digest finds them, absolute and normal, in include order.
-std::vector<std::filesystem::path> quoted_include_files(const std::string& source,
-                                                        const std::vector<std::string>& options);
+/// The files the digest above reads (the job's own headers), absolute and normal, in include
+/// order.
+std::vector<std::filesystem::path> own_header_files(const std::string& source,
+                                                    const std::vector<std::string>& options);
 
 /// How a cache key writes an option: `-I<kernel folder>` for the kernel's own folder, whose
 /// headers' content is in the key already (a kernel copied elsewhere, or materialised by the

@@ -59,7 +59,7 @@ std::vector<JobFile> job_files(const Job& job, const std::string& kernel_source)
   std::vector<std::string> options;
   if (!job.kernel_file.empty()) options.push_back("-I" + kernel_folder(job));
   options.insert(options.end(), job.compiler_options.begin(), job.compiler_options.end());
-  for (const fs::path& header : quoted_include_files(kernel_source, options)) {
+  for (const fs::path& header : own_header_files(kernel_source, options)) {
     if (header == kernel) continue;
     if (auto bytes = read_bytes(header)) files[header.string()] = std::move(*bytes);
   }

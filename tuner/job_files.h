@@ -1,6 +1,6 @@
 /** \file tuner/job_files.h
- * Owns: the files a job reads besides its JSON and its kernel (headers included with quotes,
- * BinaryRaw inputs), gathered where the job is submitted and written out, each at its submitting
+ * Owns: the files a job reads besides its JSON and its kernel (its own headers, BinaryRaw
+ * inputs), gathered where the job is submitted and written out, each at its submitting
  * machine's path under a folder of the daemon's worker, where the job then loads as it did there.
  * Must not: queue, send or store anything (db/ and web/ do), or compile. */
 #pragma once
@@ -18,8 +18,9 @@ struct JobFile {
   std::string bytes;
 };
 
-/// What `job` reads besides its JSON and its kernel: the headers `kernel_source` includes with
-/// quotes (and what they include), found as the compiler finds them, and the BinaryRaw
+/// What `job` reads besides its JSON and its kernel: the job's own headers `kernel_source`
+/// includes (own_header_files: quoted ones, and angle-bracket ones from -I folders that are not
+/// the system's; and what they include), found as the compiler finds them, and the BinaryRaw
 /// DataSources of its arguments and references; sorted by path. A file that cannot be found is
 /// left out (the compile or the argument check says so where the job runs). Throws JobError
 /// naming the field when a DataSource exists but cannot be read.

@@ -101,7 +101,7 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
     << " " << in.block[1] << " " << in.block[2] << "\nwarps " << in.max_warps_per_block << "\n";
   for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
   for (const auto& [name, b] : in.array_bytes) k << "array " << name << " " << b << "\n";
-  if (const std::string headers = quoted_includes_digest(in.source, in.options); !headers.empty())
+  if (const std::string headers = own_headers_digest(in.source, in.options); !headers.empty())
     k << "headers " << headers << "\n";
   return sha256_hex(k.str() + "source\n" + in.source);
 }

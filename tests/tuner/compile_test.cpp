@@ -163,6 +163,40 @@ extern "C" __global__ void k(float* p) { p[threadIdx.x] = SCALE; })");
   EXPECT_NE(traffic_key(va), traffic_key(vb));
 }
 
+TEST(Compile, AngleBracketHeadersInTheJobsOwnFoldersCountTheToolkitsDoNot) {
+  // `#include <mylib/tile.cuh>` through `-Iinclude`, as larger projects write it: editing the
+  // header compiles again. The toolkit's headers (through -I/usr/local/cuda/include, or NVRTC's
+  // own) are not read.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "include" / "mylib");
+  test::write_file(dir / "include/mylib/tile.cuh", "#include \"detail.cuh\"\n#define TILE 4\n");
+  test::write_file(dir / "include/mylib/detail.cuh", "#define DETAIL 1\n");
+  const std::string toolkit = "/usr/local/cuda/include";
+  Variant v = variant("p[threadIdx.x] = TILE + DETAIL;",
+                      {"-I" + (dir / "include").string(), "-I" + toolkit});
+  v.source =
+      "#include <mylib/tile.cuh>\n#include <cuda_fp16.h>\n#include \"cuda_fp16.h\"\n" + v.source;
+  const auto own = own_header_files(v.source, v.options);
+  ASSERT_EQ(own.size(), 2u);
+  EXPECT_EQ(own[0], dir / "include/mylib/tile.cuh");
+  EXPECT_EQ(own[1], dir / "include/mylib/detail.cuh");
+  CubinCache cache(dir / "cache");
+  auto first = compile_all({v}, "sm_90", cache, 1);
+  ASSERT_TRUE(first[0].ok) << first[0].log;
+  const std::string before = CubinCache::key(v, "sm_90");
+  test::write_file(dir / "include/mylib/detail.cuh", "#define DETAIL 2\n");
+  EXPECT_NE(CubinCache::key(v, "sm_90"), before);
+  auto edited = compile_all({v}, "sm_90", cache, 1);
+  ASSERT_TRUE(edited[0].ok) << edited[0].log;
+  EXPECT_FALSE(edited[0].cached);
+  EXPECT_NE(edited[0].cubin_hash, first[0].cubin_hash);
+  // An angle-bracket name found in no folder of the job's own is the toolkit's: not missing.
+  Variant only_toolkit = variant("p[0] = 1.0f;", {"-I" + toolkit});
+  only_toolkit.source = "#include <cuda_fp16.h>\n#include <nowhere.h>\n" + only_toolkit.source;
+  EXPECT_TRUE(own_header_files(only_toolkit.source, only_toolkit.options).empty());
+  EXPECT_EQ(own_headers_digest(only_toolkit.source, only_toolkit.options), "");
+}
+
 TEST(Compile, DisabledCacheNeverStores) {
   CubinCache none{std::filesystem::path()};
   auto v = variant("p[0] = 1.0f;");
