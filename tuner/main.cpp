@@ -23,6 +23,7 @@
 #include "db/store.h"
 #include "db/tuned_header.h"
 #include "pruner/device_spec.h"
+#include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
@@ -755,6 +756,10 @@ int cmd_submit(int argc, char** argv) {
   Job job =
       tuner::load_tuning_job(file);  // the same checks as `gputune run`, before anything is sent
   const std::string kernel_source = load_kernel_source(job);
+  // Sized as `run` sizes them before compiling: a BinaryRaw input that is missing or of the wrong
+  // size is this machine's to fix, not the worker's to find.
+  for (const ContextSpec& ctx : job.contexts)
+    tuner::make_arguments(job, ctx, tuner::ArgumentContents::SizesOnly);
   // The headers and inputs the job reads travel with it: the daemon's worker runs it elsewhere.
   nlohmann::json files = nlohmann::json::array();
   std::size_t bytes = kernel_source.size();

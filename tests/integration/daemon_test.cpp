@@ -134,6 +134,15 @@ TEST(Daemon, ASubmittedJobTakesTheHeadersAndInputsItReadsAlong) {
   std::int64_t id = -1;
   {
     test::Daemon idle(db, {"--no-gpu"});
+    // An input that is not there is this machine's to fix: nothing is queued.
+    std::filesystem::rename(project / "data/a.bin", project / "data/a.moved");
+    auto missing = test::run_command("cd '" + project.path().string() +
+                                     "' && '" GPUTUNE_BINARY "' submit job.json --server " +
+                                     idle.url() + " --token " + idle.token());
+    EXPECT_EQ(missing.exit_code, 2) << missing.out;
+    EXPECT_NE(missing.out.find("Arguments[1] (a).DataSource"), std::string::npos) << missing.out;
+    EXPECT_TRUE(idle.get("/api/queue").empty());
+    std::filesystem::rename(project / "data/a.moved", project / "data/a.bin");
     auto r = test::run_command("cd '" + project.path().string() +
                                "' && '" GPUTUNE_BINARY "' submit job.json --server " + idle.url() +
                                " --token " + idle.token());
