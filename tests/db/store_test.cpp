@@ -173,6 +173,32 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   EXPECT_EQ(c2.int64(0), 2);
 }
 
+TEST(Store, QueuedFilesTravelWithTheJobUntilItFinishes) {
+  test::TempDir dir;
+  Store s((dir / "q.db").string());
+  QueueItem q;
+  q.name = "k", q.job_file = "/p/job.json", q.document = "{}", q.kernel_file = "k.cu";
+  q.kernel_source = "x", q.client_cwd = "/p";
+  const std::string binary("\x00\x01\xff\x00raw", 7);  // any byte values, NULs included
+  const std::int64_t a = s.enqueue(q, {{"/p/inc/h.h", "#define H 1\n"}, {"/p/a.bin", binary}});
+  const std::int64_t b = s.enqueue(q, {{"/p/a.bin", "other"}});
+  auto files = s.queue_files(a);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].path, "/p/a.bin");
+  EXPECT_EQ(files[0].bytes, binary);
+  EXPECT_EQ(files[1].path, "/p/inc/h.h");
+  EXPECT_EQ(s.queue_item(a)->client_cwd, "/p");
+  // Queued as a whole or not at all: a path twice fails the insert and leaves no job behind.
+  EXPECT_THROW(s.enqueue(q, {{"/p/x", "1"}, {"/p/x", "2"}}), DbError);
+  EXPECT_EQ(s.queue(100, true).size(), 2u);
+  // A finished job's copies go; another job's stay. A job cancelled while queued: the same.
+  s.finish_queue(a, "done", "");
+  EXPECT_TRUE(s.queue_files(a).empty());
+  ASSERT_EQ(s.queue_files(b).size(), 1u);
+  EXPECT_TRUE(s.request_cancel(b));
+  EXPECT_TRUE(s.queue_files(b).empty());
+}
+
 // prune --device finds the calibration that runs on that GPU fitted: by any of the device
 // file's names (case-insensitively), the same compute capability and SM count, newest first.
 TEST(Store, ACalibrationIsFoundByTheNamesOfItsDevice) {
