@@ -1,6 +1,5 @@
 #include "tuner/job_files.h"
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -142,8 +141,8 @@ void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
   for (auto& r : job.references)
     if (fs::path(r.data_source).is_absolute())
       if (auto m = copy_of(r.data_source)) r.data_source = m->string();
-  // Include folders: the copies first, then the folder named (headers that were not sent, such
-  // as those included with <>). From the back, so that inserting keeps earlier indices.
+  // Include folders: the copies first, then the folder named (for headers that were not sent:
+  // the toolkit's and the system's). From the back, so that inserting keeps earlier indices.
   auto opts = include_options(job.compiler_options);
   for (auto it = opts.rbegin(); it != opts.rend(); ++it) {
     fs::path folder(it->folder);
