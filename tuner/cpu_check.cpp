@@ -151,6 +151,29 @@ CpuParam::Kind kind_of(const ElementType& t) {
   }
 }
 
+/// A kernel's -D values and -I folders for the host compiler; what else NVRTC gets
+/// (--use_fast_math, ...) is listed in `ignored`, except -std (the host compiles C++17).
+void split_options(const std::vector<std::string>& options, CpuKernel& k,
+                   std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    std::string o = options[i];
+    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
+      if (o == flag && i + 1 < options.size()) return options[++i];
+      if (o.rfind(flag, 0) == 0 && o.size() > flag.size()) return o.substr(flag.size());
+      return std::nullopt;
+    };
+    if (auto d = value_of("-D")) {
+      const size_t eq = d->find('=');
+      k.defines.emplace_back(d->substr(0, eq), eq == std::string::npos ? "1" : d->substr(eq + 1));
+    } else if (auto inc = value_of("-I")) {
+      if (std::find(include_dirs.begin(), include_dirs.end(), *inc) == include_dirs.end())
+        include_dirs.push_back(*inc);
+    } else if (o.rfind("-std=", 0) != 0) {  // the host compiles C++17 (the emulator needs it)
+      ignored.insert(o);
+    }
+  }
+}
+
 /// Per variant of a naive kernel: empty when it agrees with the kernel, else what differs.
 std::vector<std::string> naive_problems(const Job& job, const std::string& naive_source,
                                         const naive::NaiveKernel& k,
@@ -161,10 +184,16 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   if (vector_loads) *vector_loads = 0;
   std::vector<CpuKernel> kernels;
   kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
+  // Headers beside the kernel and in the job's -I folders are found as NVRTC finds them; the
+  // job's -D values hold for the kernel and every variant.
+  std::vector<std::string> include_dirs{kernel_folder(job)};
+  std::set<std::string> ignored;
+  split_options(job.compiler_options, kernels.front(), include_dirs, ignored);
   for (const naive::Choice& c : variants)
-    kernels.push_back({naive::emit_variant(k, c), k.name, {}, naive::choice_label(k, c) + ".cu"});
+    kernels.push_back({naive::emit_variant(k, c), k.name, kernels.front().defines,
+                       naive::choice_label(k, c) + ".cu"});
   const std::vector<HostArgument> args = make_arguments(job, ctx);  // bad sizes: before compiling
-  CpuModule m = CpuModule::build(kernels, jobs);
+  CpuModule m = CpuModule::build(kernels, jobs, include_dirs);
   m.set_time_limit(timeout_s);
   if (SignatureMismatch s = signature_mismatch(m, 0, args, k.name); !s.why.empty())
     throw JobError(job.file.string(), s.field, s.why, kArgumentListFix);
@@ -210,29 +239,6 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
     }
   }
   return problems;
-}
-
-/// A parametric kernel's -D values and -I folders for the host compiler; what else NVRTC gets
-/// (--use_fast_math, ...) is listed in `ignored`, except -std (the host compiles C++17).
-void split_options(const std::vector<std::string>& options, CpuKernel& k,
-                   std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
-  for (size_t i = 0; i < options.size(); ++i) {
-    std::string o = options[i];
-    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
-      if (o == flag && i + 1 < options.size()) return options[++i];
-      if (o.rfind(flag, 0) == 0 && o.size() > flag.size()) return o.substr(flag.size());
-      return std::nullopt;
-    };
-    if (auto d = value_of("-D")) {
-      const size_t eq = d->find('=');
-      k.defines.emplace_back(d->substr(0, eq), eq == std::string::npos ? "1" : d->substr(eq + 1));
-    } else if (auto inc = value_of("-I")) {
-      if (std::find(include_dirs.begin(), include_dirs.end(), *inc) == include_dirs.end())
-        include_dirs.push_back(*inc);
-    } else if (o.rfind("-std=", 0) != 0) {  // the host compiles C++17 (the emulator needs it)
-      ignored.insert(o);
-    }
-  }
 }
 
 }  // namespace

@@ -896,19 +896,33 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
   for (const std::string& d : include_dirs)
     if (!d.empty()) includes += " -I" + shell_quote(d);
   jobs = std::max(1, std::min<int>(jobs, static_cast<int>(kernels.size())));
-  std::vector<std::future<void>> work;
+  // Kernels go into one library per compiler job, each kernel in a namespace of its own. A
+  // kernel that includes headers gets a translation unit to itself: a header with an include
+  // guard or `#pragma once` is read once per unit, so the next kernel of the unit would not see
+  // what it declares (NVRTC compiles each variant on its own, too).
+  static const std::regex include_line(R"((^|\n)[ \t]*#[ \t]*include\b)");
+  std::vector<std::vector<size_t>> chunks;
+  std::vector<size_t> plain;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (std::regex_search(kernels[i].source, include_line))
+      chunks.push_back({i});
+    else
+      plain.push_back(i);
+  }
+  const size_t per = (plain.size() + static_cast<size_t>(jobs) - 1) / static_cast<size_t>(jobs);
+  for (size_t from = 0; from < plain.size(); from += per)
+    chunks.emplace_back(
+        plain.begin() + static_cast<std::ptrdiff_t>(from),
+        plain.begin() + static_cast<std::ptrdiff_t>(std::min(plain.size(), from + per)));
+  std::vector<std::string> commands;
   std::vector<fs::path> libs;
-  size_t per =
-      (kernels.size() + static_cast<size_t>(jobs) - 1) / static_cast<size_t>(std::max(jobs, 1));
-  for (int c = 0; c < jobs; ++c) {
-    size_t from = static_cast<size_t>(c) * per, to = std::min(kernels.size(), from + per);
-    if (from >= to) break;
+  for (size_t c = 0; c < chunks.size(); ++c) {
     fs::path src = m.impl_->dir / ("chunk" + std::to_string(c) + ".cpp");
     fs::path lib = m.impl_->dir / ("chunk" + std::to_string(c) + ".so");
     std::ofstream o(src);
     o << "#include \"gt_cpu_cuda.h\"\n";
     bool check_alignment = false;
-    for (size_t i = from; i < to; ++i) {
+    for (size_t i : chunks[c]) {
       const CpuKernel& k = kernels[i];
       check_alignment |= casts_pointers(k.source);
       std::vector<std::string> dyn;
@@ -947,10 +961,16 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
         compiler() + " -std=c++17 -O1 -w -shared -fPIC -Wl,-Bsymbolic -fstack-clash-protection" +
         (check_alignment ? kAlignmentCheck : "") + " -I" + shell_quote(m.impl_->dir.string()) +
         includes + " -o " + shell_quote(lib.string()) + " " + shell_quote(src.string());
-    work.push_back(std::async(std::launch::async, [cmd] { run_compiler(cmd); }));
+    commands.push_back(std::move(cmd));
   }
-  // An interrupt ends the compilers too (stop_compilers): their failure is its doing, not the
-  // kernels'.
+  // `jobs` compilers at a time. An interrupt ends them too (stop_compilers): their failure is its
+  // doing, not the kernels'.
+  std::atomic<size_t> next{0};
+  std::vector<std::future<void>> work;
+  for (int j = 0; j < jobs; ++j)
+    work.push_back(std::async(std::launch::async, [&] {
+      for (size_t c; (c = next++) < commands.size();) run_compiler(commands[c]);
+    }));
   try {
     for (auto& w : work) w.get();
   } catch (const EmulatorError&) {
@@ -969,8 +989,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
     void* h = dlopen(libs[c].c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw EmulatorError(std::string("cannot load the emulated kernels: ") + dlerror());
     m.impl_->handles.push_back(h);
-    size_t from = c * per, to = std::min(kernels.size(), from + per);
-    for (size_t i = from; i < to; ++i) {
+    for (size_t i : chunks[c]) {
       void* f = dlsym(h, ("gt_launch_" + std::to_string(i)).c_str());
       void* sig = dlsym(h, ("gt_params_" + std::to_string(i)).c_str());
       if (!f || !sig) throw EmulatorError("missing launcher for kernel " + std::to_string(i));

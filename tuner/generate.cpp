@@ -20,8 +20,12 @@ void prepare_naive(Job& job) {
   if (!job.naive) return;
   std::string source = load_kernel_source(job);
   try {
+    // Searched as NVRTC will search them (compile_options): a header beside the kernel is found
+    // whatever the working directory.
+    std::vector<std::string> options = {"-I" + kernel_folder(job)};
+    options.insert(options.end(), job.compiler_options.begin(), job.compiler_options.end());
     auto k = std::make_shared<naive::NaiveKernel>(naive::analyse_naive(
-        source, job.kernel_name, job.kernel_file.filename().string(), job.compiler_options));
+        source, job.kernel_name, job.kernel_file.filename().string(), options));
     naive::apply_to_job(job, *k);
     job.naive_kernel = std::move(k);
   } catch (const naive::NaiveSourceError& e) {
@@ -50,7 +54,9 @@ int generate(const GenerateOptions& o) {
   std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   naive::NaiveKernel k;
   try {
-    k = naive::analyse_naive(source, o.kernel, o.kernel_file.filename().string());
+    k = naive::analyse_naive(
+        source, o.kernel, o.kernel_file.filename().string(),
+        {"-I" + fs::absolute(o.kernel_file).parent_path().lexically_normal().string()});
   } catch (const naive::NaiveSourceError& e) {
     std::cerr << "gputune: " << e.what() << "\n";
     return 2;

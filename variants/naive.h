@@ -134,6 +134,9 @@ struct NaiveKernel {
   size_t pre_guard = 0;
   int loops = 0;
   std::vector<std::string> notes;  ///< what the analysis decided and why (offered choices)
+  /// The file's text before and after the kernel's definition (its includes, macros, helper
+  /// functions, other kernels): every variant keeps it around the kernel it generates.
+  std::string before, after;
 };
 
 /// Parses `source` and describes kernel `kernel`. Throws NaiveError naming the file, line and the

@@ -871,7 +871,28 @@ NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
         (names.empty() ? std::string(" (the file has none)") : " (the file has: " + names + ")"));
   }
   Analyser a(ctx, file);
-  return a.run(f);
+  NaiveKernel k = a.run(f);
+  // What surrounds the definition (`extern "C"` without braces belongs to it) stays in every
+  // variant: the kernel may use the file's macros, helpers and headers.
+  const SourceManager& sm = ctx.getSourceManager();
+  const Decl* outer = f;
+  if (const auto* ls = dyn_cast<LinkageSpecDecl>(f->getDeclContext()); ls && !ls->hasBraces())
+    outer = ls;
+  const SourceLocation b = sm.getExpansionLoc(outer->getBeginLoc());
+  const SourceLocation e =
+      Lexer::getLocForEndOfToken(sm.getExpansionLoc(outer->getEndLoc()), 0, sm, ctx.getLangOpts());
+  // The parsed buffer is the prelude, a #line and then `source`.
+  const size_t buffer = sm.getBufferData(sm.getMainFileID()).size();
+  const size_t skip = buffer >= source.size() ? buffer - source.size() : 0;
+  if (b.isValid() && e.isValid() && sm.isInMainFile(b) && sm.isInMainFile(e) &&
+      sm.getFileOffset(b) >= skip) {
+    const size_t from = sm.getFileOffset(b) - skip, to = sm.getFileOffset(e) - skip;
+    if (from <= to && to <= source.size()) {
+      k.before = source.substr(0, from);
+      k.after = source.substr(to);
+    }
+  }
+  return k;
 }
 
 }  // namespace gputune::naive

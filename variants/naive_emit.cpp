@@ -2563,7 +2563,17 @@ std::string drop_unused_bindings(const std::string& src) {
 }
 
 std::string emit_variant(const NaiveKernel& k, const Choice& c) {
-  return drop_unused_bindings(Emitter(k, c).run());
+  const std::string v = drop_unused_bindings(Emitter(k, c).run());
+  if (k.before.empty() && k.after.find_first_not_of(" \t\r\n") == std::string::npos) return v;
+  // The file's own text around the generated kernel: after gputune's header comment and helpers,
+  // so that the file's macros (`#define N 64`) cannot reach into those.
+  size_t at = v.find("\nextern \"C\" __global__ void ");
+  at = at == std::string::npos ? 0 : at + 1;
+  std::string out = v.substr(0, at) + k.before;
+  if (!k.before.empty() && k.before.back() != '\n') out += "\n";
+  out += v.substr(at);
+  if (k.after.find_first_not_of(" \t\r\n") != std::string::npos) out += k.after;
+  return out;
 }
 
 std::string choice_label(const NaiveKernel& k, const Choice& c) {
