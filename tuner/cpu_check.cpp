@@ -186,9 +186,9 @@ std::vector<std::string> naive_problems(const Job& job, const std::string& naive
   kernels.push_back({naive_source, k.name, {}, job.kernel_file.filename().string()});
   // Headers beside the kernel and in the job's -I folders are found as NVRTC finds them; the
   // job's -D values hold for the kernel and every variant.
-  std::vector<std::string> include_dirs{kernel_folder(job)};
+  std::vector<std::string> include_dirs;
   std::set<std::string> ignored;
-  split_options(job.compiler_options, kernels.front(), include_dirs, ignored);
+  split_options(job_options(job), kernels.front(), include_dirs, ignored);
   for (const naive::Choice& c : variants)
     kernels.push_back({naive::emit_variant(k, c), k.name, kernels.front().defines,
                        naive::choice_label(k, c) + ".cu"});

@@ -20,12 +20,10 @@ void prepare_naive(Job& job) {
   if (!job.naive) return;
   std::string source = load_kernel_source(job);
   try {
-    // Searched as NVRTC will search them (compile_options): a header beside the kernel is found
-    // whatever the working directory.
-    std::vector<std::string> options = {"-I" + kernel_folder(job)};
-    options.insert(options.end(), job.compiler_options.begin(), job.compiler_options.end());
+    // Headers are searched as NVRTC will search them: one beside the kernel is found whatever the
+    // working directory.
     auto k = std::make_shared<naive::NaiveKernel>(naive::analyse_naive(
-        source, job.kernel_name, job.kernel_file.filename().string(), options));
+        source, job.kernel_name, job.kernel_file.filename().string(), job_options(job)));
     naive::apply_to_job(job, *k);
     job.naive_kernel = std::move(k);
   } catch (const naive::NaiveSourceError& e) {

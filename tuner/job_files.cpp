@@ -54,11 +54,8 @@ void write_file(const fs::path& p, const std::string& bytes) {
 std::vector<JobFile> job_files(const Job& job, const std::string& kernel_source) {
   std::map<std::string, std::string> files;  // path -> bytes: sorted, each once
   const fs::path kernel = absolute_normal(job.kernel_file);
-  // The headers, searched as compile_options() has NVRTC search them.
-  std::vector<std::string> options;
-  if (!job.kernel_file.empty()) options.push_back("-I" + kernel_folder(job));
-  options.insert(options.end(), job.compiler_options.begin(), job.compiler_options.end());
-  for (const fs::path& header : own_header_files(kernel_source, options)) {
+  // The headers, searched as NVRTC will search them.
+  for (const fs::path& header : own_header_files(kernel_source, job_options(job))) {
     if (header == kernel) continue;
     if (auto bytes = read_bytes(header)) files[header.string()] = std::move(*bytes);
   }

@@ -17,12 +17,17 @@ std::string kernel_folder(const Job& job) {
   return std::filesystem::absolute(job.kernel_file).parent_path().lexically_normal().string();
 }
 
-std::vector<std::string> compile_options(const Job& job, const Config& config) {
+std::vector<std::string> job_options(const Job& job) {
   // The kernel's folder first, as nvcc searches the including file's folder: `#include "x.h"`
   // next to the kernel is found whatever the working directory.
   std::vector<std::string> opts;
   if (!job.kernel_file.empty()) opts.push_back("-I" + kernel_folder(job));
   opts.insert(opts.end(), job.compiler_options.begin(), job.compiler_options.end());
+  return opts;
+}
+
+std::vector<std::string> compile_options(const Job& job, const Config& config) {
+  std::vector<std::string> opts = job_options(job);
   // A generated variant has its values written in; -D names like `unroll` would rewrite
   // `#pragma unroll` in it.
   if (job.naive_kernel) return opts;

@@ -44,8 +44,11 @@ std::string define_value(const Value& v);
 /// puts `-I<it>` first; the caches key that option by name, not by where the folder is.
 std::string kernel_folder(const Job& job);
 
-/// NVRTC options for a config: `-I<kernel folder>`, the job's CompilerOptions, then -Dname=value
-/// for each parameter.
+/// `-I<kernel folder>` then the job's CompilerOptions: the options every configuration shares
+/// (where headers are found, as NVRTC will search; what clang's analysis parses with).
+std::vector<std::string> job_options(const Job& job);
+
+/// NVRTC options for a config: job_options(), then -Dname=value for each parameter.
 std::vector<std::string> compile_options(const Job& job, const Config& config);
 
 /// Launch geometry of a config in a context. Throws JobError naming the geometry field when an
