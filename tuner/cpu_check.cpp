@@ -16,6 +16,7 @@
 
 #include "pruner/occupancy.h"
 #include "tuner/arguments.h"
+#include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
 #include "tuner/pipeline.h"
@@ -151,23 +152,32 @@ CpuParam::Kind kind_of(const ElementType& t) {
   }
 }
 
-/// A kernel's -D values and -I folders for the host compiler; what else NVRTC gets
-/// (--use_fast_math, ...) is listed in `ignored`, except -std (the host compiles C++17).
+/// A kernel's -D values and include folders for the host compiler, spelled as NVRTC spells them
+/// (`-DN=4`, `-D N=4`, `--define-macro=N=4`; include folders as `include_options` reads them);
+/// what else NVRTC gets (--use_fast_math, ...) is listed in `ignored`, except -std (the host
+/// compiles C++17).
 void split_options(const std::vector<std::string>& options, CpuKernel& k,
                    std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
+  std::set<size_t> taken;  // indices of the include options and their values
+  for (const IncludeOption& inc : include_options(options)) {
+    taken.insert(inc.index);
+    if (inc.prefix.empty()) taken.insert(inc.index - 1);  // "-I" "dir": the flag before it
+    if (std::find(include_dirs.begin(), include_dirs.end(), inc.folder) == include_dirs.end())
+      include_dirs.push_back(inc.folder);
+  }
   for (size_t i = 0; i < options.size(); ++i) {
-    std::string o = options[i];
-    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
-      if (o == flag && i + 1 < options.size()) return options[++i];
-      if (o.rfind(flag, 0) == 0 && o.size() > flag.size()) return o.substr(flag.size());
-      return std::nullopt;
-    };
-    if (auto d = value_of("-D")) {
+    if (taken.count(i)) continue;
+    const std::string& o = options[i];
+    std::optional<std::string> d;
+    if ((o == "-D" || o == "--define-macro") && i + 1 < options.size())
+      d = options[++i];
+    else if (o.rfind("--define-macro=", 0) == 0)
+      d = o.substr(15);
+    else if (o.rfind("-D", 0) == 0 && o.size() > 2)
+      d = o.substr(2);
+    if (d) {
       const size_t eq = d->find('=');
       k.defines.emplace_back(d->substr(0, eq), eq == std::string::npos ? "1" : d->substr(eq + 1));
-    } else if (auto inc = value_of("-I")) {
-      if (std::find(include_dirs.begin(), include_dirs.end(), *inc) == include_dirs.end())
-        include_dirs.push_back(*inc);
     } else if (o.rfind("-std=", 0) != 0) {  // the host compiles C++17 (the emulator needs it)
       ignored.insert(o);
     }

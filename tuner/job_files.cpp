@@ -38,6 +38,13 @@ bool under(const fs::path& p, const fs::path& root) {
          (r.back() == '/' || s[r.size()] == '/');
 }
 
+/// `path` of the submitting machine under `root`, or nothing when it would not lie under it.
+std::optional<fs::path> mirror_of(const fs::path& root, const fs::path& path) {
+  fs::path m = (root / path.relative_path()).lexically_normal();
+  if (!under(m, root)) return std::nullopt;
+  return m;
+}
+
 void write_file(const fs::path& p, const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
@@ -86,10 +93,8 @@ std::vector<JobFile> job_files(const Job& job, const std::string& kernel_source)
 }
 
 fs::path mirrored(const fs::path& root, const std::string& path) {
-  const fs::path m = (root / fs::path(path).relative_path()).lexically_normal();
-  if (!under(m, root))
-    throw std::runtime_error("'" + path + "' does not lie under " + root.string());
-  return m;
+  if (auto m = mirror_of(root, path)) return *m;
+  throw std::runtime_error("'" + path + "' does not lie under " + root.string());
 }
 
 fs::path write_out(const fs::path& root, const SubmittedJob& job) {
@@ -125,9 +130,9 @@ fs::path write_out(const fs::path& root, const SubmittedJob& job) {
 void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
   auto copy_of = [&](const fs::path& client) -> std::optional<fs::path> {
     if (!client.is_absolute()) return std::nullopt;
-    const fs::path m = (root / client.lexically_normal().relative_path()).lexically_normal();
+    auto m = mirror_of(root, client);
     std::error_code ec;
-    if (!under(m, root) || !fs::exists(m, ec)) return std::nullopt;
+    if (!m || !fs::exists(*m, ec)) return std::nullopt;
     return m;
   };
   if (job.kernel_file.is_absolute() && !under(job.kernel_file, root))

@@ -841,9 +841,14 @@ void check_kernel_name(const Job& job, const std::string& source) {
   std::string base = job.kernel_name.substr(0, job.kernel_name.find('<'));  // reduce<float>
   if (const size_t q = base.rfind("::"); q != std::string::npos) base = base.substr(q + 2);
   while (!base.empty() && std::isspace(static_cast<unsigned char>(base.back()))) base.pop_back();
-  // Defined here, or perhaps in a header of its own folder: nothing to say.
+  // Defined here, or perhaps in a header of the job's own (quoted, or in angle brackets from an
+  // include folder the job names): nothing to say.
+  const bool own_include_folder = std::any_of(
+      job.compiler_options.begin(), job.compiler_options.end(),
+      [](const auto& o) { return o.rfind("-I", 0) == 0 || o.rfind("--include-path", 0) == 0; });
   if (base.empty() || contains_word(source, base) ||
-      source.find("#include \"") != std::string::npos)
+      source.find("#include \"") != std::string::npos ||
+      (own_include_folder && source.find("#include <") != std::string::npos))
     return;
   std::vector<std::string> names = global_function_names(source);
   std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {

@@ -171,7 +171,8 @@ std::string load_kernel_source(const Job& job);
 
 /// JobError (field KernelSpecification.KernelName) when the kernel's name (without template
 /// arguments or namespace) never occurs in `source` and the source includes no header of its own
-/// that could define it; the message lists the source's __global__ functions, the closest first.
+/// that could define it (a quoted one, or one in angle brackets when the job names an include
+/// folder); the message lists the source's __global__ functions, the closest first.
 void check_kernel_name(const Job& job, const std::string& source);
 
 /// The kernel's identity in the database: a content hash of its name and source.

@@ -226,6 +226,55 @@ __global__ void other(float* p) { p[0] = scaled(ZERO); }
   EXPECT_TRUE(c.ok) << c.log;
 }
 
+// Include folders and macros reach the host compiler in every spelling NVRTC takes
+// (`-Idir`, `-I dir`, `--include-path=dir`, `--include-path dir`; `-DX`, `-D X`,
+// `--define-macro=X`, `--define-macro X`), and only the options it does not get are listed.
+TEST(CpuCheck, IncludeFoldersAndMacrosInEveryNvrtcSpellingReachTheHostCompiler) {
+  TempDir dir;
+  const std::vector<std::string> folders{"i1", "i2", "i3", "i4"};
+  for (size_t f = 0; f < folders.size(); ++f) {
+    std::filesystem::create_directories(dir / folders[f] / "lib");
+    write_file(
+        dir / folders[f] / "lib" / ("h" + std::to_string(f + 1) + ".h"),
+        "#pragma once\n#define H" + std::to_string(f + 1) + " " + std::to_string(f + 1) + "\n");
+  }
+  const std::filesystem::path job_file = edited_example(
+      dir, "vector_add",
+      [](std::string s) {
+        return "#include <lib/h1.h>\n#include <lib/h2.h>\n#include <lib/h3.h>\n"
+               "#include <lib/h4.h>\n"
+               "static_assert(H1 + H2 * 10 + H3 * 100 + H4 * 1000 == 4321, \"headers\");\n"
+               "static_assert(M1 + M2 * 10 + M3 * 100 + M4 * 1000 == 1321, \"macros\");\n" +
+               s;
+      },
+      [&](nlohmann::json& j) {
+        const std::string d = dir.path().string() + "/";
+        j["KernelSpecification"]["CompilerOptions"] = {"-std=c++17",
+                                                       "-I" + d + "i1",
+                                                       "-I",
+                                                       d + "i2",
+                                                       "--include-path=" + d + "i3",
+                                                       "--include-path",
+                                                       d + "i4",
+                                                       "-DM1=1",
+                                                       "-D",
+                                                       "M2=2",
+                                                       "--define-macro=M3=3",
+                                                       "--define-macro",
+                                                       "M4",
+                                                       "--use_fast_math"};
+      });
+  Job job = tuner::load_tuning_job(job_file);
+  tuner::CheckOptions o;
+  o.size = {1000};
+  o.limit = 3;
+  const tuner::CheckReport r = tuner::check_job(job, o);
+  ASSERT_EQ(r.checked.size(), 3u);
+  EXPECT_EQ(r.failures(), 0u) << *failing(r).begin();
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "compiler options the host compiler does not get: --use_fast_math");
+}
+
 // Without --size a naive job is checked at a small size no tile divides (its variants guard every
 // size; 4096 x 4096 would take minutes per configuration), a filter width kept, and a note says so.
 TEST(CpuCheck, ANaiveJobWithoutASizeIsCheckedAtASmallOne) {

@@ -254,6 +254,15 @@ namespace ops { template <class T, int V> __global__ void copy(T* a, const T* b)
             "tune, or point KernelFile at its file");
   // It may be defined in a header of the kernel's own: not refused.
   EXPECT_EQ(problem("ad", "#include \"kernels.cuh\"\n" + source), "");
+  // Or in one in angle brackets from an include folder of the job's; without one, an angle
+  // bracket header is the toolkit's or the system's.
+  const std::string angle = "#include <mylib/kernels.cuh>\n" + source;
+  EXPECT_NE(problem("ad", angle), "");
+  for (const std::vector<std::string>& opts : std::vector<std::vector<std::string>>{
+           {"-Iinclude"}, {"-I", "include"}, {"--include-path=include"}}) {
+    job.compiler_options = opts;
+    EXPECT_EQ(problem("ad", angle), "") << opts[0];
+  }
 }
 
 }  // namespace
