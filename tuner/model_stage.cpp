@@ -125,8 +125,10 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
                    const ContextSpec& ctx, const std::vector<HostArgument>& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
-                   bool progress, const TrafficCache& cache) {
+                   bool progress, const TrafficCache& cache,
+                   const std::function<bool()>& should_stop) {
   ModelRun m;
+  std::atomic<bool> stopped{false};
   std::atomic<size_t> cached{0};
   size_t n = configs.size();
   m.traffic.resize(n);
@@ -147,6 +149,10 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   Progress prog("model " + ctx.name, n, progress);
   auto worker = [&] {
     for (size_t i; (i = next++) < n;) {
+      if (stopped || (should_stop && should_stop())) {
+        stopped = true;
+        break;
+      }
       pruner::TrafficReport t;
       if (usable[i]) {
         pruner::TrafficInput in;
@@ -186,6 +192,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   for (auto& t : pool) t.join();
   prog.finish();
   m.analyses_cached = cached;
+  m.interrupted = stopped;
   for (size_t i = 0; i < n; ++i) {
     m.features[i] = pruner::features_from(m.traffic[i], occupancy[i], threads_per_block[i]);
     if (usable[i] && !m.features[i].ok && m.first_error.empty() && !m.traffic[i].error.empty())

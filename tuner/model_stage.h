@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct ModelRun {
   std::size_t predicted = 0, not_analysed = 0;
   std::size_t analyses_cached = 0;  ///< traffic reports read from the analysis cache
   std::string first_error;          ///< the first analysis failure, to show the user
+  bool interrupted = false;  ///< `should_stop` said so: what was not analysed yet never will be
 };
 
 /// The traffic analysis is most of the model's time (a clang parse per variant), so its reports
@@ -58,11 +60,14 @@ struct TrafficCache {
 
 /// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
 /// `args` are the context's arguments (sizes and scalar values), as make_arguments made them.
+/// When `should_stop` says so (Ctrl-C), no further analysis starts and the result is marked
+/// `interrupted` (an analysis of a large space takes minutes).
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
                    const ContextSpec& ctx, const std::vector<HostArgument>& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
-                   bool progress, const TrafficCache& cache = {});
+                   bool progress, const TrafficCache& cache = {},
+                   const std::function<bool()>& should_stop = {});
 
 /// Recomputes predictions with another calibration (after a fit).
 void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration);

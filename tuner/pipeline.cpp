@@ -300,10 +300,11 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       screen = compile_screened(job, source, configs, ctxs, limits, rates, calibration, rep.arch,
                                 cache_for(opt.cache_dir), so);
       rep.screened = screen.count;
-      log << "gputune: screen: " << screen.count << " of " << configs.size()
-          << " configurations not compiled: rule 4 judged them from their source (their best "
-             "prediction at any occupancy is more than "
-          << job.pruner.model_margin << " x the best compiled one)\n";
+      if (!screen.interrupted)
+        log << "gputune: screen: " << screen.count << " of " << configs.size()
+            << " configurations not compiled: rule 4 judged them from their source (their best "
+               "prediction at any occupancy is more than "
+            << job.pruner.model_margin << " x the best compiled one)\n";
       return std::move(screen.compile);
     }
     return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
@@ -315,9 +316,10 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
   rep.cached = built.cached, rep.compiled_ok = built.ok, rep.compile_failed = built.failed;
   // Ctrl-C while compiling: what compiled is in the cubin cache; no run is stored yet.
   if (opt.should_stop && opt.should_stop()) {
-    rep.compile_failed -= static_cast<std::size_t>(std::count_if(
-        compiled.begin(), compiled.end(),
-        [](const CompiledVariant& c) { return !c.ok && c.key.empty(); }));  // never started
+    // Failures are the compiles that ran (they have a key); those never started are not.
+    rep.compile_failed = static_cast<std::size_t>(
+        std::count_if(compiled.begin(), compiled.end(),
+                      [](const CompiledVariant& c) { return !c.ok && !c.key.empty(); }));
     rep.interrupted = true;
     rep.exit_code = kExitInterrupted;
     rep.message = "interrupted while compiling: " + std::to_string(built.ok) + " of " +

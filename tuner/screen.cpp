@@ -43,9 +43,10 @@ ContextModel model_before_compile(const Job& job, const std::string& source,
     } catch (const JobError&) {
     }
   }
-  cm.model = run_model(
-      job, source, configs, ctx, make_arguments(job, ctx, ArgumentContents::SizesOnly), usable, occ,
-      rates, calibration, o.threads ? o.threads : job.compile_threads, o.progress, traffic_cache);
+  cm.model =
+      run_model(job, source, configs, ctx, make_arguments(job, ctx, ArgumentContents::SizesOnly),
+                usable, occ, rates, calibration, o.threads ? o.threads : job.compile_threads,
+                o.progress, traffic_cache, o.should_stop);
   cm.best_ms.assign(n, kNone);
   for (size_t i = 0; i < n; ++i) {
     if (!usable[i] || !occ[i].feasible || !cm.model.features[i].ok) continue;
@@ -108,10 +109,20 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
     return r;
   }
 
+  // Ctrl-C: nothing more is analysed or compiled, and nothing is called screened.
+  auto stopped = [&] {
+    r.interrupted = r.interrupted || (o.should_stop && o.should_stop());
+    return r.interrupted;
+  };
   std::vector<ContextModel> models;
-  for (const ContextSpec* c : contexts)
+  for (const ContextSpec* c : contexts) {
     models.push_back(model_before_compile(job, source, configs, *c, limits, rates, calibration, o,
                                           TrafficCache{cache.dir()}));
+    if (models.back().model.interrupted || stopped()) {
+      r.interrupted = true;
+      return r;
+    }
+  }
 
   // Order: the best case relative to the context's smallest one, the smallest over contexts.
   // A configuration without a best case in some context (not analysed, no launch) is compiled
@@ -165,6 +176,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
       if (!done[order[next]] && !hopeless(order[next])) round.push_back(order[next]);
     if (round.empty()) break;  // what is left (if anything) cannot come within the margin
     compile(round, false);
+    if (stopped()) return r;
     compiled += round.size();
     round.clear();
     first.clear();

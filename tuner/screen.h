@@ -31,7 +31,7 @@ struct ScreenOptions {
   bool progress = false;
   std::size_t batch = 0;            ///< configurations compiled per round (0: 4 per worker, >= 32)
   std::vector<std::size_t> always;  ///< compiled whatever their best case (the reference)
-  std::function<bool()> should_stop;  ///< Ctrl-C: compile nothing more (compile_all)
+  std::function<bool()> should_stop;  ///< Ctrl-C: analyse and compile nothing more
 };
 
 struct ScreenResult {
@@ -40,6 +40,7 @@ struct ScreenResult {
   std::vector<std::string> reason;  ///< per screened config: its best case against the best
   std::size_t count = 0;            ///< screened configurations
   std::size_t rounds = 0;           ///< compile rounds
+  bool interrupted = false;  ///< ScreenOptions::should_stop: stopped; nothing counts as screened
 };
 
 ScreenResult compile_screened(const Job& job, const std::string& source,

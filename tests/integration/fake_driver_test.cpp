@@ -22,6 +22,8 @@
 namespace gputune {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::string with_fake(const std::string& env = {}) {
   return std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env + " '" + GPUTUNE_BINARY +
          "' ";
@@ -367,6 +369,60 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.out.find("it ran job 'vector_add', not 'vector_add_2'"), std::string::npos)
       << other.out;
+}
+
+// Ctrl-C while the screen analyses a large naive space (576,460 variants of mm: the analysis
+// alone takes hours on two cores) stops `run` within seconds: before, the stop waited for every
+// analysis. Nothing was compiled, nothing failed, no run is stored.
+TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string job = (test::source_dir() / "configs" / "naive" / "mm.json").string();
+  auto analyses = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    if (fs::exists(cache / "traffic", ec))
+      for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
+        n += e.is_regular_file();
+    return n;
+  };
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // a process group of its own, as a shell's job: the test ends all of it
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), "-j", "2", "--strategy", "model_guided", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  for (int i = 0; i < 2400 && analyses() < 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const size_t before = analyses();
+  kill(-pid, SIGINT);  // as a terminal sends it: to the whole group
+  const auto status = test::wait_for_child(pid, 30);
+  kill(-pid, SIGKILL);  // whatever is left of the group (nothing, when the test passes)
+  const std::string out = test::read_file(log);
+  ASSERT_GE(before, 4u) << "the screen never started analysing: " << out;
+  ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
+  EXPECT_NE(out.find("space 576460 configurations, planned 576460, compiled 0 (0 from cache), "
+                     "compile failures 0"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("interrupted while compiling: 0 of 576460 configurations compiled"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("gputune: screen:"), std::string::npos) << out;
+  EXPECT_LT(analyses(), before + 50) << "the analysis went on after the stop";
+  if (fs::exists(db)) {
+    EXPECT_TRUE(db::Store(db).runs().empty());
+  }
 }
 
 // A CUDA device that does not exist, in the job (GPUTune.Device.Index) or on the command line

@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "pruner/device_spec.h"
 #include "test_util.h"
+#include "tuner/inspect.h"
+#include "tuner/screen.h"
 
 namespace gputune::tuner {
 namespace {
@@ -284,6 +288,71 @@ TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
   print_prune_report(screened, text, false);
   EXPECT_NE(text.str().find(std::to_string(screened.screened) + " not compiled"), std::string::npos)
       << text.str();
+}
+
+// Ctrl-C while the screen analyses the sources (minutes for a large naive space; before, a stop
+// waited for every analysis) ends the analysis at once: nothing more is analysed or compiled,
+// and nothing counts as screened.
+TEST(Prune, AStopWhileTheScreenAnalysesEndsItAndCompilesNothing) {
+  test::TempDir dir;
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride] + unused;
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32, 64, 128]"},
+                          {"Name": "unused", "Type": "int", "Values": "[0, 1, 2, 3]"}])");
+  job.global_size.x = "1048576 // bs";
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  std::vector<Config> configs;
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  ASSERT_EQ(configs.size(), 64u);
+  const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
+  auto analyses = [](const std::filesystem::path& cache) {
+    size_t n = 0;
+    if (std::filesystem::exists(cache / "traffic"))
+      for (const auto& e : std::filesystem::recursive_directory_iterator(cache / "traffic"))
+        n += e.is_regular_file();
+    return n;
+  };
+  auto screen = [&](const std::filesystem::path& cache, std::function<bool()> stop) {
+    ScreenOptions so;
+    so.threads = 2;
+    so.batch = 8;
+    so.should_stop = std::move(stop);
+    return compile_screened(job, source, configs, {&job.contexts.front()}, spec.limits,
+                            rates_for_spec(spec), pruner::Calibration{}, spec.limits.arch(),
+                            cache_for(cache), so);
+  };
+  std::atomic<int> asked{0};
+  const ScreenResult stopped = screen(dir / "c1", [&] { return ++asked > 5; });
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.count, 0u);
+  EXPECT_EQ(stopped.compile.ok + stopped.compile.failed + stopped.compile.cached, 0u);
+  EXPECT_EQ(stopped.rounds, 0u);
+  EXPECT_LE(analyses(dir / "c1"), 5u) << "analyses started after the stop";
+  // The same screen without a stop analyses all 64 and compiles what could win.
+  const ScreenResult whole = screen(dir / "c2", {});
+  EXPECT_FALSE(whole.interrupted);
+  EXPECT_EQ(analyses(dir / "c2"), 64u);
+  EXPECT_GT(whole.compile.ok, 0u);
+  EXPECT_GT(whole.count, 0u);
+  // A stop once the first cubin is in the cache: the round in flight stops, no other starts,
+  // and what was not compiled is not called screened.
+  auto cubins = [&](const std::filesystem::path& cache) {
+    size_t n = 0;
+    if (std::filesystem::exists(cache))
+      for (const auto& e : std::filesystem::recursive_directory_iterator(cache))
+        n += e.is_regular_file() && e.path().string().find("/traffic/") == std::string::npos;
+    return n;
+  };
+  const ScreenResult between = screen(dir / "c4", [&] { return cubins(dir / "c4") > 0; });
+  EXPECT_TRUE(between.interrupted);
+  EXPECT_EQ(between.rounds, 1u);
+  EXPECT_EQ(between.count, 0u);
+  EXPECT_GE(between.compile.ok, 1u);
+  EXPECT_LT(between.compile.ok, whole.compile.ok);
 }
 
 TEST(Prune, TheScreenTightensItsBarAsItCompilesAndSkipsWhatTheBestSoFarRulesOut) {
