@@ -211,7 +211,8 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         "--device)";
   log << "gputune: " << job.name << ": " << space.size() << " valid configurations of "
       << space.cartesian_size << "; device "
-      << (dev ? dev->name : "none (" + no_device_reason + ")") << "; target " << rep.arch << "\n";
+      << (dev ? dev->name : "none (" + no_device_reason + ")") << "; target " << rep.arch
+      << "; strategy " << job.strategy << "\n";
   for (auto& n : job.notes) log << "gputune: note: " << n << "\n";
 
   // 4. Plan: which configurations, in which order. model_guided compiles everything (the model

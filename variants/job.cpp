@@ -731,6 +731,13 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   read_references(r, ks, job);
   read_search_and_budget(r, doc, job);
   if (doc.contains("GPUTune")) read_extension(r, doc["GPUTune"], job);
+  // A naive job's space is gputune's own, often hundreds of thousands of variants (mm: 576,460,
+  // days of brute force): unless the job names a search, the model guides it.
+  const bool search_named =
+      doc.contains("Search") || (doc.contains("GPUTune") && doc["GPUTune"].contains("Search") &&
+                                 doc["GPUTune"]["Search"].contains("Strategy"));
+  if (job.naive && !search_named)
+    set_strategy(job, "model_guided", job.file.string(), "GPUTune.Search.Strategy");
   if (!ks.contains("GlobalSize") && !job.use_grid_div)
     r.fail("KernelSpecification.GlobalSize", "missing required field",
            "add GlobalSize {X, Y, Z} (or Kernel Tuner's GridDivX with ProblemSize)");

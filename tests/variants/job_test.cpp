@@ -98,6 +98,29 @@ TEST(Job, ReadsT1SearchAndBudget) {
   EXPECT_DOUBLE_EQ(*j.budget.max_seconds, 9);
 }
 
+// A naive job's generated space can be hundreds of thousands of variants: unless the job names
+// a search, the model guides it (and the pruner is on); a parametric job stays brute force.
+TEST(Job, ANaiveJobIsModelGuidedUnlessItNamesASearch) {
+  json d = minimal();
+  EXPECT_EQ(parse_job(d, "job.json").strategy, "brute_force");
+  d.erase("ConfigurationSpace");
+  d["GPUTune"] = {{"Naive", true}};
+  Job naive = parse_job(d, "job.json");
+  EXPECT_EQ(naive.strategy, "model_guided");
+  EXPECT_TRUE(naive.pruner.enabled);
+  d["GPUTune"]["Search"] = {{"Strategy", "brute_force"}};
+  EXPECT_EQ(parse_job(d, "job.json").strategy, "brute_force");
+  EXPECT_FALSE(parse_job(d, "job.json").pruner.enabled);
+  d["GPUTune"]["Search"] = {{"Seed", 3}};
+  EXPECT_EQ(parse_job(d, "job.json").strategy, "model_guided");
+  d["GPUTune"].erase("Search");
+  d["Search"] = {{"Name", "Random"}};
+  EXPECT_EQ(parse_job(d, "job.json").strategy, "random");
+  d.erase("Search");
+  d["GPUTune"]["Pruner"] = {{"Enabled", false}};
+  EXPECT_FALSE(parse_job(d, "job.json").pruner.enabled) << "an explicit Pruner.Enabled holds";
+}
+
 TEST(JobErrors, UnknownFieldSuggestsTheClosest) {
   json d = minimal();
   d["KernelSpecification"]["KernelNmae"] = "x";
