@@ -358,23 +358,34 @@ std::vector<CompiledVariant> compile_all(
     const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
     int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done,
     const std::function<bool()>& should_stop) {
-  std::vector<CompiledVariant> out(variants.size());
+  return compile_all(
+      variants.size(), [&](size_t i) { return variants[i]; }, arch, cache, threads, on_done,
+      should_stop);
+}
+
+std::vector<CompiledVariant> compile_all(
+    size_t count, const std::function<Variant(size_t)>& make, const std::string& arch,
+    const CubinCache& cache, int threads,
+    const std::function<void(size_t, const CompiledVariant&)>& on_done,
+    const std::function<bool()>& should_stop) {
+  std::vector<CompiledVariant> out(count);
   std::atomic<size_t> next{0};
   if (threads <= 0) threads = default_compile_threads();
-  threads = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(variants.size(), 1)));
+  threads =
+      static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(count, 1)));
   std::mutex err_mu;
   std::exception_ptr first_error;
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < variants.size();) {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
       if (should_stop && should_stop()) {
         out[i].log = "not compiled: the run was interrupted";
         continue;
       }
       try {
-        std::string key = CubinCache::key(variants[i], arch);
+        const Variant v = make(i);
+        std::string key = CubinCache::key(v, arch);
         auto hit = cache.get(key);
-        CompiledVariant c = hit ? std::move(*hit) : compile_variant(variants[i], arch);
+        CompiledVariant c = hit ? std::move(*hit) : compile_variant(v, arch);
         c.key = key;
         if (!hit) cache.put(c);
         out[i] = std::move(c);

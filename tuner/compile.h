@@ -108,4 +108,13 @@ std::vector<CompiledVariant> compile_all(
     int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done = {},
     const std::function<bool()>& should_stop = {});
 
+/// Same, for `count` variants that `make(i)` builds as a worker reaches them: a large space's
+/// sources (a naive kernel's are generated) are never all in memory at once, and a stop takes
+/// effect before the next one is built. `make` is called from worker threads.
+std::vector<CompiledVariant> compile_all(
+    size_t count, const std::function<Variant(size_t)>& make, const std::string& arch,
+    const CubinCache& cache, int threads,
+    const std::function<void(size_t, const CompiledVariant&)>& on_done = {},
+    const std::function<bool()>& should_stop = {});
+
 }  // namespace gputune::tuner

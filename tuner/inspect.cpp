@@ -18,24 +18,26 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
                                   const CubinCache& cache, int threads, bool progress,
                                   const std::function<bool()>& should_stop) {
-  std::vector<Variant> variants;
-  variants.reserve(configs.size());
-  for (auto& c : configs) {
+  // Each variant is built as a compile worker reaches it: a naive kernel's space can hold
+  // hundreds of thousands, whose sources need not all be in memory, nor be generated before a
+  // Ctrl-C is heard.
+  const std::string folder = kernel_folder(job);
+  auto make = [&](size_t i) {
     Variant v;
-    v.config = c;
+    v.config = configs[i];
     v.kernel_name = job.kernel_name;
-    v.source = variant_source(job, source, c);
-    v.options = compile_options(job, c);
-    v.kernel_folder = kernel_folder(job);
-    variants.push_back(std::move(v));
-  }
+    v.source = variant_source(job, source, configs[i]);
+    v.options = compile_options(job, configs[i]);
+    v.kernel_folder = folder;
+    return v;
+  };
   CompileReport r;
   {
-    Progress prog("compile", variants.size(), progress);
+    Progress prog("compile", configs.size(), progress);
     std::mutex mu;
     size_t done = 0, failed = 0;
     r.compiled = compile_all(
-        variants, arch, cache, threads,
+        configs.size(), make, arch, cache, threads,
         [&](size_t, const CompiledVariant& c) {
           std::lock_guard<std::mutex> lock(mu);
           ++done;

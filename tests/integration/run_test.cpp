@@ -373,6 +373,64 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
   }
 }
 
+// A naive space of 576,460 variants (mm) compiled by brute force: each variant's source is
+// generated as a compile worker reaches it, so the first compile starts within seconds (before,
+// every source was generated first: about 90 s and gigabytes here) and Ctrl-C stops it at once.
+TEST(Cli, ALargeNaiveSpaceStartsCompilingAtOnceAndStopsOnCtrlC) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  // mm's job without its budget of 200: brute force plans every variant.
+  nlohmann::json doc =
+      nlohmann::json::parse(test::read_file(test::source_dir() / "configs" / "naive" / "mm.json"));
+  doc["GPUTune"].erase("Budget");
+  doc["GPUTune"].erase("Search");
+  test::write_file(dir / "mm.json", doc.dump());
+  test::write_file(dir / "mm.cu",
+                   test::read_file(test::source_dir() / "configs" / "naive" / "mm.cu"));
+  const std::string job = (dir / "mm.json").string();
+  auto cached = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    if (fs::exists(cache, ec))
+      for (const auto& e : fs::recursive_directory_iterator(cache, ec))
+        n += e.path().extension() == ".cubin";
+    return n;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), "-j", "2", "--no-gpu", "--strategy", "brute_force",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  for (int i = 0; i < 1200 && cached() < 1; ++i)  // at most 60 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double first_cubin_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  kill(-pid, SIGINT);
+  const auto status = test::wait_for_child(pid, 30);
+  kill(-pid, SIGKILL);
+  const std::string out = test::read_file(log);
+  ASSERT_GE(cached(), 1u) << "no variant compiled within " << first_cubin_s << " s: " << out;
+  ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("interrupted while compiling: (\\d+) of 576460 configurations compiled")))
+      << out;
+  EXPECT_EQ(std::stoul(m[1]), cached());
+  EXPECT_NE(out.find("compile failures 0"), std::string::npos) << out;
+}
+
 // NVRTC installs SIGINT/SIGTERM handlers of its own during the first compile of a process (its
 // front end); one that catches a signal ends the process with exit code 4, which in gputune's table
 // means "no correct variant". A kernel whose compile-time evaluation keeps NVRTC's front end busy
