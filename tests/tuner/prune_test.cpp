@@ -38,6 +38,21 @@ Job strided_copy_job(const test::TempDir& dir) {
   return job;
 }
 
+// Reads from 1 to 128 floats apart over block sizes 128 and 256: 64 configurations with
+// `unused` (four values, added to every element).
+Job strided_reads_job(const test::TempDir& dir, const std::string& unused_values) {
+  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride] + unused;
+})",
+                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32, 64, 128]"},
+                          {"Name": "unused", "Type": "int", "Values": ")" +
+                          unused_values + R"("}])");
+  job.global_size.x = "1048576 // bs";
+  return job;
+}
+
 PruneRunOptions opts(const test::TempDir& dir, const std::string& device) {
   PruneRunOptions o;
   o.device = device;
@@ -250,14 +265,7 @@ TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
   // Strided reads from 1 to 128 floats apart: the wide strides are DRAM-bound many times over.
   // Rule 4 judges them from their source before compiling; the kept set must not change.
   test::TempDir dir;
-  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride] + unused;
-})",
-                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32, 64, 128]"},
-                          {"Name": "unused", "Type": "int", "Values": "[0, 0, 0, 0]"}])");
-  job.global_size.x = "1048576 // bs";
+  Job job = strided_reads_job(dir, "[0, 0, 0, 0]");
   auto o = opts(dir, "h100-sxm");
   auto all = prune_job(job, o);
   o.screen = true;
@@ -295,14 +303,7 @@ TEST(Prune, TheScreenKeepsWhatRule4KeepsWithoutCompilingTheRest) {
 // and nothing counts as screened.
 TEST(Prune, AStopWhileTheScreenAnalysesEndsItAndCompilesNothing) {
   test::TempDir dir;
-  Job job = small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride] + unused;
-})",
-                      R"([{"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32, 64, 128]"},
-                          {"Name": "unused", "Type": "int", "Values": "[0, 1, 2, 3]"}])");
-  job.global_size.x = "1048576 // bs";
+  Job job = strided_reads_job(dir, "[0, 1, 2, 3]");
   const std::string source = load_kernel_source(job);
   const Space space = build_space(job);
   std::vector<Config> configs;
