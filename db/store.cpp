@@ -478,6 +478,32 @@ std::optional<RunRow> Store::run(std::int64_t run_id) {
   return read_run(s);
 }
 
+std::vector<RunRow> Store::runs_of_job(const std::string& document, std::int64_t after_run_id) {
+  const std::string hash = sha256_hex(document);
+  Statement s(db_, std::string(kRunSelect) + "WHERE j.hash=? AND r.id>? ORDER BY r.id");
+  s.bind(1, hash).bind(2, after_run_id);
+  std::vector<RunRow> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,
+                                                        std::int64_t context_id) {
+  // Earlier finished runs of the run's job, each with its best in a matching context (through
+  // the (run, context, status, time) index), newest first.
+  Statement s(db_,
+              "SELECT id, best FROM (SELECT r.id AS id, (SELECT min(m.time_ms) FROM measurements m "
+              "WHERE m.run_id=r.id AND m.context_id=c2.id AND m.status='correct') AS best "
+              "FROM contexts c JOIN contexts c2 ON c2.device_id=c.device_id AND "
+              "c2.label=c.label AND c2.problem_size=c.problem_size AND "
+              "c2.input_values=c.input_values JOIN runs r ON r.job_id=(SELECT job_id FROM runs "
+              "WHERE id=?1) AND r.id<?1 AND r.status='done' WHERE c.id=?2) WHERE best IS NOT "
+              "NULL ORDER BY id DESC, best LIMIT 1");
+  s.bind(1, run_id).bind(2, context_id);
+  if (!s.step()) return std::nullopt;
+  return PreviousBest{s.int64(0), s.real(1)};
+}
+
 std::int64_t Store::timed_pairs(std::int64_t run_id) {
   Statement s(db_,
               "SELECT count(*) FROM (SELECT DISTINCT context_id, variant_id FROM measurements "

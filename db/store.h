@@ -170,6 +170,17 @@ class Store {
                                  const std::string& device = {});
   std::optional<RunRow> run(std::int64_t run_id);
   std::vector<RunRow> runs(int limit = 20);
+  /// Runs of the job with this document (Job::document, as stored by upsert_job) whose id is
+  /// above `after_run_id`, oldest first: what one `gputune run` of that job stored.
+  std::vector<RunRow> runs_of_job(const std::string& document, std::int64_t after_run_id = 0);
+  /// The best correct time of the newest finished ("done") run of the same job before `run_id`,
+  /// in a context with the device, label, problem size and input values of `context_id` (the
+  /// kernel's source, the driver and the toolkit may differ): what `gputune batch` compares with.
+  struct PreviousBest {
+    std::int64_t run_id = 0;
+    double best_ms = 0;
+  };
+  std::optional<PreviousBest> previous_best(std::int64_t run_id, std::int64_t context_id);
   /// (context, variant) pairs of a run with a verified time: what was measured on a GPU. A run
   /// without a GPU and a `prune` decide every pair (RunRow::done) and time none. A scan of the
   /// run's measurements: for the CLI, not for what the dashboard polls.

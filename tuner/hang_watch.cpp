@@ -155,7 +155,10 @@ SupervisorLink supervisor_link() {
   return link;
 }
 
-int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log) {
+bool supervisor_stop_requested() noexcept { return g_stop_signal != 0; }
+
+int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log,
+                   bool survive_child_signal) {
   // The stop signals this process would act on (one the shell set to be ignored stays ignored,
   // and the child inherits that).
   sigset_t stops, before;
@@ -224,6 +227,11 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     close(link[0]);
     if (WIFSIGNALED(status)) {  // end as it did
       const int sig = WTERMSIG(status);
+      if (survive_child_signal) {
+        log << "gputune: the tuning process was killed by signal " << sig << " (" << strsignal(sig)
+            << ")\n";
+        return 128 + sig;
+      }
       signal(sig, SIG_DFL);
       raise(sig);
       return 128 + sig;

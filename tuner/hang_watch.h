@@ -82,8 +82,14 @@ SupervisorLink supervisor_link();
 /// child stopped because a kernel hung, runs it again with `--resume RUN` (replacing a --resume
 /// in `args`), at most `max_restarts` times; progress is certain, as resume skips what hung.
 /// Never restarts after a stop signal or any other exit. A child killed by a signal kills this
-/// process with the same signal. A stop signal sent to this process alone is passed on (the first
-/// marked as kForwardedSignal, tuner/stop_signals.h; one from the terminal reached the child too).
-int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log);
+/// process with the same signal, unless `survive_child_signal` (then the result is 128 + the
+/// signal, as a shell gives it: `gputune batch` goes on with its next job). A stop signal sent to
+/// this process alone is passed on (the first marked as kForwardedSignal, tuner/stop_signals.h;
+/// one from the terminal reached the child too).
+int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log,
+                   bool survive_child_signal = false);
+
+/// Whether SIGINT or SIGTERM reached this process since run_restarting first ran here.
+bool supervisor_stop_requested() noexcept;
 
 }  // namespace gputune::tuner

@@ -24,6 +24,7 @@
 #include "db/tuned_header.h"
 #include "pruner/device_spec.h"
 #include "tuner/arguments.h"
+#include "tuner/batch.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
@@ -52,6 +53,7 @@ usage: gputune COMMAND [options]
 
 commands:
   run JOB            compile, verify and time every configuration of a T1 job; store it all
+  batch SUITE...     run every job of a suite (suite files, folders, jobs); report regressions
   space JOB          --count: number of valid configurations; --list: each as a JSON line
   generate FILE.cu   rewrite a naive kernel (--kernel NAME) into variants (--out DIR, --check)
   check JOB          run configurations on the CPU against the reference (--size 37, no GPU needed)
@@ -69,7 +71,8 @@ commands:
 
 Run `gputune COMMAND --help` for a command's options.
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 no CUDA device (compiled, stored, not timed),
-            4 no correct variant, 5 interrupted, 6 check: some configurations differ)";
+            4 no correct variant, 5 interrupted, 6 check: some configurations differ,
+            7 batch: a context's best time regressed)";
 
 /// --help, or a missing required option: print the command's help; the exit code to return.
 std::optional<int> help_or_missing(const cxxopts::Options& o, const cxxopts::ParseResult& r,
@@ -182,6 +185,77 @@ int cmd_run(int argc, char** argv) {
   opt.should_stop = [] { return tuner::stop_requested(); };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
+  return rep.exit_code;
+}
+
+int cmd_batch(int argc, char** argv) {
+  cxxopts::Options o("gputune batch",
+                     "Tune a suite of jobs one after another, each as its own `gputune run`, and "
+                     "compare every context's best time with the previous run's (a nightly "
+                     "re-tune)");
+  o.add_options()("suite", "suite files, folders of jobs, or job files",
+                  cxxopts::value<std::vector<std::string>>())(
+      "db", "database file for every job's runs (default: $GPUTUNE_DB, ./gputune.db)",
+      cxxopts::value<std::string>())(
+      "regression",
+      "percent: a context whose best time is this much slower than the previous finished run's "
+      "is a regression (exit 7)",
+      cxxopts::value<double>()->default_value("5"))(
+      "no-gpu", "do not use a GPU even if one is present (compile and inspect only)")(
+      "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
+      "j,threads", "compile workers", cxxopts::value<int>())(
+      "strategy", "every job's search strategy: brute_force, random, model_guided",
+      cxxopts::value<std::string>())("budget", "every job's GPUTune.Budget.Configurations",
+                                     cxxopts::value<std::uint64_t>())(
+      "kernel-timeout", "as for `run`: seconds before a measurement counts as hung",
+      cxxopts::value<double>())(
+      "max-restarts", "as for `run`: restarts of a job after hung kernels",
+      cxxopts::value<int>()->default_value("10"))("q,quiet", "no progress lines")("h,help", "help");
+  o.parse_positional({"suite"});
+  o.positional_help("SUITE...");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "suite")) return *rc;
+  const double pct = r["regression"].as<double>();
+  if (!(pct >= 0) || pct > 1000)
+    throw JobError("command line", "--regression", "a threshold of " + std::to_string(pct) + "%",
+                   "give a percentage from 0 to 1000");
+  const int max_restarts = r["max-restarts"].as<int>();
+  if (max_restarts < 0 || max_restarts > 1000000)
+    throw JobError("command line", "--max-restarts", std::to_string(max_restarts) + " restarts",
+                   "give a number from 0 (stop a job at its first hung kernel) to 1000000");
+  tuner::Suite suite = tuner::collect_suite(r["suite"].as<std::vector<std::string>>());
+  tuner::BatchOptions bo;
+  bo.db_path = db_of(r), bo.regression = pct / 100, bo.max_restarts = max_restarts;
+  // What every run gets; checked here once, so a typo fails in a second and not once per job.
+  if (r.count("strategy")) {
+    Job probe = tuner::load_tuning_job(suite.jobs.front().file);
+    set_strategy(probe, r["strategy"].as<std::string>(), "command line", "--strategy");
+    bo.run_args.insert(bo.run_args.end(), {"--strategy", r["strategy"].as<std::string>()});
+  }
+  if (r.count("budget")) {
+    if (r["budget"].as<std::uint64_t>() == 0)
+      throw JobError("command line", "--budget", "a budget of 0 configurations measures nothing",
+                     "give a positive number of configurations");
+    bo.run_args.insert(bo.run_args.end(),
+                       {"--budget", std::to_string(r["budget"].as<std::uint64_t>())});
+  }
+  if (r.count("no-gpu")) bo.run_args.push_back("--no-gpu");
+  if (r.count("cache-dir"))
+    bo.run_args.insert(bo.run_args.end(), {"--cache-dir", r["cache-dir"].as<std::string>()});
+  if (r.count("threads"))
+    bo.run_args.insert(bo.run_args.end(), {"--threads", std::to_string(r["threads"].as<int>())});
+  if (r.count("kernel-timeout")) {
+    std::ostringstream v;
+    v << r["kernel-timeout"].as<double>();
+    bo.run_args.insert(bo.run_args.end(), {"--kernel-timeout", v.str()});
+  }
+  if (r.count("quiet")) bo.run_args.push_back("--quiet");
+  bo.should_stop = [] { return tuner::supervisor_stop_requested(); };
+  for (const std::string& s : suite.skipped) std::cerr << "gputune batch: skipped " << s << "\n";
+  std::cerr << "gputune batch: " << suite.jobs.size() << " job"
+            << (suite.jobs.size() == 1 ? "" : "s") << ", runs stored in " << bo.db_path << "\n";
+  tuner::BatchReport rep = tuner::run_batch(suite.jobs, bo, std::cerr);
+  tuner::print_batch_report(rep, std::cout);
   return rep.exit_code;
 }
 
@@ -811,6 +885,7 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   try {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
+    if (cmd == "batch") return cmd_batch(argc - 1, argv + 1);
     if (cmd == "space") return cmd_space(argc - 1, argv + 1);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "check") return cmd_check(argc - 1, argv + 1);

@@ -13,6 +13,7 @@
 //   driver);
 //   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel);
 //   - FAKE_CUDA_SLOW_MS=M: every launch takes M real milliseconds;
+//   - FAKE_CUDA_TIME_SCALE=F: the fake clock's costs are multiplied by F (a slower "driver");
 //   - FAKE_CUDA_TOTAL_MEM=BYTES: the device has that much memory (default 80 GiB), and an
 //     allocation beyond it fails with CUDA_ERROR_OUT_OF_MEMORY;
 //   - FAKE_CUDA_ALLOCS=N: only the first N allocations succeed (memory another process takes).
@@ -225,8 +226,10 @@ CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx
   }
   bool wrong = bx == 512 && tile == 8;
   for (int j = 0; j < n; ++j) c[j] = wrong ? a[j] : a[j] + b[j];
-  g_clock_ms += 1.0 + 0.1 * std::fabs(std::log2(bx) - 7.0) +
-                0.05 * std::fabs(static_cast<double>(tile) - 2.0) + 1e-9 * n;
+  const char* scale = std::getenv("FAKE_CUDA_TIME_SCALE");
+  g_clock_ms += (scale ? std::atof(scale) : 1.0) *
+                (1.0 + 0.1 * std::fabs(std::log2(bx) - 7.0) +
+                 0.05 * std::fabs(static_cast<double>(tile) - 2.0) + 1e-9 * n);
   return CUDA_SUCCESS;
 }
 

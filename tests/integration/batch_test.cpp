@@ -1,0 +1,166 @@
+// `gputune batch` end to end with the fake driver (tests/fake_cuda): each job of a suite runs as
+// its own `gputune run`, the report compares every context with the previous finished run of the
+// same job, a failed or crashed job does not stop the suite, and Ctrl-C stops it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "db/store.h"
+#include "test_util.h"
+
+namespace gputune {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// vector_add.json as a.json (two contexts) and b.json (16M only) in `dir`, and suite.json
+/// naming both.
+std::string write_suite(const test::TempDir& dir) {
+  fs::copy_file(test::examples_dir() / "vector_add.cu", dir / "vector_add.cu");
+  // Small sizes (the labels stay): the fake driver adds the vectors on the CPU at every launch.
+  std::string job = test::read_file(test::examples_dir() / "vector_add.json");
+  for (auto [from, to] : {std::pair{"[1048576]", "[4096]"}, {"[16777216]", "[65536]"}})
+    job.replace(job.find(from), std::string(from).size(), to);
+  test::write_file(dir / "a.json", job);
+  std::string b = job;
+  const std::string one_m = "{\"Name\": \"1M\", \"ProblemSize\": [4096]}, ";
+  b.erase(b.find(one_m), one_m.size());
+  test::write_file(dir / "b.json", b);
+  test::write_file(dir / "suite.json", R"({"Suite": "t", "Jobs": ["a.json", "b.json"]})");
+  return (dir / "suite.json").string();
+}
+
+test::CommandResult batch(const std::string& env, const std::string& args) {
+  return test::run_command(std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env +
+                           " '" + GPUTUNE_BINARY + "' batch " + args);
+}
+
+/// The report's row of a context: "<label> <best> <previous> (<run>) <change>".
+std::string row(const std::string& out, const std::string& label) {
+  std::smatch m;
+  const std::regex re("\\n[^\\n]*\\s" + label + "\\s+[^\\n]*");
+  std::string rows;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator();
+       ++it)
+    rows += it->str();
+  return rows;
+}
+
+TEST(Batch, EachJobRunsAndAContextThatGotSlowerIsARegression) {
+  test::TempDir dir;
+  const std::string suite = write_suite(dir), db = (dir / "g.db").string();
+  const std::string args =
+      "'" + suite + "' --db '" + db + "' --cache-dir '" + (dir / "cache").string() + "' -q";
+  auto first = batch("", args);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("job 2 of 2: "), std::string::npos) << first.out;
+  EXPECT_EQ(db::Store(db).runs().size(), 2u);
+  EXPECT_NE(row(first.out, "16M").find("first run"), std::string::npos) << first.out;
+
+  // Every launch 1.5 x slower: each context's best is 50% over the previous run of its own job.
+  auto slower = batch("FAKE_CUDA_TIME_SCALE=1.5", args);
+  EXPECT_EQ(slower.exit_code, 7) << slower.out;
+  const std::string rows = row(slower.out, "1M") + row(slower.out, "16M");
+  EXPECT_NE(rows.find("1.5000            1.0000 (1)    +50.0%  REGRESSION"), std::string::npos)
+      << slower.out;  // a's 1M
+  EXPECT_NE(rows.find("1.5001            1.0001 (1)    +50.0%  REGRESSION"), std::string::npos)
+      << slower.out;  // a's 16M
+  EXPECT_NE(rows.find("1.5001            1.0001 (2)    +50.0%  REGRESSION"), std::string::npos)
+      << slower.out;  // b's 16M, against b's run
+  EXPECT_NE(slower.out.find("batch: 3 contexts regressed"), std::string::npos) << slower.out;
+
+  // 2% slower again than that: under the 5% threshold, and over a 1% one.
+  auto again = batch("FAKE_CUDA_TIME_SCALE=1.53", args);
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(row(again.out, "16M").find("(4)     +2.0%"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("REGRESSION"), std::string::npos) << again.out;
+  auto strict = batch("FAKE_CUDA_TIME_SCALE=1.56", args + " --regression 1");
+  EXPECT_EQ(strict.exit_code, 7) << strict.out;
+
+  // Without a GPU nothing is timed, so nothing is compared.
+  auto none = batch("", args + " --no-gpu");
+  EXPECT_EQ(none.exit_code, 3) << none.out;
+  EXPECT_NE(row(none.out, "16M").find("not timed"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("REGRESSION"), std::string::npos) << none.out;
+}
+
+TEST(Batch, AJobThatFailsOrCrashesDoesNotStopTheSuite) {
+  test::TempDir dir;
+  const std::string suite = write_suite(dir), db = (dir / "g.db").string();
+  const std::string args =
+      "'" + suite + "' --db '" + db + "' --cache-dir '" + (dir / "cache").string() + "' -q";
+  // The 256-thread launch aborts the tuning process of each job.
+  auto crashed = batch("FAKE_CUDA_CRASH_BLOCK=256", args);
+  EXPECT_EQ(crashed.exit_code, 1) << crashed.out;
+  EXPECT_NE(crashed.out.find("job 2 of 2"), std::string::npos) << crashed.out;
+  db::Store store(db);
+  ASSERT_EQ(store.runs().size(), 2u);
+  for (const auto& r : store.runs()) {  // ended, not left "running"
+    EXPECT_EQ(r.status, "failed") << r.id;
+    EXPECT_NE(r.message.find("killed by signal 6"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("--resume " + std::to_string(r.id)), std::string::npos);
+  }
+  // A kernel that compiles for no configuration: a's run fails (exit 2), b is still tuned.
+  test::write_file(dir / "broken.cu",
+                   "extern \"C\" __global__ void vector_add(float* c, const float* a, const "
+                   "float* b, int n) { c[0] = not_declared; }\n");
+  std::string a = test::read_file(dir / "a.json");
+  a.replace(a.find("vector_add.cu"), 13, "broken.cu");
+  test::write_file(dir / "a.json", a);
+  auto failed = batch("", args);
+  EXPECT_EQ(failed.exit_code, 2) << failed.out;
+  EXPECT_NE(failed.out.find("job 2 of 2"), std::string::npos) << failed.out;
+  ASSERT_EQ(store.runs().size(), 4u);
+  EXPECT_EQ(store.run(3)->status, "failed");
+  EXPECT_EQ(store.run(4)->status, "done");
+  EXPECT_NE(failed.out.find("/a.json  2     3      failed: no configuration compiled\n"),
+            std::string::npos)
+      << failed.out;
+}
+
+TEST(Batch, CtrlCStopsTheJobInHandAndTheSuite) {
+  test::TempDir dir;
+  const std::string suite = write_suite(dir), db = (dir / "g.db").string();
+  const std::string log = (dir / "out.txt").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    setenv("FAKE_CUDA_SLOW_MS", "20", 1);  // each variant takes about half a second
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    const std::string cache = (dir / "cache").string();
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "batch", suite.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), "-q", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once the first job has measured something, Ctrl-C reaches the whole process group.
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (fs::exists(db)) try {
+        if (!db::Store(db).measurements(1).empty()) break;
+      } catch (const std::exception&) {  // the schema is still being created
+      }
+  }
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  const std::optional<int> status = test::wait_for_child(pid, 60);
+  if (!status) kill(-pid, SIGKILL);
+  ASSERT_TRUE(status) << test::read_file(log);
+  const std::string out = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
+  EXPECT_EQ(out.find("job 2 of 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("not run (the suite was stopped)"), std::string::npos) << out;
+  db::Store store(db);
+  ASSERT_EQ(store.runs().size(), 1u);
+  EXPECT_EQ(store.runs()[0].status, "interrupted");
+}
+
+}  // namespace
+}  // namespace gputune
