@@ -491,22 +491,37 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         }
         // The measurer's arguments when there is one, else those sized before compiling.
         const std::vector<HostArgument>& sized = sized_args[context_index];
-        model =
-            run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized, usable,
-                      occ, rates, calibration, opt.threads ? opt.threads : job.compile_threads,
-                      opt.progress, TrafficCache{cache_for(opt.cache_dir).dir()});
-        log << "gputune: model: " << model.predicted << " of " << configs.size()
-            << " variants predicted (" << model.analyses_cached
-            << " analyses from the cache); rates from " << rates.source << "; calibration "
-            << (calibration.samples
-                    ? "fitted on " + std::to_string(calibration.samples) + " measurements"
-                    : std::string("default"))
-            << "\n";
-        if (model.not_analysed)
+        if (!dev) {
+          // Nothing is measured or fitted, and there are no rates to predict with: the traffic
+          // analysis (a clang parse per variant) would take minutes for nothing.
+          model.traffic.resize(configs.size());
+          model.features.resize(configs.size());
+          model.predictions.resize(configs.size());
+          log << "gputune: model: not run without a GPU (no rates to predict with; `gputune "
+                 "prune JOB --device NAME` ranks the variants for a GPU that is not here)\n";
+        } else {
+          model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized,
+                            usable, occ, rates, calibration,
+                            opt.threads ? opt.threads : job.compile_threads, opt.progress,
+                            TrafficCache{cache_for(opt.cache_dir).dir()}, opt.should_stop);
+        }
+        // Ctrl-C while analysing: the measuring loop below stops before its first variant, and
+        // nothing the partial model decided is stored.
+        if (model.interrupted)
+          log << "gputune: model: stopped (Ctrl-C) after analysing part of the space\n";
+        else if (dev)
+          log << "gputune: model: " << model.predicted << " of " << configs.size()
+              << " variants predicted (" << model.analyses_cached
+              << " analyses from the cache); rates from " << rates.source << "; calibration "
+              << (calibration.samples
+                      ? "fitted on " + std::to_string(calibration.samples) + " measurements"
+                      : std::string("default"))
+              << "\n";
+        if (model.not_analysed && !model.interrupted)
           log << "gputune: model: " << model.not_analysed
               << " variants not analysed (judged by the resource rules only): " << model.first_error
               << "\n";
-        if (job.pruner.enabled) {
+        if (job.pruner.enabled && !model.interrupted) {
           pruner::PruneResult pr = pruner::apply_rules(
               rule_inputs(job, configs, ctx, compile_report), limits, rule_options);
           std::size_t by_model = apply_model_rule(pr.decisions, model, job.pruner.model_margin);

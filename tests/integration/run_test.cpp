@@ -172,6 +172,26 @@ TEST(Cli, StrategyAndBudgetFromTheCommandLine) {
   EXPECT_NE(zero.out.find("'--budget'"), std::string::npos) << zero.out;
 }
 
+// Without a GPU there are no rates, so a model_guided run has nothing to predict with: it applies
+// the resource rules and does not parse a single variant for the traffic model.
+TEST(Cli, AModelGuidedRunWithoutAGpuSkipsTheTrafficAnalysis) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  auto r = run_gputune("run '" + (test::examples_dir() / "vector_add.json").string() + "' --db '" +
+                       (dir / "g.db").string() + "' --cache-dir '" + cache.string() +
+                       "' --no-gpu --strategy model_guided");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("gputune: model: not run without a GPU (no rates to predict with"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gputune: pruner: resources 0 spills 0 duplicate "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("variants predicted"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(cache));  // the cubins are there
+  EXPECT_FALSE(fs::exists(cache / "traffic")) << "a traffic analysis ran";
+  EXPECT_NE(r.out.find("compiled and inspected 24 of 24 variants"), std::string::npos) << r.out;
+}
+
 TEST(Cli, SpaceCountAndList) {
   auto job = "'" +
              (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() +
