@@ -100,6 +100,24 @@ void apply_gpu_option(const cxxopts::ParseResult& r, Job& job) {
   if (tuner::Driver::instance().available()) (void)tuner::job_device(job, "command line", "--gpu");
 }
 
+/// --budget N of `run` and `batch`: configurations measured, at least 1.
+std::uint64_t budget_option(const cxxopts::ParseResult& r) {
+  const auto n = r["budget"].as<std::uint64_t>();
+  if (n == 0)
+    throw JobError("command line", "--budget", "a budget of 0 configurations measures nothing",
+                   "give a positive number of configurations");
+  return n;
+}
+
+/// --max-restarts N of `run` and `batch`.
+int max_restarts_option(const cxxopts::ParseResult& r) {
+  const int n = r["max-restarts"].as<int>();
+  if (n < 0 || n > 1000000)
+    throw JobError("command line", "--max-restarts", std::to_string(n) + " restarts",
+                   "give a number from 0 (stop at the first hung kernel) to 1000000");
+  return n;
+}
+
 int cmd_run(int argc, char** argv) {
   cxxopts::Options o("gputune run",
                      "Tune a T1 job: compile, inspect, verify and time its configurations");
@@ -140,13 +158,7 @@ int cmd_run(int argc, char** argv) {
   if (r.count("strategy")) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
-  if (r.count("budget")) {
-    const auto n = r["budget"].as<std::uint64_t>();
-    if (n == 0)
-      throw JobError("command line", "--budget", "a budget of 0 configurations measures nothing",
-                     "give a positive number of configurations");
-    job.budget.max_configurations = n;
-  }
+  if (r.count("budget")) job.budget.max_configurations = budget_option(r);
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
   if (r.count("arch")) opt.arch = r["arch"].as<std::string>();
@@ -166,10 +178,7 @@ int cmd_run(int argc, char** argv) {
     throw JobError("command line", "--kernel-timeout",
                    "a timeout of " + std::to_string(opt.hang_limit_s) + " s",
                    "give seconds from 0 (wait for ever) to 10000000");
-  const int max_restarts = r["max-restarts"].as<int>();
-  if (max_restarts < 0 || max_restarts > 1000000)
-    throw JobError("command line", "--max-restarts", std::to_string(max_restarts) + " restarts",
-                   "give a number from 0 (stop at the first hung kernel) to 1000000");
+  const int max_restarts = max_restarts_option(r);
   // A hung kernel ends the process that launched it, so a supervising process (which never loads
   // the driver) runs the tuning as its child and restarts it after each hang.
   const tuner::SupervisorLink link = tuner::supervisor_link();
@@ -219,10 +228,7 @@ int cmd_batch(int argc, char** argv) {
   if (!(pct >= 0) || pct > 1000)
     throw JobError("command line", "--regression", "a threshold of " + std::to_string(pct) + "%",
                    "give a percentage from 0 to 1000");
-  const int max_restarts = r["max-restarts"].as<int>();
-  if (max_restarts < 0 || max_restarts > 1000000)
-    throw JobError("command line", "--max-restarts", std::to_string(max_restarts) + " restarts",
-                   "give a number from 0 (stop a job at its first hung kernel) to 1000000");
+  const int max_restarts = max_restarts_option(r);
   tuner::Suite suite = tuner::collect_suite(r["suite"].as<std::vector<std::string>>());
   tuner::BatchOptions bo;
   bo.db_path = db_of(r), bo.regression = pct / 100, bo.max_restarts = max_restarts;
@@ -232,13 +238,8 @@ int cmd_batch(int argc, char** argv) {
     set_strategy(probe, r["strategy"].as<std::string>(), "command line", "--strategy");
     bo.run_args.insert(bo.run_args.end(), {"--strategy", r["strategy"].as<std::string>()});
   }
-  if (r.count("budget")) {
-    if (r["budget"].as<std::uint64_t>() == 0)
-      throw JobError("command line", "--budget", "a budget of 0 configurations measures nothing",
-                     "give a positive number of configurations");
-    bo.run_args.insert(bo.run_args.end(),
-                       {"--budget", std::to_string(r["budget"].as<std::uint64_t>())});
-  }
+  if (r.count("budget"))
+    bo.run_args.insert(bo.run_args.end(), {"--budget", std::to_string(budget_option(r))});
   if (r.count("no-gpu")) bo.run_args.push_back("--no-gpu");
   if (r.count("cache-dir"))
     bo.run_args.insert(bo.run_args.end(), {"--cache-dir", r["cache-dir"].as<std::string>()});
