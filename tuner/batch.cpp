@@ -1,11 +1,9 @@
 #include "tuner/batch.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -74,9 +72,10 @@ class Collector {
       for (const auto& e : fs::directory_iterator(path))
         if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
       std::sort(files.begin(), files.end());
-      const size_t before = suite.jobs.size();
+      // Jobs it holds, whether or not they were named before (each runs once either way).
+      const size_t before = jobs_found_;
       for (const fs::path& f : files) add(f, path.string(), true, depth + 1);
-      if (suite.jobs.size() == before)
+      if (jobs_found_ == before)
         throw JobError(named_by, named_by == "command line" ? "SUITE" : "Jobs",
                        "the folder " + path.string() +
                            " holds no job files (*.json with "
@@ -89,6 +88,7 @@ class Collector {
     json doc;
     switch (kind_of(path, text, doc)) {
       case Kind::Job:
+        ++jobs_found_;
         if (seen_.insert(canonical).second) suite.jobs.push_back({path, named_by, text});
         return;
       case Kind::Suite:
@@ -142,6 +142,7 @@ class Collector {
   }
 
   std::set<fs::path> seen_, suites_;
+  size_t jobs_found_ = 0;
 };
 
 std::string fixed(double v, int digits) {

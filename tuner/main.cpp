@@ -234,7 +234,7 @@ int cmd_batch(int argc, char** argv) {
   bo.db_path = db_of(r), bo.regression = pct / 100, bo.max_restarts = max_restarts;
   // What every run gets; checked here once, so a typo fails in a second and not once per job.
   if (r.count("strategy")) {
-    Job probe = tuner::load_tuning_job(suite.jobs.front().file);
+    Job probe;  // only the name is checked: each run sets it on its own job
     set_strategy(probe, r["strategy"].as<std::string>(), "command line", "--strategy");
     bo.run_args.insert(bo.run_args.end(), {"--strategy", r["strategy"].as<std::string>()});
   }

@@ -50,6 +50,11 @@ TEST(Batch, ASuiteNamesJobsFoldersAndSuitesEachJobOnce) {
       d / "suite.json",
       R"({"Suite": "s", "Description": "d", "Jobs": ["sub", "inner.json", "sub/a.json"]})");
   Suite s = collect_suite({(d / "suite.json").string(), (d / "sub/b.json").string()});
+  // A folder whose jobs were all named before still holds jobs (they run once).
+  EXPECT_EQ(collect_suite(
+                {(d / "sub/a.json").string(), (d / "sub/b.json").string(), (d / "sub").string()})
+                .jobs.size(),
+            2u);
   ASSERT_EQ(s.jobs.size(), 2u);  // a and b, in the folder's order; b again and a again are not
   EXPECT_EQ(s.jobs[0].file.filename(), "a.json");
   EXPECT_EQ(s.jobs[1].file.filename(), "b.json");
