@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tuner/cache_admin.h"
 #include "variants/hash.h"
 
 namespace gputune::tuner {
@@ -294,6 +295,7 @@ std::optional<CompiledVariant> CubinCache::get(const std::string& key) const {
     c.cubin_hash = m.at("cubin_hash").get<std::string>();
     c.lowered_name = m.at("lowered_name").get<std::string>();
     c.log = m.at("log").get<std::string>();
+    mark_used(base.string() + ".cubin");  // its last use, for trim_cache
     return c;
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable entry: recompile
@@ -327,7 +329,10 @@ bool write_atomically(const std::filesystem::path& path, const std::string& byte
     }
   }
   std::filesystem::rename(tmp, path, ec);
-  if (!ec) return true;
+  if (!ec) {
+    count_cache_write(bytes.size());  // trim_cache_after_use looks only when something was
+    return true;
+  }
   std::filesystem::remove(tmp, ec);
   return false;
 }

@@ -17,8 +17,10 @@
 #include <thread>
 
 #include "db/store.h"
+#include "tuner/cache_admin.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
+#include "tuner/inspect.h"
 #include "tuner/job_files.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
@@ -145,6 +147,7 @@ int run_worker(const WorkerOptions& o) {
     std::filesystem::remove_all(root, ec);
     std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
               << message << "\n";
+    trim_cache_after_use(cache_for(o.cache_dir).dir(), std::cerr);
   }
   return 0;
 }

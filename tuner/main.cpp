@@ -25,6 +25,7 @@
 #include "pruner/device_spec.h"
 #include "tuner/arguments.h"
 #include "tuner/batch.h"
+#include "tuner/cache_admin.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
@@ -32,6 +33,7 @@
 #include "tuner/daemon.h"
 #include "tuner/generate.h"
 #include "tuner/hang_watch.h"
+#include "tuner/inspect.h"
 #include "tuner/job_files.h"
 #include "tuner/pipeline.h"
 #include "tuner/progress.h"
@@ -64,6 +66,7 @@ commands:
   runs               the most recent runs
   export --t4        T4 results of a run (--run ID, -o FILE)
   import FILE        a Kernel Tuner cache file (.json or .json.gz) as measurements of its device
+  cache              what the cubin and analysis cache holds; --max-size SIZE limits it, --clear
   devices            the CUDA devices the driver reports (or why there are none)
   serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs
   submit JOB         queue a job on a running daemon (--server URL)
@@ -194,6 +197,7 @@ int cmd_run(int argc, char** argv) {
   opt.should_stop = [] { return tuner::stop_requested(); };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
+  tuner::trim_cache_after_use(tuner::cache_for(opt.cache_dir).dir(), std::cerr);
   return rep.exit_code;
 }
 
@@ -419,6 +423,7 @@ int cmd_prune(int argc, char** argv) {
   po.progress = !r.count("json") && tuner::stderr_is_terminal();
   auto rep = tuner::prune_job(job, po);
   tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
+  tuner::trim_cache_after_use(tuner::cache_for(po.cache_dir).dir(), std::cerr);
   return 0;
 }
 
@@ -455,6 +460,7 @@ int cmd_replay(int argc, char** argv) {
     return tuner::kExitBadInput;
   }
   tuner::print_replay_report(rep, std::cout);
+  tuner::trim_cache_after_use(tuner::cache_for(ro.cache_dir).dir(), std::cerr);
   return 0;
 }
 
@@ -729,6 +735,89 @@ int cmd_import(int argc, char** argv) {
   return 0;
 }
 
+std::string local_time(std::int64_t seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%d %H:%M", &tm);
+  return out;
+}
+
+int cmd_cache(int argc, char** argv) {
+  cxxopts::Options o("gputune cache",
+                     "What the cache of compiled variants and traffic analyses holds, and its "
+                     "size limit. After a command that wrote to it, a cache over its limit loses "
+                     "its least recently used entries down to 90% of the limit.");
+  o.add_options()("cache-dir",
+                  "the cache folder (default: $GPUTUNE_CACHE_DIR, else $XDG_CACHE_HOME/gputune, "
+                  "else ~/.cache/gputune)",
+                  cxxopts::value<std::string>())(
+      "max-size",
+      "set the folder's size limit (10G, 500M: binary units; 0: no limit; default 10G; "
+      "$GPUTUNE_CACHE_MAX_SIZE overrides it) and trim the cache to it now",
+      cxxopts::value<std::string>())(
+      "clear",
+      "remove every entry (the limit stays; nothing but the caches' own files is touched)")(
+      "h,help", "help");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
+  if (!r.unmatched().empty())
+    throw JobError("command line", r.unmatched().front(),
+                   "an argument `gputune cache` does not take", "see `gputune cache --help`");
+  const std::string option = r.count("cache-dir") ? r["cache-dir"].as<std::string>() : "";
+  if (option == "-")
+    throw JobError("command line", "--cache-dir", "'-' (no cache) has nothing to show or trim",
+                   "name the cache folder, or leave --cache-dir out for the default one");
+  const std::filesystem::path dir = tuner::cache_for(option).dir();
+  auto print_removed = [](const tuner::TrimResult& t) {
+    std::cout << "removed " << t.removed_entries
+              << (t.removed_entries == 1 ? " entry (" : " entries (")
+              << tuner::format_size(t.removed_bytes) << ")\n";
+  };
+  if (r.count("clear") && r.count("max-size"))
+    throw JobError("command line", "--clear", "given with --max-size",
+                   "give one: --clear empties the cache, --max-size limits it");
+  if (r.count("clear")) {
+    print_removed(tuner::trim_cache(dir, 0));
+  } else if (r.count("max-size")) {
+    const std::string text = r["max-size"].as<std::string>();
+    const auto bytes = tuner::parse_size(text);
+    if (!bytes)
+      throw JobError("command line", "--max-size", "'" + text + "' is not a size",
+                     "give a size such as 10G or 500M (binary units), or 0 for no limit");
+    tuner::set_cache_limit(dir, *bytes);
+    if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
+      std::cout << "note: GPUTUNE_CACHE_MAX_SIZE=" << env
+                << " is set and overrides this limit while it is\n";
+    if (*bytes > 0) print_removed(tuner::trim_cache(dir, *bytes));
+  }
+  const tuner::CacheUsage u = tuner::cache_usage(dir);
+  const tuner::CacheLimit limit = tuner::cache_limit(dir);
+  std::error_code ec;
+  std::cout << "cache folder   " << dir.string()
+            << (std::filesystem::exists(dir, ec) ? "" : " (not created yet: nothing cached)")
+            << "\n"
+            << "cubins         " << u.cubins.entries << " compiled variants, "
+            << tuner::format_size(u.cubins.bytes) << "\n"
+            << "traffic        " << u.traffic.entries << " analysis reports, "
+            << tuner::format_size(u.traffic.bytes) << "\n";
+  if (u.abandoned.entries > 0)
+    std::cout << "unfinished     " << u.abandoned.entries << " writes abandoned over an hour ago, "
+              << tuner::format_size(u.abandoned.bytes) << " (the next trim removes them)\n";
+  std::cout << "total          " << tuner::format_size(u.bytes()) << " on disk of "
+            << (limit.bytes ? tuner::format_size(limit.bytes) : std::string("no limit")) << " ("
+            << (limit.source == "default" || limit.source.empty() ? "the default" : limit.source)
+            << ")\n";
+  if (u.oldest_use > 0)
+    std::cout << "last used      " << local_time(u.oldest_use) << " (least recently used entry) to "
+              << local_time(u.newest_use) << "\n";
+  if (u.other_files > 0)
+    std::cout << "other files    " << u.other_files
+              << " not written by gputune's caches (never removed)\n";
+  return 0;
+}
+
 int cmd_devices() {
   const auto& d = tuner::Driver::instance();
   std::cout << "NVRTC " << tuner::nvrtc_version() << "\n";
@@ -898,6 +987,7 @@ int main(int argc, char** argv) {
     if (cmd == "export") return cmd_export(argc - 1, argv + 1);
     if (cmd == "import") return cmd_import(argc - 1, argv + 1);
     if (cmd == "devices") return cmd_devices();
+    if (cmd == "cache") return cmd_cache(argc - 1, argv + 1);
     if (cmd == "serve") return cmd_serve(argc - 1, argv + 1);
     if (cmd == "worker") return cmd_worker(argc - 1, argv + 1);
     if (cmd == "submit") return cmd_submit(argc - 1, argv + 1);

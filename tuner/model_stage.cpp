@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tuner/arguments.h"
+#include "tuner/cache_admin.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/progress.h"
@@ -108,11 +109,14 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
 
 std::optional<pruner::TrafficReport> TrafficCache::get(const std::string& key) const {
   if (dir.empty() || key.empty()) return std::nullopt;
-  std::ifstream in(dir / "traffic" / key.substr(0, 2) / (key + ".json"), std::ios::binary);
+  const std::filesystem::path file = dir / "traffic" / key.substr(0, 2) / (key + ".json");
+  std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  return pruner::traffic_from_json(text.str());  // nothing for a torn or foreign entry
+  auto report = pruner::traffic_from_json(text.str());  // nothing for a torn or foreign entry
+  if (report) mark_used(file);                          // its last use, for trim_cache
+  return report;
 }
 
 void TrafficCache::put(const std::string& key, const pruner::TrafficReport& r) const {

@@ -192,6 +192,67 @@ TEST(Cli, AModelGuidedRunWithoutAGpuSkipsTheTrafficAnalysis) {
   EXPECT_NE(r.out.find("compiled and inspected 24 of 24 variants"), std::string::npos) << r.out;
 }
 
+// The cache folder: `gputune cache` shows and limits it; a run that wrote to a cache over its
+// limit trims the least recently used entries, and one that only read from it does not look.
+TEST(Cli, TheCacheIsShownLimitedAndTrimmedAfterARunThatFilledIt) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  const std::string key(64, 'a');
+  for (const char* ext : {".cubin", ".json"}) {  // an entry last used yesterday, 2 MiB
+    fs::create_directories(cache / "aa");
+    test::write_file(cache / "aa" / (key + ext), std::string(1 << 20, 'x'));
+    fs::last_write_time(cache / "aa" / (key + ext),
+                        fs::file_time_type::clock::now() - std::chrono::hours(24));
+  }
+  test::write_file(cache / "keep.txt", "not the cache's");
+  const std::string c = " --cache-dir '" + cache.string() + "'";
+  const std::string run = "run '" + (test::examples_dir() / "vector_add.json").string() +
+                          "' --no-gpu -q --db '" + (dir / "g.db").string() + "'" + c;
+  auto limited = [](const std::string& size, const std::string& args) {
+    return test::run_command("GPUTUNE_CACHE_MAX_SIZE=" + size + " '" + GPUTUNE_BINARY + "' " +
+                             args);
+  };
+  auto r = limited("1M", run);
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("removed 1 entry (2.0 MiB)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(cache / "aa" / (key + ".cubin")));
+  auto show = run_gputune("cache" + c);
+  EXPECT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("cubins         24 compiled variants"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("of 10.0 GiB (the default)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("other files    1 not written by gputune"), std::string::npos)
+      << show.out;
+
+  // Everything from the cache: nothing written, so nothing trimmed, even far over the limit.
+  r = limited("1K", run);
+  EXPECT_NE(r.out.find("(24 from cache)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("removed"), std::string::npos) << r.out;
+
+  // A limit of the folder's own, kept for later commands.
+  show = run_gputune("cache --max-size 100K" + c);
+  EXPECT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("removed "), std::string::npos) << show.out;
+  EXPECT_EQ(test::read_file(cache / "max-size"), "102400\n");
+  EXPECT_NE(show.out.find("of 100.0 KiB (" + (cache / "max-size").string() + ")"),
+            std::string::npos)
+      << show.out;
+  r = run_gputune(run);
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("limit (" + (cache / "max-size").string()), std::string::npos) << r.out;
+
+  for (const char* bad : {"cache --max-size lots", "cache --clear --max-size 1G", "cache extra",
+                          "cache --cache-dir -"}) {
+    r = run_gputune(std::string(bad) +
+                    (std::string(bad).find("cache-dir") == std::string::npos ? c : ""));
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find("Fix:"), std::string::npos) << bad << "\n" << r.out;
+  }
+  r = run_gputune("cache --clear" + c);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("total          0 B on disk"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(cache / "keep.txt"));
+}
+
 TEST(Cli, SpaceCountAndList) {
   auto job = "'" +
              (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string() +
