@@ -380,8 +380,9 @@ std::vector<CompiledVariant> compile_all(
       static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(count, 1)));
   std::mutex err_mu;
   std::exception_ptr first_error;
+  std::atomic<bool> failed{false};  // a throwing make(i) ends the compile: no worker starts another
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < count;) {
+    for (size_t i; !failed && (i = next.fetch_add(1)) < count;) {
       if (should_stop && should_stop()) {
         out[i].log = "not compiled: the run was interrupted";
         continue;
@@ -396,6 +397,7 @@ std::vector<CompiledVariant> compile_all(
         out[i] = std::move(c);
         if (on_done) on_done(i, out[i]);
       } catch (...) {
+        failed = true;
         std::lock_guard<std::mutex> lock(err_mu);
         if (!first_error) first_error = std::current_exception();
       }

@@ -206,6 +206,27 @@ TEST(Compile, DisabledCacheNeverStores) {
   EXPECT_FALSE(none.get(r[0].key).has_value());
 }
 
+// A variant that cannot be built (make(i) throws) ends the compile: the error surfaces at once,
+// not after every other variant of a large space has compiled.
+TEST(Compile, AVariantThatCannotBeBuiltStopsTheCompileAtOnce) {
+  CubinCache none{std::filesystem::path()};
+  const Variant good = variant("p[0] = 1.0f;");
+  std::atomic<int> made{0};
+  auto make = [&](size_t i) {
+    ++made;
+    if (i == 1) throw std::runtime_error("variant 1 cannot be generated");
+    return good;
+  };
+  try {
+    (void)compile_all(200, make, "sm_90", none, 4);
+    ADD_FAILURE() << "the error of make(1) was not rethrown";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "variant 1 cannot be generated");
+  }
+  // Each of the 4 workers finishes the variant in hand; none starts another.
+  EXPECT_LE(made.load(), 8) << "variants built after the failure";
+}
+
 TEST(Compile, NvrtcVersionIsReported) { EXPECT_NE(nvrtc_version().find('.'), std::string::npos); }
 
 TEST(Compile, OneWorkerPerCoreAsFarAsMemoryHolds) {
