@@ -227,17 +227,19 @@ TrimResult trim_cache(const fs::path& dir, std::uint64_t target_bytes) {
   for (size_t i = 0; i < s.entries.size(); ++i) {
     const Entry& e = s.entries[i];
     if (total <= target_bytes && e.kind != Entry::kAbandoned) break;
-    bool all = true;
+    bool all = true, any = false;
     for (const fs::path& f : e.files) {
       std::error_code ec;
-      fs::remove(f, ec);
+      // false without an error: another process (trimming too) removed it first
+      if (fs::remove(f, ec)) any = true;
       if (ec) all = false;
     }
     if (!all) continue;  // a read-only folder: it stays, and counts
     removed[i] = true;
+    total -= std::min(total, e.bytes);
+    if (!any) continue;
     ++r.removed_entries;
     r.removed_bytes += e.bytes;
-    total -= std::min(total, e.bytes);
   }
   Scan left;
   left.other_files = s.other_files;
