@@ -57,25 +57,23 @@ std::string format_size(std::uint64_t bytes) {
   return out;
 }
 
+std::uint64_t size_of(const std::string& text, const std::string& file, const std::string& field,
+                      const std::string& also) {
+  if (auto bytes = parse_size(text)) return *bytes;
+  throw JobError(file, field, "'" + text + "' is not a size",
+                 "give a size such as 10G or 500M (binary units), or 0 for no limit" + also);
+}
+
 CacheLimit cache_limit(const fs::path& dir) {
-  const std::string fix = "give a size such as 10G or 500M (binary units), or 0 for no limit";
-  if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env) {
-    auto bytes = parse_size(env);
-    if (!bytes)
-      throw JobError("environment", "GPUTUNE_CACHE_MAX_SIZE",
-                     "'" + std::string(env) + "' is not a size", fix);
-    return {*bytes, "GPUTUNE_CACHE_MAX_SIZE"};
-  }
+  if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
+    return {size_of(env, "environment", "GPUTUNE_CACHE_MAX_SIZE"), "GPUTUNE_CACHE_MAX_SIZE"};
   const fs::path file = dir / kCacheLimitFile;
   std::ifstream in(file);
   if (!in) return {};
   std::string text;
   in >> text;
-  auto bytes = parse_size(text);
-  if (!bytes)
-    throw JobError(file.string(), "size", "'" + text + "' is not a size",
-                   fix + " (`gputune cache --max-size SIZE` writes it)");
-  return {*bytes, file.string()};
+  return {size_of(text, file.string(), "size", " (`gputune cache --max-size SIZE` writes it)"),
+          file.string()};
 }
 
 void set_cache_limit(const fs::path& dir, std::uint64_t bytes) {

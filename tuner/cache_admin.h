@@ -26,6 +26,9 @@ inline constexpr int kAbandonedWriteSeconds = 3600;
 /// optional "i", "B" or "iB" after the unit. Nothing for anything else (negative, no digits,
 /// an unknown unit).
 std::optional<std::uint64_t> parse_size(const std::string& text);
+/// parse_size, or a JobError naming `file` and `field`, with the fix (and `also` after it).
+std::uint64_t size_of(const std::string& text, const std::string& file, const std::string& field,
+                      const std::string& also = "");
 /// 1536 -> "1.5 KiB"; under 1 KiB in bytes.
 std::string format_size(std::uint64_t bytes);
 

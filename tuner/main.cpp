@@ -781,16 +781,13 @@ int cmd_cache(int argc, char** argv) {
   if (r.count("clear")) {
     print_removed(tuner::trim_cache(dir, 0));
   } else if (r.count("max-size")) {
-    const std::string text = r["max-size"].as<std::string>();
-    const auto bytes = tuner::parse_size(text);
-    if (!bytes)
-      throw JobError("command line", "--max-size", "'" + text + "' is not a size",
-                     "give a size such as 10G or 500M (binary units), or 0 for no limit");
-    tuner::set_cache_limit(dir, *bytes);
+    const std::uint64_t bytes =
+        tuner::size_of(r["max-size"].as<std::string>(), "command line", "--max-size");
+    tuner::set_cache_limit(dir, bytes);
     if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
       std::cout << "note: GPUTUNE_CACHE_MAX_SIZE=" << env
                 << " is set and overrides this limit while it is\n";
-    if (*bytes > 0) print_removed(tuner::trim_cache(dir, *bytes));
+    if (bytes > 0) print_removed(tuner::trim_cache(dir, bytes));
   }
   const tuner::CacheUsage u = tuner::cache_usage(dir);
   const tuner::CacheLimit limit = tuner::cache_limit(dir);
@@ -807,8 +804,7 @@ int cmd_cache(int argc, char** argv) {
               << tuner::format_size(u.abandoned.bytes) << " (the next trim removes them)\n";
   std::cout << "total          " << tuner::format_size(u.bytes()) << " on disk of "
             << (limit.bytes ? tuner::format_size(limit.bytes) : std::string("no limit")) << " ("
-            << (limit.source == "default" || limit.source.empty() ? "the default" : limit.source)
-            << ")\n";
+            << (limit.source == "default" ? "the default" : limit.source) << ")\n";
   if (u.oldest_use > 0)
     std::cout << "last used      " << local_time(u.oldest_use) << " (least recently used entry) to "
               << local_time(u.newest_use) << "\n";
