@@ -106,9 +106,9 @@ enum class Name { kEntry, kTemporary, kOther };
 Name classify(const std::string& shard, const std::string& name, bool traffic) {
   if (!is_hex(name, 0, 64) || name.compare(0, 2, shard) != 0) return Name::kOther;
   const std::string rest = name.substr(64);
-  for (const char* ext : {".json", ".cubin"}) {
-    if (traffic && std::string(ext) == ".cubin") continue;
-    const std::string e = ext;
+  const std::vector<std::string> extensions =
+      traffic ? std::vector<std::string>{".json"} : std::vector<std::string>{".json", ".cubin"};
+  for (const std::string& e : extensions) {
     if (rest == e) return Name::kEntry;
     // write_atomically's temporary name: <final name>.tmp<pid>-<thread hash>
     if (rest.rfind(e + ".tmp", 0) == 0) {
@@ -206,12 +206,8 @@ CacheUsage usage_of(const Scan& s) {
   return u;
 }
 
-}  // namespace
-
-CacheUsage cache_usage(const fs::path& dir) { return usage_of(scan(dir)); }
-
-TrimResult trim_cache(const fs::path& dir, std::uint64_t target_bytes) {
-  Scan s = scan(dir);
+/// trim_cache on a scan already made.
+TrimResult trim_scanned(Scan s, std::uint64_t target_bytes) {
   TrimResult r;
   r.before = usage_of(s);
   // Abandoned writes first, then by last use, oldest first.
@@ -247,6 +243,14 @@ TrimResult trim_cache(const fs::path& dir, std::uint64_t target_bytes) {
   return r;
 }
 
+}  // namespace
+
+CacheUsage cache_usage(const fs::path& dir) { return usage_of(scan(dir)); }
+
+TrimResult trim_cache(const fs::path& dir, std::uint64_t target_bytes) {
+  return trim_scanned(scan(dir), target_bytes);
+}
+
 void mark_used(const fs::path& file) {
   std::error_code ec;  // a read-only cache is still read
   fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
@@ -260,10 +264,11 @@ void trim_cache_after_use(const fs::path& dir, std::ostream& log) {
   try {
     const CacheLimit limit = cache_limit(dir);
     if (limit.bytes == 0) return;
-    const CacheUsage u = cache_usage(dir);
+    Scan s = scan(dir);  // one scan decides and trims
+    const CacheUsage u = usage_of(s);
     if (u.bytes() <= limit.bytes && u.abandoned.entries == 0) return;
     const std::uint64_t target = u.bytes() <= limit.bytes ? u.bytes() : limit.bytes / 10 * 9;
-    const TrimResult r = trim_cache(dir, target);
+    const TrimResult r = trim_scanned(std::move(s), target);
     if (r.removed_entries == 0) return;
     log << "gputune: cache " << dir.string() << ": removed " << r.removed_entries
         << (r.removed_entries == 1 ? " entry (" : " entries (") << format_size(r.removed_bytes)

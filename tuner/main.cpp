@@ -778,8 +778,10 @@ int cmd_cache(int argc, char** argv) {
   if (r.count("clear") && r.count("max-size"))
     throw JobError("command line", "--clear", "given with --max-size",
                    "give one: --clear empties the cache, --max-size limits it");
+  std::optional<tuner::TrimResult> trimmed;  // its `after` is what the folder holds now
   if (r.count("clear")) {
-    print_removed(tuner::trim_cache(dir, 0));
+    trimmed = tuner::trim_cache(dir, 0);
+    print_removed(*trimmed);
   } else if (r.count("max-size")) {
     const std::uint64_t bytes =
         tuner::size_of(r["max-size"].as<std::string>(), "command line", "--max-size");
@@ -787,9 +789,12 @@ int cmd_cache(int argc, char** argv) {
     if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
       std::cout << "note: GPUTUNE_CACHE_MAX_SIZE=" << env
                 << " is set and overrides this limit while it is\n";
-    if (bytes > 0) print_removed(tuner::trim_cache(dir, bytes));
+    if (bytes > 0) {
+      trimmed = tuner::trim_cache(dir, bytes);
+      print_removed(*trimmed);
+    }
   }
-  const tuner::CacheUsage u = tuner::cache_usage(dir);
+  const tuner::CacheUsage u = trimmed ? trimmed->after : tuner::cache_usage(dir);
   const tuner::CacheLimit limit = tuner::cache_limit(dir);
   std::error_code ec;
   std::cout << "cache folder   " << dir.string()
