@@ -588,8 +588,9 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
       std::unique_ptr<ModelGuided> guide;
       if (guided)
-        guide = std::make_unique<ModelGuided>(
-            model.features, rates.rates.value_or(pruner::DeviceRates{}), calibration, pruned);
+        guide = std::make_unique<ModelGuided>(model.features,
+                                              rates.rates.value_or(pruner::DeviceRates{}),
+                                              calibration, pruned, configs);
 
       // Outcomes measured before an interruption count as measured now (resume).
       std::map<std::int64_t, size_t> index_of_variant;
@@ -702,6 +703,13 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       if (guide && !guide->stop_reason().empty())
         log << "gputune: model_guided stopped after " << steps << " of " << configs.size()
             << " variants: " << guide->stop_reason() << "\n";
+      if (guide && guide->effects() && guide->effects()->samples() > 0) {
+        std::string misses = guide->effects()->summary(6);
+        log << "gputune: model_guided: what the model misses per parameter value (measured / "
+               "predicted against the average, learned from "
+            << guide->effects()->samples() << " measurements and used to order the rest): "
+            << (misses.empty() ? "no value off by 5% or more" : misses) << "\n";
+      }
 
       // Pruned and skipped variants: a small random sample is timed anyway, to report the regret
       // the pruning would have caused; the other pruned ones are stored with their rule.

@@ -141,7 +141,10 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
         excluded[i] = pr.rows[i].decision.rule == "resources" ||
                       pr.rows[i].decision.rule == "duplicate" ||
                       pr.rows[i].decision.rule == "spills";
-      ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded);
+      std::vector<Config> configs;
+      configs.reserve(space.size());
+      for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+      ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
       std::vector<size_t> order;
       double best = INFINITY;
       for (auto i = g.next(); i; i = g.next()) {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace gputune::tuner {
 
@@ -55,8 +57,126 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t n, std::
                               "features and is built by the pipeline)");
 }
 
+ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
+  if (configs.empty() || !configs[0].names) return;
+  const auto& all = *configs[0].names;
+  // Each parameter's distinct values, in order of first appearance; one with a single value has
+  // no effect to learn.
+  std::vector<std::map<std::string, std::uint32_t>> index(all.size());
+  std::vector<std::vector<std::string>> values(all.size());
+  for (const Config& c : configs)
+    for (size_t p = 0; p < all.size() && p < c.values.size(); ++p) {
+      std::string v = c.values[p].str();
+      if (index[p].emplace(v, static_cast<std::uint32_t>(values[p].size())).second)
+        values[p].push_back(std::move(v));
+    }
+  for (size_t p = 0; p < all.size(); ++p)
+    if (values[p].size() > 1) {
+      names_.push_back(all[p]);
+      source_.push_back(p);
+      values_.push_back(std::move(values[p]));
+    }
+  of_.resize(configs.size() * params());
+  for (size_t i = 0; i < configs.size(); ++i)
+    for (size_t q = 0; q < params(); ++q)
+      of_[i * params() + q] = index[source_[q]].at(configs[i].values.at(source_[q]).str());
+  for (auto& v : values_) {
+    beta_.emplace_back(v.size(), 0.0);
+    count_.emplace_back(v.size(), 0);
+  }
+}
+
+void ParameterEffects::fit(const std::vector<std::pair<size_t, double>>& residuals) {
+  const size_t P = params();
+  std::vector<std::pair<size_t, double>> r;
+  for (auto& [i, x] : residuals)
+    if (i * P < of_.size() && std::isfinite(x)) r.emplace_back(i, x);
+  samples_ = r.size();
+  for (size_t p = 0; p < P; ++p) {
+    std::fill(beta_[p].begin(), beta_[p].end(), 0.0);
+    std::fill(count_[p].begin(), count_[p].end(), 0);
+  }
+  if (r.empty() || P == 0) return;
+  for (auto& [i, x] : r)
+    for (size_t p = 0; p < P; ++p) ++count_[p][of_[i * P + p]];
+  // Backfitting: each parameter's effects in turn, against what the intercept and the other
+  // parameters leave unexplained; the ridge penalty (one pseudo-measurement at 0) shrinks values
+  // seen rarely. Converges within a few sweeps for one-hot factors.
+  constexpr double kRidge = 1.0;
+  std::vector<double> fitted(r.size(), 0.0);  // sum of the effects of measurement k
+  double mu = 0;
+  for (int sweep = 0; sweep < 25; ++sweep) {
+    mu = 0;
+    for (size_t k = 0; k < r.size(); ++k) mu += r[k].second - fitted[k];
+    mu /= static_cast<double>(r.size());
+    double change = 0;
+    for (size_t p = 0; p < P; ++p) {
+      std::vector<double> sum(beta_[p].size(), 0.0);
+      for (size_t k = 0; k < r.size(); ++k) {
+        std::uint32_t v = of_[r[k].first * P + p];
+        sum[v] += r[k].second - mu - (fitted[k] - beta_[p][v]);
+      }
+      std::vector<double> next(beta_[p].size(), 0.0);
+      for (size_t v = 0; v < next.size(); ++v)
+        if (count_[p][v]) next[v] = sum[v] / (count_[p][v] + kRidge);
+      for (size_t k = 0; k < r.size(); ++k) {
+        std::uint32_t v = of_[r[k].first * P + p];
+        fitted[k] += next[v] - beta_[p][v];
+      }
+      for (size_t v = 0; v < next.size(); ++v)
+        change = std::max(change, std::abs(next[v] - beta_[p][v]));
+      beta_[p] = std::move(next);
+    }
+    if (change < 1e-6) break;
+  }
+}
+
+double ParameterEffects::log_factor(size_t i) const {
+  if (samples_ == 0 || (i + 1) * params() > of_.size()) return 0;
+  double f = 0;
+  for (size_t p = 0; p < params(); ++p) f += beta_[p][of_[i * params() + p]];
+  return f;
+}
+
+double ParameterEffects::log_factor_bound(size_t i) const {
+  if (samples_ == 0 || (i + 1) * params() > of_.size()) return 0;
+  double f = 0;
+  for (size_t p = 0; p < params(); ++p) {
+    size_t v = of_[i * params() + p];
+    if (count_[p][v]) {
+      f += beta_[p][v];
+      continue;
+    }
+    double best = 0;  // not measured: as good as the best measured value of the parameter
+    for (size_t u = 0; u < beta_[p].size(); ++u)
+      if (count_[p][u]) best = std::min(best, beta_[p][u]);
+    f += best;
+  }
+  return f;
+}
+
+std::string ParameterEffects::summary(size_t n) const {
+  std::vector<std::tuple<double, size_t, size_t>> all;  // |effect|, parameter, value
+  for (size_t p = 0; p < params(); ++p)
+    for (size_t v = 0; v < beta_[p].size(); ++v)
+      if (count_[p][v] && std::abs(beta_[p][v]) >= std::log(1.05))
+        all.emplace_back(std::abs(beta_[p][v]), p, v);
+  std::sort(all.begin(), all.end(),
+            [](auto& a, auto& b) { return std::get<0>(a) > std::get<0>(b); });
+  std::ostringstream o;
+  o.precision(2);
+  o << std::fixed;
+  for (size_t k = 0; k < all.size() && k < n; ++k) {
+    auto [mag, p, v] = all[k];
+    o << (k ? ", " : "") << names_[p] << "=" << values_[p][v] << " " << std::exp(beta_[p][v])
+      << "x";
+  }
+  return o.str();
+}
+
 ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
-                         pruner::Calibration start, std::vector<bool> excluded)
+                         pruner::Calibration start, std::vector<bool> excluded,
+                         const std::vector<Config>& configs)
     : features_(std::move(features)), rates_(rates), calibration_(start) {
   state_.assign(features_.size(), 0);
   for (size_t i = 0; i < excluded.size() && i < state_.size(); ++i)
@@ -66,6 +186,8 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
     auto p = pruner::predict(features_[i], rates_, calibration_);
     if (p.ok) predicted_[i] = p.ms;
   }
+  order_by_ = predicted_;
+  if (configs.size() == features_.size() && !configs.empty()) effects_.emplace(configs);
 }
 
 std::optional<double> ModelGuided::predicted_ms(size_t i) const {
@@ -73,26 +195,41 @@ std::optional<double> ModelGuided::predicted_ms(size_t i) const {
   return predicted_[i];
 }
 
+double ModelGuided::foresight(size_t k) const {
+  size_t i = measured_[k].first;
+  if (predicted_[i] <= 0) return -1;
+  return predicted_[i] * std::exp(effect_when_measured_[k]);
+}
+
 std::pair<double, double> ModelGuided::best_and_ratio() const {
-  // The best measured time, and the model's most optimistic error so far (min measured/predicted),
-  // never less than 25%.
+  // The best measured time, and the model's most optimistic error so far (min measured/predicted,
+  // with the parameter effects learned before that measurement), never less than 25%.
   double best = -1, ratio = 0.8;
-  for (auto& [i, ms] : measured_) {
+  for (size_t k = 0; k < measured_.size(); ++k) {
+    double ms = measured_[k].second, p = foresight(k);
     if (best < 0 || ms < best) best = ms;
-    if (predicted_[i] > 0) ratio = std::min(ratio, ms / predicted_[i]);
+    if (p > 0) ratio = std::min(ratio, ms / p);
   }
   return {best, ratio};
 }
 
 bool ModelGuided::can_stop() const {
-  // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over >= 6).
+  // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over >= 6),
+  // each measurement against what the model predicted before it (the calibration aside).
   std::vector<double> p, m;
-  for (auto& [i, ms] : measured_)
-    if (predicted_[i] > 0) p.push_back(predicted_[i]), m.push_back(ms);
-  if (p.size() < 6 || !(pruner::spearman(p, m) >= 0.5)) return false;
+  for (size_t k = 0; k < measured_.size(); ++k)
+    if (foresight(k) > 0) p.push_back(foresight(k)), m.push_back(measured_[k].second);
+  // Significance as well as size: rho * sqrt(n - 1) >= 2 (about 2% one-sided for a model that
+  // ranks at random) needs rho >= 0.89 over 6 measurements and rho >= 0.5 over 17; checked after
+  // every measurement, a weaker test lets chance alone stop the search.
+  if (p.size() < 6) return false;
+  const double rho = pruner::spearman(p, m);
+  if (!(rho >= 0.5) || rho * std::sqrt(static_cast<double>(p.size() - 1)) < 2) return false;
   auto [best, ratio] = best_and_ratio();
   for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 0 && predicted_[i] > 0 && predicted_[i] * ratio < best) return false;
+    if (state_[i] == 0 && predicted_[i] > 0 &&
+        predicted_[i] * std::exp(effects_ ? effects_->log_factor_bound(i) : 0.0) * ratio < best)
+      return false;
   return true;
 }
 
@@ -102,11 +239,11 @@ std::optional<size_t> ModelGuided::next() {
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] > 0) {
       any_predicted_open = true;
-      if (!pick || predicted_[i] < predicted_[*pick]) pick = i;
+      if (!pick || order_by_[i] < order_by_[*pick]) pick = i;
     }
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
     auto [best, ratio] = best_and_ratio();
-    double fastest = predicted_[*pick];  // the open variant with the lowest prediction
+    double fastest = order_by_[*pick];  // the open variant with the lowest prediction
     std::ostringstream r;
     r.precision(4);
     r << "the best measured time " << best << " ms cannot be beaten: the fastest remaining "
@@ -128,10 +265,27 @@ std::optional<size_t> ModelGuided::next() {
 void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (!ms || !(*ms > 0) || index >= state_.size()) return;
   measured_.emplace_back(index, *ms);
+  effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {
     refit();
     next_refit_ *= 2;
+    refit_effects();
+  } else if (measured_.size() % 4 == 0) {
+    refit_effects();
   }
+}
+
+void ModelGuided::refit_effects() {
+  if (!effects_) {
+    order_by_ = predicted_;
+    return;
+  }
+  std::vector<std::pair<size_t, double>> residuals;
+  for (auto& [i, ms] : measured_)
+    if (predicted_[i] > 0) residuals.emplace_back(i, std::log(ms / predicted_[i]));
+  effects_->fit(residuals);
+  for (size_t i = 0; i < predicted_.size(); ++i)
+    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->log_factor(i)) : -1;
 }
 
 void ModelGuided::refit() {

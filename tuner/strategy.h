@@ -13,6 +13,7 @@
 
 #include "pruner/model.h"
 #include "variants/job.h"
+#include "variants/space.h"
 
 namespace gputune::tuner {
 
@@ -30,17 +31,61 @@ class Strategy {
 std::unique_ptr<Strategy> make_brute_force(size_t space_size);
 /// A uniformly random permutation (seeded: the same seed gives the same order).
 std::unique_ptr<Strategy> make_random(size_t space_size, std::uint64_t seed);
+/// What the model misses, learned from what was measured: log(measured / predicted) fitted as an
+/// intercept plus one effect per value of each tuning parameter (an additive model in log space,
+/// by backfitting with a ridge penalty of one measurement, so a value measured once moves half as
+/// far as its residual says). A parameter whose cost the model gets wrong (a caching choice it
+/// mis-costs, a block shape whose latency it does not see) shows up as an effect shared by every
+/// variant with that value; effects add up, so a combination not measured yet is predicted from
+/// its values' effects. A value not measured yet has no effect (the model's word stands).
+class ParameterEffects {
+ public:
+  /// The configurations in space order (all with the same parameters).
+  explicit ParameterEffects(const std::vector<Config>& configs);
+  /// Fits the effects to (configuration index, log(measured / predicted)) pairs.
+  void fit(const std::vector<std::pair<size_t, double>>& residuals);
+  /// Sum of configuration i's effects, in log space (0 before any fit): what to multiply its
+  /// prediction by is exp(log_factor(i)).
+  double log_factor(size_t i) const;
+  /// As log_factor, but a value not measured yet counts as good as the best measured value of
+  /// its parameter (and never worse than 0): what the stop rule allows for.
+  double log_factor_bound(size_t i) const;
+  /// Measurements the last fit used.
+  size_t samples() const { return samples_; }
+  /// The `n` largest effects of measured values, largest first: "cache_in=readonly 0.71x,
+  /// block_size_x=32 1.20x" (empty before a fit or when none reaches 5%).
+  std::string summary(size_t n) const;
+
+ private:
+  size_t params() const { return names_.size(); }
+  std::vector<std::string> names_;                // parameters with at least two values
+  std::vector<size_t> source_;                    // their position in a Config
+  std::vector<std::vector<std::string>> values_;  // per parameter: its distinct values
+  std::vector<std::uint32_t> of_;                 // config i, parameter p: of_[i * params() + p]
+  std::vector<std::vector<double>> beta_;         // per parameter and value: the effect
+  std::vector<std::vector<int>> count_;           // per parameter and value: measurements
+  size_t samples_ = 0;
+};
+
 /// Measures in order of predicted time (the pruner's model); refits the model's calibration with
-/// what was measured (after 4, 8, 16, ... measurements) and re-orders what is left; once it has
-/// ranked the measured ones well (Spearman >= 0.5 over at least 6) it stops when the best measured
-/// time cannot be beaten by any remaining prediction, even allowing for the most optimistic error
-/// the model has shown so far (min measured/predicted, and at least 25%). Variants without a
+/// what was measured (after 4, 8, 16, ... measurements) and re-orders what is left; given the
+/// configurations, it also learns each parameter value's effect the model misses
+/// (ParameterEffects, refitted after every 4 measurements) and orders by the prediction times
+/// that effect, so among variants the model cannot tell apart (a DRAM-bound stencil's thousands
+/// of equal predictions) the measurements decide. Once the model has ranked the measured ones
+/// well (Spearman >= 0.5 over at least 6) it stops when the best measured time cannot be beaten
+/// by any remaining prediction (with the learned effects), even allowing for the most optimistic
+/// error shown so far (min measured/predicted, and at least 25%); both judge each measurement
+/// against the effects learned before it, never against a fit that includes it. Variants without a
 /// prediction are not judged by the model: they come after the predicted ones and are never cut.
 class ModelGuided : public Strategy {
  public:
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
+  /// `configs`: the space's configurations, for the learned parameter effects (empty: ordered
+  /// by the model alone).
   ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
-              pruner::Calibration start, std::vector<bool> excluded = {});
+              pruner::Calibration start, std::vector<bool> excluded = {},
+              const std::vector<Config>& configs = {});
   std::optional<size_t> next() override;
   void report(size_t index, std::optional<double> ms) override;
   std::string name() const override { return "model_guided"; }
@@ -50,17 +95,27 @@ class ModelGuided : public Strategy {
   std::optional<double> predicted_ms(size_t i) const;
   /// Indices never proposed (not excluded), for a regret sample.
   std::vector<size_t> unvisited() const;
+  /// The parameter effects learned so far (nullptr without configurations).
+  const ParameterEffects* effects() const { return effects_ ? &*effects_ : nullptr; }
 
  private:
   void refit();
+  void refit_effects();
   bool can_stop() const;
   std::pair<double, double> best_and_ratio() const;
+  /// Measurement k's prediction: the current calibration, the effects learned before it.
+  double foresight(size_t k) const;
   std::vector<pruner::ModelFeatures> features_;
   pruner::DeviceRates rates_;
   pruner::Calibration calibration_;
   std::vector<double> predicted_;  // < 0: none
-  std::vector<char> state_;        // 0 open, 1 proposed, 2 excluded
+  std::vector<double> order_by_;   // predicted_ times the learned effects: the order of next()
+  std::optional<ParameterEffects> effects_;
+  std::vector<char> state_;  // 0 open, 1 proposed, 2 excluded
   std::vector<std::pair<size_t, double>> measured_;
+  /// Per measurement: the learned effect (log factor) of its variant before it was measured, so
+  /// the stop rule judges the effects by what they predicted, not by what they were fitted to.
+  std::vector<double> effect_when_measured_;
   std::size_t next_refit_ = 4;
   std::string stop_reason_;
 };

@@ -158,6 +158,34 @@ TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
   EXPECT_NE(again.out.find("; calibration fitted on"), std::string::npos) << again.out;
 }
 
+TEST(FakeDriver, ModelGuidedSaysWhatItLearnedPerParameterValue) {
+  // Every variant kept (margin 100): model_guided measures at least 6 before its stop rule may
+  // trust the model, learns each parameter value's measured/predicted ratio from them and orders
+  // the rest with it. The fake driver's times are its CPU time, so only the report is checked.
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{{"Name", "64K"}, {"ProblemSize", {65536}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 100.0}, {"RegretSample", 0}};
+  test::write_file(dir / "job.json", job.dump());
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+              (dir / "g.db").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string line = "gputune: model_guided: what the model misses per parameter value";
+  auto at = r.out.find(line);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::smatch m;
+  std::string rest = r.out.substr(at, r.out.find('\n', at) - at);
+  ASSERT_TRUE(std::regex_search(rest, m, std::regex("learned from ([0-9]+) measurements"))) << rest;
+  EXPECT_GE(std::stoi(m[1]), 6) << rest;
+  EXPECT_LE(std::stoi(m[1]), 24) << rest;
+  // Either no value is 5% off, or the values named are this job's.
+  EXPECT_TRUE(rest.find("no value off by 5%") != std::string::npos ||
+              std::regex_search(rest, std::regex("(block_size_x|tile_size_x)=[0-9]+ [0-9.]+x")))
+      << rest;
+}
+
 TEST(FakeDriver, TheScreenMeasuresWhatCompilingEverythingMeasures) {
   // vector_add over 96 configurations (a parameter with no effect quadruples the 24), two
   // contexts, margin 1 (rule 4 keeps only the best prediction). With the screen, what rule 4

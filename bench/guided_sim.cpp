@@ -1,0 +1,140 @@
+// model_guided on a real generated space against a SYNTHETIC truth: how many measurements it needs
+// to get within 5% of the optimum with and without the learned parameter effects
+// (tuner::ParameterEffects), and random search as the baseline. No GPU and no measurement: the
+// space, the pruner's decisions and the model's features are the real ones of JOB for DEVICE
+// (`gputune prune`), the "measured" times are the model's own prediction times an error the model
+// does not see: one log-normal factor per parameter value (sigma SIGMA, the part of the error a
+// parameter explains) times one per variant (sigma NOISE, the rest). What it shows is the
+// mechanism under that assumption, not how the model fares on a GPU.
+//
+// Usage: guided_sim JOB DEVICE [SEEDS=50] [SIGMA=0.15] [NOISE=0.05] [CACHE_DIR]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tuner/generate.h"
+#include "tuner/prune.h"
+#include "tuner/strategy.h"
+
+using namespace gputune;
+
+namespace {
+
+struct Result {
+  std::optional<size_t> to5;  // measurements until one within 5% of the optimum
+  size_t measured = 0;        // before the strategy stopped (or ran out)
+  double best_ratio = 0;      // best measured / optimum when it stopped
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s JOB DEVICE [SEEDS] [SIGMA] [NOISE] [CACHE_DIR]\n", argv[0]);
+    return 2;
+  }
+  const int seeds = argc > 3 ? std::stoi(argv[3]) : 50;
+  const double sigma = argc > 4 ? std::stod(argv[4]) : 0.15;
+  const double noise = argc > 5 ? std::stod(argv[5]) : 0.05;
+  Job job = tuner::load_tuning_job(argv[1]);
+  tuner::PruneRunOptions po;
+  po.device = argv[2], po.store = false;
+  if (argc > 6) po.cache_dir = argv[6];
+  tuner::PruneReport pr = tuner::prune_job(job, po);
+  if (!pr.rates) {
+    std::fprintf(stderr, "no rates for the model: %s\n", pr.rates_source.c_str());
+    return 1;
+  }
+  const size_t n = pr.rows.size();
+  std::vector<Config> configs;
+  std::vector<bool> excluded(n);
+  std::vector<size_t> candidates;  // what model_guided may propose: rules 1-3 keep it, predicted
+  for (size_t i = 0; i < n; ++i) {
+    configs.push_back(pr.rows[i].config);
+    const auto& rule = pr.rows[i].decision.rule;
+    excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
+    if (!excluded[i] && pr.features[i].ok) candidates.push_back(i);
+  }
+  std::vector<double> predicted(n, 0);
+  for (size_t i : candidates)
+    predicted[i] = pruner::predict(pr.features[i], *pr.rates, pr.calibration).ms;
+  std::printf(
+      "job %s, device %s: %zu configurations, %zu proposable (rules 1-3 keep them, with a "
+      "prediction); synthetic truth: prediction x per-value factors (sigma %.2f) x "
+      "per-variant noise (sigma %.2f); %d seeds\n",
+      argv[1], pr.device.c_str(), n, candidates.size(), sigma, noise, seeds);
+
+  std::map<std::string, std::vector<Result>> results;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
+    std::normal_distribution<double> value_effect(0, sigma), variant_effect(0, noise);
+    std::map<std::pair<size_t, std::string>, double> effect;  // (parameter, value) -> log factor
+    std::vector<double> truth(n, INFINITY);
+    double optimum = INFINITY;
+    for (size_t i : candidates) {
+      double f = variant_effect(rng);
+      for (size_t p = 0; p < configs[i].values.size(); ++p) {
+        auto key = std::make_pair(p, configs[i].values[p].str());
+        auto it = effect.find(key);
+        if (it == effect.end()) it = effect.emplace(key, value_effect(rng)).first;
+        f += it->second;
+      }
+      truth[i] = predicted[i] * std::exp(f);
+      optimum = std::min(optimum, truth[i]);
+    }
+    auto run = [&](tuner::Strategy& s) {
+      Result r;
+      double best = INFINITY;
+      for (auto i = s.next(); i; i = s.next()) {
+        if (!std::isfinite(truth[*i])) {  // not proposable (random search): not a measurement
+          s.report(*i, std::nullopt);
+          continue;
+        }
+        ++r.measured;
+        best = std::min(best, truth[*i]);
+        if (!r.to5 && truth[*i] <= optimum * 1.05) r.to5 = r.measured;
+        s.report(*i, truth[*i]);
+      }
+      r.best_ratio = best / optimum;
+      return r;
+    };
+    tuner::ModelGuided alone(pr.features, *pr.rates, pr.calibration, excluded);
+    results["model_guided (model alone)"].push_back(run(alone));
+    tuner::ModelGuided learned(pr.features, *pr.rates, pr.calibration, excluded, configs);
+    results["model_guided (learned effects)"].push_back(run(learned));
+    auto random = tuner::make_random(n, static_cast<std::uint64_t>(seed));
+    results["random"].push_back(run(*random));
+  }
+  std::printf("%-32s %14s %12s %22s %18s\n", "strategy", "to 5% (median)", "to 5% (p90)",
+              "stopped before 5%", "measured (median)");
+  for (auto& [name, rs] : results) {
+    std::vector<double> to5, measured, short_ratio;
+    for (auto& r : rs) {
+      // A search that stopped before reaching 5% counts as needing everything it could measure.
+      to5.push_back(r.to5 ? static_cast<double>(*r.to5) : static_cast<double>(candidates.size()));
+      measured.push_back(static_cast<double>(r.measured));
+      if (!r.to5) short_ratio.push_back(r.best_ratio);
+    }
+    char stopped[64];
+    if (short_ratio.empty())
+      std::snprintf(stopped, sizeof stopped, "0 of %zu", rs.size());
+    else
+      std::snprintf(stopped, sizeof stopped, "%zu of %zu (median %.2fx)", short_ratio.size(),
+                    rs.size(), percentile(short_ratio, 0.5));
+    std::printf("%-32s %14.0f %12.0f %22s %18.0f\n", name.c_str(), percentile(to5, 0.5),
+                percentile(to5, 0.9), stopped, percentile(measured, 0.5));
+  }
+  return 0;
+}
