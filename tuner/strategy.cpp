@@ -129,6 +129,11 @@ void ParameterEffects::fit(const std::vector<std::pair<size_t, double>>& residua
     }
     if (change < 1e-6) break;
   }
+  // A value not measured may be as good as the best measured value of its parameter.
+  unmeasured_.assign(P, 0.0);
+  for (size_t p = 0; p < P; ++p)
+    for (size_t v = 0; v < beta_[p].size(); ++v)
+      if (count_[p][v]) unmeasured_[p] = std::min(unmeasured_[p], beta_[p][v]);
 }
 
 double ParameterEffects::log_factor(size_t i) const {
@@ -147,10 +152,7 @@ double ParameterEffects::log_factor_bound(size_t i) const {
       f += beta_[p][v];
       continue;
     }
-    double best = 0;  // not measured: as good as the best measured value of the parameter
-    for (size_t u = 0; u < beta_[p].size(); ++u)
-      if (count_[p][u]) best = std::min(best, beta_[p][u]);
-    f += best;
+    f += unmeasured_[p];
   }
   return f;
 }
@@ -201,6 +203,10 @@ double ModelGuided::foresight(size_t k) const {
   return predicted_[i] * std::exp(effect_when_measured_[k]);
 }
 
+double ModelGuided::stop_bound(size_t i) const {
+  return predicted_[i] * std::exp(effects_ ? effects_->log_factor_bound(i) : 0.0);
+}
+
 std::pair<double, double> ModelGuided::best_and_ratio() const {
   // The best measured time, and the model's most optimistic error so far (min measured/predicted,
   // with the parameter effects learned before that measurement), never less than 25%.
@@ -227,9 +233,7 @@ bool ModelGuided::can_stop() const {
   if (!(rho >= 0.5) || rho * std::sqrt(static_cast<double>(p.size() - 1)) < 2) return false;
   auto [best, ratio] = best_and_ratio();
   for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 0 && predicted_[i] > 0 &&
-        predicted_[i] * std::exp(effects_ ? effects_->log_factor_bound(i) : 0.0) * ratio < best)
-      return false;
+    if (state_[i] == 0 && predicted_[i] > 0 && stop_bound(i) * ratio < best) return false;
   return true;
 }
 
@@ -243,7 +247,9 @@ std::optional<size_t> ModelGuided::next() {
     }
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
     auto [best, ratio] = best_and_ratio();
-    double fastest = order_by_[*pick];  // the open variant with the lowest prediction
+    double fastest = INFINITY;  // the lowest prediction of an open variant, as can_stop saw it
+    for (size_t i = 0; i < state_.size(); ++i)
+      if (state_[i] == 0 && predicted_[i] > 0) fastest = std::min(fastest, stop_bound(i));
     std::ostringstream r;
     r.precision(4);
     r << "the best measured time " << best << " ms cannot be beaten: the fastest remaining "

@@ -64,6 +64,7 @@ class ParameterEffects {
   std::vector<std::uint32_t> of_;                 // config i, parameter p: of_[i * params() + p]
   std::vector<std::vector<double>> beta_;         // per parameter and value: the effect
   std::vector<std::vector<int>> count_;           // per parameter and value: measurements
+  std::vector<double> unmeasured_;  // per parameter: min(0, best measured effect), for the bound
   size_t samples_ = 0;
 };
 
@@ -103,6 +104,8 @@ class ModelGuided : public Strategy {
   void refit_effects();
   bool can_stop() const;
   std::pair<double, double> best_and_ratio() const;
+  /// What the stop rule allows an open variant: its prediction times the effects' bound.
+  double stop_bound(size_t i) const;
   /// Measurement k's prediction: the current calibration, the effects learned before it.
   double foresight(size_t k) const;
   std::vector<pruner::ModelFeatures> features_;
