@@ -62,15 +62,19 @@ ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
   const auto& all = *configs[0].names;
   // Each parameter's distinct values, in order of first appearance; one with a single value has
   // no effect to learn.
-  std::vector<std::map<std::string, std::uint32_t>> index(all.size());
-  std::vector<std::vector<std::string>> values(all.size());
-  for (const Config& c : configs)
-    for (size_t p = 0; p < all.size() && p < c.values.size(); ++p) {
-      std::string v = c.values[p].str();
-      if (index[p].emplace(v, static_cast<std::uint32_t>(values[p].size())).second)
-        values[p].push_back(std::move(v));
+  // One pass: every configuration's value index for every parameter.
+  const size_t all_params = all.size();
+  std::vector<std::map<std::string, std::uint32_t>> index(all_params);
+  std::vector<std::vector<std::string>> values(all_params);
+  std::vector<std::uint32_t> of_all(configs.size() * all_params, 0);
+  for (size_t i = 0; i < configs.size(); ++i)
+    for (size_t p = 0; p < all_params && p < configs[i].values.size(); ++p) {
+      std::string v = configs[i].values[p].str();
+      auto [it, added] = index[p].emplace(v, static_cast<std::uint32_t>(values[p].size()));
+      if (added) values[p].push_back(std::move(v));
+      of_all[i * all_params + p] = it->second;
     }
-  for (size_t p = 0; p < all.size(); ++p)
+  for (size_t p = 0; p < all_params; ++p)
     if (values[p].size() > 1) {
       names_.push_back(all[p]);
       source_.push_back(p);
@@ -79,7 +83,7 @@ ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
   of_.resize(configs.size() * params());
   for (size_t i = 0; i < configs.size(); ++i)
     for (size_t q = 0; q < params(); ++q)
-      of_[i * params() + q] = index[source_[q]].at(configs[i].values.at(source_[q]).str());
+      of_[i * params() + q] = of_all[i * all_params + source_[q]];
   for (auto& v : values_) {
     beta_.emplace_back(v.size(), 0.0);
     count_.emplace_back(v.size(), 0);
