@@ -74,16 +74,17 @@ ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
       if (added) values[p].push_back(std::move(v));
       of_all[i * all_params + p] = it->second;
     }
+  std::vector<size_t> source;  // the position in a Config of each parameter kept
   for (size_t p = 0; p < all_params; ++p)
     if (values[p].size() > 1) {
       names_.push_back(all[p]);
-      source_.push_back(p);
+      source.push_back(p);
       values_.push_back(std::move(values[p]));
     }
   of_.resize(configs.size() * params());
   for (size_t i = 0; i < configs.size(); ++i)
     for (size_t q = 0; q < params(); ++q)
-      of_[i * params() + q] = of_all[i * all_params + source_[q]];
+      of_[i * params() + q] = of_all[i * all_params + source[q]];
   for (auto& v : values_) {
     beta_.emplace_back(v.size(), 0.0);
     count_.emplace_back(v.size(), 0);

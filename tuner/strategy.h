@@ -59,7 +59,6 @@ class ParameterEffects {
  private:
   size_t params() const { return names_.size(); }
   std::vector<std::string> names_;                // parameters with at least two values
-  std::vector<size_t> source_;                    // their position in a Config
   std::vector<std::vector<std::string>> values_;  // per parameter: its distinct values
   std::vector<std::uint32_t> of_;                 // config i, parameter p: of_[i * params() + p]
   std::vector<std::vector<double>> beta_;         // per parameter and value: the effect
