@@ -2,12 +2,14 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "variants/hash.h"
 
@@ -187,6 +189,27 @@ std::string random_uid() {
   return sha256_hex(ss.str()).substr(0, 32);
 }
 
+// Switching a file to WAL needs it to itself, and SQLite answers BUSY at once (its busy handler
+// could deadlock there) while another connection has it open, as when the daemon and a CLI run
+// open a new file together. WAL is stored in the file, so whoever switches first switches it for
+// all: wait for that, up to the busy timeout's 10 s.
+void use_wal(Database& db) {
+  for (int attempt = 0;; ++attempt) {
+    {
+      Statement mode(db, "PRAGMA journal_mode");
+      mode.step();
+      if (mode.text(0) == "wal") return;
+    }
+    try {
+      db.exec("PRAGMA journal_mode=WAL");  // a file system without WAL keeps its mode, as before
+      return;
+    } catch (const DbError& e) {
+      if ((e.code & 0xff) != SQLITE_BUSY || attempt >= 1000) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
@@ -209,26 +232,29 @@ Store::Store(const std::string& path) : db_(path) {
     throw DbError(path + ": not a gputune database (it holds " + std::to_string(n_tables) +
                   " tables of another application); nothing was changed. Fix: pass --db with a new "
                   "file name or an existing gputune database");
-  db_.exec("PRAGMA journal_mode=WAL");
+  use_wal(db_);
   db_.exec("PRAGMA foreign_keys=ON");
   db_.exec("PRAGMA synchronous=NORMAL");
   migrate();
 }
 
+// Each step reads the version inside its own write transaction: another process opening the same
+// file at the same moment (the daemon, a CLI run, a reader) may have applied it already.
 void Store::migrate() {
-  int version;
-  {
-    Statement v(db_, "PRAGMA user_version");
-    v.step();
-    version = static_cast<int>(v.int64(0));
-  }
   const int target = static_cast<int>(std::size(kMigrations));
-  if (version > target)
-    throw DbError(db_.path() + ": database schema version " + std::to_string(version) +
-                  " is newer than this gputune (" + std::to_string(target) +
-                  "). Fix: upgrade gputune");
-  for (; version < target; ++version) {
+  for (;;) {
     Transaction t(db_);
+    int version;
+    {
+      Statement v(db_, "PRAGMA user_version");
+      v.step();
+      version = static_cast<int>(v.int64(0));
+    }
+    if (version > target)
+      throw DbError(db_.path() + ": database schema version " + std::to_string(version) +
+                    " is newer than this gputune (" + std::to_string(target) +
+                    "). Fix: upgrade gputune");
+    if (version == target) return;  // the transaction only read: rolling it back changes nothing
     db_.exec(kMigrations[version]);
     db_.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
     db_.exec("PRAGMA user_version=" + std::to_string(version + 1));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "db/browse.h"
 #include "test_util.h"
 
@@ -129,6 +131,35 @@ TEST(Store, ReopeningKeepsDataAndSchema) {
   Statement j(s.db(), "PRAGMA journal_mode");
   j.step();
   EXPECT_EQ(j.text(0), "wal");
+}
+
+// A daemon, a CLI run and a reader can open the same new file at the same moment: each one
+// must find the schema whole, and none may run a migration another has already applied.
+TEST(Store, ProcessesOpeningANewFileTogetherEachFindTheWholeSchema) {
+  for (int round = 0; round < 20; ++round) {
+    test::TempDir dir;
+    const auto path = (dir / "g.db").string();
+    std::vector<std::string> errors(4);
+    std::vector<std::thread> openers;
+    for (size_t i = 0; i < errors.size(); ++i)
+      openers.emplace_back([&, i] {
+        try {
+          Store s(path);
+          s.upsert_kernel("k" + std::to_string(i), "h" + std::to_string(i), "src");
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    for (auto& t : openers) t.join();
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "round " << round;
+    Store s(path);
+    Statement v(s.db(), "PRAGMA user_version");
+    v.step();
+    EXPECT_EQ(v.int64(0), Store::kSchemaVersion);
+    Statement k(s.db(), "SELECT count(*) FROM kernels");
+    k.step();
+    EXPECT_EQ(k.int64(0), 4);
+  }
 }
 
 TEST(Store, MigratesAnOlderSchemaKeepingItsData) {

@@ -825,6 +825,11 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
     // the four variants before it.
     for (int i = 0; i < 1200; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        ADD_FAILURE() << "the run ended before its hang: " << test::read_file(log);
+        return pid_t{-1};
+      }
       if (std::filesystem::exists(db)) try {
           if (db::Store(db).measurements(1).size() >= 4) break;
         } catch (const std::exception&) {  // the schema is still being created
@@ -836,6 +841,7 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
   {  // the whole group, once
     const std::string db = (dir / "group.db").string();
     const pid_t pid = hung_in(db);
+    ASSERT_GT(pid, 0);
     ASSERT_EQ(kill(-pid, SIGTERM), 0);
     int status = 0;
     ASSERT_TRUE(wait_for(pid, status, 30)) << test::read_file(log);
@@ -850,9 +856,10 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
      // to restart
     const std::string db = (dir / "child.db").string();
     const pid_t pid = hung_in(db);
+    ASSERT_GT(pid, 0);
     const std::string children = test::read_file("/proc/" + std::to_string(pid) + "/task/" +
                                                  std::to_string(pid) + "/children");
-    ASSERT_FALSE(children.empty());
+    ASSERT_FALSE(children.empty()) << test::read_file(log);
     ASSERT_EQ(kill(static_cast<pid_t>(std::stol(children)), SIGTERM), 0);
     int status = 0;
     ASSERT_TRUE(wait_for(pid, status, 30)) << test::read_file(log);
@@ -865,6 +872,7 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
   {  // the supervisor alone, twice
     const std::string db = (dir / "twice.db").string();
     const pid_t pid = hung_in(db);
+    ASSERT_GT(pid, 0);
     ASSERT_EQ(kill(pid, SIGTERM), 0);
     int status = 0;
     EXPECT_FALSE(wait_for(pid, status, 1)) << test::read_file(log);  // waits on the hung launch
