@@ -13,6 +13,11 @@ namespace gputune::tuner {
 
 namespace {
 
+constexpr double kRidge = 1.0;  // ParameterEffects' penalty, in measurements
+// How many spreads of the predictions' error the stop rule allows a variant whose parameter
+// values' effects are not yet known.
+constexpr double kStopZ = 2.0;
+
 class Ordered : public Strategy {
  public:
   Ordered(std::vector<size_t> order, std::string name)
@@ -107,7 +112,6 @@ void ParameterEffects::fit(const std::vector<std::pair<size_t, double>>& residua
   // Backfitting: each parameter's effects in turn, against what the intercept and the other
   // parameters leave unexplained; the ridge penalty (one pseudo-measurement at 0) shrinks values
   // seen rarely. Converges within a few sweeps for one-hot factors.
-  constexpr double kRidge = 1.0;
   std::vector<double> fitted(r.size(), 0.0);  // sum of the effects of measurement k
   double mu = 0;
   for (int sweep = 0; sweep < 25; ++sweep) {
@@ -162,6 +166,13 @@ double ParameterEffects::log_factor_bound(size_t i) const {
   return f;
 }
 
+double ParameterEffects::spread(size_t i) const {
+  if (params() == 0 || (i + 1) * params() > of_.size()) return 0;
+  double sum = 0;
+  for (size_t p = 0; p < params(); ++p) sum += 1 / (count_[p][of_[i * params() + p]] + kRidge);
+  return std::sqrt(sum / static_cast<double>(params()));
+}
+
 std::string ParameterEffects::summary(size_t n) const {
   std::vector<std::tuple<double, size_t, size_t>> all;  // |effect|, parameter, value
   for (size_t p = 0; p < params(); ++p)
@@ -208,20 +219,29 @@ double ModelGuided::foresight(size_t k) const {
   return predicted_[i] * std::exp(effect_when_measured_[k]);
 }
 
-double ModelGuided::stop_bound(size_t i) const {
-  return predicted_[i] * std::exp(effects_ ? effects_->log_factor_bound(i) : 0.0);
+double ModelGuided::stop_bound(size_t i, double error) const {
+  if (!effects_) return predicted_[i];
+  return predicted_[i] *
+         std::exp(effects_->log_factor_bound(i) - kStopZ * error * effects_->spread(i));
 }
 
-std::pair<double, double> ModelGuided::best_and_ratio() const {
-  // The best measured time, and the model's most optimistic error so far (min measured/predicted,
-  // with the parameter effects learned before that measurement), never less than 25%.
-  double best = -1, ratio = 0.8;
+ModelGuided::Evidence ModelGuided::evidence() const {
+  // The best measured time; the model's most optimistic error so far (min measured/predicted,
+  // with the parameter effects learned before that measurement), never less than 25%; and the
+  // spread of those errors (log), what a prediction made before learning missed by.
+  Evidence e;
+  std::vector<double> errors;
   for (size_t k = 0; k < measured_.size(); ++k) {
     double ms = measured_[k].second, p = foresight(k);
-    if (best < 0 || ms < best) best = ms;
-    if (p > 0) ratio = std::min(ratio, ms / p);
+    if (e.best < 0 || ms < e.best) e.best = ms;
+    if (p > 0) e.ratio = std::min(e.ratio, ms / p), errors.push_back(std::log(ms / p));
   }
-  return {best, ratio};
+  if (errors.size() >= 2) {
+    double mean = std::accumulate(errors.begin(), errors.end(), 0.0) / errors.size(), ss = 0;
+    for (double x : errors) ss += (x - mean) * (x - mean);
+    e.error = std::sqrt(ss / static_cast<double>(errors.size() - 1));
+  }
+  return e;
 }
 
 bool ModelGuided::can_stop() const {
@@ -236,9 +256,10 @@ bool ModelGuided::can_stop() const {
   if (p.size() < 6) return false;
   const double rho = pruner::spearman(p, m);
   if (!(rho >= 0.5) || rho * std::sqrt(static_cast<double>(p.size() - 1)) < 2) return false;
-  auto [best, ratio] = best_and_ratio();
+  const Evidence e = evidence();
   for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 0 && predicted_[i] > 0 && stop_bound(i) * ratio < best) return false;
+    if (state_[i] == 0 && predicted_[i] > 0 && stop_bound(i, e.error) * e.ratio < e.best)
+      return false;
   return true;
 }
 
@@ -251,14 +272,18 @@ std::optional<size_t> ModelGuided::next() {
       if (!pick || order_by_[i] < order_by_[*pick]) pick = i;
     }
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
-    auto [best, ratio] = best_and_ratio();
+    const Evidence e = evidence();
     double fastest = INFINITY;  // the lowest prediction of an open variant, as can_stop saw it
     for (size_t i = 0; i < state_.size(); ++i)
-      if (state_[i] == 0 && predicted_[i] > 0) fastest = std::min(fastest, stop_bound(i));
+      if (state_[i] == 0 && predicted_[i] > 0) fastest = std::min(fastest, stop_bound(i, e.error));
     std::ostringstream r;
     r.precision(4);
-    r << "the best measured time " << best << " ms cannot be beaten: the fastest remaining "
-      << "prediction is " << fastest << " ms, and even " << 1 / ratio
+    r << "the best measured time " << e.best << " ms cannot be beaten: the fastest remaining "
+      << "prediction is " << fastest << " ms";
+    if (effects_)
+      r << " (with what is not yet known of its parameter values' effects, at " << kStopZ
+        << " times the predictions' spread of " << e.error << " in log)";
+    r << ", and even " << 1 / e.ratio
       << "x faster (the model's most optimistic error so far, at least 1.25x) it would not win";
     stop_reason_ = r.str();
   }

@@ -50,6 +50,11 @@ class ParameterEffects {
   /// As log_factor, but a value not measured yet counts as good as the best measured value of
   /// its parameter (and never worse than 0): what the stop rule allows for.
   double log_factor_bound(size_t i) const;
+  /// How little is known about configuration i's effects, from 1 (none of its values measured)
+  /// towards 0 (each measured often): sqrt(mean over parameters of 1 / (measurements of its value
+  /// + the ridge)). Times the error of a prediction made before any learning, it is about the
+  /// error left in prediction times exp(log_factor(i)).
+  double spread(size_t i) const;
   /// Measurements the last fit used.
   size_t samples() const { return samples_; }
   /// The `n` largest effects of measured values, largest first: "cache_in=readonly 0.71x,
@@ -73,10 +78,12 @@ class ParameterEffects {
 /// (ParameterEffects, refitted after every 4 measurements) and orders by the prediction times
 /// that effect, so among variants the model cannot tell apart (a DRAM-bound stencil's thousands
 /// of equal predictions) the measurements decide. Once the model has ranked the measured ones
-/// well (Spearman >= 0.5 over at least 6) it stops when the best measured time cannot be beaten
-/// by any remaining prediction (with the learned effects), even allowing for the most optimistic
-/// error shown so far (min measured/predicted, and at least 25%); both judge each measurement
-/// against the effects learned before it, never against a fit that includes it. Variants without a
+/// well (Spearman >= 0.5 and Spearman x sqrt(n - 1) >= 2) it stops when the best measured time
+/// cannot be beaten by any remaining prediction (with the learned effects, less two spreads of the
+/// predictions' error times what is not yet known of the variant's values: ParameterEffects::
+/// spread), even allowing for the most optimistic error shown so far (min measured/predicted, and
+/// at least 25%); all of them judge each measurement against the effects learned before it, never
+/// against a fit that includes it. Variants without a
 /// prediction are not judged by the model: they come after the predicted ones and are never cut.
 class ModelGuided : public Strategy {
  public:
@@ -102,9 +109,15 @@ class ModelGuided : public Strategy {
   void refit();
   void refit_effects();
   bool can_stop() const;
-  std::pair<double, double> best_and_ratio() const;
-  /// What the stop rule allows an open variant: its prediction times the effects' bound.
-  double stop_bound(size_t i) const;
+  struct Evidence {
+    double best = -1;    // the best measured time
+    double ratio = 0.8;  // min measured / foresight, at most 0.8
+    double error = 0;    // standard deviation of log(measured / foresight)
+  };
+  Evidence evidence() const;
+  /// What the stop rule allows an open variant: its prediction times the effects' bound, less
+  /// kStopZ times `error` times what is not known of its values' effects (spread).
+  double stop_bound(size_t i, double error) const;
   /// Measurement k's prediction: the current calibration, the effects learned before it.
   double foresight(size_t k) const;
   std::vector<pruner::ModelFeatures> features_;
