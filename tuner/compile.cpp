@@ -361,7 +361,7 @@ int default_compile_threads() {
 
 std::vector<CompiledVariant> compile_all(
     const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
-    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done,
+    int threads, const std::function<void(size_t, CompiledVariant&)>& on_done,
     const std::function<bool()>& should_stop) {
   return compile_all(
       variants.size(), [&](size_t i) { return variants[i]; }, arch, cache, threads, on_done,
@@ -371,7 +371,7 @@ std::vector<CompiledVariant> compile_all(
 std::vector<CompiledVariant> compile_all(
     size_t count, const std::function<Variant(size_t)>& make, const std::string& arch,
     const CubinCache& cache, int threads,
-    const std::function<void(size_t, const CompiledVariant&)>& on_done,
+    const std::function<void(size_t, CompiledVariant&)>& on_done,
     const std::function<bool()>& should_stop) {
   std::vector<CompiledVariant> out(count);
   std::atomic<size_t> next{0};

@@ -101,11 +101,12 @@ int compile_threads_for(unsigned cores, long long available_bytes);
 int default_compile_threads();
 
 /// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`
-/// is called from worker threads (serialise inside it) as each finishes. Once `should_stop()` says
+/// is called from worker threads (serialise inside it) as each finishes, after the cache has it:
+/// it may change the result (drop the cubin once it has been read). Once `should_stop()` says
 /// so (Ctrl-C), no further variant is started: those are left not ok, logged "not compiled".
 std::vector<CompiledVariant> compile_all(
     const std::vector<Variant>& variants, const std::string& arch, const CubinCache& cache,
-    int threads, const std::function<void(size_t, const CompiledVariant&)>& on_done = {},
+    int threads, const std::function<void(size_t, CompiledVariant&)>& on_done = {},
     const std::function<bool()>& should_stop = {});
 
 /// Same, for `count` variants that `make(i)` builds as a worker reaches them: a large space's
@@ -114,7 +115,7 @@ std::vector<CompiledVariant> compile_all(
 std::vector<CompiledVariant> compile_all(
     size_t count, const std::function<Variant(size_t)>& make, const std::string& arch,
     const CubinCache& cache, int threads,
-    const std::function<void(size_t, const CompiledVariant&)>& on_done = {},
+    const std::function<void(size_t, CompiledVariant&)>& on_done = {},
     const std::function<bool()>& should_stop = {});
 
 }  // namespace gputune::tuner

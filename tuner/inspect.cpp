@@ -14,10 +14,25 @@ CubinCache cache_for(const std::filesystem::path& option) {
   return CubinCache(option.empty() ? CubinCache::default_dir() : option);
 }
 
+namespace {
+
+/// Reads a compiled variant's resources (registers, shared memory, spills, parameter sizes).
+void inspect(const CompiledVariant& c, Inspected& in) {
+  try {
+    in.res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
+    pruner::apply_ptxas_log(in.res, c.log, c.lowered_name);
+    in.ok = true;
+  } catch (const pruner::CubinError& e) {
+    in.reason = std::string("cubin unreadable: ") + e.what();
+  }
+}
+
+}  // namespace
+
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
                                   const CubinCache& cache, int threads, bool progress,
-                                  const std::function<bool()>& should_stop) {
+                                  const std::function<bool()>& should_stop, bool keep_cubins) {
   // Each variant is built as a compile worker reaches it: a naive kernel's space can hold
   // hundreds of thousands, whose sources need not all be in memory, nor be generated before a
   // Ctrl-C is heard.
@@ -32,13 +47,16 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     return v;
   };
   CompileReport r;
+  r.inspected.resize(configs.size());
   {
     Progress prog("compile", configs.size(), progress);
     std::mutex mu;
     size_t done = 0, failed = 0;
     r.compiled = compile_all(
         configs.size(), make, arch, cache, threads,
-        [&](size_t, const CompiledVariant& c) {
+        [&](size_t i, CompiledVariant& c) {
+          if (c.ok) inspect(c, r.inspected[i]);  // each worker its own entries
+          if (!keep_cubins) std::string().swap(c.cubin);
           std::lock_guard<std::mutex> lock(mu);
           ++done;
           if (!c.ok) ++failed;
@@ -47,22 +65,15 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
         should_stop);
     prog.finish();
   }
-  r.inspected.resize(r.compiled.size());
   for (size_t i = 0; i < r.compiled.size(); ++i) {
-    auto& c = r.compiled[i];
+    const auto& c = r.compiled[i];
     if (c.cached) ++r.cached;
-    if (!c.ok) {
-      ++r.failed;
+    if (!c.ok) {  // failed, or never started (Ctrl-C)
       r.inspected[i].reason = "compile failed";
-      continue;
-    }
-    try {
-      r.inspected[i].res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
-      pruner::apply_ptxas_log(r.inspected[i].res, c.log, c.lowered_name);
-      r.inspected[i].ok = true;
+      ++r.failed;
+    } else if (r.inspected[i].ok) {
       ++r.ok;
-    } catch (const pruner::CubinError& e) {
-      r.inspected[i].reason = std::string("cubin unreadable: ") + e.what();
+    } else {
       ++r.failed;
     }
   }
@@ -72,12 +83,12 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
 void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
                   const std::string& source, const std::vector<Config>& configs,
                   const std::string& arch, const CubinCache& cache, int threads, bool progress,
-                  const std::function<bool()>& should_stop) {
+                  const std::function<bool()>& should_stop, bool keep_cubins) {
   if (which.empty()) return;
   std::vector<Config> sub;
   for (std::size_t i : which) sub.push_back(configs[i]);
-  CompileReport cr =
-      compile_and_inspect(job, source, sub, arch, cache, threads, progress, should_stop);
+  CompileReport cr = compile_and_inspect(job, source, sub, arch, cache, threads, progress,
+                                         should_stop, keep_cubins);
   for (std::size_t k = 0; k < which.size(); ++k) {
     into.compiled[which[k]] = std::move(cr.compiled[k]);
     into.inspected[which[k]] = std::move(cr.inspected[k]);

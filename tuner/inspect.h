@@ -33,18 +33,22 @@ struct CompileReport {
 /// The cubin cache for a --cache-dir option: "-" disables it, empty means the default folder.
 CubinCache cache_for(const std::filesystem::path& option);
 
-/// Compiles (compile_all) and reads each cubin's resources; `should_stop` as compile_all's.
+/// Compiles (compile_all) and reads each cubin's resources as it is compiled (on the compile
+/// workers); `should_stop` as compile_all's. Without `keep_cubins` each cubin's bytes are dropped
+/// once read (its hash, log and resources stay): what a run that measures nothing needs, since a
+/// naive kernel's space of 500,000 variants holds some 25 GB of cubins.
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
                                   const CubinCache& cache, int threads, bool progress,
-                                  const std::function<bool()>& should_stop = {});
+                                  const std::function<bool()>& should_stop = {},
+                                  bool keep_cubins = true);
 
 /// Compiles configs[i] for each i in `which` and writes their entries of `into` (sized like
 /// configs), adding to its counts: compiling a part of a plan after (or instead of) the rest.
 void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
                   const std::string& source, const std::vector<Config>& configs,
                   const std::string& arch, const CubinCache& cache, int threads, bool progress,
-                  const std::function<bool()>& should_stop = {});
+                  const std::function<bool()>& should_stop = {}, bool keep_cubins = true);
 
 /// Checks the job's arguments against every compiled configuration's parameter sizes
 /// (check_parameter_sizes in arguments.h); throws JobError at the first that differs. A job

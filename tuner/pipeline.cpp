@@ -295,6 +295,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       ScreenOptions so;
       so.margin = job.pruner.model_margin, so.rules = rule_options;
       so.threads = opt.threads, so.progress = opt.progress, so.should_stop = opt.should_stop;
+      so.keep_cubins = dev.has_value();  // without a device nothing is loaded
       if (def >= 0) so.always.push_back(static_cast<size_t>(def));
       std::vector<const ContextSpec*> ctxs;
       for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
@@ -310,7 +311,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     }
     return compile_and_inspect(job, source, configs, rep.arch, cache_for(opt.cache_dir),
                                opt.threads ? opt.threads : job.compile_threads, opt.progress,
-                               opt.should_stop);
+                               opt.should_stop, /*keep_cubins=*/dev.has_value());
   }();
   const std::vector<CompiledVariant>& compiled = built.compiled;
   const std::vector<Inspected>& inspected = built.inspected;

@@ -110,13 +110,15 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     ScreenOptions so;
     so.margin = rep.margin, so.rules = po, so.threads = o.threads, so.progress = o.progress;
     so.batch = o.screen_batch;
+    so.keep_cubins = false;  // prune loads nothing
     screen = compile_screened(job, source, configs, {ctx}, limits, rates, calibration, rep.arch,
                               cache_for(o.cache_dir), so);
     cr = std::move(screen.compile);
     rep.screened = screen.count;
   } else {
     cr = compile_and_inspect(job, source, configs, rep.arch, cache_for(o.cache_dir),
-                             o.threads ? o.threads : job.compile_threads, o.progress);
+                             o.threads ? o.threads : job.compile_threads, o.progress, {},
+                             /*keep_cubins=*/false);
   }
   rep.compile_failed = cr.failed;
   check_arguments_against_cubins(job, configs, cr);

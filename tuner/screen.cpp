@@ -98,7 +98,8 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   auto compile = [&](const std::vector<size_t>& which, bool progress) {
     if (which.empty()) return;
     compile_into(r.compile, which, job, source, configs, arch, cache,
-                 o.threads ? o.threads : job.compile_threads, progress, o.should_stop);
+                 o.threads ? o.threads : job.compile_threads, progress, o.should_stop,
+                 o.keep_cubins);
     for (size_t i : which) done[i] = 1;
     ++r.rounds;
   };

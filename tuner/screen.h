@@ -32,6 +32,7 @@ struct ScreenOptions {
   std::size_t batch = 0;            ///< configurations compiled per round (0: 4 per worker, >= 32)
   std::vector<std::size_t> always;  ///< compiled whatever their best case (the reference)
   std::function<bool()> should_stop;  ///< Ctrl-C: analyse and compile nothing more
+  bool keep_cubins = true;            ///< false: drop each cubin once read (nothing will run)
 };
 
 struct ScreenResult {

@@ -74,6 +74,37 @@ TEST(Prune, ParametersWithoutEffectAreCollapsed) {
   EXPECT_EQ(r.rows[3].decision.kept, true);  // bs=128: another launch geometry
 }
 
+// A run that loads nothing (prune, --no-gpu) drops each cubin once its resources are read:
+// every variant's resources, hash and log are the same as with the cubins kept, fresh from NVRTC
+// or from the cache, and no cubin bytes are left (a naive space's would fill the memory).
+TEST(Prune, InspectingWithoutKeepingCubinsReadsTheSame) {
+  test::TempDir dir;
+  Job job = strided_reads_job(dir, "[0, 1, 2, 3]");
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  std::vector<Config> configs;
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  const CubinCache cache = cache_for(dir / "cache");
+  for (bool cached : {false, true}) {
+    CompileReport dropped = compile_and_inspect(job, source, configs, "sm_90", cache, 2, false, {},
+                                                /*keep_cubins=*/false);
+    CompileReport kept = compile_and_inspect(job, source, configs, "sm_90", cache, 2, false);
+    ASSERT_EQ(dropped.compiled.size(), configs.size());
+    EXPECT_EQ(dropped.ok, configs.size());
+    EXPECT_EQ(dropped.cached, cached ? configs.size() : 0u);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      SCOPED_TRACE(configs[i].key());
+      ASSERT_TRUE(dropped.inspected[i].ok) << dropped.inspected[i].reason;
+      EXPECT_EQ(dropped.inspected[i].res, kept.inspected[i].res);
+      EXPECT_GT(dropped.inspected[i].res.registers, 0);
+      EXPECT_EQ(dropped.compiled[i].cubin_hash, kept.compiled[i].cubin_hash);
+      EXPECT_EQ(dropped.compiled[i].log, kept.compiled[i].log);
+      EXPECT_TRUE(dropped.compiled[i].cubin.empty());
+      EXPECT_FALSE(kept.compiled[i].cubin.empty());
+    }
+  }
+}
+
 TEST(Prune, ResourcesFollowTheDevice) {
   test::TempDir dir;
   // 1024 threads of a kernel using many registers: fine on no device with 64K registers per block
