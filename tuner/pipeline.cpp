@@ -468,7 +468,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       std::vector<Row> rows(configs.size());
       for (size_t i = 0; i < configs.size(); ++i) {
         try {
-          rows[i].v = instantiate(job, source, configs[i], ctx);
+          rows[i].v = instantiate_launch(job, configs[i], ctx);  // compiled already
           if (inspected[i].ok)
             rows[i].occ = pruner::compute_occupancy(inspected[i].res, rows[i].v->geometry.grid,
                                                     rows[i].v->geometry.block,

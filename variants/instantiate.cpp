@@ -134,10 +134,15 @@ std::string variant_source(const Job& job, const std::string& source, const Conf
 
 Variant instantiate(const Job& job, const std::string& source, const Config& config,
                     const ContextSpec& ctx) {
+  Variant v = instantiate_launch(job, config, ctx);
+  v.source = variant_source(job, source, config);
+  return v;
+}
+
+Variant instantiate_launch(const Job& job, const Config& config, const ContextSpec& ctx) {
   Variant v;
   v.config = config;
   v.kernel_name = job.kernel_name;
-  v.source = variant_source(job, source, config);
   v.options = compile_options(job, config);
   v.kernel_folder = kernel_folder(job);
   v.geometry = launch_geometry(job, config, ctx);

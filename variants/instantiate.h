@@ -72,4 +72,9 @@ std::string variant_source(const Job& job, const std::string& source, const Conf
 Variant instantiate(const Job& job, const std::string& source, const Config& config,
                     const ContextSpec& ctx);
 
+/// As instantiate, without the source (left empty): what launching an already compiled variant
+/// needs (geometry, work, options). A naive kernel's generated source is some 5 KB, and a run
+/// keeps one of these per configuration.
+Variant instantiate_launch(const Job& job, const Config& config, const ContextSpec& ctx);
+
 }  // namespace gputune
