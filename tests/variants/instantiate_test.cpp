@@ -37,6 +37,17 @@ TEST(Instantiate, CudaGlobalSizeIsTheGrid) {
   Variant v = instantiate(job, "src", s.config(static_cast<size_t>(i)), job.contexts[1]);
   ASSERT_TRUE(v.flops);
   EXPECT_DOUBLE_EQ(*v.flops, 2.0 * 4096.0 * 4096.0 * 4096.0);
+  EXPECT_EQ(v.source, "src");
+  // What a run keeps per configuration to launch it: all of it but the source.
+  Variant launch = instantiate_launch(job, s.config(static_cast<size_t>(i)), job.contexts[1]);
+  EXPECT_EQ(launch.source, "");
+  EXPECT_EQ(launch.geometry.grid, v.geometry.grid);
+  EXPECT_EQ(launch.geometry.block, v.geometry.block);
+  EXPECT_EQ(launch.geometry.dynamic_smem, v.geometry.dynamic_smem);
+  EXPECT_EQ(launch.flops, v.flops);
+  EXPECT_EQ(launch.bytes, v.bytes);
+  EXPECT_EQ(launch.options, v.options);
+  EXPECT_EQ(launch.config.key(), v.config.key());
 }
 
 TEST(Instantiate, GridDivFollowsKernelTuner) {
