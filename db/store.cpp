@@ -304,16 +304,30 @@ std::int64_t Store::upsert_job(const std::string& name, const std::string& file,
       [&](Statement& s) { s.bind(2, name).bind(3, file).bind(4, document); });
 }
 
+namespace {
+// A context's identity: everything that can change its times.
+std::string context_hash(const ContextRecord& c, const std::string& kernel_hash,
+                         const std::string& device_uid) {
+  return sha256_hex(kernel_hash + "|" + device_uid + "|" + c.problem_size_json + "|" +
+                    c.values_json + "|" + c.arch + "|" + std::to_string(c.driver_version) + "|" +
+                    c.toolkit_version + "|" + c.nvrtc_version);
+}
+
+std::optional<std::string> device_uid(Database& db, std::int64_t device_id) {
+  Statement d(db, "SELECT uid FROM devices WHERE id=?");
+  d.bind(1, device_id);
+  if (!d.step()) return std::nullopt;
+  return d.text(0);
+}
+}  // namespace
+
 std::int64_t Store::upsert_context(ContextRecord c) {
   if (c.hash.empty()) {
     Statement k(db_, "SELECT hash FROM kernels WHERE id=?");
     k.bind(1, c.kernel_id);
-    Statement d(db_, "SELECT uid FROM devices WHERE id=?");
-    d.bind(1, c.device_id);
-    if (!k.step() || !d.step()) throw DbError("context refers to an unknown kernel or device");
-    c.hash = sha256_hex(k.text(0) + "|" + d.text(0) + "|" + c.problem_size_json + "|" +
-                        c.values_json + "|" + c.arch + "|" + std::to_string(c.driver_version) +
-                        "|" + c.toolkit_version + "|" + c.nvrtc_version);
+    auto uid = device_uid(db_, c.device_id);
+    if (!k.step() || !uid) throw DbError("context refers to an unknown kernel or device");
+    c.hash = context_hash(c, k.text(0), *uid);
   }
   return upsert(
       db_,
@@ -511,6 +525,37 @@ std::vector<RunRow> Store::runs_of_job(const std::string& document, std::int64_t
   std::vector<RunRow> out;
   while (s.step()) out.push_back(read_run(s));
   return out;
+}
+
+std::optional<RunRow> Store::unchanged_run(const std::string& document, const std::string& strategy,
+                                           const std::string& kernel_hash,
+                                           const std::vector<ContextRecord>& contexts) {
+  if (contexts.empty()) return std::nullopt;
+  std::vector<std::int64_t> ids;
+  for (const ContextRecord& c : contexts) {
+    auto uid = device_uid(db_, c.device_id);
+    if (!uid) return std::nullopt;
+    Statement s(db_, "SELECT id FROM contexts WHERE hash=?");
+    const std::string hash = context_hash(c, kernel_hash, *uid);
+    s.bind(1, hash);
+    if (!s.step()) return std::nullopt;  // never measured as it is now
+    ids.push_back(s.int64(0));
+  }
+  const std::string job_hash = sha256_hex(document);
+  Statement runs(db_, std::string(kRunSelect) +
+                          "WHERE j.hash=? AND r.status='done' AND r.strategy=? ORDER BY r.id DESC");
+  runs.bind(1, job_hash).bind(2, strategy);
+  while (runs.step()) {
+    RunRow r = read_run(runs);
+    bool all = true;
+    for (std::int64_t id : ids) {
+      Statement m(db_, "SELECT 1 FROM measurements WHERE run_id=? AND context_id=? LIMIT 1");
+      m.bind(1, r.id).bind(2, id);
+      all = all && m.step();
+    }
+    if (all) return r;
+  }
+  return std::nullopt;
 }
 
 std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,

@@ -181,6 +181,14 @@ class Store {
     double best_ms = 0;
   };
   std::optional<PreviousBest> previous_best(std::int64_t run_id, std::int64_t context_id);
+  /// The newest finished ("done") run of the job with this document and strategy that measured
+  /// in every one of `contexts` as they are now: the same kernel source (`kernel_hash`, as
+  /// upsert_kernel stores it; each record's kernel_id is not used), device, problem size, input
+  /// values, architecture, driver, toolkit and NVRTC (the context's hash). Reads only: nothing
+  /// is inserted for a kernel or context never stored. What `run --skip-unchanged` skips on.
+  std::optional<RunRow> unchanged_run(const std::string& document, const std::string& strategy,
+                                      const std::string& kernel_hash,
+                                      const std::vector<ContextRecord>& contexts);
   /// (context, variant) pairs of a run with a verified time: what was measured on a GPU. A run
   /// without a GPU and a `prune` decide every pair (RunRow::done) and time none. A scan of the
   /// run's measurements: for the CLI, not for what the dashboard polls.

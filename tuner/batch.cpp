@@ -207,6 +207,15 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
     item.ran = true;
     if (o.should_stop && o.should_stop()) rep.interrupted = true;
     const auto runs = store.runs_of_job(jobs[i].document, before);
+    if (runs.empty() && item.exit_code == 0) {  // --skip-unchanged: its last run stands
+      const auto all = store.runs_of_job(jobs[i].document);
+      for (auto it = all.rbegin(); it != all.rend(); ++it)
+        if (it->status == "done") {
+          item.unchanged = true, item.run_id = it->id, item.run_status = it->status;
+          break;
+        }
+      continue;
+    }
     if (runs.empty()) continue;  // refused before it stored a run (its message says why)
     item.run_id = runs.back().id, item.run_status = runs.back().status;
     item.run_message = runs.back().message;
@@ -269,6 +278,10 @@ void print_batch_report(const BatchReport& r, std::ostream& out) {
         << (item.run_id ? std::to_string(item.run_id) : "-");
     if (!item.run_id) {
       out << "no run stored (its message is above)\n";
+      continue;
+    }
+    if (item.unchanged) {
+      out << "unchanged since this run: not re-tuned (--skip-unchanged)\n";
       continue;
     }
     const bool has_times = item.run_status == "done" || item.run_status == "interrupted" ||

@@ -81,6 +81,8 @@ struct BatchItem {
   std::int64_t run_id = 0;  ///< 0: the job stored no run (bad input found by `run`)
   std::string run_status;   ///< the run's status (done, interrupted, failed, ...)
   std::string run_message;  ///< the run's message (why it failed)
+  /// `run --skip-unchanged` found nothing changed since run_id (an earlier run): no new run.
+  bool unchanged = false;
   std::vector<BatchContext> contexts;
 };
 

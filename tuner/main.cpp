@@ -152,7 +152,11 @@ int cmd_run(int argc, char** argv) {
       "max-restarts",
       "after a hung kernel (see --kernel-timeout), start again with --resume at most this many "
       "times, so one command measures the rest of the space; 0: stop at the first hang",
-      cxxopts::value<int>()->default_value("10"))("q,quiet", "no progress line")("h,help", "help");
+      cxxopts::value<int>()->default_value("10"))(
+      "skip-unchanged",
+      "do nothing (exit 0) when a finished run of this job and strategy already measured every "
+      "context with the same kernel source, device, driver, toolkit and problem sizes")(
+      "q,quiet", "no progress line")("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -171,6 +175,11 @@ int cmd_run(int argc, char** argv) {
   opt.screen = r.count("no-screen") == 0;
   if (r.count("resume")) opt.resume_run = r["resume"].as<std::int64_t>();
   opt.budget_given = r.count("budget") > 0;
+  opt.skip_unchanged = r.count("skip-unchanged") > 0;
+  if (opt.skip_unchanged && opt.resume_run)
+    throw JobError("command line", "--skip-unchanged",
+                   "given with --resume, which goes on with a run whatever changed",
+                   "drop one of the two");
   opt.command_line.assign(argv, argv + argc);
   // A measurement launches once to verify (at most TimeoutSeconds to go on), warms up and times
   // until TimeoutSeconds is spent: by default, a hang is what takes longer than all of that.
@@ -221,9 +230,13 @@ int cmd_batch(int argc, char** argv) {
       cxxopts::value<std::string>())("budget", "every job's GPUTune.Budget.Configurations",
                                      cxxopts::value<std::uint64_t>())(
       "kernel-timeout", "as for `run`: seconds before a measurement counts as hung",
-      cxxopts::value<double>())(
-      "max-restarts", "as for `run`: restarts of a job after hung kernels",
-      cxxopts::value<int>()->default_value("10"))("q,quiet", "no progress lines")("h,help", "help");
+      cxxopts::value<double>())("max-restarts",
+                                "as for `run`: restarts of a job after hung kernels",
+                                cxxopts::value<int>()->default_value("10"))(
+      "skip-unchanged",
+      "as for `run`: a job whose last finished run measured the same kernel source, device, "
+      "driver, toolkit and contexts is not re-tuned (listed as unchanged)")(
+      "q,quiet", "no progress lines")("h,help", "help");
   o.parse_positional({"suite"});
   o.positional_help("SUITE...");
   auto r = o.parse(argc, argv);
@@ -255,6 +268,7 @@ int cmd_batch(int argc, char** argv) {
     bo.run_args.insert(bo.run_args.end(), {"--kernel-timeout", v.str()});
   }
   if (r.count("quiet")) bo.run_args.push_back("--quiet");
+  if (r.count("skip-unchanged")) bo.run_args.push_back("--skip-unchanged");
   bo.should_stop = [] { return tuner::supervisor_stop_requested(); };
   for (const std::string& s : suite.skipped) std::cerr << "gputune batch: skipped " << s << "\n";
   std::cerr << "gputune batch: " << suite.jobs.size() << " job"

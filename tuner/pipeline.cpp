@@ -282,6 +282,41 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       calibration = pruner::Calibration::from_json(*c);
   pruner::PruneOptions rule_options;
   rule_options.max_spill_bytes = job.pruner.max_spill_bytes;
+  // A context's record: what identifies its times (kernel_id set once the kernel is stored).
+  auto context_record = [&](const ContextSpec& ctx, std::int64_t kernel_id) {
+    db::ContextRecord cr;
+    cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
+    cr.problem_size_json = value_to_json(Value(ctx.problem_size)).dump();
+    nlohmann::json vals = nlohmann::json::object();
+    for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
+    cr.values_json = vals.dump();
+    cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
+    cr.nvrtc_version = nvrtc_version();
+    cr.driver_version = dev ? Driver::instance().version() : 0;
+    return cr;
+  };
+
+  // --skip-unchanged: a finished run of this job already measured every context as it is now.
+  if (opt.skip_unchanged && !opt.resume_run) {
+    if (!dev) {
+      log << "gputune: --skip-unchanged: no device (" << no_device_reason
+          << "), so no earlier run's times can stand for this one's; compiling as usual\n";
+    } else {
+      std::vector<db::ContextRecord> now;
+      for (const ContextSpec& c : job.contexts) now.push_back(context_record(c, 0));
+      if (auto prev =
+              store.unchanged_run(job.document, job.strategy, kernel_hash(job, source), now)) {
+        rep.run_id = prev->id;
+        rep.unchanged = true;
+        rep.message = "unchanged since run " + std::to_string(prev->id) + " (finished " +
+                      prev->finished_at +
+                      "): the same job, strategy, kernel source, device, driver, toolkit and "
+                      "contexts, so nothing was re-tuned (--skip-unchanged); `gputune show " +
+                      std::to_string(prev->id) + "` has its results";
+        return rep;  // print_report says so
+      }
+    }
+  }
 
   // 5. Compile every planned configuration once (options do not depend on the context); with the
   // pruner on, only those rule 4 could keep in some context (the reference always).
@@ -379,12 +414,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         }
       store.finish_run(run_id, "failed", "no configuration compiled");
       db::Transaction t(store.db());
-      db::ContextRecord cr;
-      cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = job.contexts[0].name;
-      cr.problem_size_json = value_to_json(Value(job.contexts[0].problem_size)).dump();
-      cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
-      cr.nvrtc_version = nvrtc_version();
-      std::int64_t ctx_id = store.upsert_context(cr);
+      std::int64_t ctx_id = store.upsert_context(context_record(job.contexts[0], kernel_id));
       for (size_t i = 0; i < configs.size(); ++i) {
         db::MeasurementRecord m;
         m.run_id = run_id, m.context_id = ctx_id, m.variant_id = variant_ids[i];
@@ -437,16 +467,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     for (const ContextSpec& ctx : job.contexts) {
       const auto context_index = static_cast<size_t>(&ctx - job.contexts.data());
       Stage stage(log, "context " + ctx.name);
-      db::ContextRecord cr;
-      cr.kernel_id = kernel_id, cr.device_id = device_id, cr.label = ctx.name;
-      cr.problem_size_json = value_to_json(Value(ctx.problem_size)).dump();
-      nlohmann::json vals = nlohmann::json::object();
-      for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
-      cr.values_json = vals.dump();
-      cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
-      cr.nvrtc_version = nvrtc_version();
-      cr.driver_version = dev ? Driver::instance().version() : 0;
-      std::int64_t ctx_id = store.upsert_context(cr);
+      std::int64_t ctx_id = store.upsert_context(context_record(ctx, kernel_id));
 
       std::unique_ptr<Measurer> measurer;
       if (gpu)
@@ -889,6 +910,10 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
 }
 
 void print_report(const RunReport& r, std::ostream& out) {
+  if (r.unchanged) {
+    out << r.message << "\n";
+    return;
+  }
   out << "space " << r.space_size << " configurations, planned " << r.planned << ", compiled "
       << r.compiled_ok << " (" << r.cached << " from cache), compile failures " << r.compile_failed
       << "\n";

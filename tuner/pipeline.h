@@ -49,6 +49,10 @@ struct RunOptions {
   /// The job's budget was replaced on the command line (--budget): a resumed run goes on with it
   /// rather than with the budget it planned with.
   bool budget_given = false;
+  /// Skip the job (exit 0, nothing compiled or stored) when a finished run of the same job and
+  /// strategy already measured every context as it is now: the same kernel source, device,
+  /// driver, toolkit and problem sizes (db::Store::unchanged_run). Needs a device.
+  bool skip_unchanged = false;
   // Hooks for the daemon's workers.
   std::optional<std::int64_t>
       resume_run;  ///< continue this run, skipping measured (context, variant) pairs
@@ -90,6 +94,7 @@ struct RunReport {
   std::size_t correct = 0, failed = 0;
   bool timed = false;
   bool interrupted = false;
+  bool unchanged = false;     ///< skip_unchanged found run_id: nothing was compiled or stored
   std::vector<BestRow> best;  ///< per context
   // The model (model_guided strategy or GPUTune.Pruner.Enabled), last context.
   std::optional<double> spearman;  ///< predicted vs measured rank correlation

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "db/browse.h"
@@ -67,6 +68,38 @@ TEST(Store, WinnerIsTheFastestCorrectMeasurement) {
   EXPECT_EQ(f.store.winners("matmul", "4096").size(), 1u);
   EXPECT_TRUE(f.store.winners("matmul", "1024").empty());
   EXPECT_EQ(f.store.winners("abc").size(), 1u);  // hash prefix
+}
+
+// What `run --skip-unchanged` stands on: a finished run of the same job document and strategy
+// that measured in the same context, where the context's identity covers the kernel's source,
+// the device, the driver and the toolkit. Looking reads only.
+TEST(Store, AnUnchangedRunIsAFinishedRunOfTheSameJobKernelAndContexts) {
+  Fixture f;
+  ContextRecord now;
+  now.device_id = f.device, now.label = "4096", now.problem_size_json = "[4096,1,1]";
+  now.arch = "sm_90", now.toolkit_version = "13.0", now.nvrtc_version = "13.0";
+  EXPECT_FALSE(f.store.unchanged_run("{}", "brute_force", "abc123", {now}));  // still running
+  f.measure(f.v1, "correct", 2.0);
+  f.store.finish_run(f.run, "done", "");
+  auto r = f.store.unchanged_run("{}", "brute_force", "abc123", {now});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->id, f.run);
+  EXPECT_FALSE(f.store.unchanged_run("{}", "random", "abc123", {now}));  // another search
+  EXPECT_FALSE(f.store.unchanged_run("{\"x\": 1}", "brute_force", "abc123", {now}));  // job
+  EXPECT_FALSE(f.store.unchanged_run("{}", "brute_force", "edited", {now}));  // kernel source
+  for (auto change : std::vector<std::function<void(ContextRecord&)>>{
+           [](ContextRecord& c) { c.driver_version = 13010; },
+           [](ContextRecord& c) { c.toolkit_version = "13.1"; },
+           [](ContextRecord& c) { c.problem_size_json = "[8192,1,1]"; }}) {
+    ContextRecord c = now;
+    change(c);
+    EXPECT_FALSE(f.store.unchanged_run("{}", "brute_force", "abc123", {c}));
+    // A context it did not measure in, next to one it did: not the same either.
+    EXPECT_FALSE(f.store.unchanged_run("{}", "brute_force", "abc123", {now, c}));
+  }
+  Statement n(f.store.db(), "SELECT count(*) FROM contexts");
+  n.step();
+  EXPECT_EQ(n.int64(0), 1);  // nothing was inserted by looking
 }
 
 TEST(Store, MeasurementsKeepEverySample) {

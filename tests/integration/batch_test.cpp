@@ -89,6 +89,68 @@ TEST(Batch, EachJobRunsAndAContextThatGotSlowerIsARegression) {
   EXPECT_EQ(none.out.find("REGRESSION"), std::string::npos) << none.out;
 }
 
+// --skip-unchanged: a job whose last finished run measured every context with the same kernel
+// source, device, driver and toolkit is not re-tuned; a changed kernel, a changed context or
+// another strategy is; without a GPU there is no earlier time to stand for this one's.
+TEST(Batch, SkipUnchangedRetunesOnlyWhatChanged) {
+  test::TempDir dir;
+  const std::string suite = write_suite(dir), db = (dir / "g.db").string();
+  const std::string args = "'" + suite + "' --db '" + db + "' --cache-dir '" +
+                           (dir / "cache").string() + "' -q --skip-unchanged";
+  auto first = batch("", args);  // nothing to skip on yet
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  db::Store store(db);
+  ASSERT_EQ(store.runs().size(), 2u);
+
+  auto same = batch("", args);
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_EQ(store.runs().size(), 2u) << same.out;  // nothing new stored
+  EXPECT_NE(same.out.find("/a.json  0     1      unchanged since this run: not re-tuned"),
+            std::string::npos)
+      << same.out;
+  EXPECT_NE(same.out.find("/b.json  0     2      unchanged since this run"), std::string::npos)
+      << same.out;
+
+  // The kernel both jobs share changes (the job files do not): both are tuned again, and
+  // compared with their first runs.
+  test::write_file(dir / "vector_add.cu", test::read_file(dir / "vector_add.cu") + "// v2\n");
+  auto changed = batch("", args);
+  EXPECT_EQ(changed.exit_code, 0) << changed.out;
+  ASSERT_EQ(store.runs().size(), 4u) << changed.out;
+  EXPECT_EQ(changed.out.find("unchanged"), std::string::npos) << changed.out;
+  EXPECT_NE(row(changed.out, "16M").find("(2)"), std::string::npos) << changed.out;
+  // Nothing changed since: runs 3 and 4 stand.
+  auto again = batch("", args);
+  EXPECT_EQ(store.runs().size(), 4u) << again.out;
+  EXPECT_NE(again.out.find("/a.json  0     3      unchanged"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("/b.json  0     4      unchanged"), std::string::npos) << again.out;
+  // A changed context is another job document: b alone is tuned again.
+  std::string b = test::read_file(dir / "b.json");
+  b.replace(b.find("[65536]"), 7, "[65537]");
+  test::write_file(dir / "b.json", b);
+  auto resized = batch("", args);
+  EXPECT_EQ(store.runs().size(), 5u) << resized.out;
+  EXPECT_NE(resized.out.find("/a.json  0     3      unchanged"), std::string::npos) << resized.out;
+
+  // Another strategy is another search: tuned again.
+  auto random = batch("", args + " --strategy random");
+  EXPECT_EQ(store.runs().size(), 7u) << random.out;
+
+  // Without a GPU nothing was timed before or now: compiled as usual, and said why.
+  auto none = test::run_command(
+      std::string("'") + GPUTUNE_BINARY + "' run '" + (dir / "a.json").string() + "' --db '" + db +
+      "' --no-gpu --skip-unchanged -q --cache-dir '" + (dir / "cache").string() + "'");
+  EXPECT_EQ(none.exit_code, 3) << none.out;
+  EXPECT_NE(none.out.find("--skip-unchanged: no device (--no-gpu was given)"), std::string::npos)
+      << none.out;
+  // And it cannot be combined with --resume.
+  auto resume =
+      test::run_command(std::string("'") + GPUTUNE_BINARY + "' run '" + (dir / "a.json").string() +
+                        "' --db '" + db + "' --resume 1 --skip-unchanged");
+  EXPECT_EQ(resume.exit_code, 2) << resume.out;
+  EXPECT_NE(resume.out.find("--skip-unchanged"), std::string::npos) << resume.out;
+}
+
 TEST(Batch, AJobThatFailsOrCrashesDoesNotStopTheSuite) {
   test::TempDir dir;
   const std::string suite = write_suite(dir), db = (dir / "g.db").string();
