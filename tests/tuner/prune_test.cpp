@@ -53,6 +53,14 @@ Job strided_reads_job(const test::TempDir& dir, const std::string& unused_values
   return job;
 }
 
+/// Every configuration of the job's space, in order.
+std::vector<Config> all_configs(const Job& job) {
+  const Space space = build_space(job);
+  std::vector<Config> configs;
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  return configs;
+}
+
 PruneRunOptions opts(const test::TempDir& dir, const std::string& device) {
   PruneRunOptions o;
   o.device = device;
@@ -81,9 +89,7 @@ TEST(Prune, InspectingWithoutKeepingCubinsReadsTheSame) {
   test::TempDir dir;
   Job job = strided_reads_job(dir, "[0, 1, 2, 3]");
   const std::string source = load_kernel_source(job);
-  const Space space = build_space(job);
-  std::vector<Config> configs;
-  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  const std::vector<Config> configs = all_configs(job);
   const CubinCache cache = cache_for(dir / "cache");
   for (bool cached : {false, true}) {
     CompileReport dropped = compile_and_inspect(job, source, configs, "sm_90", cache, 2, false, {},
@@ -336,9 +342,7 @@ TEST(Prune, AStopWhileTheScreenAnalysesEndsItAndCompilesNothing) {
   test::TempDir dir;
   Job job = strided_reads_job(dir, "[0, 1, 2, 3]");
   const std::string source = load_kernel_source(job);
-  const Space space = build_space(job);
-  std::vector<Config> configs;
-  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  const std::vector<Config> configs = all_configs(job);
   ASSERT_EQ(configs.size(), 64u);
   const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
   auto analyses = [](const std::filesystem::path& cache) {
