@@ -208,9 +208,12 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
     if (o.should_stop && o.should_stop()) rep.interrupted = true;
     const auto runs = store.runs_of_job(jobs[i].document, before);
     if (runs.empty() && item.exit_code == 0) {  // --skip-unchanged: its last run stands
+      // The newest finished run with the strategy this run would have used (what run skipped on).
+      const std::string strategy =
+          o.strategy.empty() ? load_tuning_job(jobs[i].file).strategy : o.strategy;
       const auto all = store.runs_of_job(jobs[i].document);
       for (auto it = all.rbegin(); it != all.rend(); ++it)
-        if (it->status == "done") {
+        if (it->status == "done" && it->strategy == strategy) {
           item.unchanged = true, item.run_id = it->id, item.run_status = it->status;
           break;
         }

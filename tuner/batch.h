@@ -54,6 +54,8 @@ struct BatchOptions {
   double regression = 0.05;
   /// Passed to every `gputune run` after the job and `--db` (--no-gpu, --cache-dir, --budget...).
   std::vector<std::string> run_args;
+  /// The --strategy in run_args, if any (empty: each job's own).
+  std::string strategy;
   /// Restarts after hung kernels per job (run --max-restarts).
   int max_restarts = 10;
   /// Runs `gputune` with these words (after "gputune": "run", job, options) and returns its exit

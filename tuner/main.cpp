@@ -254,6 +254,7 @@ int cmd_batch(int argc, char** argv) {
     Job probe;  // only the name is checked: each run sets it on its own job
     set_strategy(probe, r["strategy"].as<std::string>(), "command line", "--strategy");
     bo.run_args.insert(bo.run_args.end(), {"--strategy", r["strategy"].as<std::string>()});
+    bo.strategy = r["strategy"].as<std::string>();
   }
   if (r.count("budget"))
     bo.run_args.insert(bo.run_args.end(), {"--budget", std::to_string(budget_option(r))});

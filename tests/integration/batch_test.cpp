@@ -135,6 +135,12 @@ TEST(Batch, SkipUnchangedRetunesOnlyWhatChanged) {
   // Another strategy is another search: tuned again.
   auto random = batch("", args + " --strategy random");
   EXPECT_EQ(store.runs().size(), 7u) << random.out;
+  // The job's own strategy again: the runs named are the brute-force ones skipped on, not the
+  // newer random ones.
+  auto own = batch("", args);
+  EXPECT_EQ(store.runs().size(), 7u) << own.out;
+  EXPECT_NE(own.out.find("/a.json  0     3      unchanged"), std::string::npos) << own.out;
+  EXPECT_NE(own.out.find("/b.json  0     5      unchanged"), std::string::npos) << own.out;
 
   // Without a GPU nothing was timed before or now: compiled as usual, and said why.
   auto none = test::run_command(
