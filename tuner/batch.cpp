@@ -89,7 +89,7 @@ class Collector {
     switch (kind_of(path, text, doc)) {
       case Kind::Job:
         ++jobs_found_;
-        if (seen_.insert(canonical).second) suite.jobs.push_back({path, named_by, text});
+        if (seen_.insert(canonical).second) suite.jobs.push_back({path, named_by, text, ""});
         return;
       case Kind::Suite:
         if (!suites_.insert(canonical).second) {
@@ -177,7 +177,7 @@ Suite collect_suite(const std::vector<std::string>& args) {
   Collector c;
   for (const std::string& a : args) c.add(a, "command line", false, 0);
   // Every job must load now: a broken one is found in seconds, not after hours of tuning.
-  for (const SuiteJob& j : c.suite.jobs) (void)load_tuning_job(j.file);
+  for (SuiteJob& j : c.suite.jobs) j.strategy = load_tuning_job(j.file).strategy;
   return std::move(c.suite);
 }
 
@@ -209,8 +209,7 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
     const auto runs = store.runs_of_job(jobs[i].document, before);
     if (runs.empty() && item.exit_code == 0) {  // --skip-unchanged: its last run stands
       // The newest finished run with the strategy this run would have used (what run skipped on).
-      const std::string strategy =
-          o.strategy.empty() ? load_tuning_job(jobs[i].file).strategy : o.strategy;
+      const std::string& strategy = o.strategy.empty() ? jobs[i].strategy : o.strategy;
       const auto all = store.runs_of_job(jobs[i].document);
       for (auto it = all.rbegin(); it != all.rend(); ++it)
         if (it->status == "done" && it->strategy == strategy) {

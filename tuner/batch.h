@@ -32,6 +32,7 @@ struct SuiteJob {
   std::filesystem::path file;
   std::string named_by;
   std::string document;  ///< the job file's text (how its runs are found in the database)
+  std::string strategy;  ///< its search strategy (GPUTune.Search.Strategy or the default)
 };
 
 struct Suite {
