@@ -7,10 +7,18 @@
 // parameter explains) times one per variant (sigma NOISE, the rest). What it shows is the
 // mechanism under that assumption, not how the model fares on a GPU.
 //
-// Usage: guided_sim JOB DEVICE [SEEDS=50] [SIGMA=0.15] [NOISE=0.05] [CACHE_DIR]
+// With DRIFT (>= 0) it also simulates a second context (another problem size) whose per-value
+// factors are the first's plus a change of their own (sigma DRIFT): model_guided on the second
+// context cold, started from what its search of the first measured (the prior a run's later
+// contexts and later runs get from the database, ParameterEffects::from_past; the first search is
+// capped at the job's budget of configurations), and started from an unrelated context's
+// measurements (fresh factors), which shows what a misleading prior costs.
+//
+// Usage: guided_sim JOB DEVICE [SEEDS=50] [SIGMA=0.15] [NOISE=0.05] [CACHE_DIR] [DRIFT]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -42,12 +50,14 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s JOB DEVICE [SEEDS] [SIGMA] [NOISE] [CACHE_DIR]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s JOB DEVICE [SEEDS] [SIGMA] [NOISE] [CACHE_DIR] [DRIFT]\n",
+                 argv[0]);
     return 2;
   }
   const int seeds = argc > 3 ? std::stoi(argv[3]) : 50;
   const double sigma = argc > 4 ? std::stod(argv[4]) : 0.15;
   const double noise = argc > 5 ? std::stod(argv[5]) : 0.05;
+  const double drift = argc > 7 ? std::stod(argv[7]) : -1;
   Job job = tuner::load_tuning_job(argv[1]);
   tuner::PruneRunOptions po;
   po.device = argv[2], po.store = false;
@@ -81,20 +91,27 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
     std::normal_distribution<double> value_effect(0, sigma), variant_effect(0, noise);
     std::map<std::pair<size_t, std::string>, double> effect;  // (parameter, value) -> log factor
-    std::vector<double> truth(n, INFINITY);
-    double optimum = INFINITY;
-    for (size_t i : candidates) {
-      double f = variant_effect(rng);
-      for (size_t p = 0; p < configs[i].values.size(); ++p) {
-        auto key = std::make_pair(p, configs[i].values[p].str());
-        auto it = effect.find(key);
-        if (it == effect.end()) it = effect.emplace(key, value_effect(rng)).first;
-        f += it->second;
-      }
-      truth[i] = predicted[i] * std::exp(f);
-      optimum = std::min(optimum, truth[i]);
-    }
-    auto run = [&](tuner::Strategy& s) {
+    // A context's truth: per-value factors from `effect_of` (drawn once per value), per-variant
+    // noise drawn fresh.
+    auto make_truth =
+        [&](const std::function<double(const std::pair<size_t, std::string>&)>& effect_of) {
+          std::vector<double> t(n, INFINITY);
+          for (size_t i : candidates) {
+            double f = variant_effect(rng);
+            for (size_t p = 0; p < configs[i].values.size(); ++p) {
+              auto key = std::make_pair(p, configs[i].values[p].str());
+              auto it = effect.find(key);
+              if (it == effect.end()) it = effect.emplace(key, effect_of(key)).first;
+              f += it->second;
+            }
+            t[i] = predicted[i] * std::exp(f);
+          }
+          return t;
+        };
+    std::vector<double> truth = make_truth([&](auto&) { return value_effect(rng); });
+    double optimum = *std::min_element(truth.begin(), truth.end());
+    auto run = [&](tuner::Strategy& s, size_t cap = SIZE_MAX,
+                   std::vector<tuner::ParameterEffects::Past>* past = nullptr) {
       Result r;
       double best = INFINITY;
       for (auto i = s.next(); i; i = s.next()) {
@@ -106,6 +123,15 @@ int main(int argc, char** argv) {
         best = std::min(best, truth[*i]);
         if (!r.to5 && truth[*i] <= optimum * 1.05) r.to5 = r.measured;
         s.report(*i, truth[*i]);
+        if (past) {
+          tuner::ParameterEffects::Past m;
+          m.search = "first";
+          for (size_t p = 0; p < configs[*i].values.size(); ++p)
+            m.values[(*configs[*i].names)[p]] = configs[*i].values[p].str();
+          m.log_residual = std::log(truth[*i] / predicted[*i]);
+          past->push_back(std::move(m));
+        }
+        if (r.measured >= cap) break;
       }
       r.best_ratio = best / optimum;
       return r;
@@ -116,6 +142,33 @@ int main(int argc, char** argv) {
     results["model_guided (learned effects)"].push_back(run(learned));
     auto random = tuner::make_random(n, static_cast<std::uint64_t>(seed));
     results["random"].push_back(run(*random));
+    if (drift < 0) continue;
+    // The first context, searched as a run would (within the job's budget), and what it teaches.
+    std::vector<tuner::ParameterEffects::Past> past;
+    {
+      tuner::ModelGuided first(pr.features, *pr.rates, pr.calibration, excluded, configs);
+      run(first, tuner::budget_configurations(job.budget, n), &past);
+    }
+    const auto prior = tuner::ParameterEffects::from_past(past).learned();
+    auto second = [&](const char* name, const tuner::ParameterEffects::Prior* with) {
+      tuner::ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
+      if (with) g.set_prior(*with);
+      results[name].push_back(run(g));
+    };
+    // The second context: the same values' factors, each changed by its own drift.
+    std::normal_distribution<double> change(0, drift);
+    auto first_effect = effect;
+    effect.clear();
+    truth = make_truth([&](const auto& key) { return first_effect.at(key) + change(rng); });
+    optimum = *std::min_element(truth.begin(), truth.end());
+    second("context 2: model_guided cold", nullptr);
+    second("context 2: from context 1", &prior);
+    // An unrelated context: fresh factors, so the prior misleads.
+    effect.clear();
+    truth = make_truth([&](auto&) { return value_effect(rng); });
+    optimum = *std::min_element(truth.begin(), truth.end());
+    second("unrelated: model_guided cold", nullptr);
+    second("unrelated: from context 1", &prior);
   }
   std::printf("%-32s %14s %12s %22s %18s\n", "strategy", "to 5% (median)", "to 5% (p90)",
               "stopped before 5%", "measured (median)");

@@ -858,4 +858,22 @@ std::optional<std::string> Store::latest_calibration(std::int64_t device_id) {
   return s.text(0);
 }
 
+std::vector<Store::PredictedTime> Store::predicted_times(std::int64_t device_id,
+                                                         const std::string& kernel,
+                                                         std::int64_t skip_run,
+                                                         std::int64_t skip_context, int limit) {
+  // Re-measurements repeat a time already counted (the winner's check), so they are left out.
+  Statement s(db_,
+              "SELECT m.run_id, m.context_id, v.params, m.time_ms, m.predicted_ms FROM "
+              "measurements m JOIN contexts c ON c.id = m.context_id JOIN kernels k ON k.id = "
+              "c.kernel_id JOIN variants v ON v.id = m.variant_id WHERE c.device_id = ? AND k.name "
+              "= ? AND m.status = 'correct' AND m.time_ms > 0 AND m.predicted_ms > 0 AND m.reason "
+              "NOT LIKE 're-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?) ORDER BY "
+              "m.id DESC LIMIT ?");
+  s.bind(1, device_id).bind(2, kernel).bind(3, skip_run).bind(4, skip_context).bind(5, limit);
+  std::vector<PredictedTime> out;
+  while (s.step()) out.push_back({s.int64(0), s.int64(1), s.text(2), s.real(3), s.real(4)});
+  return out;
+}
+
 }  // namespace gputune::db

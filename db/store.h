@@ -153,6 +153,18 @@ class Store {
   std::int64_t save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,
                                 int samples, double rms_log_error, const std::string& params_json);
   std::optional<std::string> latest_calibration(std::int64_t device_id);
+  /// A verified time with the model's prediction for it: what the model missed there.
+  struct PredictedTime {
+    std::int64_t run_id = 0, context_id = 0;
+    std::string params_json;
+    double time_ms = 0, predicted_ms = 0;
+  };
+  /// The newest `limit` verified times with a prediction of kernels named `kernel` on a device,
+  /// leaving out one (run, context) (the one being measured, which a resumed run has begun):
+  /// what earlier contexts and runs teach a search about the kernel's parameters there.
+  std::vector<PredictedTime> predicted_times(std::int64_t device_id, const std::string& kernel,
+                                             std::int64_t skip_run, std::int64_t skip_context,
+                                             int limit);
   struct NamedCalibration {
     std::string params_json;
     std::string device_name;  ///< the device record it was fitted for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -88,6 +89,28 @@ std::string changed_sections(const std::string& before, const std::string& now) 
   std::string out;
   for (const std::string& k : keys)
     if (!a.contains(k) || !b.contains(k) || a[k] != b[k]) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+/// How many of the newest verified times with a prediction a search learns from before it starts.
+constexpr int kPastMeasurements = 5000;
+
+/// What earlier contexts and runs measured of kernel `kernel` on the device, as residuals of the
+/// model: the prior of a model-guided search (ParameterEffects::from_past).
+std::vector<ParameterEffects::Past> past_measurements(db::Store& store, std::int64_t device_id,
+                                                      const std::string& kernel,
+                                                      std::int64_t run_id, std::int64_t ctx_id) {
+  std::vector<ParameterEffects::Past> out;
+  for (const auto& row :
+       store.predicted_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
+    auto params = nlohmann::json::parse(row.params_json, nullptr, false);
+    if (!params.is_object()) continue;
+    ParameterEffects::Past m;
+    m.search = std::to_string(row.run_id) + "/" + std::to_string(row.context_id);
+    for (const auto& [name, value] : params.items()) m.values[name] = json_to_value(value).str();
+    m.log_residual = std::log(row.time_ms / row.predicted_ms);
+    out.push_back(std::move(m));
+  }
   return out;
 }
 
@@ -609,10 +632,27 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       for (size_t k = 0; k < configs.size(); ++k)
         if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
       std::unique_ptr<ModelGuided> guide;
-      if (guided)
+      if (guided) {
         guide = std::make_unique<ModelGuided>(model.features,
                                               rates.rates.value_or(pruner::DeviceRates{}),
                                               calibration, pruned, configs);
+        // What earlier contexts of this run and earlier runs of the kernel on this device
+        // learned about its parameters orders the search until its own measurements take over.
+        if (measurer) {
+          auto past = past_measurements(store, device_id, job.kernel_name, run_id, ctx_id);
+          if (!past.empty()) {
+            auto before = ParameterEffects::from_past(past);
+            guide->set_prior(before.learned());
+            std::string taught = before.summary(4);
+            log << "gputune: model_guided: starts from what " << past.size()
+                << " earlier measurements of kernel '" << job.kernel_name
+                << "' on this device taught ("
+                << (guide->effects() ? guide->effects()->prior_values() : 0)
+                << " parameter values of this space; "
+                << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
+          }
+        }
+      }
 
       // Outcomes measured before an interruption count as measured now (resume).
       std::map<std::int64_t, size_t> index_of_variant;
@@ -730,7 +770,12 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         log << "gputune: model_guided: what the model misses per parameter value (measured / "
                "predicted against the average, learned from "
             << guide->effects()->samples() << " measurements and used to order the rest): "
-            << (misses.empty() ? "no value off by 5% or more" : misses) << "\n";
+            << (misses.empty() ? "no value off by 5% or more" : misses);
+        if (guide->effects()->prior_values() > 0)
+          log << "; what earlier searches taught kept " << std::fixed << std::setprecision(2)
+              << guide->effects()->prior_trust() << std::defaultfloat
+              << " of its weight (1: borne out here, 0: not)";
+        log << "\n";
       }
 
       // Pruned and skipped variants: a small random sample is timed anyway, to report the regret

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -17,6 +18,10 @@ constexpr double kRidge = 1.0;  // ParameterEffects' penalty, in measurements
 // How many spreads of the predictions' error the stop rule allows a variant whose parameter
 // values' effects are not yet known.
 constexpr double kStopZ = 2.0;
+// The value of a parameter that a past measurement does not have (another version of the job).
+constexpr const char* kUnset = "\x01unset";
+// Pseudo-measurements at full trust in a prior (ParameterEffects::prior_trust).
+constexpr double kPriorTrustWeight = 8.0;
 
 class Ordered : public Strategy {
  public:
@@ -64,17 +69,23 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t n, std::
 
 ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
   if (configs.empty() || !configs[0].names) return;
-  const auto& all = *configs[0].names;
+  index(*configs[0].names, configs.size(), [&](size_t i, size_t p) {
+    return p < configs[i].values.size() ? configs[i].values[p].str() : std::string();
+  });
+}
+
+void ParameterEffects::index(const std::vector<std::string>& all, size_t n,
+                             const std::function<std::string(size_t, size_t)>& value_of) {
   // Each parameter's distinct values, in order of first appearance; one with a single value has
   // no effect to learn.
   // One pass: every configuration's value index for every parameter.
   const size_t all_params = all.size();
   std::vector<std::map<std::string, std::uint32_t>> index(all_params);
   std::vector<std::vector<std::string>> values(all_params);
-  std::vector<std::uint32_t> of_all(configs.size() * all_params, 0);
-  for (size_t i = 0; i < configs.size(); ++i)
-    for (size_t p = 0; p < all_params && p < configs[i].values.size(); ++p) {
-      std::string v = configs[i].values[p].str();
+  std::vector<std::uint32_t> of_all(n * all_params, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t p = 0; p < all_params; ++p) {
+      std::string v = value_of(i, p);
       auto [it, added] = index[p].emplace(v, static_cast<std::uint32_t>(values[p].size()));
       if (added) values[p].push_back(std::move(v));
       of_all[i * all_params + p] = it->second;
@@ -86,14 +97,46 @@ ParameterEffects::ParameterEffects(const std::vector<Config>& configs) {
       source.push_back(p);
       values_.push_back(std::move(values[p]));
     }
-  of_.resize(configs.size() * params());
-  for (size_t i = 0; i < configs.size(); ++i)
+  of_.resize(n * params());
+  for (size_t i = 0; i < n; ++i)
     for (size_t q = 0; q < params(); ++q)
       of_[i * params() + q] = of_all[i * all_params + source[q]];
   for (auto& v : values_) {
     beta_.emplace_back(v.size(), 0.0);
     count_.emplace_back(v.size(), 0);
+    prior_.emplace_back(v.size(), 0.0);
+    has_prior_.emplace_back(v.size(), 0);
   }
+}
+
+ParameterEffects ParameterEffects::from_past(const std::vector<Past>& past) {
+  ParameterEffects e;
+  std::vector<std::string> names;
+  {
+    std::set<std::string> seen;
+    for (const Past& m : past)
+      for (const auto& [name, value] : m.values)
+        if (seen.insert(name).second) names.push_back(name);
+  }
+  // A parameter a measurement lacks (another version of the job) is a value of its own.
+  e.index(names, past.size(), [&](size_t i, size_t p) {
+    auto it = past[i].values.find(names[p]);
+    return it == past[i].values.end() ? std::string(kUnset) : it->second;
+  });
+  std::map<std::string, std::pair<double, int>> mean;  // per search: sum, count
+  for (const Past& m : past)
+    if (std::isfinite(m.log_residual)) {
+      auto& [sum, k] = mean[m.search];
+      sum += m.log_residual, ++k;
+    }
+  std::vector<std::pair<size_t, double>> residuals;
+  for (size_t i = 0; i < past.size(); ++i)
+    if (std::isfinite(past[i].log_residual)) {
+      auto& [sum, k] = mean[past[i].search];
+      residuals.emplace_back(i, past[i].log_residual - sum / k);
+    }
+  e.fit(residuals);
+  return e;
 }
 
 void ParameterEffects::fit(const std::vector<std::pair<size_t, double>>& residuals) {
@@ -106,7 +149,30 @@ void ParameterEffects::fit(const std::vector<std::pair<size_t, double>>& residua
     std::fill(beta_[p].begin(), beta_[p].end(), 0.0);
     std::fill(count_[p].begin(), count_[p].end(), 0);
   }
+  prior_trust_ = 1;
   if (r.empty() || P == 0) return;
+  {
+    // How far this search's measurements bear the prior out: the slope of their residuals on
+    // what the prior said of them (1: as the prior said, 0: unrelated), with kPriorTrustWeight
+    // pseudo-measurements at 1 so a few measurements cannot throw a good prior away.
+    std::vector<double> q;
+    for (auto& [i, x] : r) {
+      double sum = 0;
+      for (size_t p = 0; p < P; ++p) sum += prior_[p][of_[i * P + p]];
+      q.push_back(sum);
+    }
+    const double n = static_cast<double>(r.size());
+    double mq = 0, mr = 0;
+    for (size_t k = 0; k < r.size(); ++k) mq += q[k] / n, mr += r[k].second / n;
+    double cov = 0, var = 0;
+    for (size_t k = 0; k < r.size(); ++k)
+      cov += (q[k] - mq) * (r[k].second - mr), var += (q[k] - mq) * (q[k] - mq);
+    if (var > 1e-12 * n) {
+      const double slope = cov / var;
+      prior_trust_ =
+          std::clamp((n * slope + kPriorTrustWeight) / (n + kPriorTrustWeight), 0.0, 1.0);
+    }
+  }
   for (auto& [i, x] : r)
     for (size_t p = 0; p < P; ++p) ++count_[p][of_[i * P + p]];
   // Backfitting: each parameter's effects in turn, against what the intercept and the other
@@ -152,6 +218,49 @@ double ParameterEffects::log_factor(size_t i) const {
   return f;
 }
 
+void ParameterEffects::set_prior(const Prior& prior) {
+  for (size_t p = 0; p < params(); ++p) {
+    std::fill(prior_[p].begin(), prior_[p].end(), 0.0);
+    std::fill(has_prior_[p].begin(), has_prior_[p].end(), 0);
+    auto param = prior.find(names_[p]);
+    if (param == prior.end()) continue;
+    for (size_t v = 0; v < values_[p].size(); ++v) {
+      auto value = param->second.find(values_[p][v]);
+      if (value != param->second.end() && std::isfinite(value->second))
+        prior_[p][v] = value->second, has_prior_[p][v] = 1;
+    }
+  }
+}
+
+ParameterEffects::Prior ParameterEffects::learned() const {
+  Prior out;
+  for (size_t p = 0; p < params(); ++p)
+    for (size_t v = 0; v < values_[p].size(); ++v) {
+      if (count_[p][v] == 0 && !has_prior_[p][v]) continue;
+      if (values_[p][v] == kUnset) continue;
+      out[names_[p]][values_[p][v]] =
+          (count_[p][v] ? beta_[p][v] : 0) +
+          prior_trust_ * prior_[p][v] * kRidge / (count_[p][v] + kRidge);
+    }
+  return out;
+}
+
+size_t ParameterEffects::prior_values() const {
+  size_t n = 0;
+  for (const auto& h : has_prior_) n += static_cast<size_t>(std::count(h.begin(), h.end(), 1));
+  return n;
+}
+
+double ParameterEffects::order_factor(size_t i) const {
+  if ((i + 1) * params() > of_.size()) return 0;
+  double f = log_factor(i);
+  for (size_t p = 0; p < params(); ++p) {
+    size_t v = of_[i * params() + p];
+    f += prior_trust_ * prior_[p][v] * kRidge / (count_[p][v] + kRidge);
+  }
+  return f;
+}
+
 double ParameterEffects::log_factor_bound(size_t i) const {
   if (samples_ == 0 || (i + 1) * params() > of_.size()) return 0;
   double f = 0;
@@ -177,7 +286,7 @@ std::string ParameterEffects::summary(size_t n) const {
   std::vector<std::tuple<double, size_t, size_t>> all;  // |effect|, parameter, value
   for (size_t p = 0; p < params(); ++p)
     for (size_t v = 0; v < beta_[p].size(); ++v)
-      if (count_[p][v] && std::abs(beta_[p][v]) >= std::log(1.05))
+      if (count_[p][v] && std::abs(beta_[p][v]) >= std::log(1.05) && values_[p][v] != kUnset)
         all.emplace_back(std::abs(beta_[p][v]), p, v);
   std::sort(all.begin(), all.end(),
             [](auto& a, auto& b) { return std::get<0>(a) > std::get<0>(b); });
@@ -311,17 +420,29 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   }
 }
 
+void ModelGuided::set_prior(const ParameterEffects::Prior& prior) {
+  if (!effects_) return;
+  effects_->set_prior(prior);
+  reorder();
+}
+
 void ModelGuided::refit_effects() {
+  if (effects_) {
+    std::vector<std::pair<size_t, double>> residuals;
+    for (auto& [i, ms] : measured_)
+      if (predicted_[i] > 0) residuals.emplace_back(i, std::log(ms / predicted_[i]));
+    effects_->fit(residuals);
+  }
+  reorder();
+}
+
+void ModelGuided::reorder() {
   if (!effects_) {
     order_by_ = predicted_;
     return;
   }
-  std::vector<std::pair<size_t, double>> residuals;
-  for (auto& [i, ms] : measured_)
-    if (predicted_[i] > 0) residuals.emplace_back(i, std::log(ms / predicted_[i]));
-  effects_->fit(residuals);
   for (size_t i = 0; i < predicted_.size(); ++i)
-    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->log_factor(i)) : -1;
+    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->order_factor(i)) : -1;
 }
 
 void ModelGuided::refit() {

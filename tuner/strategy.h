@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,8 +42,22 @@ std::unique_ptr<Strategy> make_random(size_t space_size, std::uint64_t seed);
 /// its values' effects. A value not measured yet has no effect (the model's word stands).
 class ParameterEffects {
  public:
+  /// What earlier measurements taught: the log effect of parameter values, by the parameter's
+  /// name and the value's text (Value::str()).
+  using Prior = std::map<std::string, std::map<std::string, double>>;
+  /// One measurement of another search (an earlier context or run): its parameter values as text,
+  /// log(measured / predicted), and the search it belongs to (residuals are centred per search, so
+  /// that a context the model misses as a whole teaches nothing about the parameters).
+  struct Past {
+    std::string search;
+    std::map<std::string, std::string> values;
+    double log_residual = 0;
+  };
+
   /// The configurations in space order (all with the same parameters).
   explicit ParameterEffects(const std::vector<Config>& configs);
+  /// Fitted to measurements of other searches; learned() is then the prior they make.
+  static ParameterEffects from_past(const std::vector<Past>& past);
   /// Fits the effects to (configuration index, log(measured / predicted)) pairs.
   void fit(const std::vector<std::pair<size_t, double>>& residuals);
   /// Sum of configuration i's effects, in log space (0 before any fit): what to multiply its
@@ -55,6 +71,24 @@ class ParameterEffects {
   /// + the ridge)). Times the error of a prediction made before any learning, it is about the
   /// error left in prediction times exp(log_factor(i)).
   double spread(size_t i) const;
+  /// Starts from what other searches learned: in order_factor (never in log_factor, the
+  /// bound or the spread, so the stop rule judges this search by its own measurements alone),
+  /// a value's prior effect counts as one measurement of it, so a value measured c times here
+  /// keeps 1/(c + 1) of it, times prior_trust(). Values and parameters not in this space are
+  /// ignored.
+  void set_prior(const Prior& prior);
+  /// The effects of the values the last fit measured, with what is left of the prior on values
+  /// this search has not measured: what this search teaches the next one.
+  Prior learned() const;
+  /// Values of this space that the prior speaks for.
+  size_t prior_values() const;
+  /// How much of the prior the order keeps, from 1 (before any measurement, or borne out) to 0
+  /// (this search's measurements are unrelated to it, or contradict it): the slope of the
+  /// residuals on the prior's effects, pulled towards 1 by 8 pseudo-measurements. A prior from
+  /// another problem size that does not hold here stops steering the search.
+  double prior_trust() const { return prior_trust_; }
+  /// log_factor with the prior: what the search orders by.
+  double order_factor(size_t i) const;
   /// Measurements the last fit used.
   size_t samples() const { return samples_; }
   /// The `n` largest effects of measured values, largest first: "cache_in=readonly 0.71x,
@@ -69,7 +103,13 @@ class ParameterEffects {
   std::vector<std::vector<double>> beta_;         // per parameter and value: the effect
   std::vector<std::vector<int>> count_;           // per parameter and value: measurements
   std::vector<double> unmeasured_;  // per parameter: min(0, best measured effect), for the bound
+  std::vector<std::vector<double>> prior_;  // per parameter and value: the prior effect (0: none)
+  std::vector<std::vector<char>> has_prior_;
+  double prior_trust_ = 1;
   size_t samples_ = 0;
+  ParameterEffects() = default;
+  void index(const std::vector<std::string>& all, size_t n,
+             const std::function<std::string(size_t, size_t)>& value_of);
 };
 
 /// Measures in order of predicted time (the pruner's model); refits the model's calibration with
@@ -104,10 +144,14 @@ class ModelGuided : public Strategy {
   std::vector<size_t> unvisited() const;
   /// The parameter effects learned so far (nullptr without configurations).
   const ParameterEffects* effects() const { return effects_ ? &*effects_ : nullptr; }
+  /// Orders the search by what other searches learned (ParameterEffects::set_prior) until its
+  /// own measurements take over; the stop rule is not changed. Without configurations, ignored.
+  void set_prior(const ParameterEffects::Prior& prior);
 
  private:
   void refit();
   void refit_effects();
+  void reorder();
   bool can_stop() const;
   struct Evidence {
     double best = -1;    // the best measured time

@@ -102,6 +102,63 @@ TEST(Store, AnUnchangedRunIsAFinishedRunOfTheSameJobKernelAndContexts) {
   EXPECT_EQ(n.int64(0), 1);  // nothing was inserted by looking
 }
 
+// What a model-guided search starts from: verified times with a prediction of the kernel (by
+// name, any version of its source) on the device, newest first, without the (run, context) it
+// is about to measure, re-measurements, failures and times without a prediction.
+TEST(Store, PredictedTimesAreTheKernelsVerifiedTimesWithAPredictionOnTheDevice) {
+  Fixture f;
+  auto add = [&](std::int64_t run, std::int64_t ctx, std::int64_t v, const std::string& status,
+                 std::optional<double> t, std::optional<double> predicted,
+                 const std::string& reason = "") {
+    MeasurementRecord m;
+    m.run_id = run, m.context_id = ctx, m.variant_id = v, m.status = status, m.time_ms = t;
+    m.predicted_ms = predicted, m.reason = reason;
+    return f.store.add_measurement(m);
+  };
+  // An edited source of the same kernel, in another context, and another device.
+  auto edited = f.store.upsert_kernel("matmul", "def456", "edited source");
+  auto other_kernel = f.store.upsert_kernel("transpose", "aaa111", "source");
+  DeviceRecord d;
+  d.name = "NVIDIA A100", d.cc_major = 8, d.sm_count = 108;
+  auto a100 = f.store.upsert_device(d);
+  auto context_of = [&](std::int64_t kernel, std::int64_t device, const std::string& label) {
+    ContextRecord c;
+    c.kernel_id = kernel, c.device_id = device, c.label = label, c.problem_size_json = "[1]";
+    c.arch = "sm_90", c.toolkit_version = "13.0", c.nvrtc_version = "13.0";
+    return f.store.upsert_context(c);
+  };
+  auto edited_ctx = context_of(edited, f.device, "1024");
+  auto other_ctx = context_of(other_kernel, f.device, "4096");
+  auto a100_ctx = context_of(f.kernel, a100, "4096");
+  auto ve = f.store.upsert_variant(edited, "64,2", R"({"a": 64, "b": 2})");
+  auto later =
+      f.store.begin_run(f.store.upsert_job("matmul", "/x/m.json", "{}"), "model_guided", 0);
+
+  add(f.run, f.context, f.v1, "correct", 2.0, 1.0);
+  add(f.run, f.context, f.v2, "correct", 3.0, std::nullopt);  // no prediction
+  add(f.run, f.context, f.v2, "runtime", std::nullopt, 1.0);  // failed
+  add(f.run, f.context, f.v1, "correct", 2.1, 1.0, "re-measurement of a top-3 variant");
+  add(later, edited_ctx, ve, "correct", 0.5, 0.25);
+  add(later, other_ctx, f.v1, "correct", 1.0, 1.0);  // another kernel
+  add(later, a100_ctx, f.v1, "correct", 1.0, 1.0);   // another device
+  add(later, f.context, f.v2, "correct", 9.0, 1.0);  // the (run, context) being measured
+
+  auto rows = f.store.predicted_times(f.device, "matmul", later, f.context, 100);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].params_json, R"({"a": 64, "b": 2})") << "newest first";
+  EXPECT_EQ(rows[0].run_id, later);
+  EXPECT_EQ(rows[0].context_id, edited_ctx);
+  EXPECT_DOUBLE_EQ(rows[0].time_ms, 0.5);
+  EXPECT_DOUBLE_EQ(rows[0].predicted_ms, 0.25);
+  EXPECT_EQ(rows[1].context_id, f.context);
+  EXPECT_DOUBLE_EQ(rows[1].time_ms, 2.0);
+  EXPECT_EQ(f.store.predicted_times(f.device, "matmul", later, f.context, 1).size(), 1u);
+  EXPECT_EQ(f.store.predicted_times(f.device, "matmul", later, edited_ctx, 100).size(), 2u)
+      << "the other (run, context) counts now";
+  EXPECT_EQ(f.store.predicted_times(a100, "matmul", later, f.context, 100).size(), 1u);
+  EXPECT_TRUE(f.store.predicted_times(f.device, "conv", later, f.context, 100).empty());
+}
+
 TEST(Store, MeasurementsKeepEverySample) {
   Fixture f;
   f.measure(f.v1, "correct", 2.0);

@@ -186,6 +186,54 @@ TEST(FakeDriver, ModelGuidedSaysWhatItLearnedPerParameterValue) {
       << rest;
 }
 
+// A model-guided search starts from what the kernel's earlier searches on the device measured:
+// the second context of a run from the first, every context of a later run from the whole
+// first run and the contexts before it. The counts it names are the stored verified times with
+// a prediction (re-measurements aside).
+TEST(FakeDriver, ModelGuidedStartsFromWhatEarlierContextsAndRunsMeasured) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{{"Name", "64K"}, {"ProblemSize", {65536}}},
+                                {{"Name", "128K"}, {"ProblemSize", {131072}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 100.0}, {"RegretSample", 0}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string db = (dir / "g.db").string();
+  auto run = [&] {
+    auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    std::vector<int> counts;
+    std::regex line(
+        "model_guided: starts from what ([0-9]+) earlier measurements of kernel "
+        "'vector_add' on this device taught \\(([0-9]+) parameter values");
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line);
+         it != std::sregex_iterator(); ++it) {
+      counts.push_back(std::stoi((*it)[1]));
+      EXPECT_GT(std::stoi((*it)[2]), 0) << it->str();
+    }
+    return std::make_pair(counts, r.out);
+  };
+  // Verified times with a prediction per run, in context order.
+  auto learnable = [&](std::int64_t run_id) {
+    db::Store store(db);
+    std::map<std::string, int> n;
+    for (auto& m : store.measurements(run_id))
+      n[m.context_label] +=
+          m.status == "correct" && m.predicted_ms && m.reason.rfind("re-measurement", 0) != 0;
+    return std::vector<int>{n["64K"], n["128K"]};
+  };
+  auto [first, out1] = run();
+  auto run1 = learnable(db::Store(db).runs()[0].id);
+  ASSERT_GT(run1[0], 0) << out1;
+  EXPECT_EQ(first, (std::vector<int>{run1[0]})) << out1;
+  auto [second, out2] = run();
+  auto runs = db::Store(db).runs();
+  ASSERT_EQ(runs.size(), 2u);
+  auto run2 = learnable(runs[0].id);  // newest first
+  EXPECT_EQ(second, (std::vector<int>{run1[0] + run1[1], run1[0] + run1[1] + run2[0]})) << out2;
+}
+
 TEST(FakeDriver, TheScreenMeasuresWhatCompilingEverythingMeasures) {
   // vector_add over 96 configurations (a parameter with no effect quadruples the 24), two
   // contexts, margin 1 (rule 4 keeps only the best prediction). With the screen, what rule 4

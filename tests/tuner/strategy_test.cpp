@@ -148,6 +148,114 @@ TEST(ParameterEffects, RecoverWhatTheModelMissesPerParameterValue) {
   EXPECT_NEAR(e.log_factor_bound(0), e.log_factor(0), 1e-12);
 }
 
+TEST(ParameterEffects, APriorOrdersUntilThisSearchMeasuresAndNeverMovesTheStopRule) {
+  auto configs = grid({"a", "b", "c"}, {{1, 2, 3}, {"x", "y"}, {7}});
+  ParameterEffects e(configs);
+  // Values and parameters this space does not have are ignored.
+  e.set_prior({{"a", {{"2", std::log(0.5)}, {"9", 4.0}}},
+               {"b", {{"y", std::log(1.5)}}},
+               {"c", {{"7", 3.0}}},
+               {"zz", {{"1", 5.0}}}});
+  EXPECT_EQ(e.prior_values(), 2u) << "a=2 and b=y; c has one value, nothing to order";
+  // Config order: (a, b) = (1,x) (1,y) (2,x) (2,y) (3,x) (3,y).
+  EXPECT_NEAR(e.order_factor(2), std::log(0.5), 1e-12);
+  EXPECT_NEAR(e.order_factor(3), std::log(0.5) + std::log(1.5), 1e-12);
+  EXPECT_EQ(e.order_factor(0), 0.0);
+  // What the stop rule reads is this search's own: nothing yet.
+  EXPECT_EQ(e.log_factor(2), 0.0);
+  EXPECT_EQ(e.log_factor_bound(2), 0.0);
+  EXPECT_EQ(e.spread(2), 1.0);
+
+  // a=2 measured three times here, as the model predicted it: the prior counts as one
+  // measurement against three, so a quarter of it is left.
+  e.fit({{2, 0.0}, {2, 0.0}, {2, 0.0}});
+  EXPECT_NEAR(e.log_factor(2), 0.0, 1e-12);
+  EXPECT_NEAR(e.order_factor(2), std::log(0.5) / 4, 1e-12);
+  EXPECT_NEAR(e.order_factor(3), std::log(0.5) / 4 + std::log(1.5), 1e-12) << "b=y unmeasured";
+  ParameterEffects bare(configs);
+  bare.fit({{2, 0.0}, {2, 0.0}, {2, 0.0}});
+  EXPECT_EQ(e.spread(2), bare.spread(2));
+  EXPECT_EQ(e.log_factor_bound(3), bare.log_factor_bound(3));
+  // What it passes on: its measured values, and what is left of the prior elsewhere.
+  auto learned = e.learned();
+  EXPECT_NEAR(learned.at("a").at("2"), std::log(0.5) / 4, 1e-12);
+  EXPECT_NEAR(learned.at("b").at("y"), std::log(1.5), 1e-12);
+  EXPECT_NEAR(learned.at("b").at("x"), 0.0, 1e-12);
+  EXPECT_EQ(learned.at("a").count("1"), 0u) << "neither measured nor in the prior";
+  EXPECT_EQ(learned.count("c"), 0u);
+}
+
+TEST(ParameterEffects, APriorThisSearchContradictsStopsSteeringIt) {
+  // The prior says a=1 is 2x slower than a=3; here it is 2x faster. After a few measurements
+  // its trust is gone and the order is this search's own; one that holds keeps its full weight.
+  auto configs = grid({"a", "b"}, {{1, 2, 3}, {"x", "y", "z"}});
+  const ParameterEffects::Prior prior = {{"a", {{"1", std::log(2.0)}, {"3", 0.0}}}};
+  auto measured = [&](double a1_factor, int reps) {
+    std::vector<std::pair<size_t, double>> r;
+    for (int rep = 0; rep < reps; ++rep)
+      for (size_t i = 0; i < configs.size(); ++i) {
+        if (configs[i]["a"].str() == "2") continue;
+        r.emplace_back(i, configs[i]["a"].str() == "1" ? std::log(a1_factor) : 0.0);
+      }
+    return r;
+  };
+  ParameterEffects e(configs);
+  e.set_prior(prior);
+  EXPECT_EQ(e.prior_trust(), 1.0) << "before any measurement";
+  e.fit(measured(0.5, 4));  // 24 measurements: slope -1, pulled towards 1 by 8: clamped to 0
+  EXPECT_EQ(e.prior_trust(), 0.0);
+  ParameterEffects bare(configs);
+  bare.fit(measured(0.5, 4));
+  for (size_t i = 0; i < configs.size(); ++i) EXPECT_EQ(e.order_factor(i), bare.log_factor(i));
+  EXPECT_TRUE(e.learned().at("a").count("1"));
+  EXPECT_EQ(e.learned().at("a").at("1"), bare.learned().at("a").at("1"));
+
+  ParameterEffects right(configs);
+  right.set_prior(prior);
+  right.fit(measured(2.0, 4));
+  EXPECT_NEAR(right.prior_trust(), 1.0, 1e-9);
+  // Unrelated (a=1 as fast as a=3 here): the slope is 0, so the trust is what the 8
+  // pseudo-measurements leave of it against 24 real ones.
+  ParameterEffects unrelated(configs);
+  unrelated.set_prior(prior);
+  unrelated.fit(measured(1.0, 4));
+  EXPECT_NEAR(unrelated.prior_trust(), 8.0 / 32.0, 1e-9);
+}
+
+TEST(ParameterEffects, FromPastCentresEachSearchSoAContextsOffsetTeachesNothing) {
+  // Two earlier searches: one measured a=1 and a=2 where the model was 2.7x too optimistic as a
+  // whole, the other a=2 and a=3 where it was 2.7x too pessimistic. The truth: a=2 is half of
+  // a=1 and a=3, which are equal. Pooled as they are, a=3 would look 7x faster than a=1.
+  std::vector<ParameterEffects::Past> past;
+  for (int rep = 0; rep < 4; ++rep) {
+    past.push_back({"1/1", {{"a", "1"}, {"b", "x"}}, 1.0});
+    past.push_back({"1/1", {{"a", "2"}, {"b", "x"}}, 1.0 + std::log(0.5)});
+    past.push_back({"2/1", {{"a", "2"}}, -1.0 + std::log(0.5)});  // a job without b
+    past.push_back({"2/1", {{"a", "3"}}, -1.0});
+  }
+  past.push_back({"3/1", {{"a", "3"}}, NAN});  // not a residual: left out
+  auto e = ParameterEffects::from_past(past);
+  EXPECT_EQ(e.samples(), 16u);
+  auto learned = e.learned();
+  const auto& a = learned.at("a");
+  EXPECT_NEAR(a.at("3") - a.at("1"), 0.0, 0.05);
+  EXPECT_NEAR(a.at("2") - a.at("1"), std::log(0.5), 0.15);
+  ASSERT_EQ(learned.count("b"), 1u);
+  EXPECT_EQ(learned.at("b").size(), 1u) << "only b=x: a measurement without b is no value of it";
+  // Measurements without b ran 3x slower: b's missing value is named nowhere, not even where
+  // the largest effects are listed.
+  std::vector<ParameterEffects::Past> mixed;
+  for (int rep = 0; rep < 4; ++rep) {
+    mixed.push_back({"4/1", {{"a", "1"}, {"b", "x"}}, 0.0});
+    mixed.push_back({"4/1", {{"a", "1"}}, std::log(3.0)});
+  }
+  auto m = ParameterEffects::from_past(mixed);
+  EXPECT_EQ(m.learned().at("b").size(), 1u);
+  EXPECT_NE(m.summary(10).find("b=x"), std::string::npos) << m.summary(10);
+  EXPECT_EQ(m.summary(10).find('\x01'), std::string::npos) << m.summary(10);
+  EXPECT_TRUE(ParameterEffects::from_past({}).learned().empty());
+}
+
 // The model cannot tell the variants apart (predictions within 2% of each other, as for a
 // DRAM-bound stencil) and misses what the parameters do: the read-only path is 0.6x, shared 1.3x,
 // block 128 0.8x, merge 4 0.85x. Learning those effects from what was measured finds the fastest
@@ -255,6 +363,92 @@ TEST(ModelGuided, AllowsForEffectsItHasNotPinnedDownYet) {
   // And it still stops: allowing for what is unknown is not measuring everything.
   std::nth_element(measured.begin(), measured.begin() + measured.size() / 2, measured.end());
   EXPECT_LT(measured[measured.size() / 2], configs.size() / 8);
+}
+
+// The same kind of space in two contexts (two problem sizes): the parameters' hidden effects in
+// the second are those of the first plus a smaller change of their own. Started from what the
+// first context's search measured, the second reaches 5% of its optimum sooner; started from an
+// unrelated prior it may take longer, but the stop rule, which reads only its own measurements,
+// never stops it short.
+TEST(ModelGuided, APriorFromAnEarlierContextReachesTheOptimumSoonerAndNeverStopsItShort) {
+  auto configs =
+      grid({"a", "b", "c", "d", "e", "f"},
+           {{0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
+  std::vector<pruner::ModelFeatures> fs;
+  std::vector<double> predicted;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    fs.push_back(feature(1e8 * (1 + 0.4 * static_cast<double>(configs[i]["a"].as_int())) *
+                         (1 + 1e-4 * static_cast<double>(i % 7))));
+    predicted.push_back(pruner::predict(fs.back(), rates(), {}).ms);
+  }
+  struct Outcome {
+    std::optional<size_t> reached;
+    std::vector<ParameterEffects::Past> past;
+  };
+  auto search = [&](const std::vector<double>& truth, const ParameterEffects::Prior* prior) {
+    double optimum = *std::min_element(truth.begin(), truth.end());
+    ModelGuided g(fs, rates(), {}, {}, configs);
+    if (prior) g.set_prior(*prior);
+    Outcome o;
+    size_t n = 0;
+    for (auto i = g.next(); i; i = g.next()) {
+      ++n;
+      if (!o.reached && truth[*i] <= optimum * 1.05) o.reached = n;
+      g.report(*i, truth[*i]);
+      std::map<std::string, std::string> values;
+      for (size_t p = 0; p < configs[*i].values.size(); ++p)
+        values[(*configs[*i].names)[p]] = configs[*i].values[p].str();
+      o.past.push_back({"ctx", values, std::log(truth[*i] / predicted[*i])});
+    }
+    return o;
+  };
+  const int searches = 30;
+  std::vector<double> cold, warm, cold0, misled;  // measurements to 5% (never: a large number)
+  int short_warm = 0, short_unrelated = 0;
+  for (std::uint64_t seed = 1; seed <= searches; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto normal = [&] {
+      double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+      double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+      return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    };
+    double first[5][4], second[5][4], unrelated[5][4];
+    for (int p = 0; p < 5; ++p)
+      for (int v = 0; v < 4; ++v) {
+        first[p][v] = 0.2 * normal();
+        second[p][v] = first[p][v] + 0.07 * normal();
+        unrelated[p][v] = 0.2 * normal();
+      }
+    auto truth_of = [&](double(&effect)[5][4]) {
+      std::vector<double> t(configs.size());
+      for (size_t i = 0; i < configs.size(); ++i) {
+        double f = 0.02 * normal();
+        for (int p = 0; p < 5; ++p) f += effect[p][configs[i][std::string(1, "bcdef"[p])].as_int()];
+        t[i] = predicted[i] * std::exp(f);
+      }
+      return t;
+    };
+    auto t1 = truth_of(first), t2 = truth_of(second), t0 = truth_of(unrelated);
+    auto prior = ParameterEffects::from_past(search(t1, nullptr).past).learned();
+    auto c = search(t2, nullptr), w = search(t2, &prior);
+    cold.push_back(c.reached ? static_cast<double>(*c.reached) : 1e9);
+    warm.push_back(w.reached ? static_cast<double>(*w.reached) : 1e9);
+    short_warm += !w.reached;
+    auto u = search(t0, &prior), u0 = search(t0, nullptr);
+    short_unrelated += !u.reached;
+    misled.push_back(u.reached ? static_cast<double>(*u.reached) : 1e9);
+    cold0.push_back(u0.reached ? static_cast<double>(*u0.reached) : 1e9);
+  }
+  EXPECT_EQ(short_warm, 0);
+  EXPECT_EQ(short_unrelated, 0);
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_LE(median(warm) * 2, median(cold)) << "warm " << median(warm) << ", cold " << median(cold);
+  // A prior that does not hold loses its trust within a few measurements: it costs little.
+  EXPECT_LE(median(misled), 1.5 * median(cold0))
+      << "misled " << median(misled) << ", cold " << median(cold0);
 }
 
 TEST(ModelGuided, LearnedEffectsLeaveARightModelsOrderAlone) {
