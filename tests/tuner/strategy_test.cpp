@@ -309,6 +309,30 @@ TEST(ModelGuided, LearnsWhatEachParameterValueDoesAndMeasuresTheBestSooner) {
   EXPECT_LE(*learned.reached, 16u);
 }
 
+/// 2,048 variants: parameter a, which the model sees (1x or 1.4x the bytes), and b to f (four
+/// values each), which it does not; predictions nearly tied within each value of a.
+struct HiddenEffectsSpace {
+  std::vector<Config> configs =
+      grid({"a", "b", "c", "d", "e", "f"},
+           {{0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
+  std::vector<pruner::ModelFeatures> fs;
+  std::vector<double> predicted;
+  HiddenEffectsSpace() {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      fs.push_back(feature(1e8 * (1 + 0.4 * static_cast<double>(configs[i]["a"].as_int())) *
+                           (1 + 1e-4 * static_cast<double>(i % 7))));
+      predicted.push_back(pruner::predict(fs.back(), rates(), {}).ms);
+    }
+  }
+};
+
+/// Box-Muller on the generator's raw output: the same numbers on every standard library.
+double standard_normal(std::mt19937_64& rng) {
+  double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
+  return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
 // The model knows what one parameter does (a: 1x or 1.4x) and ranks well, but five others
 // multiply the time by factors it does not see (log-normal, sigma 0.2 per value). A value
 // measured once or twice is not pinned down yet (its learned effect is shrunk, and its true one
@@ -317,25 +341,15 @@ TEST(ModelGuided, LearnsWhatEachParameterValueDoesAndMeasuresTheBestSooner) {
 // can win, when effects it has only half learned add up to a faster variant. (Without the
 // allowance, 4 of these 30 searches stop after 7 measurements, short of 5% of the optimum.)
 TEST(ModelGuided, AllowsForEffectsItHasNotPinnedDownYet) {
-  auto configs =
-      grid({"a", "b", "c", "d", "e", "f"},
-           {{0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
-  std::vector<pruner::ModelFeatures> fs;
-  std::vector<double> predicted;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    fs.push_back(feature(1e8 * (1 + 0.4 * static_cast<double>(configs[i]["a"].as_int())) *
-                         (1 + 1e-4 * static_cast<double>(i % 7))));
-    predicted.push_back(pruner::predict(fs.back(), rates(), {}).ms);
-  }
+  const HiddenEffectsSpace space;
+  const auto& configs = space.configs;
+  const auto& fs = space.fs;
+  const auto& predicted = space.predicted;
   size_t stopped_short = 0, searches = 30;
   std::vector<size_t> measured;
   for (std::uint64_t seed = 1; seed <= searches; ++seed) {
     std::mt19937_64 rng(seed);
-    auto normal = [&] {  // Box-Muller on the generator's raw output: the same on every library
-      double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
-      double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
-      return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    };
+    auto normal = [&] { return standard_normal(rng); };
     double effect[5][4];
     for (auto& p : effect)
       for (double& v : p) v = 0.2 * normal();
@@ -371,16 +385,10 @@ TEST(ModelGuided, AllowsForEffectsItHasNotPinnedDownYet) {
 // unrelated prior it may take longer, but the stop rule, which reads only its own measurements,
 // never stops it short.
 TEST(ModelGuided, APriorFromAnEarlierContextReachesTheOptimumSoonerAndNeverStopsItShort) {
-  auto configs =
-      grid({"a", "b", "c", "d", "e", "f"},
-           {{0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}});
-  std::vector<pruner::ModelFeatures> fs;
-  std::vector<double> predicted;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    fs.push_back(feature(1e8 * (1 + 0.4 * static_cast<double>(configs[i]["a"].as_int())) *
-                         (1 + 1e-4 * static_cast<double>(i % 7))));
-    predicted.push_back(pruner::predict(fs.back(), rates(), {}).ms);
-  }
+  const HiddenEffectsSpace space;
+  const auto& configs = space.configs;
+  const auto& fs = space.fs;
+  const auto& predicted = space.predicted;
   struct Outcome {
     std::optional<size_t> reached;
     std::vector<ParameterEffects::Past> past;
@@ -407,11 +415,7 @@ TEST(ModelGuided, APriorFromAnEarlierContextReachesTheOptimumSoonerAndNeverStops
   int short_warm = 0, short_unrelated = 0;
   for (std::uint64_t seed = 1; seed <= searches; ++seed) {
     std::mt19937_64 rng(seed);
-    auto normal = [&] {
-      double u1 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
-      double u2 = (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0;
-      return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-    };
+    auto normal = [&] { return standard_normal(rng); };
     double first[5][4], second[5][4], unrelated[5][4];
     for (int p = 0; p < 5; ++p)
       for (int v = 0; v < 4; ++v) {
