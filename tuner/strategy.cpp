@@ -106,6 +106,7 @@ void ParameterEffects::index(const std::vector<std::string>& all, size_t n,
     count_.emplace_back(v.size(), 0);
     prior_.emplace_back(v.size(), 0.0);
     has_prior_.emplace_back(v.size(), 0);
+    tried_.emplace_back(v.size(), 0);
   }
 }
 
@@ -261,6 +262,18 @@ double ParameterEffects::order_factor(size_t i) const {
   return f;
 }
 
+void ParameterEffects::note_tried(size_t i) {
+  if ((i + 1) * params() > of_.size()) return;
+  for (size_t p = 0; p < params(); ++p) tried_[p][of_[i * params() + p]] = 1;
+}
+
+bool ParameterEffects::has_untried_value(size_t i) const {
+  if ((i + 1) * params() > of_.size()) return false;
+  for (size_t p = 0; p < params(); ++p)
+    if (!tried_[p][of_[i * params() + p]]) return true;
+  return false;
+}
+
 double ParameterEffects::log_factor_bound(size_t i) const {
   if (samples_ == 0 || (i + 1) * params() > of_.size()) return 0;
   double f = 0;
@@ -381,6 +394,21 @@ std::optional<size_t> ModelGuided::next() {
       if (!pick || order_by_[i] < order_by_[*pick]) pick = i;
     }
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
+    // The bound counts a value never tried as good as its parameter's best measured value: a
+    // guess. Before the search stops, every value an open variant has is tried once (the best
+    // ordered variant with one), so that the stop rests on what each value was measured to do.
+    if (effects_) {
+      std::optional<size_t> cover;
+      for (size_t i = 0; i < state_.size(); ++i)
+        if (state_[i] == 0 && predicted_[i] > 0 && effects_->has_untried_value(i) &&
+            (!cover || order_by_[i] < order_by_[*cover]))
+          cover = i;
+      if (cover) {
+        state_[*cover] = 1;
+        effects_->note_tried(*cover);
+        return cover;
+      }
+    }
     const Evidence e = evidence();
     double fastest = INFINITY;  // the lowest prediction of an open variant, as can_stop saw it
     for (size_t i = 0; i < state_.size(); ++i)
@@ -403,7 +431,10 @@ std::optional<size_t> ModelGuided::next() {
         pick = i;
         break;
       }
-  if (pick) state_[*pick] = 1;
+  if (pick) {
+    state_[*pick] = 1;
+    if (effects_) effects_->note_tried(*pick);
+  }
   return pick;
 }
 

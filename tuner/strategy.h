@@ -89,6 +89,10 @@ class ParameterEffects {
   double prior_trust() const { return prior_trust_; }
   /// log_factor with the prior: what the search orders by.
   double order_factor(size_t i) const;
+  /// Records that configuration i was tried (measured or failed).
+  void note_tried(size_t i);
+  /// Whether configuration i has a parameter value no configuration tried so far has.
+  bool has_untried_value(size_t i) const;
   /// Measurements the last fit used.
   size_t samples() const { return samples_; }
   /// The `n` largest effects of measured values, largest first: "cache_in=readonly 0.71x,
@@ -106,6 +110,7 @@ class ParameterEffects {
   std::vector<std::vector<double>> prior_;  // per parameter and value: the prior effect (0: none)
   std::vector<std::vector<char>> has_prior_;
   double prior_trust_ = 1;
+  std::vector<std::vector<char>> tried_;  // per parameter and value: some variant with it tried
   size_t samples_ = 0;
   ParameterEffects() = default;
   void index(const std::vector<std::string>& all, size_t n,
