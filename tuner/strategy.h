@@ -128,7 +128,8 @@ class ParameterEffects {
 /// predictions' error times what is not yet known of the variant's values: ParameterEffects::
 /// spread), even allowing for the most optimistic error shown so far (min measured/predicted, and
 /// at least 25%); all of them judge each measurement against the effects learned before it, never
-/// against a fit that includes it. Variants without a
+/// against a fit that includes it. Before it stops, each parameter value of an open variant that
+/// no tried variant had is tried once, so the stop never rests on a guess. Variants without a
 /// prediction are not judged by the model: they come after the predicted ones and are never cut.
 class ModelGuided : public Strategy {
  public:
