@@ -439,7 +439,11 @@ std::optional<size_t> ModelGuided::next() {
 }
 
 void ModelGuided::report(size_t index, std::optional<double> ms) {
-  if (!ms || !(*ms > 0) || index >= state_.size()) return;
+  if (index >= state_.size()) return;
+  // A measurement it did not propose (the pipeline measures the default first) is tried too.
+  if (state_[index] == 0) state_[index] = 1;
+  if (effects_) effects_->note_tried(index);
+  if (!ms || !(*ms > 0)) return;
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {

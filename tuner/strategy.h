@@ -140,6 +140,8 @@ class ModelGuided : public Strategy {
               pruner::Calibration start, std::vector<bool> excluded = {},
               const std::vector<Config>& configs = {});
   std::optional<size_t> next() override;
+  /// Also for a configuration it did not propose (the default, measured first): it is never
+  /// proposed afterwards, and its values count as tried.
   void report(size_t index, std::optional<double> ms) override;
   std::string name() const override { return "model_guided"; }
   /// Why it stopped before trying everything (empty while it has not).

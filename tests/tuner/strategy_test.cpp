@@ -489,6 +489,34 @@ TEST(ModelGuided, LearnedEffectsLeaveARightModelsOrderAlone) {
   EXPECT_LT(learned.size(), 20u);
 }
 
+// The pipeline measures the default configuration first, without asking: the search must not
+// propose it again, and its values count as tried (no measurement spent trying them again).
+TEST(ModelGuided, AMeasurementItDidNotProposeIsNeverProposedAndItsValuesAreTried) {
+  std::vector<Value> sizes;
+  for (int i = 0; i < 10; ++i) sizes.emplace_back(i);
+  auto configs = grid({"p", "q"}, {{"u", "v", "w", "z", "y"}, sizes});
+  std::vector<pruner::ModelFeatures> fs;
+  for (size_t i = 0; i < configs.size(); ++i) fs.push_back(feature(1e6 * (1 + (i * 37) % 50)));
+  auto truth = [&](size_t i) { return pruner::predict(fs[i], rates(), {}).ms * 1.3; };
+  // (z, 8): the model's order tries neither z nor 8 before its stop rule holds, so a search not
+  // told of it ends by trying them (LearnedEffectsLeaveARightModelsOrderAlone).
+  const size_t def = 38;
+  auto run = [&](bool report_default) {
+    ModelGuided g(fs, rates(), {}, {}, configs);
+    if (report_default) g.report(def, truth(def));
+    std::vector<size_t> out;
+    for (auto i = g.next(); i; i = g.next()) {
+      out.push_back(*i);
+      g.report(*i, truth(*i));
+    }
+    return out;
+  };
+  auto told = run(true), cold = run(false);
+  EXPECT_EQ(std::count(cold.begin(), cold.end(), def), 1);
+  EXPECT_EQ(std::count(told.begin(), told.end(), def), 0) << "measured already";
+  EXPECT_EQ(told.size() + 1, cold.size()) << "no measurement spent on what the default tried";
+}
+
 TEST(ModelGuided, TrustsTheModelOnlyWhenItsRankingCouldNotBeChance) {
   // The first six measurements come in swapped pairs (Spearman 0.83: over six, a model that ranks
   // at random gets that often enough), the rest as predicted. The stop rule waits for a seventh.
