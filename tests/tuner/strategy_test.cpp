@@ -455,14 +455,23 @@ TEST(ModelGuided, APriorFromAnEarlierContextReachesTheOptimumSoonerAndNeverStops
       << "misled " << median(misled) << ", cold " << median(cold0);
 }
 
+/// 50 variants, p (5 values) by q (10), whose predictions rank them in a scrambled order: the
+/// space of the searches where the model is right.
+struct RightModelSpace {
+  std::vector<Config> configs =
+      grid({"p", "q"}, {{"u", "v", "w", "z", "y"}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}});
+  std::vector<pruner::ModelFeatures> fs;
+  RightModelSpace() {
+    for (size_t i = 0; i < configs.size(); ++i) fs.push_back(feature(1e6 * (1 + (i * 37) % 50)));
+  }
+};
+
 TEST(ModelGuided, LearnedEffectsLeaveARightModelsOrderAlone) {
   // Measured = 1.3 x predicted with 1% noise: the effects stay small and the order and the stop
   // are the model's.
-  std::vector<Value> sizes;
-  for (int i = 0; i < 10; ++i) sizes.emplace_back(i);
-  auto configs = grid({"p", "q"}, {{"u", "v", "w", "z", "y"}, sizes});
-  std::vector<pruner::ModelFeatures> fs;
-  for (size_t i = 0; i < configs.size(); ++i) fs.push_back(feature(1e6 * (1 + (i * 37) % 50)));
+  const RightModelSpace space;
+  const auto& configs = space.configs;
+  const auto& fs = space.fs;
   auto order = [&](const std::vector<Config>& cs) {
     ModelGuided g(fs, rates(), {}, {}, cs);
     std::vector<size_t> out;
@@ -492,11 +501,9 @@ TEST(ModelGuided, LearnedEffectsLeaveARightModelsOrderAlone) {
 // The pipeline measures the default configuration first, without asking: the search must not
 // propose it again, and its values count as tried (no measurement spent trying them again).
 TEST(ModelGuided, AMeasurementItDidNotProposeIsNeverProposedAndItsValuesAreTried) {
-  std::vector<Value> sizes;
-  for (int i = 0; i < 10; ++i) sizes.emplace_back(i);
-  auto configs = grid({"p", "q"}, {{"u", "v", "w", "z", "y"}, sizes});
-  std::vector<pruner::ModelFeatures> fs;
-  for (size_t i = 0; i < configs.size(); ++i) fs.push_back(feature(1e6 * (1 + (i * 37) % 50)));
+  const RightModelSpace space;
+  const auto& configs = space.configs;
+  const auto& fs = space.fs;
   auto truth = [&](size_t i) { return pruner::predict(fs[i], rates(), {}).ms * 1.3; };
   // (z, 8): the model's order tries neither z nor 8 before its stop rule holds, so a search not
   // told of it ends by trying them (LearnedEffectsLeaveARightModelsOrderAlone).
