@@ -501,6 +501,95 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
   }
 }
 
+// Ctrl-C while the model analyses the compiled variants (`run` without the screen: a clang parse
+// per variant, minutes for a large space) stops the analysis at once: the run is stored as
+// interrupted with nothing measured and no decision of the partial model (no pruned rows), and a
+// resume analyses the rest (reading what was analysed from the cache) and finishes the run.
+TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinishes) {
+  test::TempDir dir;
+  const fs::path cache = dir / "cache";
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  // 10,000 helper functions make each analysis (and compile) take ~0.1 s, so the stop lands
+  // while the model is at work whatever the machine's load.
+  std::string filler;
+  for (int i = 0; i < 10000; ++i)
+    filler += "__device__ inline float filler_" + std::to_string(i) + "(float x) { return x * " +
+              std::to_string(i) + ".0f; }\n";
+  test::write_file(dir / "filler.h", filler);
+  test::write_file(
+      dir / "vector_add.cu",
+      "#include \"filler.h\"\n" + test::read_file(test::examples_dir() / "vector_add.cu"));
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 1.0}};  // a finished model prunes
+  test::write_file(dir / "job.json", job.dump());
+  const std::string job_path = (dir / "job.json").string();
+  auto analyses = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    if (fs::exists(cache / "traffic", ec))
+      for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
+        n += e.is_regular_file();
+    return n;
+  };
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job_path.c_str(), "--db", db.c_str(),
+          "--cache-dir", cache.string().c_str(), "-j", "1", "--no-screen",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  for (int i = 0; i < 6000 && analyses() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const size_t before = analyses();
+  kill(-pid, SIGINT);
+  const auto status = test::wait_for_child(pid, 30);
+  kill(-pid, SIGKILL);
+  const std::string out = test::read_file(log);
+  ASSERT_GE(before, 2u) << "the model never started analysing: " << out;
+  ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
+  ASSERT_TRUE(WIFEXITED(*status)) << out;
+  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
+  EXPECT_NE(out.find("gputune: model: stopped (Ctrl-C) after analysing part of the space"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("gputune: pruner:"), std::string::npos) << "the partial model pruned: " << out;
+  EXPECT_NE(out.find("interrupted after 0 measurements; run 1 can be resumed"), std::string::npos)
+      << out;
+  const size_t stopped_at = analyses();
+  EXPECT_LT(stopped_at, 24u) << "the analysis went on after the stop: " << out;
+  EXPECT_LE(stopped_at, before + 1) << out;  // the one in hand, with one worker
+  {
+    db::Store store(db);
+    const auto runs = store.runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "interrupted") << runs[0].message;
+    EXPECT_TRUE(store.measurements(0).empty()) << "rows stored from a partial model";
+  }
+  // The resume reads the analyses made before the stop and finishes with the whole model.
+  auto resumed = sh(with_fake() + "run '" + job_path + "' --db '" + db + "' --cache-dir '" +
+                    cache.string() + "' -j 1 --no-screen --resume 1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("gputune: model: 24 of 24 variants predicted (" +
+                             std::to_string(stopped_at) + " analyses from the cache)"),
+            std::string::npos)
+      << resumed.out;
+  EXPECT_NE(resumed.out.find("gputune: pruner:"), std::string::npos) << resumed.out;
+  db::Store store(db);
+  EXPECT_EQ(store.runs()[0].status, "done");
+  std::set<std::string> variants;  // each measured or pruned, none left out
+  for (const auto& m : store.measurements(0)) variants.insert(m.params_json);
+  EXPECT_EQ(variants.size(), 24u);
+}
+
 // A CUDA device that does not exist, in the job (GPUTune.Device.Index) or on the command line
 // (--gpu), is bad input naming the field and the devices there are; --gpu picks the device.
 TEST(FakeDriver, ADeviceThatDoesNotExistIsBadInputListingTheDevicesThereAre) {
