@@ -25,7 +25,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
   "$build/bench/compile_bench" 96 sm_90
   echo '```'
   echo
-  echo '## Database insert rate (`'"$build"'/bench/db_bench`)'
+  echo '## Database insert rate and what a run reads before measuring (`'"$build"'/bench/db_bench`)'
   echo '```'
   "$build/bench/db_bench" 2>&1 | grep -E '^(BM_|Benchmark|---)'
   echo '```'

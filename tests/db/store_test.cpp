@@ -159,6 +159,76 @@ TEST(Store, PredictedTimesAreTheKernelsVerifiedTimesWithAPredictionOnTheDevice) 
   EXPECT_TRUE(f.store.predicted_times(f.device, "conv", later, f.context, 100).empty());
 }
 
+// predicted_times finds a kernel's rows from its contexts while it has few (up to 20,000
+// verified) and by walking all rows newest first beyond: either way, the newest `limit` that pass
+// its filters, as a plain walk over what was stored finds them.
+TEST(Store, PredictedTimesAreTheNewestPassingRowsWithFewOrManyMeasurements) {
+  Fixture f;
+  auto other_kernel = f.store.upsert_kernel("transpose", "aaa111", "source");
+  ContextRecord c;
+  c.kernel_id = f.kernel, c.device_id = f.device, c.label = "2048", c.problem_size_json = "[2]";
+  auto second_ctx = f.store.upsert_context(c);
+  c.kernel_id = other_kernel, c.label = "4096";
+  auto other_ctx = f.store.upsert_context(c);
+  auto later =
+      f.store.begin_run(f.store.upsert_job("matmul", "/x/m.json", "{}"), "model_guided", 0);
+  struct Row {
+    std::int64_t run, ctx, v;
+    double time;
+    bool passes;
+  };
+  std::vector<Row> stored;  // matmul's, in insertion order
+  std::int64_t correct = 0, next = 0;
+  auto add_rows = [&](std::int64_t n) {
+    Transaction t(f.store.db());
+    for (std::int64_t k = 0; k < n; ++k, ++next) {
+      MeasurementRecord m;
+      m.variant_id = next % 3 ? f.v1 : f.v2;
+      m.run_id = next % 5 == 0 ? later : f.run;
+      m.context_id = next % 2 ? f.context : second_ctx;
+      m.status = next % 11 == 0 ? "runtime" : "correct";
+      if (m.status == "correct") m.time_ms = 1.0 + static_cast<double>(next);
+      if (next % 7) m.predicted_ms = 1.0;
+      if (next % 13 == 0) m.reason = "re-measurement of a top-3 variant";
+      f.store.add_measurement(m);
+      correct += m.status == "correct";
+      const bool skipped = m.run_id == later && m.context_id == f.context;
+      stored.push_back({m.run_id, m.context_id, m.variant_id, m.time_ms.value_or(0),
+                        m.status == "correct" && m.predicted_ms && m.reason.empty() && !skipped});
+      if (next % 4 == 0) {  // another kernel's rows in between
+        MeasurementRecord o = m;
+        o.context_id = other_ctx, o.status = "correct", o.time_ms = 0.5, o.predicted_ms = 1.0;
+        o.reason.clear();
+        f.store.add_measurement(o);
+      }
+    }
+    t.commit();
+  };
+  auto expect_newest = [&](int limit) {
+    std::vector<Row> want;
+    for (auto it = stored.rbegin(); it != stored.rend() && std::ssize(want) < limit; ++it)
+      if (it->passes) want.push_back(*it);
+    const auto got = f.store.predicted_times(f.device, "matmul", later, f.context, limit);
+    ASSERT_EQ(got.size(), want.size()) << "limit " << limit << ", " << correct << " verified";
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_DOUBLE_EQ(got[i].time_ms, want[i].time) << i;
+      ASSERT_EQ(got[i].context_id, want[i].ctx) << i;
+      ASSERT_EQ(got[i].run_id, want[i].run) << i;
+      ASSERT_EQ(got[i].params_json,
+                want[i].v == f.v1 ? R"({"a": 16, "b": 1})" : R"({"a": 32, "b": 1})")
+          << i;
+    }
+  };
+  add_rows(21000);  // 19,090 verified: found from the contexts
+  ASSERT_LT(correct, 20000);
+  expect_newest(5000);
+  expect_newest(100000);  // all of them
+  add_rows(2000);         // 20,909 verified: found newest first
+  ASSERT_GT(correct, 20000);
+  expect_newest(5000);
+  expect_newest(100000);
+}
+
 TEST(Store, MeasurementsKeepEverySample) {
   Fixture f;
   f.measure(f.v1, "correct", 2.0);
