@@ -77,5 +77,8 @@ void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calib
 /// binary as a kept one). Returns how many it removed.
 std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const ModelRun& m,
                              double margin);
+/// The same rule over predictions alone (replay's sweep over margins).
+std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
+                             const std::vector<pruner::Prediction>& predictions, double margin);
 
 }  // namespace gputune::tuner

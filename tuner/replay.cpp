@@ -8,6 +8,7 @@
 
 #include "db/interchange.h"
 #include "pruner/model.h"
+#include "tuner/model_stage.h"
 #include "tuner/prune.h"
 #include "tuner/strategy.h"
 
@@ -125,6 +126,38 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     rep.fraction_pruned = 1.0 - static_cast<double>(rep.kept) / static_cast<double>(space.size());
     rep.regret = best_kept / rep.optimum_ms;
     for (auto& c : pr.counts) rep.removed_by_rule[c.rule] = c.removed;
+    // Rule 4 again at other margins, from what rules 1-3 decided and the same predictions.
+    rep.job_margin = pr.margin;
+    if (pr.rates) {
+      std::vector<pruner::Decision> before_rule4(space.size());
+      std::vector<pruner::Prediction> predictions(space.size());
+      for (size_t i = 0; i < space.size(); ++i) {
+        before_rule4[i] = pr.rows[i].decision;
+        if (before_rule4[i].rule == "model")
+          before_rule4[i].kept = true, before_rule4[i].rule.clear(), before_rule4[i].reason.clear();
+        predictions[i].ok = pr.rows[i].predicted_ms.has_value();
+        predictions[i].ms = pr.rows[i].predicted_ms.value_or(0);
+        predictions[i].bound = pr.rows[i].bound;
+      }
+      std::vector<double> margins(std::begin(kSweptMargins), std::end(kSweptMargins));
+      if (std::find(margins.begin(), margins.end(), pr.margin) == margins.end())
+        margins.push_back(pr.margin);
+      std::sort(margins.begin(), margins.end());
+      for (double margin : margins) {
+        std::vector<pruner::Decision> d = before_rule4;
+        apply_model_rule(d, predictions, margin);
+        ReplayReport::MarginPoint point{margin, 0, 0, INFINITY};
+        double best = INFINITY;
+        for (size_t i = 0; i < space.size(); ++i) {
+          point.kept += d[i].kept;
+          if (d[i].kept && present[i] && time[i]) best = std::min(best, *time[i]);
+        }
+        point.fraction_pruned =
+            1.0 - static_cast<double>(point.kept) / static_cast<double>(space.size());
+        point.regret = best / rep.optimum_ms;
+        rep.margin_sweep.push_back(point);
+      }
+    }
     // The model's ranking against the recorded times.
     std::vector<double> pred, meas;
     for (size_t i = 0; i < space.size(); ++i)
@@ -198,6 +231,32 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
     out << "\n";
     out << "model: Spearman " << std::setprecision(3) << r.spearman << " over "
         << r.predicted_and_measured << " configurations with a prediction and a recorded time\n";
+    if (!r.margin_sweep.empty()) {
+      out << "pruner by margin (rule 4 drops what is predicted slower than margin x the best "
+             "prediction; regret: best kept / optimum):\n";
+      out << "  margin  kept      pruned  regret\n";
+      const ReplayReport::MarginPoint* target = nullptr;  // the smallest margin within 10%
+      for (const auto& p : r.margin_sweep) {
+        out << "  " << std::left << std::setw(8) << std::setprecision(2) << p.margin
+            << std::setw(10) << p.kept << std::right << std::setw(5) << std::setprecision(1)
+            << 100 * p.fraction_pruned << "%  " << std::left << std::setprecision(3) << p.regret
+            << (p.margin == r.job_margin ? "  (the job's margin)" : "") << "\n";
+        if (!target && p.regret <= kTargetRegret) target = &p;
+      }
+      out << std::setprecision(1);
+      if (!target)
+        out << "pruning target (>= " << 100 * kTargetPruned << "% pruned, one kept within "
+            << 100 * (kTargetRegret - 1) << "% of the optimum): not met: no margin swept keeps "
+            << "one within " << 100 * (kTargetRegret - 1) << "%\n";
+      else
+        out << "pruning target (>= " << 100 * kTargetPruned << "% pruned, one kept within "
+            << 100 * (kTargetRegret - 1) << "% of the optimum): "
+            << (target->fraction_pruned >= kTargetPruned ? "met" : "not met") << " at margin "
+            << std::setprecision(2) << target->margin << ", the smallest within "
+            << std::setprecision(1) << 100 * (kTargetRegret - 1) << "% ("
+            << 100 * target->fraction_pruned << "% pruned, regret " << std::setprecision(3)
+            << target->regret << ")\n";
+    }
     if (r.guided_stopped_after)
       out << "model_guided: stopped after " << r.guided_stopped_after
           << " measurements with the best within " << std::setprecision(1)

@@ -55,7 +55,21 @@ struct ReplayReport {
   std::size_t guided_stopped_after = 0;  ///< model_guided: measurements before its stop rule
   double guided_best_ratio = 0;          ///< its best / the optimum when it stopped
   std::map<std::string, std::size_t> removed_by_rule;
+  /// Rule 4 at other margins over the same predictions: what each keeps and the regret it costs
+  /// (issue #3's target: at least 90% pruned with one kept within 10% of the optimum).
+  struct MarginPoint {
+    double margin = 0;
+    std::size_t kept = 0;
+    double fraction_pruned = 0, regret = 0;  ///< regret: infinity when nothing measured is kept
+  };
+  std::vector<MarginPoint> margin_sweep;  ///< ascending margins, the job's among them
+  double job_margin = 0;
 };
+
+/// The margins replay tries besides the job's.
+inline constexpr double kSweptMargins[] = {1.0, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0};
+/// Issue #3's pruning target.
+inline constexpr double kTargetPruned = 0.9, kTargetRegret = 1.1;
 
 struct ReplayOptions {
   int seeds = 100;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -113,6 +114,78 @@ TEST(Replay, ScoresTheModelRankingAndModelGuided) {
   std::ostringstream text;
   print_replay_report(r, text);
   EXPECT_NE(text.str().find("model: Spearman"), std::string::npos) << text.str();
+
+  // Rule 4 at other margins: each keeps a superset of the one before; the job's margin (100) is
+  // the last and agrees with the pruner's own line; the tightest keeps the optimum.
+  ASSERT_EQ(r.margin_sweep.size(), std::size(kSweptMargins) + 1) << text.str();
+  EXPECT_DOUBLE_EQ(r.margin_sweep.back().margin, 100);
+  EXPECT_EQ(r.margin_sweep.back().kept, r.kept);
+  EXPECT_DOUBLE_EQ(r.margin_sweep.back().regret, r.regret);
+  for (size_t k = 1; k < r.margin_sweep.size(); ++k) {
+    EXPECT_GE(r.margin_sweep[k].kept, r.margin_sweep[k - 1].kept) << k;
+    EXPECT_LE(r.margin_sweep[k].regret, r.margin_sweep[k - 1].regret) << k;
+  }
+  const auto& tightest = r.margin_sweep.front();
+  EXPECT_DOUBLE_EQ(tightest.margin, 1.0);
+  EXPECT_LE(tightest.kept, 2u) << text.str();  // stride 1 (both block sizes predict alike)
+  EXPECT_DOUBLE_EQ(tightest.regret, 1.0);
+  EXPECT_NEAR(tightest.fraction_pruned, 1.0 - tightest.kept / 12.0, 1e-12);
+  EXPECT_GT(r.margin_sweep[5].kept, tightest.kept) << "margin 2 keeps stride 2 too";
+  EXPECT_NE(text.str().find("pruning target (>= 90.0% pruned, one kept within 10.0% of the "
+                            "optimum): not met at margin 1.00, the smallest within 10.0% (83.3% "
+                            "pruned, regret 1.000)"),
+            std::string::npos)
+      << text.str();
+}
+
+// The sweep tells what the target costs when the model's best is not the optimum: the tightest
+// margins keep only what is slow, and the line names the smallest margin that keeps one within
+// 10%, met or not.
+TEST(Replay, TheMarginSweepFindsTheSmallestMarginThatKeepsOneWithinTenPercent) {
+  test::TempDir dir;
+  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [
+      {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+      {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "4194304 // bs"}, "GlobalSizeType": "CUDA"}})");
+  // Recorded times the other way round: the widest stride is the fastest.
+  json cache = json::object();
+  for (int bs : {128, 256})
+    for (int stride : {1, 2, 4, 8, 16, 32}) {
+      std::string key = std::to_string(bs) + "," + std::to_string(stride);
+      cache[key] = {{"bs", bs}, {"stride", stride}, {"time", 1.0 / stride}};
+    }
+  test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
+  Job job = load_job(dir / "job.json");
+  ReplayOptions o;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  o.seeds = 5;
+  auto r = replay(job, (dir / "cache.json").string(), o);
+  ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
+  std::ostringstream text;
+  print_replay_report(r, text);
+  ASSERT_FALSE(r.margin_sweep.empty()) << text.str();
+  EXPECT_GT(r.margin_sweep.front().regret, 1.1) << text.str();  // keeps stride 1 only
+  EXPECT_GT(r.margin_sweep.back().kept, r.kept) << "margin 5 keeps more than the job's 2";
+  const ReplayReport::MarginPoint* smallest = nullptr;
+  for (const auto& p : r.margin_sweep)
+    if (!smallest && p.regret <= 1.1) smallest = &p;
+  std::ostringstream want;
+  if (smallest) {
+    want << "% of the optimum): " << (smallest->fraction_pruned >= 0.9 ? "met" : "not met")
+         << " at margin " << std::setprecision(2) << smallest->margin;
+    EXPECT_GT(smallest->margin, 1.0);
+  } else {
+    want << "not met: no margin swept keeps one within 10.0%";
+  }
+  EXPECT_NE(text.str().find(want.str()), std::string::npos) << want.str() << "\n" << text.str();
+  EXPECT_NE(text.str().find("(the job's margin)"), std::string::npos) << text.str();
 }
 
 TEST(Replay, MeasurementsOfAnotherSpaceAreRefused) {
