@@ -31,6 +31,36 @@ std::string with_fake(const std::string& env = {}) {
 
 test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); }
 
+/// The traffic reports (one per analysed variant) in a cache folder.
+size_t traffic_reports(const fs::path& cache) {
+  size_t n = 0;
+  std::error_code ec;
+  if (fs::exists(cache / "traffic", ec))
+    for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
+      n += e.is_regular_file();
+  return n;
+}
+
+/// Starts `gputune ARGS` on the fake driver in a process group of its own (as a shell's job: a
+/// test can signal and end all of it), stdout and stderr into `log`, SIGINT at its default.
+pid_t start_in_group(const std::string& log, const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    signal(SIGINT, SIG_DFL);
+    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
+      _exit(126);
+    std::vector<char*> argv{const_cast<char*>(GPUTUNE_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(GPUTUNE_BINARY, argv.data());
+    _exit(127);
+  }
+  if (pid > 0) setpgid(pid, pid);
+  return pid;
+}
+
 TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   test::TempDir dir;
   std::string db = (dir / "g.db").string();
@@ -455,27 +485,10 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
   const fs::path cache = dir / "cache";
   const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
   const std::string job = (test::source_dir() / "configs" / "naive" / "mm.json").string();
-  auto analyses = [&] {
-    size_t n = 0;
-    std::error_code ec;
-    if (fs::exists(cache / "traffic", ec))
-      for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
-        n += e.is_regular_file();
-    return n;
-  };
-  const pid_t pid = fork();
+  auto analyses = [&] { return traffic_reports(cache); };
+  const pid_t pid = start_in_group(log, {"run", job, "--db", db, "--cache-dir", cache.string(),
+                                         "-j", "2", "--strategy", "model_guided"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setpgid(0, 0);  // a process group of its own, as a shell's job: the test ends all of it
-    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
-    signal(SIGINT, SIG_DFL);
-    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
-      _exit(126);
-    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job.c_str(), "--db", db.c_str(), "--cache-dir",
-          cache.c_str(), "-j", "2", "--strategy", "model_guided", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
   for (int i = 0; i < 2400 && analyses() < 4; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const size_t before = analyses();
@@ -525,28 +538,10 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
   job["GPUTune"]["Pruner"] = {{"ModelMargin", 1.0}};  // a finished model prunes
   test::write_file(dir / "job.json", job.dump());
   const std::string job_path = (dir / "job.json").string();
-  auto analyses = [&] {
-    size_t n = 0;
-    std::error_code ec;
-    if (fs::exists(cache / "traffic", ec))
-      for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
-        n += e.is_regular_file();
-    return n;
-  };
-  const pid_t pid = fork();
+  auto analyses = [&] { return traffic_reports(cache); };
+  const pid_t pid = start_in_group(
+      log, {"run", job_path, "--db", db, "--cache-dir", cache.string(), "-j", "1", "--no-screen"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
-    signal(SIGINT, SIG_DFL);
-    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
-      _exit(126);
-    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", job_path.c_str(), "--db", db.c_str(),
-          "--cache-dir", cache.string().c_str(), "-j", "1", "--no-screen",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
   for (int i = 0; i < 6000 && analyses() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const size_t before = analyses();

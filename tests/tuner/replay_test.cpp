@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,34 @@ namespace gputune::tuner {
 namespace {
 
 using nlohmann::json;
+
+/// Replays, for an H100, a strided copy over bs 128, 256 and stride 1..32 (12 configurations)
+/// whose recorded times are time(bs, stride); `gputune` is a JSON member for the job, or empty.
+ReplayReport replay_strided(const test::TempDir& dir, const std::string& gputune,
+                            const std::function<double(int, int)>& time) {
+  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride];
+})");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [
+      {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
+      {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "4194304 // bs"}, "GlobalSizeType": "CUDA"})" +
+                                         (gputune.empty() ? "" : ", " + gputune) + "}");
+  json cache = json::object();
+  for (int bs : {128, 256})
+    for (int stride : {1, 2, 4, 8, 16, 32})
+      cache[std::to_string(bs) + "," + std::to_string(stride)] = {
+          {"bs", bs}, {"stride", stride}, {"time", time(bs, stride)}};
+  test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
+  ReplayOptions o;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  o.seeds = 20;
+  return replay(load_job(dir / "job.json"), (dir / "cache.json").string(), o);
+}
 
 TEST(Replay, MeasurementsToReach) {
   std::vector<std::optional<double>> t = {5.0, std::nullopt, 1.04, 3.0, 1.0};
@@ -78,31 +107,10 @@ TEST(Replay, ScoresTheModelRankingAndModelGuided) {
   // Recorded times that grow with the stride, as on a GPU: the model must rank them the same way
   // (Spearman close to 1) and model_guided must find the optimum first.
   test::TempDir dir;
-  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride];
-})");
-  test::write_file(dir / "job.json", R"({
-    "ConfigurationSpace": {"TuningParameters": [
-      {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-      {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32]"}]},
-    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
-      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "4194304 // bs"}, "GlobalSizeType": "CUDA"},
-    "GPUTune": {"Pruner": {"ModelMargin": 100}}})");
-  json cache = json::object();
-  for (int bs : {128, 256})
-    for (int stride : {1, 2, 4, 8, 16, 32}) {
-      std::string key = std::to_string(bs) + "," + std::to_string(stride);
-      double t = 0.01 * (1 + std::min(stride, 8)) + (bs == 256 ? 0.0001 : 0);
-      cache[key] = {{"bs", bs}, {"stride", stride}, {"time", t}};
-    }
-  test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
-  Job job = load_job(dir / "job.json");
-  ReplayOptions o;
-  o.device = "h100-sxm";
-  o.cache_dir = dir / "cache";
-  o.seeds = 20;
-  auto r = replay(job, (dir / "cache.json").string(), o);
+  auto r =
+      replay_strided(dir, R"("GPUTune": {"Pruner": {"ModelMargin": 100}})", [](int bs, int stride) {
+        return 0.01 * (1 + std::min(stride, 8)) + (bs == 256 ? 0.0001 : 0);
+      });
   ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
   EXPECT_EQ(r.predicted_and_measured, 12u);
   EXPECT_GT(r.spearman, 0.8);
@@ -143,30 +151,8 @@ TEST(Replay, ScoresTheModelRankingAndModelGuided) {
 // 10%, met or not.
 TEST(Replay, TheMarginSweepFindsTheSmallestMarginThatKeepsOneWithinTenPercent) {
   test::TempDir dir;
-  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride];
-})");
-  test::write_file(dir / "job.json", R"({
-    "ConfigurationSpace": {"TuningParameters": [
-      {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
-      {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8, 16, 32]"}]},
-    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
-      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "4194304 // bs"}, "GlobalSizeType": "CUDA"}})");
   // Recorded times the other way round: the widest stride is the fastest.
-  json cache = json::object();
-  for (int bs : {128, 256})
-    for (int stride : {1, 2, 4, 8, 16, 32}) {
-      std::string key = std::to_string(bs) + "," + std::to_string(stride);
-      cache[key] = {{"bs", bs}, {"stride", stride}, {"time", 1.0 / stride}};
-    }
-  test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
-  Job job = load_job(dir / "job.json");
-  ReplayOptions o;
-  o.device = "h100-sxm";
-  o.cache_dir = dir / "cache";
-  o.seeds = 5;
-  auto r = replay(job, (dir / "cache.json").string(), o);
+  auto r = replay_strided(dir, "", [](int, int stride) { return 1.0 / stride; });
   ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
   std::ostringstream text;
   print_replay_report(r, text);
