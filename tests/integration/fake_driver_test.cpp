@@ -42,12 +42,15 @@ size_t traffic_reports(const fs::path& cache) {
 }
 
 /// Starts `gputune ARGS` on the fake driver in a process group of its own (as a shell's job: a
-/// test can signal and end all of it), stdout and stderr into `log`, SIGINT at its default.
-pid_t start_in_group(const std::string& log, const std::vector<std::string>& args) {
+/// test can signal and end all of it), stdout and stderr into `log`, SIGINT at its default, with
+/// `env` set (the fake driver's own switches).
+pid_t start_in_group(const std::string& log, const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env = {}) {
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
     setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     signal(SIGINT, SIG_DFL);
     if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
       _exit(126);
@@ -916,19 +919,7 @@ TEST(FakeDriver, PruneForADescribedDeviceUsesTheCalibrationItsRunsFitted) {
 // Starts `gputune ARGS` with the fake driver hanging 512-thread launches, in a process group of
 // its own, output to `log`.
 pid_t start_hanging_run(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  setpgid(0, 0);
-  signal(SIGINT, SIG_DFL);
-  setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
-  setenv("FAKE_CUDA_HANG_BLOCK", "512", 1);
-  if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
-    _exit(126);
-  std::vector<char*> argv{const_cast<char*>(GPUTUNE_BINARY)};
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(GPUTUNE_BINARY, argv.data());
-  _exit(127);
+  return start_in_group(log, args, {{"FAKE_CUDA_HANG_BLOCK", "512"}});
 }
 
 // Waits up to `seconds` for `pid`; false if it is still running.
