@@ -873,8 +873,9 @@ std::vector<Store::PredictedTime> Store::predicted_times(std::int64_t device_id,
       "k.name = ?";
   // How the rows are found depends on how many the kernel has on the device, counted on the
   // (context, status) index up to a bound. Few (a kernel's first runs in a large database): from
-  // its contexts, then sorted (walking all measurements newest first to find none took 0.5 s on
-  // 2M rows). Many: newest first, which stops after `limit` (sorting them all took 2 s).
+  // its contexts, then sorted (walking all measurements newest first to find none took 183 ms on
+  // 1M rows). Many: newest first, which stops after `limit` (sorting all 1.2M of a kernel took
+  // 4.3 s). bench/results/predicted-times-vm-2026-11-25.md.
   constexpr std::int64_t kFromContexts = 20000;
   Statement count(db_,
                   "SELECT count(*) FROM (SELECT 1 FROM measurements m INDEXED BY "

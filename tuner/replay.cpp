@@ -243,15 +243,12 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
             << (p.margin == r.job_margin ? "  (the job's margin)" : "") << "\n";
         if (!target && p.regret <= kTargetRegret) target = &p;
       }
-      out << std::setprecision(1);
+      out << std::setprecision(1) << "pruning target (>= " << 100 * kTargetPruned
+          << "% pruned, one kept within " << 100 * (kTargetRegret - 1) << "% of the optimum): ";
       if (!target)
-        out << "pruning target (>= " << 100 * kTargetPruned << "% pruned, one kept within "
-            << 100 * (kTargetRegret - 1) << "% of the optimum): not met: no margin swept keeps "
-            << "one within " << 100 * (kTargetRegret - 1) << "%\n";
+        out << "not met: no margin swept keeps one within " << 100 * (kTargetRegret - 1) << "%\n";
       else
-        out << "pruning target (>= " << 100 * kTargetPruned << "% pruned, one kept within "
-            << 100 * (kTargetRegret - 1) << "% of the optimum): "
-            << (target->fraction_pruned >= kTargetPruned ? "met" : "not met") << " at margin "
+        out << (target->fraction_pruned >= kTargetPruned ? "met" : "not met") << " at margin "
             << std::setprecision(2) << target->margin << ", the smallest within "
             << std::setprecision(1) << 100 * (kTargetRegret - 1) << "% ("
             << 100 * target->fraction_pruned << "% pruned, regret " << std::setprecision(3)
