@@ -239,9 +239,7 @@ ParameterEffects::Prior ParameterEffects::learned() const {
     for (size_t v = 0; v < values_[p].size(); ++v) {
       if (count_[p][v] == 0 && !has_prior_[p][v]) continue;
       if (values_[p][v] == kUnset) continue;
-      out[names_[p]][values_[p][v]] =
-          (count_[p][v] ? beta_[p][v] : 0) +
-          prior_trust_ * prior_[p][v] * kRidge / (count_[p][v] + kRidge);
+      out[names_[p]][values_[p][v]] = (count_[p][v] ? beta_[p][v] : 0) + prior_left(p, v);
     }
   return out;
 }
@@ -255,11 +253,12 @@ size_t ParameterEffects::prior_values() const {
 double ParameterEffects::order_factor(size_t i) const {
   if ((i + 1) * params() > of_.size()) return 0;
   double f = log_factor(i);
-  for (size_t p = 0; p < params(); ++p) {
-    size_t v = of_[i * params() + p];
-    f += prior_trust_ * prior_[p][v] * kRidge / (count_[p][v] + kRidge);
-  }
+  for (size_t p = 0; p < params(); ++p) f += prior_left(p, of_[i * params() + p]);
   return f;
+}
+
+double ParameterEffects::prior_left(size_t p, size_t v) const {
+  return prior_trust_ * prior_[p][v] * kRidge / (count_[p][v] + kRidge);
 }
 
 void ParameterEffects::note_tried(size_t i) {
@@ -403,11 +402,7 @@ std::optional<size_t> ModelGuided::next() {
         if (state_[i] == 0 && predicted_[i] > 0 && effects_->has_untried_value(i) &&
             (!cover || order_by_[i] < order_by_[*cover]))
           cover = i;
-      if (cover) {
-        state_[*cover] = 1;
-        effects_->note_tried(*cover);
-        return cover;
-      }
+      if (cover) return propose(*cover);
     }
     const Evidence e = evidence();
     double fastest = INFINITY;  // the lowest prediction of an open variant, as can_stop saw it
@@ -431,11 +426,14 @@ std::optional<size_t> ModelGuided::next() {
         pick = i;
         break;
       }
-  if (pick) {
-    state_[*pick] = 1;
-    if (effects_) effects_->note_tried(*pick);
-  }
-  return pick;
+  if (pick) return propose(*pick);
+  return std::nullopt;
+}
+
+size_t ModelGuided::propose(size_t i) {
+  state_[i] = 1;
+  if (effects_) effects_->note_tried(i);
+  return i;
 }
 
 void ModelGuided::report(size_t index, std::optional<double> ms) {

@@ -113,6 +113,9 @@ class ParameterEffects {
   std::vector<std::vector<char>> tried_;  // per parameter and value: some variant with it tried
   size_t samples_ = 0;
   ParameterEffects() = default;
+  /// What is left of the prior on parameter p's value v: a value measured c times keeps
+  /// 1/(c + 1) of it, times prior_trust().
+  double prior_left(size_t p, size_t v) const;
   void index(const std::vector<std::string>& all, size_t n,
              const std::function<std::string(size_t, size_t)>& value_of);
 };
@@ -160,6 +163,8 @@ class ModelGuided : public Strategy {
   void refit();
   void refit_effects();
   void reorder();
+  /// Marks configuration i proposed (its values tried) and returns it.
+  size_t propose(size_t i);
   bool can_stop() const;
   struct Evidence {
     double best = -1;    // the best measured time
