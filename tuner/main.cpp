@@ -451,6 +451,8 @@ int cmd_replay(int argc, char** argv) {
                                      cxxopts::value<int>()->default_value("100"))(
       "device", "device for the pruner (configs/devices name)",
       cxxopts::value<std::string>()->default_value(""))(
+      "within", "tolerances to score, in percent of the optimum (1 to 4, comma-separated)",
+      cxxopts::value<std::vector<double>>()->default_value("5,10"))(
       "cache-dir", "cubin cache folder", cxxopts::value<std::string>())("h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
@@ -462,6 +464,17 @@ int cmd_replay(int argc, char** argv) {
   ro.seeds = r["seeds"].as<int>();
   if (ro.seeds < 1 || ro.seeds > 100000) throw std::invalid_argument("--seeds must be 1..100000");
   ro.device = r["device"].as<std::string>();
+  const auto within = r["within"].as<std::vector<double>>();
+  if (within.empty() || within.size() > 4)
+    throw std::invalid_argument("--within takes 1 to 4 percentages, e.g. --within 1,5,10");
+  ro.within.clear();
+  for (double pct : within) {
+    if (!(pct >= 0 && pct <= 1000))
+      throw std::invalid_argument("--within " + (std::ostringstream() << pct).str() +
+                                  ": a tolerance is a percentage from 0 (the optimum itself) "
+                                  "to 1000, e.g. --within 1,5,10");
+    ro.within.push_back(1 + pct / 100);
+  }
   if (r.count("cache-dir")) ro.cache_dir = r["cache-dir"].as<std::string>();
   tuner::ReplayReport rep;
   try {

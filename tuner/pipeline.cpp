@@ -635,7 +635,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       if (guided) {
         guide = std::make_unique<ModelGuided>(model.features,
                                               rates.rates.value_or(pruner::DeviceRates{}),
-                                              calibration, pruned, configs);
+                                              calibration, pruned, configs, job.seed);
         // What earlier contexts of this run and earlier runs of the kernel on this device
         // learned about its parameters orders the search until its own measurements take over.
         if (measurer) {
@@ -776,6 +776,13 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
               << guide->effects()->prior_trust() << std::defaultfloat
               << " of its weight (1: borne out here, 0: not)";
         log << "\n";
+      }
+      if (guide && guide->unpredicted_effects() && guide->unpredicted_measured() > 0) {
+        std::string fast = guide->unpredicted_effects()->summary(6);
+        log << "gputune: model_guided: " << guide->unpredicted_measured()
+            << " variants without a prediction were measured in the order their parameter "
+               "values' measured times suggest (time against the average: "
+            << (fast.empty() ? "no value off by 5% or more" : fast) << ")\n";
       }
 
       // Pruned and skipped variants: a small random sample is timed anyway, to report the regret

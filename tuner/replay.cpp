@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <sstream>
 
 #include "db/interchange.h"
 #include "pruner/model.h"
@@ -79,27 +80,60 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     return v[std::min(v.size() - 1,
                       static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
   };
-  {
-    auto order = restrict_to_present(plan(*make_brute_force(space.size()), space.size()));
-    StrategyScore s{"brute_force", 1};
-    s.median_to_5 = s.p90_to_5 =
-        static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.05));
-    s.median_to_10 = s.p90_to_10 =
-        static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.10));
-    rep.strategies.push_back(s);
-  }
-  {
-    std::vector<double> to5, to10;
-    for (int seed = 1; seed <= o.seeds; ++seed) {
-      auto order = restrict_to_present(
-          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size()));
-      to5.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.05)));
-      to10.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, 1.10)));
+  rep.within = o.within;
+  // One strategy's score from the measurements each seed needed per tolerance.
+  auto score = [&](std::string name, const std::vector<std::vector<double>>& per_seed) {
+    StrategyScore s{std::move(name), static_cast<int>(per_seed.size()), {}, {}};
+    for (size_t t = 0; t < o.within.size(); ++t) {
+      std::vector<double> v;
+      for (auto& seed : per_seed) v.push_back(seed[t]);
+      s.median_to.push_back(percentile(v, 0.5));
+      s.p90_to.push_back(percentile(v, 0.9));
     }
-    rep.strategies.push_back({"random", o.seeds, percentile(to5, 0.5), percentile(to10, 0.5),
-                              percentile(to5, 0.9), percentile(to10, 0.9)});
+    return s;
+  };
+  auto reach_all = [&](const std::vector<size_t>& order) {
+    std::vector<double> n;
+    for (double f : o.within)
+      n.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, f)));
+    return n;
+  };
+  rep.strategies.push_back(
+      score("brute_force",
+            {reach_all(restrict_to_present(plan(*make_brute_force(space.size()), space.size())))}));
+  {
+    std::vector<std::vector<double>> per_seed;
+    for (int seed = 1; seed <= o.seeds; ++seed)
+      per_seed.push_back(reach_all(restrict_to_present(
+          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size()))));
+    rep.strategies.push_back(score("random", per_seed));
   }
+  std::vector<Config> configs;  // for model_guided's learned parameter effects
+  configs.reserve(space.size());
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
   // The pruner needs the kernel source (to compile) and a device.
+  if (o.device.empty() || !std::filesystem::exists(job.kernel_file)) {
+    // model_guided without the model: every variant unpredicted, ordered by what the recorded
+    // times teach about each parameter value (a seeded random start).
+    const double tightest = *std::min_element(o.within.begin(), o.within.end());
+    std::vector<std::vector<double>> per_seed;
+    for (int seed = 1; seed <= o.seeds; ++seed) {
+      ModelGuided g(std::vector<pruner::ModelFeatures>(space.size()), pruner::DeviceRates{},
+                    pruner::Calibration{}, {}, configs, static_cast<std::uint64_t>(seed));
+      std::vector<size_t> order;
+      for (auto i = g.next(); i; i = g.next()) {
+        g.report(*i, present[*i] ? time[*i] : std::nullopt);
+        if (!present[*i]) continue;
+        order.push_back(*i);
+        if (time[*i] && *time[*i] <= rep.optimum_ms * tightest) break;  // nothing more to score
+      }
+      per_seed.push_back(reach_all(order));
+    }
+    rep.strategies.push_back(score("model_guided", per_seed));
+    rep.guided_note =
+        "model_guided without the model (every variant unpredicted): a seeded random start, then "
+        "ordered by the parameter-value effects the recorded times teach";
+  }
   if (o.device.empty()) {
     rep.pruner_note = "pruner not scored: give --device NAME";
   } else if (!std::filesystem::exists(job.kernel_file)) {
@@ -174,9 +208,6 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
         excluded[i] = pr.rows[i].decision.rule == "resources" ||
                       pr.rows[i].decision.rule == "duplicate" ||
                       pr.rows[i].decision.rule == "spills";
-      std::vector<Config> configs;
-      configs.reserve(space.size());
-      for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
       ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
       std::vector<size_t> order;
       double best = INFINITY;
@@ -189,16 +220,16 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
         g.report(*i, time[*i]);
         if (time[*i] && *time[*i] < best) best = *time[*i];
       }
-      StrategyScore s{"model_guided", 1};
-      auto reach = [&](double f) {
+      std::vector<double> reach;
+      for (double f : o.within) {
+        reach.push_back(std::numeric_limits<double>::quiet_NaN());  // stopped before getting there
         for (size_t k = 0; k < order.size(); ++k)
-          if (time[order[k]] && *time[order[k]] <= rep.optimum_ms * f)
-            return static_cast<double>(k + 1);
-        return std::numeric_limits<double>::quiet_NaN();  // stopped before getting there
-      };
-      s.median_to_5 = s.p90_to_5 = reach(1.05);
-      s.median_to_10 = s.p90_to_10 = reach(1.10);
-      rep.strategies.push_back(s);
+          if (time[order[k]] && *time[order[k]] <= rep.optimum_ms * f) {
+            reach.back() = static_cast<double>(k + 1);
+            break;
+          }
+      }
+      rep.strategies.push_back(score("model_guided", {reach}));
       rep.guided_stopped_after = order.size();
       rep.guided_best_ratio = best / rep.optimum_ms;
     }
@@ -212,13 +243,38 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
   out << "space " << r.space_size << " configurations; the measurements hold " << r.recorded
       << ", of which " << r.matched << " match the space (" << r.failed << " failed)\n";
   out << "optimum " << r.optimum_ms << " ms at " << r.optimum_key << "\n";
-  out << std::left << std::setw(14) << "strategy" << std::setw(8) << "seeds" << std::setw(16)
-      << "to 5% (median)" << std::setw(14) << "to 5% (p90)" << std::setw(17) << "to 10% (median)"
-      << "to 10% (p90)\n";
-  for (auto& s : r.strategies)
-    out << std::left << std::setw(14) << s.strategy << std::setw(8) << s.seeds << std::setw(16)
-        << s.median_to_5 << std::setw(14) << s.p90_to_5 << std::setw(17) << s.median_to_10
-        << s.p90_to_10 << "\n";
+  // Columns: measurements needed to get within each tolerance of the optimum.
+  std::vector<std::string> head;
+  for (double f : r.within) {
+    std::ostringstream to;
+    if (f == 1)
+      to << "to optimum";
+    else
+      to << "to " << 100 * (f - 1) << "%";
+    head.push_back(to.str() + " (median)");
+    head.push_back(to.str() + " (p90)");
+  }
+  // Each cell as wide as its heading and two spaces, the last one unpadded.
+  auto row = [&](const std::string& name, const std::string& seeds,
+                 const std::vector<std::string>& cells) {
+    std::ostringstream line;
+    line << std::left << std::setw(14) << name << std::setw(8) << seeds;
+    for (size_t c = 0; c < cells.size(); ++c)
+      line << std::setw(c + 1 < cells.size() ? static_cast<int>(head[c].size()) + 2 : 0)
+           << cells[c];
+    out << line.str() << "\n";
+  };
+  row("strategy", "seeds", head);
+  for (auto& s : r.strategies) {
+    std::vector<std::string> cells;
+    for (size_t t = 0; t < s.median_to.size(); ++t)
+      for (double v : {s.median_to[t], s.p90_to[t]}) {
+        std::ostringstream c;
+        c << v;
+        cells.push_back(c.str());
+      }
+    row(s.strategy, std::to_string(s.seeds), cells);
+  }
   if (r.pruner_scored)
     out << "pruner: kept " << r.kept << " (" << std::fixed << std::setprecision(1)
         << 100 * r.fraction_pruned << "% pruned), regret " << std::setprecision(3) << r.regret
@@ -259,6 +315,7 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
           << " measurements with the best within " << std::setprecision(1)
           << 100 * (r.guided_best_ratio - 1) << "% of the optimum\n";
   }
+  if (!r.guided_note.empty()) out << r.guided_note << "\n";
   out << r.pruner_note << "\n";
 }
 

@@ -34,15 +34,18 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
 struct StrategyScore {
   std::string strategy;
   int seeds = 0;
-  double median_to_5 = 0, median_to_10 = 0;  ///< measurements needed (median over seeds)
-  double p90_to_5 = 0, p90_to_10 = 0;
+  /// Measurements needed to get within each of ReplayOptions::within of the optimum: median and
+  /// 90th percentile over seeds (NaN: the strategy stopped before getting there).
+  std::vector<double> median_to, p90_to;
 };
 
 struct ReplayReport {
   std::size_t space_size = 0, matched = 0, recorded = 0, failed = 0;
   double optimum_ms = 0;
   std::string optimum_key;
+  std::vector<double> within;  ///< the tolerances scored (factors of the optimum)
   std::vector<StrategyScore> strategies;
+  std::string guided_note;  ///< how model_guided was scored without the model (empty: with it)
   // Pruner (only with the kernel source and a device).
   bool pruner_scored = false;
   std::string pruner_note;
@@ -73,6 +76,8 @@ inline constexpr double kTargetPruned = 0.9, kTargetRegret = 1.1;
 
 struct ReplayOptions {
   int seeds = 100;
+  /// Tolerances scored: measurements each strategy needs to get within factor x the optimum.
+  std::vector<double> within = {1.05, 1.10};
   std::string device;  ///< for the pruner; empty: not scored
   std::filesystem::path cache_dir;
   int threads = 0;

@@ -22,6 +22,17 @@ constexpr double kStopZ = 2.0;
 constexpr const char* kUnset = "\x01unset";
 // Pseudo-measurements at full trust in a prior (ParameterEffects::prior_trust).
 constexpr double kPriorTrustWeight = 8.0;
+// How many spreads of the measured times an unpredicted variant whose values are not measured
+// yet is ranked better than its learned effects say (ModelGuided's order without the model).
+constexpr double kExploreZ = 2.0;
+
+/// A seeded pseudo-random key per index (splitmix64): the random order of unpredicted variants.
+std::uint64_t shuffle_key(size_t i, std::uint64_t seed) {
+  std::uint64_t z = static_cast<std::uint64_t>(i) + seed * 0x9e3779b97f4a7c15ULL + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 class Ordered : public Strategy {
  public:
@@ -315,8 +326,8 @@ std::string ParameterEffects::summary(size_t n) const {
 
 ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
                          pruner::Calibration start, std::vector<bool> excluded,
-                         const std::vector<Config>& configs)
-    : features_(std::move(features)), rates_(rates), calibration_(start) {
+                         const std::vector<Config>& configs, std::uint64_t seed)
+    : features_(std::move(features)), rates_(rates), calibration_(start), seed_(seed) {
   state_.assign(features_.size(), 0);
   for (size_t i = 0; i < excluded.size() && i < state_.size(); ++i)
     if (excluded[i]) state_[i] = 2;
@@ -326,7 +337,46 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
     if (p.ok) predicted_[i] = p.ms;
   }
   order_by_ = predicted_;
-  if (configs.size() == features_.size() && !configs.empty()) effects_.emplace(configs);
+  const bool with_configs = configs.size() == features_.size() && !configs.empty();
+  if (with_configs) effects_.emplace(configs);
+  // The unpredicted variants, in a seeded random order until some are measured.
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (state_[i] == 0 && predicted_[i] < 0) unpredicted_order_.push_back(i);
+  std::sort(unpredicted_order_.begin(), unpredicted_order_.end(),
+            [&](size_t a, size_t b) { return shuffle_key(a, seed_) < shuffle_key(b, seed_); });
+  if (with_configs && !unpredicted_order_.empty()) blind_.emplace(configs);
+}
+
+std::optional<size_t> ModelGuided::next_unpredicted() {
+  while (unpredicted_at_ < unpredicted_order_.size() &&
+         state_[unpredicted_order_[unpredicted_at_]] != 0)
+    ++unpredicted_at_;
+  if (unpredicted_at_ == unpredicted_order_.size()) return std::nullopt;
+  return unpredicted_order_[unpredicted_at_];
+}
+
+void ModelGuided::refit_unpredicted() {
+  blind_->fit(blind_measured_);
+  blind_fitted_ = blind_measured_.size();
+  // The spread of the measured times (log): how far a value not measured yet might be from the
+  // learned ones, in the same units as the effects.
+  double sigma = 1;
+  if (blind_measured_.size() >= 2) {
+    double mean = 0, ss = 0;
+    for (auto& [i, x] : blind_measured_) mean += x;
+    mean /= static_cast<double>(blind_measured_.size());
+    for (auto& [i, x] : blind_measured_) ss += (x - mean) * (x - mean);
+    sigma = std::max(0.05, std::sqrt(ss / static_cast<double>(blind_measured_.size() - 1)));
+  }
+  std::vector<std::tuple<double, std::uint64_t, size_t>> ranked;  // bound, tie-break, index
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (state_[i] == 0 && predicted_[i] < 0)
+      ranked.emplace_back(blind_->log_factor(i) - kExploreZ * sigma * blind_->spread(i),
+                          shuffle_key(i, seed_), i);
+  std::sort(ranked.begin(), ranked.end());
+  unpredicted_order_.clear();
+  for (auto& [bound, key, i] : ranked) unpredicted_order_.push_back(i);
+  unpredicted_at_ = 0;
 }
 
 std::optional<double> ModelGuided::predicted_ms(size_t i) const {
@@ -420,12 +470,7 @@ std::optional<size_t> ModelGuided::next() {
     stop_reason_ = r.str();
   }
   if (!stop_reason_.empty()) pick.reset();
-  if (!pick)  // unpredicted variants: not judged by the model, so never cut
-    for (size_t i = 0; i < state_.size(); ++i)
-      if (state_[i] == 0 && predicted_[i] < 0) {
-        pick = i;
-        break;
-      }
+  if (!pick) pick = next_unpredicted();  // not judged by the model, so never cut
   if (pick) return propose(*pick);
   return std::nullopt;
 }
@@ -442,6 +487,12 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (state_[index] == 0) state_[index] = 1;
   if (effects_) effects_->note_tried(index);
   if (!ms || !(*ms > 0)) return;
+  if (blind_ && predicted_[index] < 0) {
+    // Refitted after each of the first 32, then as their number grows by an eighth.
+    blind_measured_.emplace_back(index, std::log(*ms));
+    if (blind_measured_.size() <= 32 || blind_measured_.size() >= blind_fitted_ * 9 / 8)
+      refit_unpredicted();
+  }
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {

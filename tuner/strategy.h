@@ -133,15 +133,21 @@ class ParameterEffects {
 /// at least 25%); all of them judge each measurement against the effects learned before it, never
 /// against a fit that includes it. Before it stops, each parameter value of an open variant that
 /// no tried variant had is tried once, so the stop never rests on a guess. Variants without a
-/// prediction are not judged by the model: they come after the predicted ones and are never cut.
+/// prediction (a kernel the analysis could not read) are not judged by the model: they come after
+/// the predicted ones and are never cut, in an order of their own: a seeded random order until
+/// some are measured, then by a lower confidence bound of an additive model of log(measured time)
+/// over their parameter values (ParameterEffects fitted to the times themselves): the learned
+/// effect less kExploreZ times the times' spread times what is not known of the variant's values,
+/// so the search exploits what was fast and still tries values not measured yet.
 class ModelGuided : public Strategy {
  public:
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
   /// `configs`: the space's configurations, for the learned parameter effects (empty: ordered
-  /// by the model alone).
+  /// by the model alone). `seed`: the random order of unpredicted variants before any of them
+  /// is measured (and of ties after).
   ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
               pruner::Calibration start, std::vector<bool> excluded = {},
-              const std::vector<Config>& configs = {});
+              const std::vector<Config>& configs = {}, std::uint64_t seed = 0);
   std::optional<size_t> next() override;
   /// Also for a configuration it did not propose (the default, measured first): it is never
   /// proposed afterwards, and its values count as tried.
@@ -155,6 +161,12 @@ class ModelGuided : public Strategy {
   std::vector<size_t> unvisited() const;
   /// The parameter effects learned so far (nullptr without configurations).
   const ParameterEffects* effects() const { return effects_ ? &*effects_ : nullptr; }
+  /// The effects learned on the measured times of unpredicted variants (nullptr without
+  /// configurations or when every variant has a prediction).
+  const ParameterEffects* unpredicted_effects() const { return blind_ ? &*blind_ : nullptr; }
+  /// Unpredicted variants measured with a time so far (what unpredicted_effects learn from; a
+  /// refit follows each of the first 32, then each growth by an eighth).
+  size_t unpredicted_measured() const { return blind_measured_.size(); }
   /// Orders the search by what other searches learned (ParameterEffects::set_prior) until its
   /// own measurements take over; the stop rule is not changed. Without configurations, ignored.
   void set_prior(const ParameterEffects::Prior& prior);
@@ -165,6 +177,10 @@ class ModelGuided : public Strategy {
   void reorder();
   /// Marks configuration i proposed (its values tried) and returns it.
   size_t propose(size_t i);
+  /// The open unpredicted variant to try next (nullopt: none left).
+  std::optional<size_t> next_unpredicted();
+  /// Refits blind_ to the measured unpredicted variants and re-ranks the open ones.
+  void refit_unpredicted();
   bool can_stop() const;
   struct Evidence {
     double best = -1;    // the best measured time
@@ -190,6 +206,15 @@ class ModelGuided : public Strategy {
   std::vector<double> effect_when_measured_;
   std::size_t next_refit_ = 4;
   std::string stop_reason_;
+  // Unpredicted variants: the effects on log(measured time), the measurements they are fitted
+  // to, the open ones in the order to try (rebuilt by each refit; consumed from unpredicted_at_),
+  // and the seed of the random order.
+  std::optional<ParameterEffects> blind_;
+  std::vector<std::pair<size_t, double>> blind_measured_;
+  std::vector<size_t> unpredicted_order_;
+  size_t unpredicted_at_ = 0;
+  size_t blind_fitted_ = 0;  // measurements the last refit used
+  std::uint64_t seed_ = 0;
 };
 
 /// By the job's strategy name ("brute_force", "random"). Throws std::invalid_argument.

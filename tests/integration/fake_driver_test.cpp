@@ -219,6 +219,45 @@ TEST(FakeDriver, ModelGuidedSaysWhatItLearnedPerParameterValue) {
       << rest;
 }
 
+TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTimes) {
+  // A kernel clang cannot parse (NVRTC can): no variant has a prediction, so rule 4 cuts nothing
+  // and model_guided measures every variant, ordered by what the times measured so far say about
+  // each parameter value (a seeded random start), not in space order.
+  test::TempDir dir;
+  std::string source = test::read_file(test::examples_dir() / "vector_add.cu");
+  source = "#ifdef __clang__\n#error \"this kernel is built by NVRTC only\"\n#endif\n" + source;
+  test::write_file(dir / "vector_add.cu", source);
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (dir / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{{"Name", "64K"}, {"ProblemSize", {65536}}}};
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string db = (dir / "g.db").string();
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
+              "' --cache-dir '" + (dir / "cache").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("gputune: model: 0 of 24 variants predicted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("24 variants not analysed (judged by the resource rules only): clang "
+                       "could not parse the kernel"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("model_guided stopped after"), std::string::npos) << r.out;
+  db::Store store(db);
+  std::set<std::string> measured;
+  size_t correct = 0;
+  for (auto& m : store.measurements(0))
+    if (m.reason.rfind("re-measurement", 0) != 0) {
+      measured.insert(m.params_json);
+      correct += m.status == "correct";
+    }
+  EXPECT_EQ(measured.size(), 24u) << "never cut: every variant measured";
+  EXPECT_NE(r.out.find("gputune: model_guided: " + std::to_string(correct) +
+                       " variants without a prediction were measured in the order their "
+                       "parameter values' measured times suggest"),
+            std::string::npos)
+      << r.out;
+}
+
 // A model-guided search starts from what the kernel's earlier searches on the device measured:
 // the second context of a run from the first, every context of a later run from the whole
 // first run and the contexts before it. The counts it names are the stored verified times with

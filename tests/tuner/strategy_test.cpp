@@ -551,5 +551,52 @@ TEST(ModelGuided, KeepsGoingWhileTheModelIsWrong) {
   EXPECT_TRUE(g.stop_reason().empty());
 }
 
+TEST(ModelGuided, WithoutPredictionsLearnsFromTheTimesAndNeverCuts) {
+  // A kernel the analysis could not read: no variant has a prediction. The search starts in a
+  // seeded random order, then follows what the measured times say about each parameter value,
+  // and still tries every variant.
+  const std::vector<Value> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  const auto configs = grid({"a", "b", "c"}, {eight, eight, eight});
+  const size_t n = configs.size();
+  const double ea[8] = {0.9, 0.4, 0.7, 0.2, 0.5, 0.0, 0.8, 0.6};
+  const double eb[8] = {0.3, 0.6, 0.0, 0.9, 0.2, 0.5, 0.8, 0.4};
+  const double ec[8] = {0.7, 0.2, 0.9, 0.6, 0.4, 0.3, 0.0, 0.5};
+  auto truth = [&](size_t i) {
+    const auto& v = configs[i].values;
+    const double noise = 0.03 * static_cast<double>((i * 7919) % 5) / 4;  // up to 3%, per variant
+    return std::exp(ea[v[0].as_int()] + eb[v[1].as_int()] + ec[v[2].as_int()] + noise);
+  };
+  const size_t optimum = 5 * 64 + 2 * 8 + 6;
+  const std::vector<pruner::ModelFeatures> none(n);
+  auto first = [&](std::uint64_t seed, const std::vector<Config>& cs) {
+    ModelGuided g(none, rates(), {}, {}, cs, seed);
+    return plan(g, 8);
+  };
+  EXPECT_EQ(first(1, configs), first(1, configs));
+  EXPECT_NE(first(1, configs), first(2, configs));
+  EXPECT_NE(first(1, configs), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7})) << "not space order";
+  EXPECT_NE(first(1, {}), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7})) << "not space order";
+
+  std::vector<size_t> to_optimum;
+  for (std::uint64_t seed = 1; seed <= 21; ++seed) {
+    ModelGuided g(none, rates(), {}, {}, configs, seed);
+    std::vector<size_t> order;
+    for (auto i = g.next(); i; i = g.next()) {
+      if (*i == optimum) to_optimum.push_back(order.size() + 1);
+      order.push_back(*i);
+      g.report(*i, truth(*i));
+    }
+    ASSERT_EQ(order.size(), n) << "unpredicted variants are never cut";
+    ASSERT_EQ(std::set<size_t>(order.begin(), order.end()).size(), n);
+    EXPECT_TRUE(g.stop_reason().empty());
+    ASSERT_NE(g.unpredicted_effects(), nullptr);
+    EXPECT_EQ(g.unpredicted_measured(), n);
+    EXPECT_GE(g.unpredicted_effects()->samples() * 9, n * 8) << "refitted as measurements grow";
+  }
+  std::sort(to_optimum.begin(), to_optimum.end());
+  // Random search needs a median of about n / 2 = 256 measurements to find the optimum.
+  EXPECT_LE(to_optimum[to_optimum.size() / 2], 40u) << "median over 21 seeds";
+}
+
 }  // namespace
 }  // namespace gputune::tuner
