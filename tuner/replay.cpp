@@ -75,6 +75,21 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
                 order.end());
     return order;
   };
+  // `run` measures the job's default configuration first, whatever the strategy: so does every
+  // replayed search, when the record holds it.
+  std::optional<size_t> def;
+  if (long d = space.find(default_key(job)); d >= 0 && present[static_cast<size_t>(d)]) {
+    def = static_cast<size_t>(d);
+    rep.default_key = space.config(*def).key();
+    rep.default_ms = time[*def];
+  }
+  auto default_first = [&](std::vector<size_t> order) {
+    if (def) {
+      order.erase(std::remove(order.begin(), order.end(), *def), order.end());
+      order.insert(order.begin(), *def);
+    }
+    return order;
+  };
   auto percentile = [](std::vector<double> v, double p) {
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1,
@@ -99,13 +114,13 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     return n;
   };
   rep.strategies.push_back(
-      score("brute_force",
-            {reach_all(restrict_to_present(plan(*make_brute_force(space.size()), space.size())))}));
+      score("brute_force", {reach_all(default_first(restrict_to_present(
+                               plan(*make_brute_force(space.size()), space.size()))))}));
   {
     std::vector<std::vector<double>> per_seed;
     for (int seed = 1; seed <= o.seeds; ++seed)
-      per_seed.push_back(reach_all(restrict_to_present(
-          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size()))));
+      per_seed.push_back(reach_all(default_first(restrict_to_present(
+          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size())))));
     rep.strategies.push_back(score("random", per_seed));
   }
   std::vector<Config> configs;  // for model_guided's learned parameter effects
@@ -121,7 +136,9 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       ModelGuided g(std::vector<pruner::ModelFeatures>(space.size()), pruner::DeviceRates{},
                     pruner::Calibration{}, {}, configs, static_cast<std::uint64_t>(seed));
       std::vector<size_t> order;
+      if (def) g.report(*def, time[*def]), order.push_back(*def);
       for (auto i = g.next(); i; i = g.next()) {
+        if (def && time[*def] && *time[*def] <= rep.optimum_ms * tightest) break;
         g.report(*i, present[*i] ? time[*i] : std::nullopt);
         if (!present[*i]) continue;
         order.push_back(*i);
@@ -211,6 +228,10 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
       std::vector<size_t> order;
       double best = INFINITY;
+      if (def) {
+        g.report(*def, time[*def]), order.push_back(*def);
+        if (time[*def]) best = *time[*def];
+      }
       for (auto i = g.next(); i; i = g.next()) {
         if (!present[*i]) {
           g.report(*i, std::nullopt);
@@ -243,6 +264,14 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
   out << "space " << r.space_size << " configurations; the measurements hold " << r.recorded
       << ", of which " << r.matched << " match the space (" << r.failed << " failed)\n";
   out << "optimum " << r.optimum_ms << " ms at " << r.optimum_key << "\n";
+  if (!r.default_key.empty()) {
+    out << "default " << r.default_key << ": ";
+    if (r.default_ms)
+      out << *r.default_ms << " ms (" << *r.default_ms / r.optimum_ms << "x the optimum)";
+    else
+      out << "failed";
+    out << "; every strategy measures it first, as `run` does\n";
+  }
   // Columns: measurements needed to get within each tolerance of the optimum.
   std::vector<std::string> head;
   for (double f : r.within) {

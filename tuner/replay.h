@@ -44,6 +44,10 @@ struct ReplayReport {
   double optimum_ms = 0;
   std::string optimum_key;
   std::vector<double> within;  ///< the tolerances scored (factors of the optimum)
+  /// The job's default configuration, when the record holds it: every strategy measures it first
+  /// (as `run` does), so it counts as the first measurement of each.
+  std::string default_key;
+  std::optional<double> default_ms;  ///< nullopt: it failed (or was not recorded)
   std::vector<StrategyScore> strategies;
   std::string guided_note;  ///< how model_guided was scored without the model (empty: with it)
   // Pruner (only with the kernel source and a device).

@@ -119,6 +119,49 @@ TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
   EXPECT_EQ(r.valid_rejected, 0u);
 }
 
+TEST(Replay, EveryStrategyMeasuresTheDefaultFirstAsRunDoes) {
+  // The default (256) is the optimum: `run` measures it first whatever the strategy, so each
+  // replayed search gets there in one measurement. In space order it is the third.
+  test::TempDir dir;
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]", "Default": 256}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "absent.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+  auto cache = [&](double default_ms) {
+    test::write_file(dir / "cache.json", json({{"kernel_name", "k"},
+                                               {"device_name", "d"},
+                                               {"tune_params_keys", {"bs"}},
+                                               {"cache",
+                                                {{"64", {{"bs", 64}, {"time", 2.0}}},
+                                                 {"128", {{"bs", 128}, {"time", 1.9}}},
+                                                 {"256", {{"bs", 256}, {"time", default_ms}}},
+                                                 {"512", {{"bs", 512}, {"time", 1.5}}}}}})
+                                             .dump());
+    ReplayOptions o;
+    o.seeds = 20;
+    o.within = {1.0};
+    return replay(load_job(dir / "job.json"), (dir / "cache.json").string(), o);
+  };
+  auto r = cache(1.0);
+  EXPECT_EQ(r.default_key, "256");
+  ASSERT_TRUE(r.default_ms.has_value());
+  ASSERT_EQ(r.strategies.size(), 3u);  // brute force, random, model_guided without the model
+  for (const auto& s : r.strategies) {
+    EXPECT_EQ(s.median_to[0], 1) << s.strategy;
+    EXPECT_EQ(s.p90_to[0], 1) << s.strategy;
+  }
+  std::ostringstream text;
+  print_replay_report(r, text);
+  EXPECT_NE(text.str().find("default 256: 1 ms (1x the optimum); every strategy measures it first"),
+            std::string::npos)
+      << text.str();
+  // A slow default counts as a measurement too: brute force then goes on in space order and
+  // finds the optimum (512) fourth; the others need at least 2.
+  r = cache(3.0);
+  EXPECT_EQ(r.strategies[0].median_to[0], 4);
+  for (const auto& s : r.strategies) EXPECT_GE(s.median_to[0], 2) << s.strategy;
+}
+
 TEST(Replay, ScoresTheModelRankingAndModelGuided) {
   // Recorded times that grow with the stride, as on a GPU: the model must rank them the same way
   // (Spearman close to 1) and model_guided must find the optimum first.
