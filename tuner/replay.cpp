@@ -123,26 +123,34 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
           plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size())))));
     rep.strategies.push_back(score("random", per_seed));
   }
-  std::vector<Config> configs;  // for model_guided's learned parameter effects
-  configs.reserve(space.size());
-  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
   // The pruner needs the kernel source (to compile) and a device.
   if (o.device.empty() || !std::filesystem::exists(job.kernel_file)) {
     // model_guided without the model: every variant unpredicted, ordered by what the recorded
-    // times teach about each parameter value (a seeded random start).
+    // times teach about each parameter value (a seeded random start). Only the recorded
+    // configurations are searched: the others would be skipped unmeasured anyway.
+    std::vector<size_t> recorded_at;  // space index of each recorded configuration
+    std::vector<Config> recorded;
+    for (size_t i = 0; i < space.size(); ++i)
+      if (present[i]) recorded_at.push_back(i), recorded.push_back(space.config(i));
     const double tightest = *std::min_element(o.within.begin(), o.within.end());
     std::vector<std::vector<double>> per_seed;
     for (int seed = 1; seed <= o.seeds; ++seed) {
-      ModelGuided g(std::vector<pruner::ModelFeatures>(space.size()), pruner::DeviceRates{},
-                    pruner::Calibration{}, {}, configs, static_cast<std::uint64_t>(seed));
-      std::vector<size_t> order;
-      if (def) g.report(*def, time[*def]), order.push_back(*def);
-      for (auto i = g.next(); i; i = g.next()) {
-        if (def && time[*def] && *time[*def] <= rep.optimum_ms * tightest) break;
-        g.report(*i, present[*i] ? time[*i] : std::nullopt);
-        if (!present[*i]) continue;
-        order.push_back(*i);
-        if (time[*i] && *time[*i] <= rep.optimum_ms * tightest) break;  // nothing more to score
+      ModelGuided g(std::vector<pruner::ModelFeatures>(recorded.size()), pruner::DeviceRates{},
+                    pruner::Calibration{}, {}, recorded, static_cast<std::uint64_t>(seed));
+      std::vector<size_t> order;  // space indices
+      auto measure = [&](size_t k) {
+        const size_t i = recorded_at[k];
+        g.report(k, time[i]);
+        order.push_back(i);
+        return time[i] && *time[i] <= rep.optimum_ms * tightest;  // nothing more to score
+      };
+      bool done = def && measure(static_cast<size_t>(
+                             std::lower_bound(recorded_at.begin(), recorded_at.end(), *def) -
+                             recorded_at.begin()));
+      while (!done) {
+        auto k = g.next();
+        if (!k) break;
+        done = measure(*k);
       }
       per_seed.push_back(reach_all(order));
     }
@@ -225,6 +233,9 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
         excluded[i] = pr.rows[i].decision.rule == "resources" ||
                       pr.rows[i].decision.rule == "duplicate" ||
                       pr.rows[i].decision.rule == "spills";
+      std::vector<Config> configs;  // for the learned parameter effects
+      configs.reserve(space.size());
+      for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
       ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
       std::vector<size_t> order;
       double best = INFINITY;
