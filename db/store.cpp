@@ -862,12 +862,29 @@ std::vector<Store::PredictedTime> Store::predicted_times(std::int64_t device_id,
                                                          const std::string& kernel,
                                                          std::int64_t skip_run,
                                                          std::int64_t skip_context, int limit) {
+  return past_times(device_id, kernel, skip_run, skip_context, limit, true);
+}
+
+std::vector<Store::PredictedTime> Store::verified_times(std::int64_t device_id,
+                                                        const std::string& kernel,
+                                                        std::int64_t skip_run,
+                                                        std::int64_t skip_context, int limit) {
+  return past_times(device_id, kernel, skip_run, skip_context, limit, false);
+}
+
+std::vector<Store::PredictedTime> Store::past_times(std::int64_t device_id,
+                                                    const std::string& kernel,
+                                                    std::int64_t skip_run,
+                                                    std::int64_t skip_context, int limit,
+                                                    bool with_prediction) {
   // Re-measurements repeat a time already counted (the winner's check), so they are left out.
   const std::string filter =
-      "m.status = 'correct' AND m.time_ms > 0 AND m.predicted_ms > 0 AND m.reason NOT LIKE "
-      "'re-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?)";
+      std::string("m.status = 'correct' AND m.time_ms > 0 AND ") +
+      (with_prediction ? "m.predicted_ms > 0 AND " : "") +
+      "m.reason NOT LIKE 're-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?)";
   const std::string columns =
-      "SELECT m.run_id, m.context_id, v.params, m.time_ms, m.predicted_ms FROM measurements m ";
+      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0) FROM "
+      "measurements m ";
   const std::string kernel_contexts =
       "SELECT c.id FROM contexts c JOIN kernels k ON k.id = c.kernel_id WHERE c.device_id = ? AND "
       "k.name = ?";

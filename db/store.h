@@ -165,6 +165,11 @@ class Store {
   std::vector<PredictedTime> predicted_times(std::int64_t device_id, const std::string& kernel,
                                              std::int64_t skip_run, std::int64_t skip_context,
                                              int limit);
+  /// As predicted_times, with or without a prediction (predicted_ms 0 where there is none): what
+  /// earlier searches teach a search over variants the model cannot read.
+  std::vector<PredictedTime> verified_times(std::int64_t device_id, const std::string& kernel,
+                                            std::int64_t skip_run, std::int64_t skip_context,
+                                            int limit);
   struct NamedCalibration {
     std::string params_json;
     std::string device_name;  ///< the device record it was fitted for
@@ -241,6 +246,11 @@ class Store {
 
  private:
   void drop_queue_files(std::int64_t id);
+  /// predicted_times and verified_times: the newest verified times, with a prediction only when
+  /// `with_prediction`.
+  std::vector<PredictedTime> past_times(std::int64_t device_id, const std::string& kernel,
+                                        std::int64_t skip_run, std::int64_t skip_context, int limit,
+                                        bool with_prediction);
 
   void migrate();
   Database db_;

@@ -114,6 +114,25 @@ std::vector<ParameterEffects::Past> past_measurements(db::Store& store, std::int
   return out;
 }
 
+/// As past_measurements, for variants without a prediction: the newest verified times, with or
+/// without one, as log(time) (from_past centres each search on its own mean).
+std::vector<ParameterEffects::Past> past_times(db::Store& store, std::int64_t device_id,
+                                               const std::string& kernel, std::int64_t run_id,
+                                               std::int64_t ctx_id) {
+  std::vector<ParameterEffects::Past> out;
+  for (const auto& row :
+       store.verified_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
+    auto params = nlohmann::json::parse(row.params_json, nullptr, false);
+    if (!params.is_object()) continue;
+    ParameterEffects::Past m;
+    m.search = std::to_string(row.run_id) + "/" + std::to_string(row.context_id);
+    for (const auto& [name, value] : params.items()) m.values[name] = json_to_value(value).str();
+    m.log_residual = std::log(row.time_ms);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace
 
 RunReport run_job(const Job& job_given, const RunOptions& opt) {
@@ -651,6 +670,18 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                 << " parameter values of this space; "
                 << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
           }
+          if (guide->unpredicted_effects())
+            if (auto times = past_times(store, device_id, job.kernel_name, run_id, ctx_id);
+                !times.empty()) {
+              auto before = ParameterEffects::from_past(times);
+              guide->set_unpredicted_prior(before.learned());
+              std::string taught = before.summary(4);
+              log << "gputune: model_guided: variants without a prediction start from what "
+                  << times.size() << " earlier measured times of kernel '" << job.kernel_name
+                  << "' on this device taught (" << guide->unpredicted_effects()->prior_values()
+                  << " parameter values of this space; "
+                  << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
+            }
         }
       }
 

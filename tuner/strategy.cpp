@@ -371,7 +371,7 @@ void ModelGuided::refit_unpredicted() {
   std::vector<std::tuple<double, std::uint64_t, size_t>> ranked;  // bound, tie-break, index
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] < 0)
-      ranked.emplace_back(blind_->log_factor(i) - kExploreZ * sigma * blind_->spread(i),
+      ranked.emplace_back(blind_->order_factor(i) - kExploreZ * sigma * blind_->spread(i),
                           shuffle_key(i, seed_), i);
   std::sort(ranked.begin(), ranked.end());
   unpredicted_order_.clear();
@@ -508,6 +508,12 @@ void ModelGuided::set_prior(const ParameterEffects::Prior& prior) {
   if (!effects_) return;
   effects_->set_prior(prior);
   reorder();
+}
+
+void ModelGuided::set_unpredicted_prior(const ParameterEffects::Prior& prior) {
+  if (!blind_) return;
+  blind_->set_prior(prior);
+  refit_unpredicted();
 }
 
 void ModelGuided::refit_effects() {

@@ -138,7 +138,8 @@ class ParameterEffects {
 /// some are measured, then by a lower confidence bound of an additive model of log(measured time)
 /// over their parameter values (ParameterEffects fitted to the times themselves): the learned
 /// effect less kExploreZ times the times' spread times what is not known of the variant's values,
-/// so the search exploits what was fast and still tries values not measured yet.
+/// so the search exploits what was fast and still tries values not measured yet. What earlier
+/// searches measured (set_unpredicted_prior) orders them from the start.
 class ModelGuided : public Strategy {
  public:
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
@@ -170,6 +171,10 @@ class ModelGuided : public Strategy {
   /// Orders the search by what other searches learned (ParameterEffects::set_prior) until its
   /// own measurements take over; the stop rule is not changed. Without configurations, ignored.
   void set_prior(const ParameterEffects::Prior& prior);
+  /// As set_prior, for the variants without a prediction: a prior learned from earlier searches'
+  /// times (each search centred on its own mean) orders them from the start, instead of the
+  /// random order. Without such variants or configurations, ignored.
+  void set_unpredicted_prior(const ParameterEffects::Prior& prior);
 
  private:
   void refit();

@@ -157,6 +157,16 @@ TEST(Store, PredictedTimesAreTheKernelsVerifiedTimesWithAPredictionOnTheDevice) 
       << "the other (run, context) counts now";
   EXPECT_EQ(f.store.predicted_times(a100, "matmul", later, f.context, 100).size(), 1u);
   EXPECT_TRUE(f.store.predicted_times(f.device, "conv", later, f.context, 100).empty());
+  // verified_times: the same rows, and the verified time without a prediction too (0 there).
+  auto all = f.store.verified_times(f.device, "matmul", later, f.context, 100);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_DOUBLE_EQ(all[0].time_ms, 0.5);
+  EXPECT_DOUBLE_EQ(all[1].time_ms, 3.0);
+  EXPECT_DOUBLE_EQ(all[1].predicted_ms, 0.0) << "no prediction";
+  EXPECT_DOUBLE_EQ(all[2].time_ms, 2.0);
+  EXPECT_DOUBLE_EQ(all[2].predicted_ms, 1.0);
+  EXPECT_EQ(f.store.verified_times(f.device, "matmul", later, f.context, 2).size(), 2u);
+  EXPECT_EQ(f.store.verified_times(a100, "matmul", later, f.context, 100).size(), 1u);
 }
 
 // predicted_times finds a kernel's rows from its contexts while it has few (up to 20,000

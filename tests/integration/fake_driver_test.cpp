@@ -222,14 +222,16 @@ TEST(FakeDriver, ModelGuidedSaysWhatItLearnedPerParameterValue) {
 TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTimes) {
   // A kernel clang cannot parse (NVRTC can): no variant has a prediction, so rule 4 cuts nothing
   // and model_guided measures every variant, ordered by what the times measured so far say about
-  // each parameter value (a seeded random start), not in space order.
+  // each parameter value (a seeded random start), not in space order. The second context starts
+  // from what the first one's times taught.
   test::TempDir dir;
   std::string source = test::read_file(test::examples_dir() / "vector_add.cu");
   source = "#ifdef __clang__\n#error \"this kernel is built by NVRTC only\"\n#endif\n" + source;
   test::write_file(dir / "vector_add.cu", source);
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
   job["KernelSpecification"]["KernelFile"] = (dir / "vector_add.cu").string();
-  job["GPUTune"]["Contexts"] = {{{"Name", "64K"}, {"ProblemSize", {65536}}}};
+  job["GPUTune"]["Contexts"] = {{{"Name", "64K"}, {"ProblemSize", {65536}}},
+                                {{"Name", "128K"}, {"ProblemSize", {131072}}}};
   job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
   test::write_file(dir / "job.json", job.dump());
   const std::string db = (dir / "g.db").string();
@@ -243,17 +245,26 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
       << r.out;
   EXPECT_EQ(r.out.find("model_guided stopped after"), std::string::npos) << r.out;
   db::Store store(db);
-  std::set<std::string> measured;
-  size_t correct = 0;
+  std::map<std::int64_t, std::set<std::string>> measured;  // per context
+  std::map<std::int64_t, size_t> correct;
   for (auto& m : store.measurements(0))
     if (m.reason.rfind("re-measurement", 0) != 0) {
-      measured.insert(m.params_json);
-      correct += m.status == "correct";
+      measured[m.context_id].insert(m.params_json);
+      correct[m.context_id] += m.status == "correct";
     }
-  EXPECT_EQ(measured.size(), 24u) << "never cut: every variant measured";
-  EXPECT_NE(r.out.find("gputune: model_guided: " + std::to_string(correct) +
-                       " variants without a prediction were measured in the order their "
-                       "parameter values' measured times suggest"),
+  ASSERT_EQ(measured.size(), 2u);
+  for (auto& [ctx, set] : measured) {
+    EXPECT_EQ(set.size(), 24u) << "never cut: every variant measured";
+    EXPECT_NE(r.out.find("gputune: model_guided: " + std::to_string(correct[ctx]) +
+                         " variants without a prediction were measured in the order their "
+                         "parameter values' measured times suggest"),
+              std::string::npos)
+        << r.out;
+  }
+  // The first context's verified times (re-measurements aside) order the second one.
+  EXPECT_NE(r.out.find("gputune: model_guided: variants without a prediction start from what " +
+                       std::to_string(correct.begin()->second) +
+                       " earlier measured times of kernel 'vector_add' on this device taught"),
             std::string::npos)
       << r.out;
 }
