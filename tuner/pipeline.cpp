@@ -95,39 +95,24 @@ std::string changed_sections(const std::string& before, const std::string& now) 
 /// How many of the newest verified times with a prediction a search learns from before it starts.
 constexpr int kPastMeasurements = 5000;
 
-/// What earlier contexts and runs measured of kernel `kernel` on the device, as residuals of the
-/// model: the prior of a model-guided search (ParameterEffects::from_past).
+/// What earlier contexts and runs measured of kernel `kernel` on the device: the prior of a
+/// model-guided search (ParameterEffects::from_past). `residuals`: the times with a prediction,
+/// as log(measured / predicted), for the predicted variants; otherwise every verified time as
+/// log(time), for the variants without a prediction (from_past centres each search on its mean).
 std::vector<ParameterEffects::Past> past_measurements(db::Store& store, std::int64_t device_id,
                                                       const std::string& kernel,
-                                                      std::int64_t run_id, std::int64_t ctx_id) {
+                                                      std::int64_t run_id, std::int64_t ctx_id,
+                                                      bool residuals) {
   std::vector<ParameterEffects::Past> out;
   for (const auto& row :
-       store.predicted_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
+       residuals ? store.predicted_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)
+                 : store.verified_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
     auto params = nlohmann::json::parse(row.params_json, nullptr, false);
     if (!params.is_object()) continue;
     ParameterEffects::Past m;
     m.search = std::to_string(row.run_id) + "/" + std::to_string(row.context_id);
     for (const auto& [name, value] : params.items()) m.values[name] = json_to_value(value).str();
-    m.log_residual = std::log(row.time_ms / row.predicted_ms);
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-/// As past_measurements, for variants without a prediction: the newest verified times, with or
-/// without one, as log(time) (from_past centres each search on its own mean).
-std::vector<ParameterEffects::Past> past_times(db::Store& store, std::int64_t device_id,
-                                               const std::string& kernel, std::int64_t run_id,
-                                               std::int64_t ctx_id) {
-  std::vector<ParameterEffects::Past> out;
-  for (const auto& row :
-       store.verified_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
-    auto params = nlohmann::json::parse(row.params_json, nullptr, false);
-    if (!params.is_object()) continue;
-    ParameterEffects::Past m;
-    m.search = std::to_string(row.run_id) + "/" + std::to_string(row.context_id);
-    for (const auto& [name, value] : params.items()) m.values[name] = json_to_value(value).str();
-    m.log_residual = std::log(row.time_ms);
+    m.log_residual = std::log(residuals ? row.time_ms / row.predicted_ms : row.time_ms);
     out.push_back(std::move(m));
   }
   return out;
@@ -658,7 +643,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         // What earlier contexts of this run and earlier runs of the kernel on this device
         // learned about its parameters orders the search until its own measurements take over.
         if (measurer) {
-          auto past = past_measurements(store, device_id, job.kernel_name, run_id, ctx_id);
+          auto past = past_measurements(store, device_id, job.kernel_name, run_id, ctx_id, true);
           if (!past.empty()) {
             auto before = ParameterEffects::from_past(past);
             guide->set_prior(before.learned());
@@ -671,7 +656,8 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                 << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
           }
           if (guide->unpredicted_effects())
-            if (auto times = past_times(store, device_id, job.kernel_name, run_id, ctx_id);
+            if (auto times =
+                    past_measurements(store, device_id, job.kernel_name, run_id, ctx_id, false);
                 !times.empty()) {
               auto before = ParameterEffects::from_past(times);
               guide->set_unpredicted_prior(before.learned());
