@@ -310,7 +310,10 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
     for (size_t t = 0; t < s.median_to.size(); ++t)
       for (double v : {s.median_to[t], s.p90_to[t]}) {
         std::ostringstream c;
-        c << v;
+        if (std::isnan(v))
+          c << "stopped";  // model_guided's stop rule ended it before it got there
+        else
+          c << v;
         cells.push_back(c.str());
       }
     row(s.strategy, std::to_string(s.seeds), cells);

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <iomanip>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -231,6 +232,27 @@ TEST(Replay, TheMarginSweepFindsTheSmallestMarginThatKeepsOneWithinTenPercent) {
   }
   EXPECT_NE(text.str().find(want.str()), std::string::npos) << want.str() << "\n" << text.str();
   EXPECT_NE(text.str().find("(the job's margin)"), std::string::npos) << text.str();
+}
+
+TEST(Replay, TheTableHasAColumnPairPerToleranceAndSaysWhereASearchStopped) {
+  ReplayReport r;
+  r.within = {1.0, 1.05};
+  const double stopped = std::numeric_limits<double>::quiet_NaN();
+  r.strategies.push_back({"random", 10, {40, 3}, {90, 7}});
+  r.strategies.push_back({"model_guided", 1, {stopped, 2}, {stopped, 2}});
+  std::ostringstream text;
+  print_replay_report(r, text);
+  const std::string t = text.str();
+  EXPECT_NE(t.find("to optimum (median)  to optimum (p90)  to 5% (median)  to 5% (p90)\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("random        10      40                   90                3"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("model_guided  1       stopped              stopped           2"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("nan"), std::string::npos) << t;
 }
 
 TEST(Replay, MeasurementsOfAnotherSpaceAreRefused) {
