@@ -92,7 +92,8 @@ std::string changed_sections(const std::string& before, const std::string& now) 
   return out;
 }
 
-/// How many of the newest verified times with a prediction a search learns from before it starts.
+/// How many of the newest verified times (with a prediction, for the predicted variants) a
+/// search learns from before it starts.
 constexpr int kPastMeasurements = 5000;
 
 /// What earlier contexts and runs measured of kernel `kernel` on the device: the prior of a

@@ -252,15 +252,11 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
         g.report(*i, time[*i]);
         if (time[*i] && *time[*i] < best) best = *time[*i];
       }
-      std::vector<double> reach;
-      for (double f : o.within) {
-        reach.push_back(std::numeric_limits<double>::quiet_NaN());  // stopped before getting there
-        for (size_t k = 0; k < order.size(); ++k)
-          if (time[order[k]] && *time[order[k]] <= rep.optimum_ms * f) {
-            reach.back() = static_cast<double>(k + 1);
-            break;
-          }
-      }
+      // As for the others, except that a tolerance its stop rule ended it before is NaN.
+      std::vector<double> reach = reach_all(order);
+      for (size_t t = 0; t < reach.size(); ++t)
+        if (best > rep.optimum_ms * o.within[t])
+          reach[t] = std::numeric_limits<double>::quiet_NaN();
       rep.strategies.push_back(score("model_guided", {reach}));
       rep.guided_stopped_after = order.size();
       rep.guided_best_ratio = best / rep.optimum_ms;
