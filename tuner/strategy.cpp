@@ -26,6 +26,15 @@ constexpr double kPriorTrustWeight = 8.0;
 // yet is ranked better than its learned effects say (ModelGuided's order without the model).
 constexpr double kExploreZ = 2.0;
 
+/// The sample standard deviation of at least two values.
+double sample_sd(const std::vector<double>& x) {
+  const double n = static_cast<double>(x.size());
+  const double mean = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  double ss = 0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  return std::sqrt(ss / (n - 1));
+}
+
 /// A seeded pseudo-random key per index (splitmix64): the random order of unpredicted variants.
 std::uint64_t shuffle_key(size_t i, std::uint64_t seed) {
   std::uint64_t z = static_cast<std::uint64_t>(i) + seed * 0x9e3779b97f4a7c15ULL + 1;
@@ -357,16 +366,13 @@ std::optional<size_t> ModelGuided::next_unpredicted() {
 
 void ModelGuided::refit_unpredicted() {
   blind_->fit(blind_measured_);
-  blind_fitted_ = blind_measured_.size();
   // The spread of the measured times (log): how far a value not measured yet might be from the
   // learned ones, in the same units as the effects.
   double sigma = 1;
   if (blind_measured_.size() >= 2) {
-    double mean = 0, ss = 0;
-    for (auto& [i, x] : blind_measured_) mean += x;
-    mean /= static_cast<double>(blind_measured_.size());
-    for (auto& [i, x] : blind_measured_) ss += (x - mean) * (x - mean);
-    sigma = std::max(0.05, std::sqrt(ss / static_cast<double>(blind_measured_.size() - 1)));
+    std::vector<double> logs;
+    for (auto& [i, x] : blind_measured_) logs.push_back(x);
+    sigma = std::max(0.05, sample_sd(logs));
   }
   std::vector<std::tuple<double, std::uint64_t, size_t>> ranked;  // bound, tie-break, index
   for (size_t i = 0; i < state_.size(); ++i)
@@ -407,11 +413,7 @@ ModelGuided::Evidence ModelGuided::evidence() const {
     if (e.best < 0 || ms < e.best) e.best = ms;
     if (p > 0) e.ratio = std::min(e.ratio, ms / p), errors.push_back(std::log(ms / p));
   }
-  if (errors.size() >= 2) {
-    double mean = std::accumulate(errors.begin(), errors.end(), 0.0) / errors.size(), ss = 0;
-    for (double x : errors) ss += (x - mean) * (x - mean);
-    e.error = std::sqrt(ss / static_cast<double>(errors.size() - 1));
-  }
+  if (errors.size() >= 2) e.error = sample_sd(errors);
   return e;
 }
 
@@ -490,7 +492,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (blind_ && predicted_[index] < 0) {
     // Refitted after each of the first 32, then as their number grows by an eighth.
     blind_measured_.emplace_back(index, std::log(*ms));
-    if (blind_measured_.size() <= 32 || blind_measured_.size() >= blind_fitted_ * 9 / 8)
+    if (blind_measured_.size() <= 32 || blind_measured_.size() >= blind_->samples() * 9 / 8)
       refit_unpredicted();
   }
   measured_.emplace_back(index, *ms);

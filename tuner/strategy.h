@@ -218,7 +218,6 @@ class ModelGuided : public Strategy {
   std::vector<std::pair<size_t, double>> blind_measured_;
   std::vector<size_t> unpredicted_order_;
   size_t unpredicted_at_ = 0;
-  size_t blind_fitted_ = 0;  // measurements the last refit used
   std::uint64_t seed_ = 0;
 };
 
