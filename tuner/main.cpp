@@ -407,7 +407,12 @@ int cmd_prune(int argc, char** argv) {
       "screen",
       "apply rule 4 before compiling: a variant whose best possible prediction (any occupancy) is "
       "more than the margin x the best compiled prediction is not compiled; same kept set, fewer "
-      "compiles, no registers for the screened ones")("json", "one JSON object per configuration")(
+      "compiles, no registers for the screened ones")(
+      "model-analyses",
+      "with the model, a space larger than N is searched by the model and only what it looked "
+      "at is compiled and ruled on; 0: the whole space (default: the job's "
+      "GPUTune.Search.ModelAnalyses, else 20000)",
+      cxxopts::value<std::int64_t>())("json", "one JSON object per configuration")(
       "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
@@ -431,6 +436,14 @@ int cmd_prune(int argc, char** argv) {
   }
   po.model = !r.count("no-model");
   po.screen = r.count("screen") > 0;
+  if (r.count("model-analyses")) {
+    const std::int64_t n = r["model-analyses"].as<std::int64_t>();
+    if (n < 0 || n == 1)
+      throw std::invalid_argument(
+          "--model-analyses must be 0 (the whole space) or at least 2, got " + std::to_string(n));
+    po.model_analyses =
+        n == 0 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(n);
+  }
   if (r.count("db")) po.db_path = r["db"].as<std::string>();
   if (r.count("cache-dir")) po.cache_dir = r["cache-dir"].as<std::string>();
   po.threads = r["threads"].as<int>();
@@ -438,6 +451,8 @@ int cmd_prune(int argc, char** argv) {
   po.progress = !r.count("json") && tuner::stderr_is_terminal();
   auto rep = tuner::prune_job(job, po);
   tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
+  if (r.count("json") && !rep.model_search.empty())  // the JSON lines cover only what it chose
+    std::cerr << "gputune: prune: " << rep.model_search << "\n";
   tuner::trim_cache_after_use(tuner::cache_for(po.cache_dir).dir(), std::cerr);
   return 0;
 }

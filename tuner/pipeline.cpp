@@ -24,6 +24,7 @@
 #include "tuner/hang_watch.h"
 #include "tuner/inspect.h"
 #include "tuner/measure.h"
+#include "tuner/model_search.h"
 #include "tuner/model_stage.h"
 #include "tuner/progress.h"
 #include "tuner/screen.h"
@@ -344,6 +345,37 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         return rep;  // print_report says so
       }
     }
+  }
+
+  // A space too large to analyse and compile whole: the model searches it, and what it looked
+  // at (the default among it) is the plan (tuner/model_search.h).
+  if (guided && space.size() > job.model_analyses) {
+    Stage s(log, "model search");
+    ModelSearchOptions mo;
+    mo.limit = static_cast<std::size_t>(job.model_analyses);
+    mo.threads = opt.threads ? opt.threads : job.compile_threads;
+    mo.progress = opt.progress, mo.should_stop = opt.should_stop;
+    std::vector<const ContextSpec*> ctxs;
+    for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
+    const ModelSearch found = search_by_model(job, source, space, ctxs, limits, rates, calibration,
+                                              cache_for(opt.cache_dir), mo);
+    if (found.interrupted) {
+      rep.interrupted = true;
+      rep.exit_code = kExitInterrupted;
+      rep.message =
+          "interrupted while the model searched the space: the analyses made are in the cache; no "
+          "run was stored, and running the job again starts from there";
+      return rep;
+    }
+    log << "gputune: " << found.summary(space.size(), mo.limit) << "\n";
+    rep.model_search = found.summary(space.size(), mo.limit);
+    order = found.chosen;
+    if (long d = space.find(default_key(job));
+        d >= 0 && std::find(order.begin(), order.end(), static_cast<size_t>(d)) == order.end())
+      order.insert(order.begin(), static_cast<size_t>(d));
+    rep.planned = order.size();
+    configs.clear();
+    for (size_t i : order) configs.push_back(space.config(i));
   }
 
   // 5. Compile every planned configuration once (options do not depend on the context); with the

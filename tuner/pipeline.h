@@ -91,6 +91,8 @@ struct RunReport {
   std::string arch;
   std::size_t space_size = 0, planned = 0, compiled_ok = 0, compile_failed = 0, cached = 0;
   std::size_t screened = 0;  ///< planned but not compiled: rule 4 judged them from their source
+  /// The model's search of a space larger than GPUTune.Search.ModelAnalyses (empty: none ran).
+  std::string model_search;
   std::size_t correct = 0, failed = 0;
   bool timed = false;
   bool interrupted = false;

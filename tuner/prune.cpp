@@ -10,6 +10,7 @@
 #include "tuner/arguments.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
+#include "tuner/model_search.h"
 #include "tuner/model_stage.h"
 #include "tuner/pipeline.h"
 #include "tuner/screen.h"
@@ -72,9 +73,6 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   }
   rep.context = ctx->name;
 
-  std::vector<Config> configs;
-  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
-
   // The database: where decisions are stored and the device's calibration comes from.
   std::unique_ptr<db::Store> store;
   std::int64_t device_id = 0;
@@ -102,6 +100,22 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   rep.margin = o.model_margin.value_or(job.pruner.model_margin);
   pruner::PruneOptions po;
   po.max_spill_bytes = o.max_spill_bytes.value_or(job.pruner.max_spill_bytes);
+
+  // The configurations to rule on: the whole space, or what the model's search of a space too
+  // large to compile whole looked at.
+  std::vector<Config> configs;
+  const std::uint64_t analyses = o.model_analyses.value_or(job.model_analyses);
+  if (o.model && space.size() > analyses) {
+    ModelSearchOptions mo;
+    mo.limit = static_cast<std::size_t>(analyses);
+    mo.threads = o.threads, mo.progress = o.progress;
+    const ModelSearch found = search_by_model(job, source, space, {ctx}, limits, rates, calibration,
+                                              cache_for(o.cache_dir), mo);
+    rep.model_search = found.summary(space.size(), mo.limit);
+    for (size_t i : found.chosen) configs.push_back(space.config(i));
+  } else {
+    for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  }
 
   // Compile: everything, or (--screen) only what rule 4 could keep.
   CompileReport cr;
@@ -239,6 +253,7 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
     out << ", " << r.screened
         << " not compiled (rule 4 judged them from their source at their best occupancy)";
   out << "\n";
+  if (!r.model_search.empty()) out << "  model search: " << r.model_search << "\n";
   for (auto& c : r.counts)
     out << "  rule " << std::left << std::setw(10) << c.rule << " removed " << c.removed << "\n";
   out << "  kept " << r.kept << " of " << r.space_size << " (" << std::fixed << std::setprecision(1)

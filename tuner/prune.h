@@ -30,6 +30,9 @@ struct PruneRunOptions {
   bool screen = false;  ///< rule 4 before compiling: what it would drop is not compiled (screen.h)
   std::size_t screen_batch = 0;  ///< ScreenOptions::batch (0: 4 per compile worker, at least 32)
   std::string context;           ///< context label (default: the job's first)
+  /// With the model, a larger space is searched by it rather than compiled whole
+  /// (tuner/model_search.h); unset: the job's GPUTune.Search.ModelAnalyses.
+  std::optional<std::uint64_t> model_analyses;
   bool progress = false;
   bool store = true;
 };
@@ -47,6 +50,8 @@ struct PruneReport {
   std::string device, arch, context;
   std::size_t space_size = 0, compile_failed = 0, kept = 0;
   std::size_t screened = 0;  ///< not compiled: rule 4 judged them from their source (--screen)
+  /// The model's search of a space larger than model_analyses: rows hold only what it chose.
+  std::string model_search;
   std::vector<pruner::RuleCount> counts;
   // The model (rule 4).
   std::string rates_source;  ///< where the device's rates came from, or why there are none

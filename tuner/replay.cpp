@@ -167,6 +167,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   } else {
     PruneRunOptions po;
     po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
+    po.model_analyses = std::numeric_limits<std::uint64_t>::max();  // scored row by row: all
     PruneReport pr = prune_job(job, po);
     rep.pruner_scored = true;
     double best_kept = INFINITY;

@@ -82,6 +82,19 @@ double best_compiled(const Job& job, const std::vector<Config>& configs, const C
 
 }  // namespace
 
+std::vector<double> best_cases(const Job& job, const std::string& source,
+                               const std::vector<Config>& configs, const ContextSpec& context,
+                               const pruner::DeviceLimits& limits, const Rates& rates,
+                               const pruner::Calibration& calibration, const CubinCache& cache,
+                               const ScreenOptions& options, bool* interrupted) {
+  if (!rates.rates) return std::vector<double>(configs.size(), kNone);
+  ContextModel cm = model_before_compile(job, source, configs, context, limits, rates, calibration,
+                                         options, TrafficCache{cache.dir()});
+  if (interrupted)
+    *interrupted = cm.model.interrupted || (options.should_stop && options.should_stop());
+  return std::move(cm.best_ms);
+}
+
 ScreenResult compile_screened(const Job& job, const std::string& source,
                               const std::vector<Config>& configs,
                               const std::vector<const ContextSpec*>& contexts,

@@ -51,6 +51,16 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                               const pruner::Calibration& calibration, const std::string& arch,
                               const CubinCache& cache, const ScreenOptions& options);
 
+/// The screen's best case of each configuration in one context: the model's prediction at the most
+/// blocks per SM its thread count and dynamic shared memory allow (registers and static shared
+/// memory can only lower that), from its source alone; NaN where there is none (not analysed, no
+/// launch). Uses `options.threads`, `progress` and `should_stop` (stopped: `*interrupted` set).
+std::vector<double> best_cases(const Job& job, const std::string& source,
+                               const std::vector<Config>& configs, const ContextSpec& context,
+                               const pruner::DeviceLimits& limits, const Rates& rates,
+                               const pruner::Calibration& calibration, const CubinCache& cache,
+                               const ScreenOptions& options, bool* interrupted = nullptr);
+
 /// Rule 4's decision for every screened configuration (kept false, rule "model", the screen's
 /// reason); returns how many. `run` and `prune` add these to rule 4's count.
 std::size_t mark_screened(std::vector<pruner::Decision>& decisions, const ScreenResult& screen);

@@ -556,13 +556,16 @@ void read_extension(Reader& r, const json& ext, Job& job) {
   }
   if (ext.contains("Search")) {
     const json& s = ext["Search"];
-    r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed"});
+    r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed", "ModelAnalyses"});
     if (s.contains("Strategy")) {
       set_strategy(job, r.get_string(s["Strategy"], "GPUTune.Search.Strategy"), job.file.string(),
                    "GPUTune.Search.Strategy");
     }
     if (s.contains("Seed"))
       job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
+    if (s.contains("ModelAnalyses"))
+      job.model_analyses = static_cast<std::uint64_t>(
+          num(s["ModelAnalyses"], "GPUTune.Search.ModelAnalyses", 2, 1e9));
   }
   if (ext.contains("Pruner")) {
     const json& pr = ext["Pruner"];

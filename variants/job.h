@@ -129,6 +129,9 @@ struct Job {
   // Search
   std::string strategy = "brute_force";  // brute_force | random | model_guided
   std::uint64_t seed = 1;
+  /// GPUTune.Search.ModelAnalyses: a space larger than this is not analysed and compiled whole
+  /// under the model (model_guided, `prune`); the model searches it instead (tuner/model_search.h).
+  std::uint64_t model_analyses = 20000;
   Budget budget;
   PrunerSettings pruner;
   // Verification and measurement

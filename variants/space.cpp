@@ -52,6 +52,16 @@ std::string default_key(const Job& job) {
   return key;
 }
 
+std::string grouped(std::uint64_t v) {
+  if (v == UINT64_MAX) return "more than 1.8e19";
+  std::string d = std::to_string(v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
 long Space::find(const std::string& key) const {
   // Parse the key by matching each parameter's formatted values, in order.
   size_t pos = 0;
@@ -70,6 +80,12 @@ long Space::find(const std::string& key) const {
     if (!found) return -1;
     pos = end + 1;
   }
+  return find(idx);
+}
+
+long Space::find(const std::vector<std::uint32_t>& idx) const {
+  const size_t n = names->size();
+  if (idx.size() != n) return -1;
   // Points are in lexicographic index order: binary search.
   size_t lo = 0, hi = size();
   while (lo < hi) {
@@ -102,17 +118,6 @@ namespace {
 std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
   std::uint64_t r;
   return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-/// 12,345,678 (or "more than 1.8e19" when saturated).
-std::string grouped(std::uint64_t v) {
-  if (v == UINT64_MAX) return "more than 1.8e19";
-  std::string d = std::to_string(v), out;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i && (d.size() - i) % 3 == 0) out += ',';
-    out += d[i];
-  }
-  return out;
 }
 
 /// The error for a space beyond SpaceLimits: its parameters' sizes, how far the walk got (the

@@ -55,6 +55,8 @@ class Space {
   Config config(size_t i) const;
   /// Position of a configuration with this key, or -1.
   long find(const std::string& key) const;
+  /// Position of the configuration with these value indices (one per parameter), or -1.
+  long find(const std::vector<std::uint32_t>& value_indices) const;
 
   /// Explains an empty space: which condition removed how much. Empty string when not empty.
   std::string explain_empty() const;
@@ -75,6 +77,9 @@ Space build_space(const Job& job, const SpaceLimits& limits = {});
 /// Key of the job's default configuration: each parameter's Default, else its first value. The
 /// reference every other configuration is verified against, and the baseline of the speedup.
 std::string default_key(const Job& job);
+
+/// A count as people read it: 12,345,678 (or "more than 1.8e19" when saturated).
+std::string grouped(std::uint64_t count);
 
 /// Positions of `n` configurations spread over the space (all of them, in order, when it holds no
 /// more), `first` (the default configuration, say; -1: none) first: each further pick is the one

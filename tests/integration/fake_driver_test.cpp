@@ -269,6 +269,43 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
       << r.out;
 }
 
+// A space larger than GPUTune.Search.ModelAnalyses is not compiled whole: the model searches it
+// from the source alone, and the run compiles and measures only what the search looked at.
+TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}, {"ModelAnalyses", 10}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 100.0}, {"RegretSample", 0}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string db = (dir / "g.db").string();
+  const fs::path cache = dir / "cache";
+  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
+              "' --cache-dir '" + cache.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("gputune: the space holds 24 configurations, more than the 10 the model "
+                       "analyses (GPUTune.Search.ModelAnalyses): it searched it and 10 are "
+                       "compiled (5 spread over it, 5 near the best it judged"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the other 14 are left out"), std::string::npos) << r.out;
+  // One report per analysed variant and context (the job has two).
+  EXPECT_EQ(traffic_reports(cache), 2 * 10u) << "only what the search looked at is analysed";
+  db::Store store(db);
+  std::set<std::string> measured;
+  for (auto& m : store.measurements(0)) measured.insert(m.params_json);
+  EXPECT_GE(measured.size(), 1u);
+  EXPECT_LE(measured.size(), 10u) << "only what the search chose is measured";
+  // Within the limit, the whole space is compiled as before.
+  job["GPUTune"]["Search"]["ModelAnalyses"] = 24;
+  test::write_file(dir / "job.json", job.dump());
+  auto whole = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
+                  "' --cache-dir '" + cache.string() + "'");
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  EXPECT_EQ(whole.out.find("the model analyses"), std::string::npos) << whole.out;
+  EXPECT_EQ(traffic_reports(cache), 2 * 24u);
+}
+
 // A model-guided search starts from what the kernel's earlier searches on the device measured:
 // the second context of a run from the first, every context of a later run from the whole
 // first run and the contexts before it. The counts it names are the stored verified times with

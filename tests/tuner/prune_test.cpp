@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "pruner/device_spec.h"
 #include "test_util.h"
 #include "tuner/inspect.h"
+#include "tuner/model_search.h"
 #include "tuner/screen.h"
 
 namespace gputune::tuner {
@@ -443,6 +446,122 @@ TEST(Prune, UnparsableKernelFallsBackToTheResourceRulesAndSaysSo) {
   EXPECT_EQ(r.not_analysed, 2u);
   EXPECT_EQ(r.kept, 2u);
   EXPECT_NE(r.first_analysis_error.find("clang could not parse"), std::string::npos);
+}
+
+// Two strided reads, each 1 to 8 floats apart, over three block sizes (192 configurations): the
+// best case falls with both strides, so the model's optimum is stride 1 and stride2 1. The
+// default (both 8) is as far from it as the space allows.
+Job two_strides_job(const test::TempDir& dir) {
+  Job job =
+      small_job(dir, R"(extern "C" __global__ void k(float* out, const float* in, const float* in2,
+                                     const float* in3) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i * stride] + in2[i * stride2] + in3[i * stride3];
+})",
+                R"([{"Name": "bs", "Type": "int", "Values": "[32, 64, 128, 256, 512]"},
+                          {"Name": "stride", "Type": "int", "Values": "[1, 2, 4, 8]", "Default": 8},
+                          {"Name": "stride2", "Type": "int", "Values": "[8, 4, 2, 1]", "Default": 8},
+                          {"Name": "stride3", "Type": "int", "Values": "[2, 4, 1, 8, 3]", "Default": 8}])");
+  job.global_size.x = "1048576 // bs";
+  return job;
+}
+
+TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
+  test::TempDir dir;
+  const Job job = two_strides_job(dir);
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  ASSERT_EQ(space.size(), 400u);
+  const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
+  const Rates rates = rates_for_spec(spec);
+  const CubinCache cache(dir / "cache");
+  const long def = space.find(default_key(job));
+  ASSERT_GE(def, 0);
+  // The truth: every configuration's best case. Its optimum (both block sizes of 32 and 64 at
+  // strides 1, 1, 1) is not among the 20 configurations spread over the space.
+  std::vector<Config> all;
+  for (size_t i = 0; i < space.size(); ++i) all.push_back(space.config(i));
+  const std::vector<double> truth = best_cases(job, source, all, job.contexts.front(), spec.limits,
+                                               rates, {}, cache, ScreenOptions{});
+  const double optimum = *std::min_element(truth.begin(), truth.end());
+  std::set<std::string> optima;
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] <= optimum * (1 + 1e-9)) optima.insert(all[i].key());
+  ASSERT_EQ(optima, (std::set<std::string>{"32,1,1,1", "64,1,1,1"}));
+  double spread_best = INFINITY;
+  for (size_t i : spread(space, 20, def)) {
+    ASSERT_EQ(optima.count(all[i].key()), 0u) << "the spread alone finds it: no test";
+    spread_best = std::min(spread_best, truth[i]);
+  }
+  EXPECT_GT(spread_best, 1.1 * optimum);
+
+  // 40 analyses: 20 spread, 20 near the best, which walk from the spread's best to the optimum.
+  ModelSearchOptions mo;
+  mo.limit = 40;
+  const ModelSearch found = search_by_model(job, source, space, {&job.contexts.front()},
+                                            spec.limits, rates, {}, cache, mo);
+  EXPECT_TRUE(found.model);
+  EXPECT_EQ(found.spread, 20u);
+  EXPECT_EQ(found.near, 20u);
+  EXPECT_GE(found.rounds, 2u);
+  ASSERT_EQ(found.chosen.size(), 40u);
+  EXPECT_TRUE(std::is_sorted(found.chosen.begin(), found.chosen.end()));
+  EXPECT_EQ(std::set<size_t>(found.chosen.begin(), found.chosen.end()).size(), 40u);
+  EXPECT_TRUE(
+      std::binary_search(found.chosen.begin(), found.chosen.end(), static_cast<size_t>(def)));
+  EXPECT_EQ(optima.count(found.best_key), 1u) << found.best_key;
+  EXPECT_NEAR(found.best_ms, optimum, 1e-12);
+  EXPECT_TRUE(std::any_of(found.chosen.begin(), found.chosen.end(),
+                          [&](size_t i) { return optima.count(all[i].key()) > 0; }));
+  const std::string line = found.summary(space.size(), mo.limit);
+  EXPECT_NE(line.find("the space holds 400 configurations, more than the 40 the model analyses"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("20 spread over it, 20 near the best it judged"), std::string::npos) << line;
+  EXPECT_NE(line.find("the other 360 are left out"), std::string::npos) << line;
+  // Deterministic (the second search reads the analyses from the cache).
+  EXPECT_EQ(search_by_model(job, source, space, {&job.contexts.front()}, spec.limits, rates, {},
+                            cache, mo)
+                .chosen,
+            found.chosen);
+
+  // Without the device's rates there is nothing to search by: the spread alone, all 40 of it.
+  const ModelSearch blind = search_by_model(job, source, space, {&job.contexts.front()},
+                                            spec.limits, Rates{}, {}, cache, mo);
+  EXPECT_FALSE(blind.model);
+  std::vector<size_t> spread40 = spread(space, 40, def);
+  std::sort(spread40.begin(), spread40.end());
+  EXPECT_EQ(blind.chosen, spread40);
+  EXPECT_NE(blind.summary(space.size(), mo.limit).find("there are no device rates"),
+            std::string::npos)
+      << blind.summary(space.size(), mo.limit);
+}
+
+TEST(ModelSearch, PruneRulesOnWhatTheSearchChoseAndSaysWhatItLeftOut) {
+  test::TempDir dir;
+  Job job = two_strides_job(dir);
+  auto o = opts(dir, "h100-sxm");
+  o.model_analyses = 40;
+  const PruneReport r = prune_job(job, o);
+  EXPECT_EQ(r.space_size, 400u);
+  ASSERT_EQ(r.rows.size(), 40u);
+  EXPECT_NE(r.model_search.find("40 are compiled"), std::string::npos) << r.model_search;
+  // The model's optimum was among them, compiled, and kept.
+  bool optimum_kept = false;
+  for (const auto& row : r.rows)
+    optimum_kept = optimum_kept || (row.config.key() == "32,1,1,1" && row.decision.kept);
+  EXPECT_TRUE(optimum_kept);
+  std::ostringstream text;
+  print_prune_report(r, text, false);
+  EXPECT_NE(text.str().find("  model search: the space holds 400 configurations"),
+            std::string::npos)
+      << text.str();
+  // The job's own limit, when the options leave it: a space within it is ruled on whole.
+  job.model_analyses = 400;
+  o.model_analyses.reset();
+  const PruneReport whole = prune_job(job, o);
+  EXPECT_EQ(whole.rows.size(), 400u);
+  EXPECT_TRUE(whole.model_search.empty());
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(Job, ReadsTheGputuneExtension) {
   json d = minimal();
   d["GPUTune"] = json::parse(R"({
     "Contexts": [[1024], {"Name": "big", "ProblemSize": [4096, 2], "Values": {"alpha": 2.5}}],
-    "Device": {"Arch": "sm_80"}, "Search": {"Strategy": "random", "Seed": 7},
+    "Device": {"Arch": "sm_80"}, "Search": {"Strategy": "random", "Seed": 7, "ModelAnalyses": 5000},
     "Budget": {"Configurations": 10, "Seconds": 30},
     "Verification": {"AbsoluteTolerance": 0.01, "RelativeTolerance": 0.001},
     "Measurement": {"WarmUp": 1, "Repeats": 5, "FlushL2": true, "ReMeasureTop": 2, "TimeoutSeconds": 3},
@@ -77,6 +77,8 @@ TEST(Job, ReadsTheGputuneExtension) {
   EXPECT_EQ(j.target_arch, "sm_80");
   EXPECT_EQ(j.strategy, "random");
   EXPECT_EQ(j.seed, 7u);
+  EXPECT_EQ(j.model_analyses, 5000u);
+  EXPECT_EQ(parse_job(minimal(), "job.json").model_analyses, 20000u);
   EXPECT_EQ(*j.budget.max_configurations, 10u);
   EXPECT_DOUBLE_EQ(*j.budget.max_seconds, 30);
   EXPECT_DOUBLE_EQ(j.abs_tolerance, 0.01);
@@ -119,6 +121,16 @@ TEST(Job, ANaiveJobIsModelGuidedUnlessItNamesASearch) {
   d.erase("Search");
   d["GPUTune"]["Pruner"] = {{"Enabled", false}};
   EXPECT_FALSE(parse_job(d, "job.json").pruner.enabled) << "an explicit Pruner.Enabled holds";
+}
+
+TEST(JobErrors, ModelAnalysesMustBeACountOfAtLeastTwo) {
+  json d = minimal();
+  for (const json& bad : {json(1), json(-5), json("many")}) {
+    d["GPUTune"] = {{"Search", {{"ModelAnalyses", bad}}}};
+    const std::string e = error_of(d);
+    EXPECT_NE(e.find("GPUTune.Search.ModelAnalyses"), std::string::npos) << e;
+    EXPECT_NE(e.find("expected a number in [2.0, "), std::string::npos) << e;
+  }
 }
 
 TEST(JobErrors, UnknownFieldSuggestsTheClosest) {

@@ -1,0 +1,169 @@
+#include "tuner/model_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+#include "tuner/progress.h"
+#include "tuner/screen.h"
+
+namespace gputune::tuner {
+
+namespace {
+
+constexpr double kUnjudged = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+std::string ModelSearch::summary(std::size_t space_size, std::size_t limit) const {
+  std::ostringstream out;
+  out.precision(4);
+  out << "the space holds " << grouped(space_size) << " configurations, more than the "
+      << grouped(limit) << " the model analyses (GPUTune.Search.ModelAnalyses): ";
+  if (!model) {
+    out << grouped(chosen.size())
+        << " spread over it are compiled (every value of every parameter, then pairs of values) "
+           "and the other "
+        << grouped(space_size - chosen.size()) << " are left out, because " << why_not;
+    return out.str();
+  }
+  out << "it searched it and " << grouped(chosen.size()) << " are compiled (" << grouped(spread)
+      << " spread over it, " << grouped(near) << " near the best it judged, in " << rounds
+      << " rounds); best case " << best_ms << " ms at " << best_key << "; the other "
+      << grouped(space_size - chosen.size()) << " are left out";
+  return out.str();
+}
+
+ModelSearch search_by_model(const Job& job, const std::string& source, const Space& space,
+                            const std::vector<const ContextSpec*>& contexts,
+                            const pruner::DeviceLimits& limits, const Rates& rates,
+                            const pruner::Calibration& calibration, const CubinCache& cache,
+                            const ModelSearchOptions& o) {
+  ModelSearch r;
+  const std::size_t n = space.size();
+  const std::size_t limit = std::max<std::size_t>(o.limit, 2);
+  const long def = space.find(default_key(job));
+  std::vector<std::size_t> first = spread(space, std::min(n, rates.rates ? limit / 2 : limit), def);
+  r.spread = first.size();
+
+  // Score: the geometric mean of the best cases over the contexts (lower is better); a
+  // configuration without one in some context is not judged (+inf) and never expanded.
+  std::unordered_map<std::size_t, double> score;
+  std::vector<double> best_first_ms;  // per scored position, in `evaluated` order
+  std::vector<std::size_t> evaluated;
+  ScreenOptions so;
+  so.threads = o.threads, so.should_stop = o.should_stop;
+  Progress progress("model search", limit, o.progress);
+  auto evaluate = [&](const std::vector<std::size_t>& batch) {
+    std::vector<Config> configs;
+    configs.reserve(batch.size());
+    for (std::size_t i : batch) configs.push_back(space.config(i));
+    std::vector<double> sum(batch.size(), 0.0), first_ms(batch.size(), kUnjudged);
+    for (std::size_t c = 0; c < contexts.size(); ++c) {
+      bool stopped = false;
+      const std::vector<double> best = best_cases(job, source, configs, *contexts[c], limits, rates,
+                                                  calibration, cache, so, &stopped);
+      if (stopped) r.interrupted = true;
+      for (std::size_t k = 0; k < batch.size(); ++k) {
+        sum[k] += best[k] > 0 ? std::log(best[k]) : kUnjudged;  // NaN > 0 is false
+        if (c == 0) first_ms[k] = best[k];
+      }
+    }
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const double s = contexts.empty() ? kUnjudged : sum[k] / static_cast<double>(contexts.size());
+      score[batch[k]] = s;
+      evaluated.push_back(batch[k]);
+      best_first_ms.push_back(first_ms[k]);
+      if (std::isfinite(s)) ++r.judged;
+    }
+    progress.update(evaluated.size(), 0, std::nullopt);
+  };
+
+  if (rates.rates && !contexts.empty()) evaluate(first);
+  if (!rates.rates || contexts.empty() || r.judged == 0 || r.interrupted) {
+    r.why_not = !rates.rates ? "there are no device rates to search it by (" + rates.source + ")"
+                : contexts.empty() ? std::string("the job has no context to model")
+                : r.interrupted    ? std::string("the search was interrupted")
+                                   : "the model judged none of the " + grouped(first.size()) +
+                                      " it analysed (see the analysis errors)";
+    // Nothing to search by: what was spread is what is compiled (the whole limit, when there
+    // was no model to spend half of it on).
+    if (rates.rates && !r.interrupted && first.size() < std::min(n, limit)) {
+      first = spread(space, std::min(n, limit), def);
+      r.spread = first.size();
+    }
+    r.chosen = first;
+    std::sort(r.chosen.begin(), r.chosen.end());
+    progress.finish();
+    return r;
+  }
+  r.model = true;
+
+  // Best first: each round expands the best judged configurations not yet expanded, until the
+  // round holds enough new ones to keep the analysis workers busy, and analyses them.
+  const int threads = o.threads ? o.threads : job.compile_threads;
+  const std::size_t cores =
+      static_cast<std::size_t>(threads > 0 ? threads : default_compile_threads());
+  const std::size_t round_target = std::max<std::size_t>(8, 2 * cores);
+  std::unordered_map<std::size_t, char> expanded;
+  const std::size_t params = space.names->size();
+  while (evaluated.size() < limit && !r.interrupted) {
+    std::vector<std::size_t> open;
+    for (std::size_t i : evaluated)
+      if (std::isfinite(score[i]) && !expanded.count(i)) open.push_back(i);
+    std::sort(open.begin(), open.end(), [&](std::size_t a, std::size_t b) {
+      return score[a] != score[b] ? score[a] < score[b] : a < b;
+    });
+    std::vector<std::size_t> batch;
+    std::unordered_map<std::size_t, char> queued;
+    const std::size_t room = limit - evaluated.size();
+    for (std::size_t i : open) {
+      if (batch.size() >= std::min(round_target, room)) break;
+      expanded[i] = 1;
+      std::vector<std::uint32_t> idx(params);
+      for (std::size_t p = 0; p < params; ++p) idx[p] = space.value_index(i, p);
+      // Nearest values first, so that a round cut short by the limit keeps the closest moves.
+      std::vector<std::pair<std::uint32_t, std::pair<std::size_t, std::uint32_t>>> moves;
+      for (std::size_t p = 0; p < params; ++p)
+        for (std::uint32_t v = 0; v < space.values[p].size(); ++v)
+          if (v != idx[p]) {
+            const std::uint32_t d = v > idx[p] ? v - idx[p] : idx[p] - v;
+            moves.push_back({d, {p, v}});
+          }
+      std::stable_sort(moves.begin(), moves.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [d, pv] : moves) {
+        if (batch.size() >= room) break;
+        std::vector<std::uint32_t> to = idx;
+        to[pv.first] = pv.second;
+        const long j = space.find(to);
+        if (j < 0) continue;
+        const auto pos = static_cast<std::size_t>(j);
+        if (score.count(pos) || queued.count(pos)) continue;
+        queued[pos] = 1;
+        batch.push_back(pos);
+      }
+    }
+    if (batch.empty()) break;  // every judged configuration's neighbourhood was looked at
+    evaluate(batch);
+    r.near += batch.size();
+    ++r.rounds;
+  }
+  progress.finish();
+
+  std::size_t best = evaluated.front();
+  for (std::size_t k = 0; k < evaluated.size(); ++k) {
+    const std::size_t i = evaluated[k];
+    if (score[i] < score[best] || (score[i] == score[best] && i < best)) best = i;
+  }
+  r.best_key = space.config(best).key();
+  for (std::size_t k = 0; k < evaluated.size(); ++k)
+    if (evaluated[k] == best) r.best_ms = best_first_ms[k];
+  r.chosen = evaluated;
+  std::sort(r.chosen.begin(), r.chosen.end());
+  return r;
+}
+
+}  // namespace gputune::tuner
