@@ -67,7 +67,13 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     ModelSearch r = search_by_model(job, source, space, {&ctx}, spec.limits, rates, {}, own, o);
     rows.push_back({limit, seconds_since(t0), std::move(r)});
-    std::fprintf(stderr, "limit %zu: %.1f s\n", limit, rows.back().s);
+    const Row& row = rows.back();
+    std::printf(
+        "search, limit %zu: %.1f s, %zu chosen (%zu spread, %zu near, %zu rounds), best "
+        "case %.4f ms at %s\n",
+        limit, row.s, row.r.chosen.size(), row.r.spread, row.r.near, row.r.rounds, row.r.best_ms,
+        row.r.best_key.c_str());
+    std::fflush(stdout);
   }
 
   std::vector<double> truth;
