@@ -112,6 +112,21 @@ std::uint64_t budget_option(const cxxopts::ParseResult& r) {
   return n;
 }
 
+/// --model-analyses N of `run` and `prune`: a space larger than N is searched by the model
+/// (tuner/model_search.h); 0: never, the whole space is analysed.
+std::uint64_t model_analyses_option(const cxxopts::ParseResult& r) {
+  const std::int64_t n = r["model-analyses"].as<std::int64_t>();
+  if (n < 0 || n == 1)
+    throw JobError("command line", "--model-analyses", std::to_string(n) + " analyses",
+                   "give 0 (analyse the whole space) or at least 2");
+  return n == 0 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(n);
+}
+
+constexpr const char* kModelAnalysesHelp =
+    "with the model, a space larger than N is searched by the model and only what it looked at "
+    "is compiled; 0: the whole space (default: the job's GPUTune.Search.ModelAnalyses, else "
+    "20000)";
+
 /// --max-restarts N of `run` and `batch`.
 int max_restarts_option(const cxxopts::ParseResult& r) {
   const int n = r["max-restarts"].as<int>();
@@ -134,7 +149,9 @@ int cmd_run(int argc, char** argv) {
       "strategy", "replace the job's GPUTune.Search.Strategy: brute_force, random, model_guided",
       cxxopts::value<std::string>())(
       "budget", "replace the job's GPUTune.Budget.Configurations (configurations measured)",
-      cxxopts::value<std::uint64_t>())("no-gpu", "do not use a GPU even if one is present")(
+      cxxopts::value<std::uint64_t>())("model-analyses", kModelAnalysesHelp,
+                                       cxxopts::value<std::int64_t>())(
+      "no-gpu", "do not use a GPU even if one is present")(
       "resume",
       "continue run RUN of this job (one that was interrupted), skipping what it measured",
       cxxopts::value<std::int64_t>())(
@@ -166,6 +183,7 @@ int cmd_run(int argc, char** argv) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
   if (r.count("budget")) job.budget.max_configurations = budget_option(r);
+  if (r.count("model-analyses")) job.model_analyses = model_analyses_option(r);
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
   if (r.count("arch")) opt.arch = r["arch"].as<std::string>();
@@ -407,12 +425,9 @@ int cmd_prune(int argc, char** argv) {
       "screen",
       "apply rule 4 before compiling: a variant whose best possible prediction (any occupancy) is "
       "more than the margin x the best compiled prediction is not compiled; same kept set, fewer "
-      "compiles, no registers for the screened ones")(
-      "model-analyses",
-      "with the model, a space larger than N is searched by the model and only what it looked "
-      "at is compiled and ruled on; 0: the whole space (default: the job's "
-      "GPUTune.Search.ModelAnalyses, else 20000)",
-      cxxopts::value<std::int64_t>())("json", "one JSON object per configuration")(
+      "compiles, no registers for the screened ones")("model-analyses", kModelAnalysesHelp,
+                                                      cxxopts::value<std::int64_t>())(
+      "json", "one JSON object per configuration")(
       "db", "database file", cxxopts::value<std::string>())("no-store", "do not store the result")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
@@ -436,14 +451,7 @@ int cmd_prune(int argc, char** argv) {
   }
   po.model = !r.count("no-model");
   po.screen = r.count("screen") > 0;
-  if (r.count("model-analyses")) {
-    const std::int64_t n = r["model-analyses"].as<std::int64_t>();
-    if (n < 0 || n == 1)
-      throw std::invalid_argument(
-          "--model-analyses must be 0 (the whole space) or at least 2, got " + std::to_string(n));
-    po.model_analyses =
-        n == 0 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(n);
-  }
+  if (r.count("model-analyses")) po.model_analyses = model_analyses_option(r);
   if (r.count("db")) po.db_path = r["db"].as<std::string>();
   if (r.count("cache-dir")) po.cache_dir = r["cache-dir"].as<std::string>();
   po.threads = r["threads"].as<int>();

@@ -296,11 +296,17 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
   for (auto& m : store.measurements(0)) measured.insert(m.params_json);
   EXPECT_GE(measured.size(), 1u);
   EXPECT_LE(measured.size(), 10u) << "only what the search chose is measured";
-  // Within the limit, the whole space is compiled as before.
-  job["GPUTune"]["Search"]["ModelAnalyses"] = 24;
-  test::write_file(dir / "job.json", job.dump());
+  // A bad limit on the command line is refused before anything runs.
+  auto bad = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
+                "' --model-analyses 1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("'--model-analyses': 1 analyses. Fix: give 0 (analyse the whole space) "
+                         "or at least 2"),
+            std::string::npos)
+      << bad.out;
+  // --model-analyses 0 (or a job limit the space fits in): the whole space, as before.
   auto whole = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
-                  "' --cache-dir '" + cache.string() + "'");
+                  "' --cache-dir '" + cache.string() + "' --model-analyses 0");
   ASSERT_EQ(whole.exit_code, 0) << whole.out;
   EXPECT_EQ(whole.out.find("the model analyses"), std::string::npos) << whole.out;
   EXPECT_EQ(traffic_reports(cache), 2 * 24u);
