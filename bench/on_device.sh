@@ -12,7 +12,7 @@
 #                               with its own empty cubin cache: wall times into bench/results
 #   e.g. bash bench/on_device.sh tests -- bench -- naive --budget 200 configs/naive/transpose.json
 #   The full naive spaces (mm 576,460, conv2d 366,528) go through the model's search (20,000
-#   analyses by default, about a minute on 16 cores): naive --budget 200 configs/naive/mm.json
+#   analyses by default: 275 s for mm on the 2-core VM): naive --budget 200 configs/naive/mm.json
 #   configs/naive/conv2d.json measures what it finds next to mm_sgemm and conv2d_bench (the model
 #   predicts conv2d's best, merge 8x8, outside conv2d_bench's region).
 set -uo pipefail
