@@ -349,6 +349,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
 
   // A space too large to analyse and compile whole: the model searches it, and what it looked
   // at (the default among it) is the plan (tuner/model_search.h).
+  std::vector<char> left_out;  // per planned config: drawn from what the search left out
   if (guided && space.size() > job.model_analyses) {
     Stage s(log, "model search");
     ModelSearchOptions mo;
@@ -373,6 +374,26 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     if (long d = space.find(default_key(job));
         d >= 0 && std::find(order.begin(), order.end(), static_cast<size_t>(d)) == order.end())
       order.insert(order.begin(), static_cast<size_t>(d));
+    // The regret sample must be able to see what the search left out: RegretSample of those,
+    // drawn at random, join the plan, and each context's sample times those of them that are
+    // pruned or skipped (besides its usual draw among the planned ones).
+    std::vector<char> looked(space.size(), 0);
+    for (size_t i : order) looked[i] = 1;
+    const size_t draws = static_cast<size_t>(std::max(0, job.pruner.regret_sample));
+    std::mt19937_64 rng(job.seed ^ 0x5eed1eff0u);
+    std::vector<size_t> drawn;
+    for (size_t tries = 0; drawn.size() < draws && tries < 100 * draws; ++tries) {
+      const size_t i = std::uniform_int_distribution<size_t>(0, space.size() - 1)(rng);
+      if (!looked[i]) looked[i] = 1, drawn.push_back(i);
+    }
+    const size_t searched = order.size();
+    order.insert(order.end(), drawn.begin(), drawn.end());
+    left_out.assign(order.size(), 0);
+    for (size_t k = searched; k < order.size(); ++k) left_out[k] = 1;
+    if (!drawn.empty())
+      log << "gputune: regret sample: " << drawn.size()
+          << " configurations the search left out, drawn at random, join the plan, so that the "
+             "regret covers what it did not look at\n";
     rep.planned = order.size();
     configs.clear();
     for (size_t i : order) configs.push_back(space.config(i));
@@ -844,10 +865,18 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
               (pruned[i] ? decisions[i].rule != "duplicate" && decisions[i].rule != "resources"
                          : guide != nullptr))
             candidates.push_back(i);
+        // Drawn from what the model's search left out: always in the sample, not in its draw.
+        std::vector<size_t> from_left_out;
+        std::erase_if(candidates, [&](size_t i) {
+          const bool out = i < left_out.size() && left_out[i];
+          if (out) from_left_out.push_back(i);
+          return out;
+        });
         std::mt19937_64 rng(job.seed);
         std::shuffle(candidates.begin(), candidates.end(), rng);
         candidates.resize(std::min<size_t>(
             candidates.size(), static_cast<size_t>(std::max(0, job.pruner.regret_sample))));
+        candidates.insert(candidates.end(), from_left_out.begin(), from_left_out.end());
         // The screen did not compile these: compile them now, so the sample covers what it judged.
         std::vector<size_t> late;
         for (size_t i : candidates)
@@ -864,7 +893,12 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                                                     rows[i].v->geometry.dynamic_smem, limits);
         std::optional<double> best_kept = best_ms, best_sample;
         size_t unusable = 0;  // failed to compile, or their parameters do not match the arguments
-        for (size_t i : candidates) unusable += !compiled[i].ok || !inspected[i].ok;
+        size_t left_out_timed = 0;  // of the usable ones: drawn from what the search left out
+        for (size_t i : candidates) {
+          const bool usable = compiled[i].ok && inspected[i].ok;
+          unusable += !usable;
+          left_out_timed += usable && i < left_out.size() && left_out[i];
+        }
         for (size_t i : candidates) {
           if (opt.should_stop && opt.should_stop()) {
             rep.interrupted = true;
@@ -883,6 +917,9 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
           rep.regret_sampled += candidates.size() - unusable;
           log << "gputune: regret sample: " << candidates.size() - unusable
               << " pruned or skipped variants timed"
+              << (left_out_timed ? " (" + std::to_string(left_out_timed) +
+                                       " of them left out by the model's search)"
+                                 : std::string())
               << (unusable ? " (" + std::to_string(unusable) + " more could not run)" : "")
               << "; best " << (best_sample ? *best_sample : 0) << " ms against the measured best "
               << *best_kept << " ms: regret " << regret

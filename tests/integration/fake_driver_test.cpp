@@ -276,7 +276,7 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
   auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
   job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
   job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}, {"ModelAnalyses", 10}};
-  job["GPUTune"]["Pruner"] = {{"ModelMargin", 100.0}, {"RegretSample", 0}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 1.0}, {"RegretSample", 2}};
   test::write_file(dir / "job.json", job.dump());
   const std::string db = (dir / "g.db").string();
   const fs::path cache = dir / "cache";
@@ -289,13 +289,27 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("the other 14 are left out"), std::string::npos) << r.out;
+  // The regret sample sees what the search left out: RegretSample (2) of it join the plan, and
+  // with margin 1 rule 4 prunes all but the best, so each context times those two.
+  EXPECT_NE(r.out.find("gputune: regret sample: 2 configurations the search left out, drawn at "
+                       "random, join the plan"),
+            std::string::npos)
+      << r.out;
+  const std::regex sampled(
+      "regret sample: [0-9]+ pruned or skipped variants timed \\(2 of them "
+      "left out by the model's search\\)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), sampled),
+                          std::sregex_iterator()),
+            2)
+      << r.out;
   // One report per analysed variant and context (the job has two).
-  EXPECT_EQ(traffic_reports(cache), 2 * 10u) << "only what the search looked at is analysed";
+  EXPECT_EQ(traffic_reports(cache), 2 * (10u + 2u))
+      << "only what the search looked at, and the two drawn, is analysed";
   db::Store store(db);
   std::set<std::string> measured;
   for (auto& m : store.measurements(0)) measured.insert(m.params_json);
-  EXPECT_GE(measured.size(), 1u);
-  EXPECT_LE(measured.size(), 10u) << "only what the search chose is measured";
+  EXPECT_GE(measured.size(), 3u);
+  EXPECT_LE(measured.size(), 12u) << "only what the search chose, and the two drawn, is measured";
   // A bad limit on the command line is refused before anything runs.
   auto bad = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db +
                 "' --model-analyses 1");
@@ -309,6 +323,7 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
                   "' --cache-dir '" + cache.string() + "' --model-analyses 0");
   ASSERT_EQ(whole.exit_code, 0) << whole.out;
   EXPECT_EQ(whole.out.find("the model analyses"), std::string::npos) << whole.out;
+  EXPECT_EQ(whole.out.find("join the plan"), std::string::npos) << whole.out;
   EXPECT_EQ(traffic_reports(cache), 2 * 24u);
 }
 
@@ -573,40 +588,51 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
       << other.out;
 }
 
-// Ctrl-C while the screen analyses a large naive space (576,460 variants of mm: the analysis
-// alone takes hours on two cores) stops `run` within seconds: before, the stop waited for every
-// analysis. Nothing was compiled, nothing failed, no run is stored.
+// Ctrl-C while the model's search or the screen analyses a large naive space (576,460 variants
+// of mm: the whole analysis takes hours on two cores) stops `run` within seconds: before, the
+// stop waited for every analysis. Nothing was compiled, nothing failed, no run is stored.
 TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
-  test::TempDir dir;
-  const fs::path cache = dir / "cache";
-  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
-  const std::string job = (test::source_dir() / "configs" / "naive" / "mm.json").string();
-  auto analyses = [&] { return traffic_reports(cache); };
-  const pid_t pid = start_in_group(log, {"run", job, "--db", db, "--cache-dir", cache.string(),
-                                         "-j", "2", "--strategy", "model_guided"});
-  ASSERT_GE(pid, 0);
-  for (int i = 0; i < 2400 && analyses() < 4; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const size_t before = analyses();
-  kill(-pid, SIGINT);  // as a terminal sends it: to the whole group
-  const auto status = test::wait_for_child(pid, 30);
-  kill(-pid, SIGKILL);  // whatever is left of the group (nothing, when the test passes)
-  const std::string out = test::read_file(log);
-  ASSERT_GE(before, 4u) << "the screen never started analysing: " << out;
-  ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
-  ASSERT_TRUE(WIFEXITED(*status)) << out;
-  EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
-  EXPECT_NE(out.find("space 576460 configurations, planned 576460, compiled 0 (0 from cache), "
-                     "compile failures 0"),
-            std::string::npos)
-      << out;
-  EXPECT_NE(out.find("interrupted while compiling: 0 of 576460 configurations compiled"),
-            std::string::npos)
-      << out;
-  EXPECT_EQ(out.find("gputune: screen:"), std::string::npos) << out;
-  EXPECT_LT(analyses(), before + 50) << "the analysis went on after the stop";
-  if (fs::exists(db)) {
-    EXPECT_TRUE(db::Store(db).runs().empty());
+  // mm's 576,460 variants: by default the model's search analyses them (its limit, 20,000, is
+  // far below the space); with --model-analyses 0 the screen analyses the whole space. Either
+  // way a Ctrl-C stops the analysis at once and stores no run.
+  for (const bool search : {true, false}) {
+    SCOPED_TRACE(search ? "the model's search" : "the screen, --model-analyses 0");
+    test::TempDir dir;
+    const fs::path cache = dir / "cache";
+    const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+    const std::string job = (test::source_dir() / "configs" / "naive" / "mm.json").string();
+    auto analyses = [&] { return traffic_reports(cache); };
+    std::vector<std::string> args{"run",          job,  "--db", db,           "--cache-dir",
+                                  cache.string(), "-j", "2",    "--strategy", "model_guided"};
+    if (!search) args.insert(args.end(), {"--model-analyses", "0"});
+    const pid_t pid = start_in_group(log, args);
+    ASSERT_GE(pid, 0);
+    for (int i = 0; i < 2400 && analyses() < 4; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const size_t before = analyses();
+    kill(-pid, SIGINT);  // as a terminal sends it: to the whole group
+    const auto status = test::wait_for_child(pid, 30);
+    kill(-pid, SIGKILL);  // whatever is left of the group (nothing, when the test passes)
+    const std::string out = test::read_file(log);
+    ASSERT_GE(before, 4u) << "the analysis never started: " << out;
+    ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
+    ASSERT_TRUE(WIFEXITED(*status)) << out;
+    EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
+    EXPECT_NE(out.find("space 576460 configurations, planned 576460, compiled 0 (0 from cache), "
+                       "compile failures 0"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(search ? "interrupted while the model searched the space: the analyses "
+                                "made are in the cache; no run was stored"
+                              : "interrupted while compiling: 0 of 576460 configurations compiled"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("gputune: screen:"), std::string::npos) << out;
+    EXPECT_EQ(out.find("it searched it"), std::string::npos) << out;
+    EXPECT_LT(analyses(), before + 50) << "the analysis went on after the stop";
+    if (fs::exists(db)) {
+      EXPECT_TRUE(db::Store(db).runs().empty());
+    }
   }
 }
 
