@@ -348,7 +348,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
   }
 
   // A space too large to analyse and compile whole: the model searches it, and what it looked
-  // at (the default among it) is the plan (tuner/model_search.h).
+  // at is the plan (tuner/model_search.h).
   std::vector<char> left_out;  // per planned config: drawn from what the search left out
   if (guided && space.size() > job.model_analyses) {
     Stage s(log, "model search");
@@ -368,12 +368,9 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
           "run was stored, and running the job again starts from there";
       return rep;
     }
-    log << "gputune: " << found.summary(space.size(), mo.limit) << "\n";
     rep.model_search = found.summary(space.size(), mo.limit);
-    order = found.chosen;
-    if (long d = space.find(default_key(job));
-        d >= 0 && std::find(order.begin(), order.end(), static_cast<size_t>(d)) == order.end())
-      order.insert(order.begin(), static_cast<size_t>(d));
+    log << "gputune: " << rep.model_search << "\n";
+    order = found.chosen;  // the default configuration is always among them
     // The regret sample must be able to see what the search left out: RegretSample of those,
     // drawn at random, join the plan, and each context's sample times those of them that are
     // pruned or skipped (besides its usual draw among the planned ones).
