@@ -1,6 +1,6 @@
 /** \file tuner/model_search.h
  * Owns: the structure-first search of a space too large to analyse and compile whole (the naive
- * mm's 576,460 variants: about 40 min of traffic analysis and days of compiling on two cores).
+ * mm's 576,460 variants: hours of traffic analysis and days of compiling on two cores).
  * The model's best case of a configuration (screen.h: its prediction at the most blocks per SM
  * its launch allows, from the source alone) needs no compile, so the model itself searches the
  * space: half the analyses go to configurations spread over it (every value of every parameter,
