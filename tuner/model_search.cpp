@@ -31,8 +31,8 @@ std::string ModelSearch::summary(std::size_t space_size, std::size_t limit) cons
   }
   out << "it searched it and " << grouped(chosen.size()) << " are compiled (" << grouped(spread)
       << " spread over it, " << grouped(near) << " near the best it judged, in " << rounds
-      << " rounds); best case " << best_ms << " ms at " << best_key << "; the other "
-      << grouped(space_size - chosen.size()) << " are left out";
+      << (rounds == 1 ? " round" : " rounds") << "); best case " << best_ms << " ms at " << best_key
+      << "; the other " << grouped(space_size - chosen.size()) << " are left out";
   return out.str();
 }
 

@@ -288,6 +288,8 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
                        "compiled (5 spread over it, 5 near the best it judged"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("near the best it judged, in 1 round); best case"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("the other 14 are left out"), std::string::npos) << r.out;
   // The regret sample sees what the search left out: RegretSample (2) of it join the plan, and
   // with margin 1 rule 4 prunes all but the best, so each context times those two.
