@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -102,26 +104,27 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
   r.model = true;
 
   // Best first: each round expands the best judged configurations not yet expanded, until the
-  // round holds enough new ones to keep the analysis workers busy, and analyses them.
+  // round holds enough new ones to keep the analysis workers busy, and analyses them. `open`
+  // holds the judged, unexpanded ones by (score, position): the lowest comes out first.
   const int threads = o.threads ? o.threads : job.compile_threads;
   const std::size_t cores =
       static_cast<std::size_t>(threads > 0 ? threads : default_compile_threads());
   const std::size_t round_target = std::max<std::size_t>(8, 2 * cores);
-  std::unordered_map<std::size_t, char> expanded;
+  using Open = std::pair<double, std::size_t>;
+  std::priority_queue<Open, std::vector<Open>, std::greater<>> open;
+  auto push_judged = [&](std::size_t from) {
+    for (std::size_t k = from; k < evaluated.size(); ++k)
+      if (std::isfinite(score[evaluated[k]])) open.push({score[evaluated[k]], evaluated[k]});
+  };
+  push_judged(0);
   const std::size_t params = space.names->size();
   while (evaluated.size() < limit && !r.interrupted) {
-    std::vector<std::size_t> open;
-    for (std::size_t i : evaluated)
-      if (std::isfinite(score[i]) && !expanded.count(i)) open.push_back(i);
-    std::sort(open.begin(), open.end(), [&](std::size_t a, std::size_t b) {
-      return score[a] != score[b] ? score[a] < score[b] : a < b;
-    });
     std::vector<std::size_t> batch;
     std::unordered_map<std::size_t, char> queued;
     const std::size_t room = limit - evaluated.size();
-    for (std::size_t i : open) {
-      if (batch.size() >= std::min(round_target, room)) break;
-      expanded[i] = 1;
+    while (!open.empty() && batch.size() < std::min(round_target, room)) {
+      const std::size_t i = open.top().second;
+      open.pop();
       std::vector<std::uint32_t> idx(params);
       for (std::size_t p = 0; p < params; ++p) idx[p] = space.value_index(i, p);
       // Nearest values first, so that a round cut short by the limit keeps the closest moves.
@@ -147,20 +150,21 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
       }
     }
     if (batch.empty()) break;  // every judged configuration's neighbourhood was looked at
+    const std::size_t before = evaluated.size();
     evaluate(batch);
+    push_judged(before);
     r.near += batch.size();
     ++r.rounds;
   }
   progress.finish();
 
-  std::size_t best = evaluated.front();
-  for (std::size_t k = 0; k < evaluated.size(); ++k) {
-    const std::size_t i = evaluated[k];
-    if (score[i] < score[best] || (score[i] == score[best] && i < best)) best = i;
+  std::size_t best_k = 0;  // the lowest score, the lowest position among equals
+  for (std::size_t k = 1; k < evaluated.size(); ++k) {
+    const double a = score[evaluated[k]], b = score[evaluated[best_k]];
+    if (a < b || (a == b && evaluated[k] < evaluated[best_k])) best_k = k;
   }
-  r.best_key = space.config(best).key();
-  for (std::size_t k = 0; k < evaluated.size(); ++k)
-    if (evaluated[k] == best) r.best_ms = best_first_ms[k];
+  r.best_key = space.config(evaluated[best_k]).key();
+  r.best_ms = best_first_ms[best_k];
   r.chosen = evaluated;
   std::sort(r.chosen.begin(), r.chosen.end());
   return r;
