@@ -152,6 +152,9 @@ std::optional<json> Browser::run(std::int64_t id) {
   json counts = json::object();
   while (c.step()) counts[c.text(0)] = c.int64(1);
   out["counts"] = counts;
+  // What the model's search of a space too large to analyse whole planned (db::RunPlan).
+  const auto plan = s_.run_plan(id);
+  out["model_search"] = plan && plan->searched ? json(plan->summary) : json(nullptr);
   Statement ctx(
       s_.db(),
       "SELECT c.id, c.label, d.name, (SELECT min(time_ms) FROM measurements m WHERE m.run_id=?1 "

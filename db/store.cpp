@@ -180,6 +180,14 @@ CREATE TABLE queue_files(
   content BLOB NOT NULL,
   UNIQUE (queue_id, path));
 )SQL",
+    // 8: what a run planned when the model searched its space (tuner/model_search.h), or that it
+    // planned the whole space, so that `run --resume` goes on with that plan instead of searching
+    // again (a calibration fitted in between could choose other configurations).
+    R"SQL(
+CREATE TABLE run_plans(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+  plan_json TEXT NOT NULL);
+)SQL",
 };
 
 std::string random_uid() {
@@ -376,6 +384,40 @@ void Store::resume_run(std::int64_t run_id, std::int64_t total,
   if (budget) s.bind(2, *budget);
   s.bind(3, run_id);
   s.run();
+}
+
+void Store::save_run_plan(std::int64_t run_id, const RunPlan& plan) {
+  nlohmann::json j = {{"searched", plan.searched},
+                      {"space_size", plan.space_size},
+                      {"chosen", plan.chosen},
+                      {"left_out", plan.left_out},
+                      {"summary", plan.summary}};
+  const std::string text = j.dump();
+  Statement s(db_, "INSERT OR REPLACE INTO run_plans(run_id, plan_json) VALUES(?,?)");
+  s.bind(1, run_id);
+  s.bind(2, text);
+  s.run();
+}
+
+std::optional<RunPlan> Store::run_plan(std::int64_t run_id) {
+  Statement s(db_, "SELECT plan_json FROM run_plans WHERE run_id=?");
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  const std::string text = s.text(0);
+  try {
+    const auto j = nlohmann::json::parse(text);
+    RunPlan plan;
+    plan.searched = j.at("searched").get<bool>();
+    plan.space_size = j.at("space_size").get<std::int64_t>();
+    plan.chosen = j.at("chosen").get<std::vector<std::string>>();
+    plan.left_out = j.at("left_out").get<std::vector<std::string>>();
+    plan.summary = j.at("summary").get<std::string>();
+    return plan;
+  } catch (const nlohmann::json::exception& e) {
+    throw DbError(db_.path() + ": the plan stored with run " + std::to_string(run_id) +
+                  " is not readable (" + e.what() +
+                  "). Fix: start a new run of the job instead of resuming this one");
+  }
 }
 
 std::string Store::run_job_document(std::int64_t run_id) {

@@ -108,9 +108,19 @@ struct QueueItem {
   std::optional<double> inflight_since;  ///< unix seconds
 };
 
+/// What a model_guided run planned: the configurations the model's search chose from a space too
+/// large to analyse whole, and those drawn from what it left out for the regret sample (by
+/// configuration key), or, with `searched` false, the whole space. `run --resume` goes on with it.
+struct RunPlan {
+  bool searched = false;
+  std::int64_t space_size = 0;
+  std::vector<std::string> chosen, left_out;
+  std::string summary;  ///< the search's own words (ModelSearch::summary); "" without a search
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -131,6 +141,11 @@ class Store {
                          std::optional<std::int64_t> budget = std::nullopt);
   /// Marks an interrupted run running again, with what it now plans (`run --resume`).
   void resume_run(std::int64_t run_id, std::int64_t total, std::optional<std::int64_t> budget);
+  /// What the run planned (RunPlan), stored when it begins; replaces an earlier plan of the run.
+  void save_run_plan(std::int64_t run_id, const RunPlan& plan);
+  /// The run's plan; none for a run that did not plan under model_guided, or one stored before
+  /// plans were. Throws DbError naming the run when the stored plan cannot be read.
+  std::optional<RunPlan> run_plan(std::int64_t run_id);
   /// The job document the run was started with ("" when there is no such run).
   std::string run_job_document(std::int64_t run_id);
   /// Hashes of the kernels (their source) the run has measurements of.

@@ -646,6 +646,8 @@ int cmd_show(int argc, char** argv) {
   }
   if (run->budget) std::cout << ", budget " << *run->budget << " configurations";
   std::cout << "\n" << run->message << "\n";
+  if (const auto plan = store.run_plan(run->id); plan && plan->searched)
+    std::cout << "plan: " << plan->summary << "\n";
   auto ms = store.measurements(run->id);
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;

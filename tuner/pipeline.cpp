@@ -350,7 +350,43 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
   // A space too large to analyse and compile whole: the model searches it, and what it looked
   // at is the plan (tuner/model_search.h).
   std::vector<char> left_out;  // per planned config: drawn from what the search left out
-  if (guided && space.size() > job.model_analyses) {
+  // A resumed run goes on with the plan it stored (db::RunPlan): searching again could choose
+  // other configurations (a calibration fitted in between, another --model-analyses).
+  std::optional<db::RunPlan> run_plan;  // stored with the run (model_guided only)
+  if (guided && opt.resume_run) run_plan = store.run_plan(*opt.resume_run);
+  if (run_plan && run_plan->searched) {
+    std::vector<size_t> chosen;
+    size_t missing = 0;
+    for (const auto* keys : {&run_plan->chosen, &run_plan->left_out})
+      for (const std::string& key : *keys) {
+        if (const long i = space.find(key); i >= 0)
+          chosen.push_back(static_cast<size_t>(i));
+        else
+          ++missing;
+      }
+    if (missing)
+      throw JobError("command line", "--resume",
+                     "cannot resume run " + std::to_string(*opt.resume_run) + ": " +
+                         std::to_string(missing) + " of the " +
+                         std::to_string(chosen.size() + missing) +
+                         " configurations its model search planned are not in the job's space "
+                         "as this gputune builds it",
+                     "leave out --resume to start a new run");
+    order = std::move(chosen);
+    left_out.assign(order.size(), 0);
+    for (size_t k = run_plan->chosen.size(); k < order.size(); ++k) left_out[k] = 1;
+    rep.model_search = run_plan->summary;
+    log << "gputune: run " << *opt.resume_run << " goes on with the plan its model search made ("
+        << run_plan->chosen.size() << " configurations searched, " << run_plan->left_out.size()
+        << " drawn from the " << (space.size() - run_plan->chosen.size())
+        << " it left out); the space is not searched again\n";
+    rep.planned = order.size();
+    configs.clear();
+    for (size_t i : order) configs.push_back(space.config(i));
+  } else if (run_plan && space.size() > job.model_analyses) {
+    log << "gputune: run " << *opt.resume_run << " planned all " << space.size()
+        << " configurations without a model search, and goes on so\n";
+  } else if (guided && space.size() > job.model_analyses) {
     Stage s(log, "model search");
     ModelSearchOptions mo;
     mo.limit = static_cast<std::size_t>(job.model_analyses);
@@ -394,7 +430,14 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     rep.planned = order.size();
     configs.clear();
     for (size_t i : order) configs.push_back(space.config(i));
+    run_plan = db::RunPlan{};
+    run_plan->searched = true;
+    run_plan->summary = rep.model_search;
+    for (size_t k = 0; k < order.size(); ++k)
+      (left_out[k] ? run_plan->left_out : run_plan->chosen).push_back(configs[k].key());
   }
+  if (guided && !run_plan) run_plan = db::RunPlan{};  // the whole space, no search
+  if (run_plan) run_plan->space_size = static_cast<std::int64_t>(space.size());
 
   // 5. Compile every planned configuration once (options do not depend on the context); with the
   // pruner on, only those rule 4 could keep in some context (the reference always).
@@ -462,6 +505,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
     } else {
       run_id = store.begin_run(job_id, job.strategy, total, budget);
     }
+    if (run_plan) store.save_run_plan(run_id, *run_plan);
     for (size_t i = 0; i < configs.size(); ++i)
       variant_ids[i] = store.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
     t.commit();

@@ -286,6 +286,40 @@ TEST(Store, RunsAreRecorded) {
   EXPECT_DOUBLE_EQ((*browse.run(f.run))["seconds_spent"].get<double>(), 4.25);
 }
 
+// A model_guided run's plan, what `run --resume` goes on with: stored, replaced, read back, and
+// a damaged one is an error that names the run instead of a plan made up.
+TEST(Store, ARunsPlanIsStoredAndReadBack) {
+  Fixture f;
+  EXPECT_FALSE(f.store.run_plan(f.run)) << "no plan was stored";
+  RunPlan p;
+  p.searched = true, p.space_size = 576460;
+  p.chosen = {"16,4,8", "8,8,8"}, p.left_out = {"32,1,1"};
+  p.summary = "the space holds 576,460 configurations";
+  f.store.save_run_plan(f.run, p);
+  auto back = f.store.run_plan(f.run);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->searched);
+  EXPECT_EQ(back->space_size, 576460);
+  EXPECT_EQ(back->chosen, p.chosen);
+  EXPECT_EQ(back->left_out, p.left_out);
+  EXPECT_EQ(back->summary, p.summary);
+  f.store.save_run_plan(f.run, RunPlan{});  // a later save replaces it
+  back = f.store.run_plan(f.run);
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->searched);
+  EXPECT_TRUE(back->chosen.empty());
+  f.store.db().exec("UPDATE run_plans SET plan_json='{\"searched\": 1}'");
+  try {
+    f.store.run_plan(f.run);
+    ADD_FAILURE() << "a damaged plan was read";
+  } catch (const DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("the plan stored with run " + std::to_string(f.run) +
+                                         " is not readable"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Store, ReopeningKeepsDataAndSchema) {
   test::TempDir dir;
   auto path = (dir / "g.db").string();

@@ -38,6 +38,16 @@ class Dashboard : public ::testing::Test {
                          .dump());
     r = test::run_gputune("import '" + (*dir_ / "evil.json").string() + "' --db '" + db_ + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out;
+    // Run 4: a model_guided run whose model searched the space (24 configurations, 10 analysed).
+    auto job = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+    job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+    job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}, {"ModelAnalyses", 10}};
+    test::write_file(*dir_ / "searched.json", job.dump());
+    r = test::run_command(std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' '" +
+                          GPUTUNE_BINARY + "' run '" + (*dir_ / "searched.json").string() +
+                          "' -q --db '" + db_ + "' --cache-dir '" + (*dir_ / "cache").string() +
+                          "'");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -74,7 +84,7 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   wd.click("#runs th:nth-child(1)");
   EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#1");
   wd.click("#runs th:nth-child(1)");
-  EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#3");
+  EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#4");
   wd.screenshot(shot("overview.png"));
 
   // A submitted job appears in the queue.
@@ -146,6 +156,17 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());
   wd.screenshot(shot("run-vector_add.png"));
+  EXPECT_FALSE(wd.script("return document.getElementById('model-search') !== null;").get<bool>())
+      << "run 1 searched nothing";
+  // A run whose model searched its space says what it planned.
+  wd.go(d.url() + "/run.html?id=4");
+  ASSERT_TRUE(wd.wait_loaded());
+  EXPECT_EQ(wd.text("#model-search")
+                .rfind("plan: the space holds 24 configurations, more than the 10 the model "
+                       "analyses",
+                       0),
+            0u)
+      << wd.text("#model-search");
 
   // History of a context.
   wd.go(d.url() + "/history.html?context=1");

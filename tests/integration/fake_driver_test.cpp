@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "db/browse.h"
 #include "db/store.h"
 #include "test_util.h"
 #include "tuner/command_line.h"
@@ -327,6 +328,89 @@ TEST(FakeDriver, ModelGuidedSearchesASpaceLargerThanItsAnalysesByTheModel) {
   EXPECT_EQ(whole.out.find("the model analyses"), std::string::npos) << whole.out;
   EXPECT_EQ(whole.out.find("join the plan"), std::string::npos) << whole.out;
   EXPECT_EQ(traffic_reports(cache), 2 * 24u);
+}
+
+// A resumed run goes on with the plan its model search stored, not with a new search: here the
+// resume asks for --model-analyses 0 (the whole space), which a new run would plan. A run that
+// planned the whole space goes on with it when the resume gives a limit it exceeds.
+TEST(FakeDriver, ResumeGoesOnWithThePlanTheModelSearchStored) {
+  test::TempDir dir;
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}, {"ModelAnalyses", 10}};
+  job["GPUTune"]["Pruner"] = {{"ModelMargin", 100.0}, {"RegretSample", 2}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string db = (dir / "g.db").string();
+  const fs::path cache = dir / "cache";
+  const std::string run = "run '" + (dir / "job.json").string() + "' --db '" + db +
+                          "' --cache-dir '" + cache.string() + "'";
+  // The GPU's memory runs out in the second context: the run fails, resumable.
+  auto first = sh(with_fake("FAKE_CUDA_ALLOCS=6") + run);
+  ASSERT_EQ(first.exit_code, 1) << first.out;
+  ASSERT_NE(first.out.find("it searched it and 10 are compiled"), std::string::npos) << first.out;
+  std::optional<db::RunPlan> plan;
+  size_t measured_before = 0;
+  {
+    db::Store store(db);
+    ASSERT_EQ(store.run(1)->status, "failed");
+    measured_before = store.measured_pairs(1).size();
+    plan = store.run_plan(1);
+  }
+  ASSERT_GT(measured_before, 0u);
+  ASSERT_LT(measured_before, 24u);
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->searched);
+  EXPECT_EQ(plan->space_size, 24);
+  EXPECT_EQ(plan->chosen.size(), 10u);
+  EXPECT_EQ(plan->left_out.size(), 2u);
+  EXPECT_NE(plan->summary.find("the other 14 are left out"), std::string::npos) << plan->summary;
+  std::set<std::string> planned(plan->chosen.begin(), plan->chosen.end());
+  planned.insert(plan->left_out.begin(), plan->left_out.end());
+  EXPECT_EQ(planned.size(), 12u);
+
+  auto resumed = sh(with_fake() + run + " --model-analyses 0 --resume 1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("gputune: run 1 goes on with the plan its model search made (10 "
+                             "configurations searched, 2 drawn from the 14 it left out); the "
+                             "space is not searched again"),
+            std::string::npos)
+      << resumed.out;
+  EXPECT_EQ(traffic_reports(cache), 2 * 12u) << "nothing outside the stored plan is analysed";
+  {
+    db::Store store(db);
+    const auto r = store.run(1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, "done");
+    EXPECT_EQ(r->total, 2 * 12) << "the plan's 12 configurations in two contexts";
+    EXPECT_GT(store.measured_pairs(1).size(), measured_before);
+    for (auto& m : store.measurements(1))
+      EXPECT_TRUE(planned.count(m.config_key)) << m.config_key << " was not in the stored plan";
+    EXPECT_EQ((*db::Browser(store).run(1))["model_search"], plan->summary);
+  }
+  auto show = sh(with_fake() + "show 1 --db '" + db + "'");
+  EXPECT_NE(show.out.find("\nplan: " + plan->summary + "\n"), std::string::npos) << show.out;
+
+  // A run that planned the whole space (no search) goes on with it under a smaller limit.
+  auto whole = sh(with_fake("FAKE_CUDA_ALLOCS=6") + run + " --model-analyses 0");
+  ASSERT_EQ(whole.exit_code, 1) << whole.out;
+  {
+    db::Store store(db);
+    const auto p = store.run_plan(2);
+    ASSERT_TRUE(p);
+    EXPECT_FALSE(p->searched);
+    EXPECT_TRUE(p->chosen.empty());
+  }
+  auto on = sh(with_fake() + run + " --resume 2");
+  ASSERT_EQ(on.exit_code, 0) << on.out;
+  EXPECT_NE(on.out.find("gputune: run 2 planned all 24 configurations without a model search, "
+                        "and goes on so"),
+            std::string::npos)
+      << on.out;
+  EXPECT_EQ(on.out.find("more than the 10 the model analyses"), std::string::npos) << on.out;
+  EXPECT_EQ(db::Store(db).run(2)->total, 2 * 24);
+  db::Store store(db);
+  EXPECT_TRUE((*db::Browser(store).run(2))["model_search"].is_null());
+  EXPECT_EQ(sh(with_fake() + "show 2 --db '" + db + "'").out.find("plan:"), std::string::npos);
 }
 
 // A model-guided search starts from what the kernel's earlier searches on the device measured:

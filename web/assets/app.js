@@ -155,6 +155,7 @@ async function runPage(main) {
          run.budget != null ? ', budget ' + run.budget + ' configurations' : '',
          run.seconds_spent != null ? ', ' + fmt(run.seconds_spent, 3) + ' s measuring' : ''),
       el('p', {id: 'counts'}, counts || 'no measurements yet'),
+      run.model_search ? el('p', {id: 'model-search'}, 'plan: ' + run.model_search) : null,
       el('p', {class: 'muted'}, run.message),
       run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null),
     section('Charts', el('div', {class: 'charts'},
