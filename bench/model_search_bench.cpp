@@ -5,8 +5,10 @@
 // the model's, from the source alone, for DEVICE (configs/devices); whether they are the
 // measured optimum needs a GPU.
 //
-// Usage: model_search_bench JOB DEVICE CACHE_DIR LIMIT... [--no-whole]
+// Usage: model_search_bench JOB DEVICE CACHE_DIR LIMIT... [--no-whole] [--single-moves]
 //   --no-whole: skip the whole-space truth (only the searches' own figures)
+//   --single-moves: no moves of two parameters at once (ModelSearchOptions::coupled_moves), to
+//                   measure what they add
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,14 +35,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s JOB DEVICE CACHE_DIR LIMIT... [--no-whole]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s JOB DEVICE CACHE_DIR LIMIT... [--no-whole] [--single-moves]\n",
+                 argv[0]);
     return 2;
   }
-  bool whole = true;
+  bool whole = true, coupled = true;
   std::vector<std::size_t> limits;
   for (int a = 4; a < argc; ++a) {
     if (std::string(argv[a]) == "--no-whole")
       whole = false;
+    else if (std::string(argv[a]) == "--single-moves")
+      coupled = false;
     else
       limits.push_back(static_cast<std::size_t>(std::stoull(argv[a])));
   }
@@ -63,16 +68,17 @@ int main(int argc, char** argv) {
   for (std::size_t limit : limits) {
     ModelSearchOptions o;
     o.limit = limit;
+    o.coupled_moves = coupled;
     const CubinCache own(std::filesystem::path(argv[3]) / ("limit" + std::to_string(limit)));
     const auto t0 = std::chrono::steady_clock::now();
     ModelSearch r = search_by_model(job, source, space, {&ctx}, spec.limits, rates, {}, own, o);
     rows.push_back({limit, seconds_since(t0), std::move(r)});
     const Row& row = rows.back();
     std::printf(
-        "search, limit %zu: %.1f s, %zu chosen (%zu spread, %zu near, %zu rounds), best "
-        "case %.4f ms at %s\n",
-        limit, row.s, row.r.chosen.size(), row.r.spread, row.r.near, row.r.rounds, row.r.best_ms,
-        row.r.best_key.c_str());
+        "search, limit %zu: %.1f s, %zu chosen (%zu spread, %zu near, %zu of them two parameters "
+        "away, %zu rounds), best case %.4f ms at %s\n",
+        limit, row.s, row.r.chosen.size(), row.r.spread, row.r.near, row.r.coupled, row.r.rounds,
+        row.r.best_ms, row.r.best_key.c_str());
     std::fflush(stdout);
   }
 
@@ -104,12 +110,15 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "| limit | search s (cold) | chosen | spread | near | rounds | best case ms | key |%s\n",
+      "| limit | search s (cold) | chosen | spread | near | of them coupled | rounds | best case "
+      "ms "
+      "| key |%s\n",
       whole ? " / whole best | configurations better |" : "");
   for (const Row& row : rows) {
     const ModelSearch& r = row.r;
-    std::printf("| %zu | %.1f | %zu | %zu | %zu | %zu | %.4f | %s |", row.limit, row.s,
-                r.chosen.size(), r.spread, r.near, r.rounds, r.best_ms, r.best_key.c_str());
+    std::printf("| %zu | %.1f | %zu | %zu | %zu | %zu | %zu | %.4f | %s |", row.limit, row.s,
+                r.chosen.size(), r.spread, r.near, r.coupled, r.rounds, r.best_ms,
+                r.best_key.c_str());
     if (whole) {
       std::size_t better = 0;
       for (double t : truth) better += t > 0 && t < r.best_ms * (1 - 1e-9);

@@ -32,9 +32,10 @@ std::string ModelSearch::summary(std::size_t space_size, std::size_t limit) cons
     return out.str();
   }
   out << "it searched it and " << grouped(chosen.size()) << " are compiled (" << grouped(spread)
-      << " spread over it, " << grouped(near) << " near the best it judged, in " << rounds
-      << (rounds == 1 ? " round" : " rounds") << "); best case " << best_ms << " ms at " << best_key
-      << "; the other " << grouped(space_size - chosen.size()) << " are left out";
+      << " spread over it, " << grouped(near) << " near the best it judged"
+      << (coupled ? " (" + grouped(coupled) + " of them two parameters away)" : "") << ", in "
+      << rounds << (rounds == 1 ? " round" : " rounds") << "); best case " << best_ms << " ms at "
+      << best_key << "; the other " << grouped(space_size - chosen.size()) << " are left out";
   return out.str();
 }
 
@@ -128,25 +129,51 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
       std::vector<std::uint32_t> idx(params);
       for (std::size_t p = 0; p < params; ++p) idx[p] = space.value_index(i, p);
       // Nearest values first, so that a round cut short by the limit keeps the closest moves.
-      std::vector<std::pair<std::uint32_t, std::pair<std::size_t, std::uint32_t>>> moves;
+      // A move the conditions forbid (block x up under `bx*by <= 1024`, `use_shared == 1 or
+      // tile_k == 16`) is repaired by one step of one other parameter, one step further away:
+      // the space's boundary is walked along, not stopped at.
+      std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> moves;
       for (std::size_t p = 0; p < params; ++p)
         for (std::uint32_t v = 0; v < space.values[p].size(); ++v)
           if (v != idx[p]) {
-            const std::uint32_t d = v > idx[p] ? v - idx[p] : idx[p] - v;
-            moves.push_back({d, {p, v}});
+            std::vector<std::uint32_t> to = idx;
+            to[p] = v;
+            moves.push_back({v > idx[p] ? v - idx[p] : idx[p] - v, std::move(to)});
           }
       std::stable_sort(moves.begin(), moves.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& [d, pv] : moves) {
+      struct Reach {
+        std::uint32_t distance;
+        std::size_t pos;
+        bool coupled;  // two parameters moved
+      };
+      std::vector<Reach> reach;
+      for (const auto& [d, to] : moves) {
+        if (const long j = space.find(to); j >= 0) {
+          reach.push_back({d, static_cast<std::size_t>(j), false});
+          continue;
+        }
+        if (!o.coupled_moves) continue;
+        for (std::size_t q = 0; q < params; ++q) {
+          if (to[q] != idx[q]) continue;  // the parameter moved
+          for (const int step : {-1, 1}) {
+            if ((step < 0 && to[q] == 0) || (step > 0 && to[q] + 1 >= space.values[q].size()))
+              continue;
+            std::vector<std::uint32_t> fixed = to;
+            fixed[q] = static_cast<std::uint32_t>(static_cast<int>(fixed[q]) + step);
+            if (const long j = space.find(fixed); j >= 0)
+              reach.push_back({d + 1, static_cast<std::size_t>(j), true});
+          }
+        }
+      }
+      std::stable_sort(reach.begin(), reach.end(),
+                       [](const Reach& a, const Reach& b) { return a.distance < b.distance; });
+      for (const Reach& m : reach) {
         if (batch.size() >= room) break;
-        std::vector<std::uint32_t> to = idx;
-        to[pv.first] = pv.second;
-        const long j = space.find(to);
-        if (j < 0) continue;
-        const auto pos = static_cast<std::size_t>(j);
-        if (score.count(pos) || queued.count(pos)) continue;
-        queued[pos] = 1;
-        batch.push_back(pos);
+        if (score.count(m.pos) || queued.count(m.pos)) continue;
+        queued[m.pos] = 1;
+        batch.push_back(m.pos);
+        if (m.coupled) ++r.coupled;
       }
     }
     if (batch.empty()) break;  // every judged configuration's neighbourhood was looked at

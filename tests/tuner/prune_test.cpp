@@ -537,6 +537,69 @@ TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
       << blind.summary(space.size(), mo.limit);
 }
 
+// Two arrays read with one stride, tied by a condition (`s1 == s2`): no single parameter
+// move changes that stride, so a search of single moves keeps the tied stride of the spread's
+// points. Moving both at once (a forbidden move repaired by one step of a second parameter)
+// walks the tie to the optimum.
+TEST(ModelSearch, WalksAlongAConditionByMovingTwoParametersAtOnce) {
+  test::TempDir dir;
+  Job job =
+      small_job(dir, R"(extern "C" __global__ void k(float* out, const float* a, const float* b,
+                                     const float* c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = a[i * s1] + b[i * s2] + c[i * s3];
+})",
+                R"J([{"Name": "bs", "Type": "int", "Values": "[64, 128]"},
+          {"Name": "s1", "Type": "int", "Values": "range(1, 13)", "Default": 12},
+          {"Name": "s2", "Type": "int", "Values": "range(1, 13)", "Default": 12},
+          {"Name": "s3", "Type": "int", "Values": "[8, 4, 2, 1]", "Default": 8}])J");
+  job.global_size.x = "1048576 // bs";
+  job.conditions.push_back({"s1 == s2", {"s1", "s2"}});
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  ASSERT_EQ(space.size(), 96u);
+  const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
+  const Rates rates = rates_for_spec(spec);
+  const CubinCache cache(dir / "cache");
+  const long def = space.find(default_key(job));
+  ASSERT_GE(def, 0);
+  std::vector<Config> all;
+  for (size_t i = 0; i < space.size(); ++i) all.push_back(space.config(i));
+  const std::vector<double> truth = best_cases(job, source, all, job.contexts.front(), spec.limits,
+                                               rates, {}, cache, ScreenOptions{});
+  const double optimum = *std::min_element(truth.begin(), truth.end());
+  std::set<std::string> optima;
+  for (size_t i = 0; i < truth.size(); ++i)
+    if (truth[i] <= optimum * (1 + 1e-9)) optima.insert(all[i].key());
+  for (const std::string& k : optima) ASSERT_EQ(k.find(",1,1,1"), k.find(',')) << k;
+  // The premise: no point of the spread has the tied stride at 1, so single moves never get it
+  // there.
+  ModelSearchOptions mo;
+  mo.limit = 16;
+  for (size_t i : spread(space, mo.limit / 2, def))
+    ASSERT_NE(space.value_index(i, 1), 0u) << all[i].key() << ": no test";
+  const ModelSearch found = search_by_model(job, source, space, {&job.contexts.front()},
+                                            spec.limits, rates, {}, cache, mo);
+  ASSERT_TRUE(found.model);
+  EXPECT_EQ(found.chosen.size(), 16u);
+  EXPECT_GT(found.coupled, 0u);
+  EXPECT_LE(found.coupled, found.near);
+  EXPECT_EQ(optima.count(found.best_key), 1u)
+      << found.best_key << " at " << found.best_ms << " ms; the optimum is " << optimum << " ms";
+  const std::string line = found.summary(space.size(), mo.limit);
+  EXPECT_NE(line.find(" near the best it judged (" + std::to_string(found.coupled) +
+                      " of them two parameters away), in "),
+            std::string::npos)
+      << line;
+  // Single moves only: the tied stride stays where the spread put it.
+  mo.coupled_moves = false;
+  const ModelSearch single = search_by_model(job, source, space, {&job.contexts.front()},
+                                             spec.limits, rates, {}, cache, mo);
+  EXPECT_EQ(single.coupled, 0u);
+  EXPECT_EQ(optima.count(single.best_key), 0u) << single.best_key;
+  EXPECT_GT(single.best_ms, 1.1 * optimum);
+}
+
 TEST(ModelSearch, PruneRulesOnWhatTheSearchChoseAndSaysWhatItLeftOut) {
   test::TempDir dir;
   Job job = two_strides_job(dir);
