@@ -459,7 +459,7 @@ int cmd_prune(int argc, char** argv) {
   po.progress = !r.count("json") && tuner::stderr_is_terminal();
   auto rep = tuner::prune_job(job, po);
   tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
-  if (r.count("json") && !rep.model_search.empty())  // the JSON lines cover only what it chose
+  if (r.count("json") && !rep.model_search.empty())  // what the lines with rule "search" are
     std::cerr << "gputune: prune: " << rep.model_search << "\n";
   tuner::trim_cache_after_use(tuner::cache_for(po.cache_dir).dir(), std::cerr);
   return 0;

@@ -113,6 +113,8 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
                                               cache_for(o.cache_dir), mo);
     rep.model_search = found.summary(space.size(), mo.limit);
     for (size_t i : found.chosen) configs.push_back(space.config(i));
+    rep.searched = found.chosen;
+    rep.space = std::make_shared<const Space>(space);
   } else {
     for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
   }
@@ -245,6 +247,26 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
         j["duplicate_of"] = r.rows[static_cast<size_t>(row.decision.duplicate_of)].config.key();
       out << j.dump() << "\n";
     }
+    // What the model's search left out: never analysed in full, so removed by the search.
+    if (r.space)
+      for (size_t i = 0, k = 0; i < r.space->size(); ++i) {
+        if (k < r.searched.size() && r.searched[k] == i) {
+          ++k;
+          continue;
+        }
+        const nlohmann::json j = {
+            {"parameters", nlohmann::json::parse(r.space->config(i).json())},
+            {"kept", false},
+            {"rule", "search"},
+            {"reason",
+             "left out by the model's search of the space (GPUTune.Search.ModelAnalyses)"},
+            {"predicted_ms", nullptr},
+            {"bound", nullptr},
+            {"registers", nullptr},
+            {"occupancy", nullptr},
+            {"spill_bytes", nullptr}};
+        out << j.dump() << "\n";
+      }
     return;
   }
   out << "pruned for " << r.device << " (" << r.arch << "), context " << r.context << ": "
@@ -256,6 +278,10 @@ void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {
   if (!r.model_search.empty()) out << "  model search: " << r.model_search << "\n";
   for (auto& c : r.counts)
     out << "  rule " << std::left << std::setw(10) << c.rule << " removed " << c.removed << "\n";
+  if (r.space)
+    out << "  rule " << std::left << std::setw(10) << "search"
+        << " removed " << r.space->size() - r.searched.size()
+        << " (left out by the model search above: never analysed in full)\n";
   out << "  kept " << r.kept << " of " << r.space_size << " (" << std::fixed << std::setprecision(1)
       << 100.0 * static_cast<double>(r.kept) /
              static_cast<double>(std::max<size_t>(1, r.space_size))

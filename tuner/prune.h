@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ struct PruneReport {
   std::size_t screened = 0;  ///< not compiled: rule 4 judged them from their source (--screen)
   /// The model's search of a space larger than model_analyses: rows hold only what it chose.
   std::string model_search;
+  /// With a search: the space and the positions the rows hold (ascending), so that the report
+  /// can name what the search left out (`--json`: one object per configuration, rule "search").
+  std::shared_ptr<const Space> space;
+  std::vector<std::size_t> searched;
   std::vector<pruner::RuleCount> counts;
   // The model (rule 4).
   std::string rates_source;  ///< where the device's rates came from, or why there are none

@@ -619,12 +619,42 @@ TEST(ModelSearch, PruneRulesOnWhatTheSearchChoseAndSaysWhatItLeftOut) {
   EXPECT_NE(text.str().find("  model search: the space holds 400 configurations"),
             std::string::npos)
       << text.str();
+  EXPECT_NE(text.str().find("  rule search     removed 360 (left out by the model search above"),
+            std::string::npos)
+      << text.str();
+  // --json: one object per configuration of the space, what the search left out with rule
+  // "search", so that an outside tool scores the pruning of the whole space.
+  std::ostringstream json_lines;
+  print_prune_report(r, json_lines, true);
+  std::istringstream lines(json_lines.str());
+  std::set<std::string> keys;
+  size_t n = 0, by_search = 0, kept = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    const auto j = nlohmann::json::parse(line);
+    std::string key;
+    for (const char* p : {"bs", "stride", "stride2", "stride3"})
+      key += (key.empty() ? "" : ",") + std::to_string(j["parameters"][p].get<int>());
+    keys.insert(key);
+    kept += j["kept"].get<bool>();
+    if (j["rule"] == "search") {
+      ++by_search;
+      EXPECT_FALSE(j["kept"].get<bool>());
+      EXPECT_TRUE(j["predicted_ms"].is_null());
+    }
+  }
+  EXPECT_EQ(n, 400u);
+  EXPECT_EQ(keys.size(), 400u) << "every configuration once";
+  EXPECT_EQ(by_search, 360u);
+  EXPECT_EQ(kept, r.kept);
   // The job's own limit, when the options leave it: a space within it is ruled on whole.
   job.model_analyses = 400;
   o.model_analyses.reset();
   const PruneReport whole = prune_job(job, o);
   EXPECT_EQ(whole.rows.size(), 400u);
   EXPECT_TRUE(whole.model_search.empty());
+  std::ostringstream whole_text;
+  print_prune_report(whole, whole_text, false);
+  EXPECT_EQ(whole_text.str().find("rule search"), std::string::npos) << whole_text.str();
 }
 
 }  // namespace
