@@ -217,10 +217,20 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       }
       st.add_measurement(m);
     }
+    if (rep.space) {  // what `show` and the dashboard print as the run's plan
+      db::RunPlan plan;
+      plan.searched = true, plan.space_size = static_cast<std::int64_t>(rep.space->size());
+      plan.summary = rep.model_search;
+      for (const Config& c : configs) plan.chosen.push_back(c.key());
+      st.save_run_plan(rep.run_id, plan);
+    }
     st.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
     st.finish_run(rep.run_id, "done",
                   "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
-                      std::to_string(configs.size()));
+                      std::to_string(configs.size()) +
+                      (rep.space ? " the model's search chose of the space's " +
+                                       std::to_string(rep.space->size())
+                                 : std::string()));
     t.commit();
   }
   return rep;

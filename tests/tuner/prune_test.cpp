@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "db/store.h"
 #include "pruner/device_spec.h"
 #include "test_util.h"
 #include "tuner/inspect.h"
@@ -605,6 +606,7 @@ TEST(ModelSearch, PruneRulesOnWhatTheSearchChoseAndSaysWhatItLeftOut) {
   Job job = two_strides_job(dir);
   auto o = opts(dir, "h100-sxm");
   o.model_analyses = 40;
+  o.store = true, o.db_path = (dir / "g.db").string();
   const PruneReport r = prune_job(job, o);
   EXPECT_EQ(r.space_size, 400u);
   ASSERT_EQ(r.rows.size(), 40u);
@@ -644,6 +646,17 @@ TEST(ModelSearch, PruneRulesOnWhatTheSearchChoseAndSaysWhatItLeftOut) {
   }
   EXPECT_EQ(n, 400u);
   EXPECT_EQ(keys.size(), 400u) << "every configuration once";
+  // The stored prune run names the search as its plan.
+  ASSERT_GT(r.run_id, 0);
+  db::Store store(r.db_path);
+  const auto plan = store.run_plan(r.run_id);
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->searched);
+  EXPECT_EQ(plan->chosen.size(), 40u);
+  EXPECT_EQ(plan->summary, r.model_search);
+  EXPECT_NE(store.run(r.run_id)->message.find(" of 40 the model's search chose of the space's 400"),
+            std::string::npos)
+      << store.run(r.run_id)->message;
   EXPECT_EQ(by_search, 360u);
   EXPECT_EQ(kept, r.kept);
   // The job's own limit, when the options leave it: a space within it is ruled on whole.
