@@ -467,6 +467,26 @@ Job two_strides_job(const test::TempDir& dir) {
   return job;
 }
 
+/// Every configuration's best case (what the search avoids computing) and the optimum's keys.
+struct WholeSpace {
+  std::vector<Config> all;
+  std::vector<double> truth;
+  double optimum = 0;
+  std::set<std::string> optima;
+};
+WholeSpace analyse_whole(const Job& job, const std::string& source, const Space& space,
+                         const pruner::DeviceSpec& spec, const Rates& rates,
+                         const CubinCache& cache) {
+  WholeSpace w;
+  for (size_t i = 0; i < space.size(); ++i) w.all.push_back(space.config(i));
+  w.truth = best_cases(job, source, w.all, job.contexts.front(), spec.limits, rates, {}, cache,
+                       ScreenOptions{});
+  w.optimum = *std::min_element(w.truth.begin(), w.truth.end());
+  for (size_t i = 0; i < w.truth.size(); ++i)
+    if (w.truth[i] <= w.optimum * (1 + 1e-9)) w.optima.insert(w.all[i].key());
+  return w;
+}
+
 TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
   test::TempDir dir;
   const Job job = two_strides_job(dir);
@@ -480,14 +500,7 @@ TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
   ASSERT_GE(def, 0);
   // The truth: every configuration's best case. Its optimum (both block sizes of 32 and 64 at
   // strides 1, 1, 1) is not among the 20 configurations spread over the space.
-  std::vector<Config> all;
-  for (size_t i = 0; i < space.size(); ++i) all.push_back(space.config(i));
-  const std::vector<double> truth = best_cases(job, source, all, job.contexts.front(), spec.limits,
-                                               rates, {}, cache, ScreenOptions{});
-  const double optimum = *std::min_element(truth.begin(), truth.end());
-  std::set<std::string> optima;
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] <= optimum * (1 + 1e-9)) optima.insert(all[i].key());
+  const auto [all, truth, optimum, optima] = analyse_whole(job, source, space, spec, rates, cache);
   ASSERT_EQ(optima, (std::set<std::string>{"32,1,1,1", "64,1,1,1"}));
   double spread_best = INFINITY;
   for (size_t i : spread(space, 20, def)) {
@@ -564,14 +577,7 @@ TEST(ModelSearch, WalksAlongAConditionByMovingTwoParametersAtOnce) {
   const CubinCache cache(dir / "cache");
   const long def = space.find(default_key(job));
   ASSERT_GE(def, 0);
-  std::vector<Config> all;
-  for (size_t i = 0; i < space.size(); ++i) all.push_back(space.config(i));
-  const std::vector<double> truth = best_cases(job, source, all, job.contexts.front(), spec.limits,
-                                               rates, {}, cache, ScreenOptions{});
-  const double optimum = *std::min_element(truth.begin(), truth.end());
-  std::set<std::string> optima;
-  for (size_t i = 0; i < truth.size(); ++i)
-    if (truth[i] <= optimum * (1 + 1e-9)) optima.insert(all[i].key());
+  const auto [all, truth, optimum, optima] = analyse_whole(job, source, space, spec, rates, cache);
   for (const std::string& k : optima) ASSERT_EQ(k.find(",1,1,1"), k.find(',')) << k;
   // The premise: no point of the spread has the tied stride at 1, so single moves never get it
   // there.
