@@ -388,7 +388,6 @@ void Store::resume_run(std::int64_t run_id, std::int64_t total,
 
 void Store::save_run_plan(std::int64_t run_id, const RunPlan& plan) {
   nlohmann::json j = {{"searched", plan.searched},
-                      {"space_size", plan.space_size},
                       {"chosen", plan.chosen},
                       {"left_out", plan.left_out},
                       {"summary", plan.summary}};
@@ -408,7 +407,6 @@ std::optional<RunPlan> Store::run_plan(std::int64_t run_id) {
     const auto j = nlohmann::json::parse(text);
     RunPlan plan;
     plan.searched = j.at("searched").get<bool>();
-    plan.space_size = j.at("space_size").get<std::int64_t>();
     plan.chosen = j.at("chosen").get<std::vector<std::string>>();
     plan.left_out = j.at("left_out").get<std::vector<std::string>>();
     plan.summary = j.at("summary").get<std::string>();

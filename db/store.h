@@ -113,7 +113,6 @@ struct QueueItem {
 /// configuration key), or, with `searched` false, the whole space. `run --resume` goes on with it.
 struct RunPlan {
   bool searched = false;
-  std::int64_t space_size = 0;
   std::vector<std::string> chosen, left_out;
   std::string summary;  ///< the search's own words (ModelSearch::summary); "" without a search
 };

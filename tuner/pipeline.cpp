@@ -437,7 +437,6 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       (left_out[k] ? run_plan->left_out : run_plan->chosen).push_back(configs[k].key());
   }
   if (guided && !run_plan) run_plan = db::RunPlan{};  // the whole space, no search
-  if (run_plan) run_plan->space_size = static_cast<std::int64_t>(space.size());
 
   // 5. Compile every planned configuration once (options do not depend on the context); with the
   // pruner on, only those rule 4 could keep in some context (the reference always).

@@ -219,8 +219,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     }
     if (rep.space) {  // what `show` and the dashboard print as the run's plan
       db::RunPlan plan;
-      plan.searched = true, plan.space_size = static_cast<std::int64_t>(rep.space->size());
-      plan.summary = rep.model_search;
+      plan.searched = true, plan.summary = rep.model_search;
       for (const Config& c : configs) plan.chosen.push_back(c.key());
       st.save_run_plan(rep.run_id, plan);
     }

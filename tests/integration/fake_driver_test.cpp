@@ -360,7 +360,6 @@ TEST(FakeDriver, ResumeGoesOnWithThePlanTheModelSearchStored) {
   ASSERT_LT(measured_before, 24u);
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->searched);
-  EXPECT_EQ(plan->space_size, 24);
   EXPECT_EQ(plan->chosen.size(), 10u);
   EXPECT_EQ(plan->left_out.size(), 2u);
   EXPECT_NE(plan->summary.find("the other 14 are left out"), std::string::npos) << plan->summary;
