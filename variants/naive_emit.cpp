@@ -1466,6 +1466,10 @@ class Emitter {
             const bool from_tile = loop_hoisted_.count(p.id) || tile_hoisted_.count(p.id) ||
                                    (!hoisted_.count(p.id) && site_tile_.count(p.id));
             if (reg_site_.count(p.id)) break;  // a register array: zero unless loaded
+            // A global read hoisted into registers under the check (hoist_shared_loads,
+            // hoist_global_runs): zero where its output is out of range, so an unguarded
+            // update reads a defined value and the result, never stored, is harmless.
+            if (hoisted_.count(p.id) && !a.store && !halo_site_.count(p.id)) break;
             if (a.store || halo_site_.count(p.id) || !from_tile) return false;
             break;
           }
@@ -1796,13 +1800,16 @@ class Emitter {
     const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
     const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
     const bool y = k_.dims == 2 && c_.merge_y > 1 && a.depends.count("y");
+    const std::string flag = guarded ? ok_flag(true, y) : std::string();
+    // Zero where an output is out of range (as in hoist_shared_loads): the update that reads it
+    // then runs for every merged output without a per-output check (unguarded).
     line(o, elem + " " + name + (y ? "[" + std::to_string(c_.merge_y) + "]" : "") + "[" +
-                std::to_string(c_.merge_x) + "];  // " + prm.name + "[" + index_text(site) + "], " +
-                r + " consecutive elements per load where aligned");
+                std::to_string(c_.merge_x) + "]" + (flag.empty() ? "" : "{}") + ";  // " +
+                prm.name + "[" + index_text(site) + "], " + r +
+                " consecutive elements per load where aligned");
     open_runs(o, y);
     const std::string row = y ? "[gt_my]" : "";
     auto member = [&](int j) { return run_member(j); };
-    const std::string flag = guarded ? ok_flag(true, y) : std::string();
     auto ok = [&](int j) { return member_flag(flag, j); };
     const std::string all = run_flags(flag);
     line(o, "const " + elem + "* gt_p = &" + prm.name + "[" + render_index(site) + "];");

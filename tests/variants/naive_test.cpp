@@ -159,11 +159,12 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Work that only updates an output's own float accumulator from shared tiles runs for every
-// merged output, in range or not (the tiles hold zero outside it, and such a result is never
-// stored): no bounds-check predicate on each FMA of the inner loop. Reads from memory, other
-// arithmetic (a division) or a store keep their check.
-TEST(NaiveMerge, AccumulationFromSharedTilesNeedsNoCheckPerOutput) {
+// Work that only updates an output's own float accumulator from shared tiles, or from registers
+// a read shared by merged outputs was hoisted into, runs for every merged output, in range or not
+// (the tiles and those registers hold zero outside it, and such a result is never stored): no
+// bounds-check predicate on each FMA of the inner loop. A read of memory in the update itself,
+// other arithmetic (a division) or a store keep their check.
+TEST(NaiveMerge, AccumulationFromTilesAndHoistedReadsNeedsNoCheckPerOutput) {
   const naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;
   c.block_x = 16;
@@ -188,14 +189,48 @@ TEST(NaiveMerge, AccumulationFromSharedTilesNeedsNoCheckPerOutput) {
   EXPECT_NE(shared.find("if (gt_ok[gt_my][gt_mx]) {\n      c[idy * n + idx] = sum[gt_my][gt_mx];"),
             std::string::npos)
       << shared;
+  // b through the read-only path: each column's element is read once, under the column's check,
+  // into a register that is zero where the column is out of range.
   c.cache = {{"a", Cache::Shared}, {"b", Cache::ReadOnly}};
-  const std::string global = naive::emit_variant(mm, c);
-  EXPECT_EQ(checked_updates(global), 2u) << global;  // the full strip and the remainder
+  const std::string hoisted = naive::emit_variant(mm, c);
+  EXPECT_NE(hoisted.find("float gt_r1[4]{};"), std::string::npos) << hoisted;
+  EXPECT_NE(hoisted.find("if (gt_ok_col[gt_mx]) gt_r1[gt_mx] = __ldg(&b[k * n + idx]);"),
+            std::string::npos)
+      << hoisted;
+  EXPECT_EQ(checked_updates(hoisted), 0u) << hoisted;
+  // The same with 4-wide vector loads of b: one per run of 4 columns, zero where out of range.
+  c.merge_x = 8;
+  c.vector = 4;
+  const std::string runs = naive::emit_variant(mm, c);
+  EXPECT_NE(runs.find("float gt_r1[8]{};"), std::string::npos) << runs;
+  EXPECT_NE(runs.find("__ldg(reinterpret_cast<const float4*>(gt_p))"), std::string::npos) << runs;
+  EXPECT_EQ(checked_updates(runs), 0u) << runs;
+  c.merge_x = 4;
+  c.vector = 1;
   // NVRTC's PTX: with the check, each FMA of the unrolled strip is followed by a select.
-  const std::string p_shared = ptx_of(shared), p_global = ptx_of(global);
+  const std::string p_shared = ptx_of(shared), p_hoisted = ptx_of(hoisted);
   EXPECT_GE(count(p_shared, "fma.rn.f32"), 16u);  // merge 4 x 4: 16 per step of k
   EXPECT_EQ(count(p_shared, "selp.f32"), 0u) << p_shared;
-  EXPECT_GE(count(p_global, "selp.f32") + count(p_global, "@%p"), 16u);
+  EXPECT_GE(count(p_hoisted, "fma.rn.f32"), 16u);
+  EXPECT_EQ(count(p_hoisted, "selp.f32"), 0u) << p_hoisted;
+  // A read of memory in the update itself (each merged output reads its own element of a: no
+  // register is shared) keeps the check: out of range, the read could fault.
+  const naive::NaiveKernel own = naive::analyse_naive(R"(
+__global__ void scaled(float *c, const float *a, const float *b, int n) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  int idy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (idx < n && idy < n) {
+    float sum = 0;
+    for (int k = 0; k < n; k++) sum += a[idy * n + idx] * b[k];
+    c[idy * n + idx] = sum;
+  }
+})",
+                                                      "scaled", "scaled.cu");
+  c.cache = {{"a", Cache::Global}, {"b", Cache::Global}};
+  const std::string direct = naive::emit_variant(own, c);
+  EXPECT_EQ(checked_updates(direct), 1u) << direct;
+  const std::string p_direct = ptx_of(direct);
+  EXPECT_GE(count(p_direct, "selp.f32") + count(p_direct, "@%p"), 16u) << p_direct;
   // A division in the update stays under the check: an output out of range could divide by zero.
   const naive::NaiveKernel div = naive::analyse_naive(R"(
 __global__ void mmdiv(float *c, const float *a, const float *b, int n) {
