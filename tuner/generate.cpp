@@ -1,15 +1,19 @@
 // Naive-kernel entry points of the tuner: see generate.h.
 #include "tuner/generate.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "tuner/arguments.h"
+#include "tuner/command_line.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/pipeline.h"
 #include "variants/instantiate.h"
+#include "variants/job.h"
 #include "variants/space.h"
 
 namespace gputune::tuner {
@@ -42,7 +46,60 @@ Job load_tuning_job(const fs::path& file) {
   return job;
 }
 
+namespace {
+
+/// The position of --config's configuration in the space, or -1 after saying why on stderr.
+long find_config(const Space& space, const std::string& text) {
+  const std::vector<std::string>& names = *space.names;
+  std::string order;
+  for (const std::string& n : names) order += (order.empty() ? "" : ", ") + n;
+  std::string key = text;
+  if (!text.empty() && text.front() == '{') {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      std::cerr << "gputune: --config: not a JSON object (" << e.what()
+                << "). Fix: give a line of `gputune space JOB --list`, or the key `gputune best` "
+                   "prints\n";
+      return -1;
+    }
+    Config c;
+    c.names = space.names;
+    std::string missing, unknown;
+    for (const std::string& n : names)
+      if (j.contains(n))
+        c.values.push_back(json_to_value(j[n]));
+      else
+        missing += (missing.empty() ? "" : ", ") + n;
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (std::find(names.begin(), names.end(), it.key()) == names.end())
+        unknown += (unknown.empty() ? "" : ", ") + it.key();
+    if (!missing.empty() || !unknown.empty()) {
+      std::cerr << "gputune: --config: " << (missing.empty() ? "" : "missing " + missing)
+                << (!missing.empty() && !unknown.empty() ? "; " : "")
+                << (unknown.empty() ? "" : "not parameters of this space: " + unknown)
+                << ". Fix: give every parameter of the space: " << order << "\n";
+      return -1;
+    }
+    key = c.key();
+  }
+  const long at = space.find(key);
+  if (at < 0)
+    std::cerr << "gputune: --config " << text << ": no configuration of the space (" << space.size()
+              << " valid) has these values. Fix: give the values in the order " << order
+              << " (the key `gputune best`, `show` and `prune` print), or a line of `gputune "
+                 "space JOB --list`\n";
+  return at;
+}
+
+}  // namespace
+
 int generate(const GenerateOptions& o) {
+  if (o.check && o.out_dir.empty()) {
+    std::cerr << "gputune: --check runs the variants it writes: give --out DIR\n";
+    return kExitBadInput;
+  }
   std::ifstream in(o.kernel_file);
   if (!in) {
     std::cerr << "gputune: cannot read " << o.kernel_file.string() << ": " << std::strerror(errno)
@@ -64,40 +121,42 @@ int generate(const GenerateOptions& o) {
                  "\"GPUTune\": {\"Naive\": true} falls back to block_size_x/y only\n";
     return kExitBadInput;
   }
-  std::cout << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index "
-            << k.index_names[0] << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", "
-            << k.loops << " loop(s) every thread runs alike, " << k.guard.size()
-            << " bounds check(s)\n";
+  // One configuration's source to stdout: everything else goes to stderr, so it can be redirected.
+  const bool source_only = !o.config.empty() && o.out_dir.empty();
+  std::ostream& info = source_only ? std::cerr : std::cout;
+  info << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index " << k.index_names[0]
+       << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", " << k.loops
+       << " loop(s) every thread runs alike, " << k.guard.size() << " bounds check(s)\n";
   const std::vector<std::string> halos = naive::halo_windows(k);
   for (const naive::ArrayOptions& a : naive::array_options(k)) {
-    std::cout << "  " << a.array << ":";
-    for (naive::Cache c : a.allowed) std::cout << " " << naive::cache_name(c);
-    std::cout << "\n";
+    info << "  " << a.array << ":";
+    for (naive::Cache c : a.allowed) info << " " << naive::cache_name(c);
+    info << "\n";
     for (const std::string& h : halos)
       if (h.rfind(a.array + ":", 0) == 0)
-        std::cout << "    shared: a halo window per block (" << h.substr(a.array.size() + 2)
-                  << "), in dynamic shared memory sized at launch\n";
-    for (const std::string& r : a.reasons) std::cout << "    " << r << "\n";
+        info << "    shared: a halo window per block (" << h.substr(a.array.size() + 2)
+             << "), in dynamic shared memory sized at launch\n";
+    for (const std::string& r : a.reasons) info << "    " << r << "\n";
   }
   for (const naive::OutputOptions& o : naive::output_options(k)) {
-    std::cout << "  " << o.array << " (written):" << (o.stage ? " write direct|shared" : "")
-              << (o.reduce ? " reduce atomic|block" : "") << (o.stage || o.reduce ? "" : " direct")
-              << "\n";
-    for (const std::string& r : o.reasons) std::cout << "    " << r << "\n";
+    info << "  " << o.array << " (written):" << (o.stage ? " write direct|shared" : "")
+         << (o.reduce ? " reduce atomic|block" : "") << (o.stage || o.reduce ? "" : " direct")
+         << "\n";
+    for (const std::string& r : o.reasons) info << "    " << r << "\n";
   }
   if (const naive::SplitOption sp = naive::split_loop(k); sp.loop >= 0) {
     std::string acc;
     for (int id : sp.locals)
       acc += (acc.empty() ? "" : ", ") + k.locals[static_cast<size_t>(id)].name;
-    std::cout << "  split: 1-32 threads per output share the loop adding to " << acc
-              << (sp.across_warps ? " (lanes along threadIdx.y, so each warp still reads "
-                                    "consecutive outputs; parts added in shared memory)"
-                                  : " (lanes within a warp; parts added by warp shuffles)")
-              << ", in variants without shared tiles\n";
+    info << "  split: 1-32 threads per output share the loop adding to " << acc
+         << (sp.across_warps ? " (lanes along threadIdx.y, so each warp still reads "
+                               "consecutive outputs; parts added in shared memory)"
+                             : " (lanes within a warp; parts added by warp shuffles)")
+         << ", in variants without shared tiles\n";
   } else {
-    std::cout << "  split: not offered: " << sp.reason << "\n";
+    info << "  split: not offered: " << sp.reason << "\n";
   }
-  for (const std::string& n : k.notes) std::cout << "  note: " << n << "\n";
+  for (const std::string& n : k.notes) info << "  note: " << n << "\n";
   // The space, through a job (the given one, or a minimal one for the kernel alone).
   Job job;
   if (!o.job_file.empty()) {
@@ -117,12 +176,22 @@ int generate(const GenerateOptions& o) {
   }
   naive::apply_to_job(job, k);
   Space space = build_space(job);
-  std::cout << space.size() << " variants in the generated space (" << space.cartesian_size
-            << " before conditions)\n";
+  info << space.size() << " variants in the generated space (" << space.cartesian_size
+       << " before conditions)\n";
+  std::vector<size_t> picks;
+  if (!o.config.empty()) {
+    const long at = find_config(space, o.config);
+    if (at < 0) return kExitBadInput;
+    picks.push_back(static_cast<size_t>(at));
+    if (source_only) {
+      std::cout << naive::emit_variant(k, naive::choice_from_config(k, space.config(picks[0])));
+      return 0;
+    }
+  }
   if (o.out_dir.empty()) return 0;
   fs::create_directories(o.out_dir);
   // When only some are written, they show every value of every dimension as soon as they can.
-  const std::vector<size_t> picks = spread(space, o.limit ? o.limit : space.size());
+  if (picks.empty()) picks = spread(space, o.limit ? o.limit : space.size());
   const size_t n = picks.size();
   std::vector<naive::Choice> written;
   for (size_t at : picks) {
@@ -156,6 +225,29 @@ int generate(const GenerateOptions& o) {
                             : std::to_string(bad.size()) + " variants differ")
             << "\n";
   return bad.empty() ? kExitOk : kExitCheckFailed;
+}
+
+std::optional<std::string> generate_command(const std::string& job_document,
+                                            const std::string& job_file, const std::string& key) {
+  const nlohmann::json doc =
+      nlohmann::json::parse(job_document, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return std::nullopt;
+  const auto naive = doc.find("GPUTune");
+  if (naive == doc.end() || !naive->is_object() || !naive->contains("Naive") ||
+      (*naive)["Naive"] != true)
+    return std::nullopt;
+  const auto spec = doc.find("KernelSpecification");
+  if (spec == doc.end() || !spec->is_object()) return std::nullopt;
+  auto text = [&](const char* field) {
+    const auto it = spec->find(field);
+    return it != spec->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string kernel_file = text("KernelFile"), kernel = text("KernelName");
+  if (kernel_file.empty() || kernel.empty()) return std::nullopt;
+  // The kernel file as the job names it: relative to the job's folder.
+  const fs::path file = fs::path(job_file).parent_path() / kernel_file;
+  return "gputune generate " + shell_quote(file.lexically_normal().string()) + " --kernel " +
+         shell_quote(kernel) + " --config " + shell_quote(key);
 }
 
 }  // namespace gputune::tuner

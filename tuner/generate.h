@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,24 @@ Job load_tuning_job(const std::filesystem::path& file);
 struct GenerateOptions {
   std::filesystem::path kernel_file;
   std::string kernel;
-  std::filesystem::path out_dir;         ///< empty: print the analysis only
-  std::filesystem::path job_file;        ///< optional: a naive job, for --check's arguments
-  size_t limit = 64;                     ///< variant files written at most (0: all)
+  std::filesystem::path out_dir;   ///< empty: print the analysis only
+  std::filesystem::path job_file;  ///< optional: a naive job, for --check's arguments
+  size_t limit = 64;               ///< variant files written at most (0: all)
+  /// One configuration only, by its key (`best`, `show`, `prune` print it) or as a JSON object
+  /// (a line of `space --list`); without out_dir its source goes to stdout, the analysis to stderr.
+  std::string config;
   bool check = false;                    ///< run every written variant on the CPU
   std::vector<std::int64_t> check_size;  ///< ProblemSize for --check (default: the job's first)
 };
 
 /// `gputune generate`: prints the analysis, writes variants; returns the exit code.
 int generate(const GenerateOptions& o);
+
+/// For a configuration of a naive job (its stored document and file): the `gputune generate`
+/// command that writes that variant's source (`--config KEY`), since a naive kernel's winner is
+/// generated code that no #define of the kernel file gives. Nothing for a parametric job, or a
+/// document that is not a naive job's.
+std::optional<std::string> generate_command(const std::string& job_document,
+                                            const std::string& job_file, const std::string& key);
 
 }  // namespace gputune::tuner

@@ -310,6 +310,10 @@ int cmd_generate(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "limit", "variant files written at most, spread over the space (0: all)",
       cxxopts::value<size_t>()->default_value("64"))(
+      "config",
+      "one configuration only: its key, as best, show and prune print it, or a JSON line of "
+      "`space --list` (without --out its source goes to stdout)",
+      cxxopts::value<std::string>()->default_value(""))(
       "check", "run every written variant and the naive kernel on the CPU and compare")(
       "size",
       "ProblemSize for --check, e.g. 37,41 (default: the job's first context, each dimension above "
@@ -328,6 +332,7 @@ int cmd_generate(int argc, char** argv) {
   g.out_dir = r["out"].as<std::string>();
   g.job_file = r["job"].as<std::string>();
   g.limit = r["limit"].as<size_t>();
+  g.config = r["config"].as<std::string>();
   g.check = r.count("check") > 0;
   if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
   if (g.check)
@@ -583,6 +588,20 @@ int cmd_best(int argc, char** argv) {
       std::cerr << "gputune: " << e.what() << "\n";
       return tuner::kExitBadInput;
     }
+    // A naive kernel's winners are generated code: the #defines name what was chosen, and the
+    // naive source ignores them.
+    for (const db::WinnerRow& w :
+         store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>()))
+      if (auto run = store.run(w.run_id))
+        if (auto cmd = tuner::generate_command(store.run_job_document(w.run_id), run->job_file,
+                                               w.config_key)) {
+          std::cerr << "gputune: note: kernel '" << w.kernel
+                    << "' was tuned as a naive kernel: its winners are generated variants, which "
+                       "these #defines do not make of its source; `"
+                    << *cmd << "` writes the source of the winner for " << w.context_label << " on "
+                    << w.device << " (`gputune best` shows every winner's command)\n";
+          break;
+        }
     const std::string file = r["header"].as<std::string>();
     if (file == "-") {
       std::cout << text;
@@ -613,6 +632,10 @@ int cmd_best(int argc, char** argv) {
     } else {
       std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
                 << " ms  " << w.params_json << "\n";
+      if (auto run = store.run(w.run_id))
+        if (auto cmd = tuner::generate_command(store.run_job_document(w.run_id), run->job_file,
+                                               w.config_key))
+          std::cout << "  a generated variant of the naive kernel; its source: " << *cmd << "\n";
     }
   }
   return 0;
