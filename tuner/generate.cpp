@@ -246,8 +246,9 @@ std::optional<std::string> generate_command(const std::string& job_document,
   if (kernel_file.empty() || kernel.empty()) return std::nullopt;
   // The kernel file as the job names it: relative to the job's folder.
   const fs::path file = fs::path(job_file).parent_path() / kernel_file;
+  // --job: the space the run built (its parameters may narrow the generated one).
   return "gputune generate " + shell_quote(file.lexically_normal().string()) + " --kernel " +
-         shell_quote(kernel) + " --config " + shell_quote(key);
+         shell_quote(kernel) + " --job " + shell_quote(job_file) + " --config " + shell_quote(key);
 }
 
 }  // namespace gputune::tuner

@@ -44,8 +44,8 @@ int generate(const GenerateOptions& o);
 
 /// For a configuration of a naive job (its stored document and file): the `gputune generate`
 /// command that writes that variant's source (`--config KEY`), since a naive kernel's winner is
-/// generated code that no #define of the kernel file gives. Nothing for a parametric job, or a
-/// document that is not a naive job's.
+/// generated code that no #define of the kernel file gives (with --job: the space the run built).
+/// Nothing for a parametric job, or a document that is not a naive job's.
 std::optional<std::string> generate_command(const std::string& job_document,
                                             const std::string& job_file, const std::string& key);
 

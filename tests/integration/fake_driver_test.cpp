@@ -145,7 +145,8 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
   ASSERT_EQ(winners.size(), 1u);
   const std::string cmd =
       "gputune generate " + tuner::shell_quote((dir / "add.cu").lexically_normal().string()) +
-      " --kernel vector_add --config " + tuner::shell_quote(winners[0].config_key);
+      " --kernel vector_add --job " + tuner::shell_quote((dir / "add.json").string()) +
+      " --config " + tuner::shell_quote(winners[0].config_key);
   auto best = test::run_gputune("best vector_add --db '" + db + "'");
   ASSERT_EQ(best.exit_code, 0) << best.out;
   EXPECT_NE(best.out.find("\n  a generated variant of the naive kernel; its source: " + cmd + "\n"),

@@ -424,7 +424,8 @@ TEST(Cli, ANaiveWinnersSourceCommandRunsAndWritesThatVariant) {
   const auto cmd = tuner::generate_command(test::read_file(job), job.string(), key);
   ASSERT_TRUE(cmd.has_value());
   const std::string mm = (job.parent_path() / "mm.cu").lexically_normal().string();
-  EXPECT_EQ(*cmd, "gputune generate " + tuner::shell_quote(mm) + " --kernel mm --config " + key);
+  EXPECT_EQ(*cmd, "gputune generate " + tuner::shell_quote(mm) + " --kernel mm --job " +
+                      tuner::shell_quote(job.string()) + " --config " + key);
   auto src = test::run_command("( '" + std::string(GPUTUNE_BINARY) + "'" + cmd->substr(7) +
                                " 2>/dev/null )");
   ASSERT_EQ(src.exit_code, 0) << src.out;
