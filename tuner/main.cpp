@@ -578,6 +578,13 @@ int cmd_best(int argc, char** argv) {
   if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
   db::Store store = existing_store(r);
   std::string kernel = r["kernel"].as<std::string>();
+  auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
+  // A naive kernel's winner is generated code: the command that writes its source, or nothing.
+  auto source_command = [&](const db::WinnerRow& w) -> std::optional<std::string> {
+    auto run = store.run(w.run_id);
+    if (!run) return std::nullopt;
+    return tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
+  };
   if (r.count("header")) {
     db::HeaderOptions h{r["context"].as<std::string>(), r["device"].as<std::string>(), db_of(r),
                         today_utc()};
@@ -590,18 +597,15 @@ int cmd_best(int argc, char** argv) {
     }
     // A naive kernel's winners are generated code: the #defines name what was chosen, and the
     // naive source ignores them.
-    for (const db::WinnerRow& w :
-         store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>()))
-      if (auto run = store.run(w.run_id))
-        if (auto cmd = tuner::generate_command(store.run_job_document(w.run_id), run->job_file,
-                                               w.config_key)) {
-          std::cerr << "gputune: note: kernel '" << w.kernel
-                    << "' was tuned as a naive kernel: its winners are generated variants, which "
-                       "these #defines do not make of its source; `"
-                    << *cmd << "` writes the source of the winner for " << w.context_label << " on "
-                    << w.device << " (`gputune best` shows every winner's command)\n";
-          break;
-        }
+    for (const db::WinnerRow& w : ws)
+      if (auto cmd = source_command(w)) {
+        std::cerr << "gputune: note: kernel '" << w.kernel
+                  << "' was tuned as a naive kernel: its winners are generated variants, which "
+                     "these #defines do not make of its source; `"
+                  << *cmd << "` writes the source of the winner for " << w.context_label << " on "
+                  << w.device << " (`gputune best` shows every winner's command)\n";
+        break;
+      }
     const std::string file = r["header"].as<std::string>();
     if (file == "-") {
       std::cout << text;
@@ -611,7 +615,6 @@ int cmd_best(int argc, char** argv) {
     std::cerr << "gputune: wrote " << file << "\n";
     return 0;
   }
-  auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
   if (ws.empty()) {
     std::cerr << "gputune: no winner stored for kernel '" << kernel << "'";
     auto ctxs = store.contexts(kernel);
@@ -632,10 +635,8 @@ int cmd_best(int argc, char** argv) {
     } else {
       std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
                 << " ms  " << w.params_json << "\n";
-      if (auto run = store.run(w.run_id))
-        if (auto cmd = tuner::generate_command(store.run_job_document(w.run_id), run->job_file,
-                                               w.config_key))
-          std::cout << "  a generated variant of the naive kernel; its source: " << *cmd << "\n";
+      if (auto cmd = source_command(w))
+        std::cout << "  a generated variant of the naive kernel; its source: " << *cmd << "\n";
     }
   }
   return 0;
