@@ -25,7 +25,8 @@ json run_json(const RunRow& r) {
           {"total", r.total},
           {"done", r.done},
           {"budget", r.budget ? json(*r.budget) : json(nullptr)},
-          {"seconds_spent", r.seconds_spent ? json(*r.seconds_spent) : json(nullptr)}};
+          {"seconds_spent", r.seconds_spent ? json(*r.seconds_spent) : json(nullptr)},
+          {"naive_fallback", r.naive_fallback}};
 }
 
 }  // namespace
@@ -93,10 +94,12 @@ std::optional<json> Browser::kernel(std::int64_t id) {
       "SELECT c.id, c.label, d.id, d.name, c.arch, c.toolkit_version, m.time_ms, v.params, "
       "m.run_id, "
       "(SELECT min(d2.time_ms) FROM measurements d2 INDEXED BY measurements_default "
-      " WHERE d2.context_id=c.id AND d2.is_default=1 AND d2.status='correct'), m.gflops, m.gbps "
+      " WHERE d2.context_id=c.id AND d2.is_default=1 AND d2.status='correct'), m.gflops, m.gbps, "
+      "v.config_key, r.naive_fallback, j.file, j.document "
       "FROM contexts c JOIN devices d ON d.id=c.device_id "
       "LEFT JOIN winners w ON w.context_id=c.id LEFT JOIN measurements m ON m.id=w.measurement_id "
-      "LEFT JOIN variants v ON v.id=m.variant_id WHERE c.kernel_id=? ORDER BY c.label, d.name");
+      "LEFT JOIN variants v ON v.id=m.variant_id LEFT JOIN runs r ON r.id=m.run_id "
+      "LEFT JOIN jobs j ON j.id=r.job_id WHERE c.kernel_id=? ORDER BY c.label, d.name");
   s.bind(1, id);
   json rows = json::array();
   while (s.step()) {
@@ -108,6 +111,12 @@ std::optional<json> Browser::kernel(std::int64_t id) {
     r["configuration"] = s.is_null(7) ? json(nullptr) : json::parse(s.text(7));
     r["speedup"] = (!s.is_null(6) && !s.is_null(9) && s.real(6) > 0) ? json(s.real(9) / s.real(6))
                                                                      : json(nullptr);
+    const std::string fallback = s.is_null(13) ? "" : s.text(13);
+    r["naive_fallback"] = fallback.empty() ? json(nullptr) : json(fallback);
+    r["source_command"] = nullptr;
+    if (source_command_ && fallback.empty() && !s.is_null(12) && !s.is_null(15))
+      if (auto cmd = source_command_(s.text(15), s.text(14), s.text(12)))
+        r["source_command"] = *cmd;
     rows.push_back(std::move(r));
   }
   out["contexts"] = rows;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -35,14 +36,23 @@ struct MeasurementQuery {
   std::int64_t offset = 0;
 };
 
+/// The command that writes the source of a configuration of a stored job (its document, its file
+/// and the configuration's key), when that source is not the kernel file's: a naive kernel's
+/// generated variant. The tuner knows how (tuner::generate_command); db/ only asks.
+using SourceCommand = std::function<std::optional<std::string>(
+    const std::string& job_document, const std::string& job_file, const std::string& config_key)>;
+
 class Browser {
  public:
-  explicit Browser(Store& store) : s_(store) {}
+  explicit Browser(Store& store, SourceCommand source_command = {})
+      : s_(store), source_command_(std::move(source_command)) {}
 
   nlohmann::json devices();
   nlohmann::json kernels();
-  /// Kernel by id: its contexts x devices, each with the winner, its time and the speedup over
-  /// the default configuration. nullopt when unknown.
+  /// Kernel by id: its contexts x devices, each with the winner, its time, the speedup over the
+  /// default configuration, and for a naive kernel how to have the winner's source
+  /// (`source_command`, from the SourceCommand given) or why it was tuned as written
+  /// (`naive_fallback`). nullopt when unknown.
   std::optional<nlohmann::json> kernel(std::int64_t id);
   nlohmann::json runs(int limit, std::int64_t offset);
   std::optional<nlohmann::json> run(std::int64_t id);
@@ -63,6 +73,7 @@ class Browser {
 
  private:
   Store& s_;
+  SourceCommand source_command_;
 };
 
 /// A queue item as JSON (without the document and kernel source).

@@ -84,6 +84,9 @@ struct RunRow {
   /// Seconds it spent measuring over all its processes (the job's time budget counts these);
   /// none: a run stored before schema 6.
   std::optional<double> seconds_spent;
+  /// Why a naive kernel's run tuned its block shape only (outside the generator's subset), so
+  /// its winner is the kernel file as written; "" for every other run.
+  std::string naive_fallback;
 };
 
 /// A file a queued job reads besides its document and kernel (a header, a BinaryRaw input), by
@@ -117,9 +120,13 @@ struct RunPlan {
   std::string summary;  ///< the search's own words (ModelSearch::summary); "" without a search
 };
 
+/// Whether `path` is an SQLite database (its 16-byte header), such as a gputune database; false
+/// for a file that cannot be read.
+bool is_sqlite_file(const std::string& path);
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -137,7 +144,8 @@ class Store {
                               const std::string& params_json);
 
   std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total,
-                         std::optional<std::int64_t> budget = std::nullopt);
+                         std::optional<std::int64_t> budget = std::nullopt,
+                         const std::string& naive_fallback = "");
   /// Marks an interrupted run running again, with what it now plans (`run --resume`).
   void resume_run(std::int64_t run_id, std::int64_t total, std::optional<std::int64_t> budget);
   /// What the run planned (RunPlan), stored when it begins; replaces an earlier plan of the run.

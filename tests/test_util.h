@@ -76,6 +76,40 @@ inline std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+/// add.cu (`source`) and add.json in `dir`: a naive job (GPUTune.Naive) of `vector_add`, the one
+/// kernel name the fake driver loads, at one context of 1M elements.
+inline void write_naive_add_job(const std::filesystem::path& dir, const std::string& source) {
+  std::ofstream(dir / "add.cu") << source;
+  std::ofstream(dir / "add.json") << R"({
+  "General": {"BenchmarkName": "naive_add", "OutputFormat": "JSON"},
+  "KernelSpecification": {
+    "Language": "CUDA", "KernelName": "vector_add", "KernelFile": "add.cu",
+    "GlobalSize": {"X": "ProblemSize[0]", "Y": "1", "Z": "1"}, "GlobalSizeType": "OpenCL",
+    "Arguments": [
+      {"Name": "c", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly", "Size": "ProblemSize[0]", "FillType": "Constant", "FillValue": 0.0, "Output": 1},
+      {"Name": "a", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[0]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "b", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": "ProblemSize[0]", "FillType": "Random", "FillValue": 1.0},
+      {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillType": "Constant", "FillValue": "ProblemSize[0]"}
+    ]
+  },
+  "GPUTune": {"Naive": true, "Contexts": [{"Name": "1M", "ProblemSize": [1048576]}]}
+})";
+}
+
+/// A naive vector_add outside the generator's subset (a local array, on line 4): a naive job of
+/// it is tuned over block shape only. extern "C": the fake driver finds the kernel by its plain
+/// name, and NVRTC compiles the file as written (no generated wrapper names it).
+inline constexpr const char* kNaiveAddOutsideTheSubset = R"(
+extern "C" __global__ void vector_add(float *c, const float *a, const float *b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float t[2];
+  if (i < n) {
+    t[0] = a[i];
+    t[1] = b[i];
+    c[i] = t[0] + t[1];
+  }
+})";
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr together

@@ -37,6 +37,13 @@ void prepare_naive(Job& job) {
     job.naive_fallback = e.what();
     job.naive_threads = job.global_size;
     naive::apply_block_shape_only(job, job.global_size.y == "1" ? 1 : 2);
+    // Said wherever the job is tuned or ranked (run, prune, replay, space): a user who asked for
+    // generated variants gets the naive kernel at other block shapes, and must know why.
+    job.notes.push_back(job.naive_fallback +
+                        "; the naive kernel is outside the generator's subset, so it is tuned "
+                        "over its block shape only, as written (`gputune generate " +
+                        job.kernel_file.filename().string() + " --kernel " + job.kernel_name +
+                        "` explains)");
   }
 }
 

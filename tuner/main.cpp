@@ -380,6 +380,12 @@ int cmd_check(int argc, char** argv) {
   return tuner::check_command(r["job"].as<std::string>(), c, std::cout, std::cerr);
 }
 
+/// What loading the job noted (keys outside the T1 schema, a naive kernel tuned over block shape
+/// only), on stderr; `run` prints the same through the pipeline's log.
+void print_job_notes(const Job& job) {
+  for (const std::string& n : job.notes) std::cerr << "gputune: note: " << n << "\n";
+}
+
 int cmd_space(int argc, char** argv) {
   cxxopts::Options o("gputune space", "Build a job's search space");
   o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
@@ -405,6 +411,7 @@ int cmd_space(int argc, char** argv) {
               << " (Cartesian product)\n";
     for (auto& c : s.conditions)
       std::cerr << "gputune:   \"" << c.expression << "\" removed " << c.removed << "\n";
+    print_job_notes(job);
   }
   return 0;
 }
@@ -445,6 +452,7 @@ int cmd_prune(int argc, char** argv) {
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   apply_gpu_option(r, job);
+  if (!r.count("json")) print_job_notes(job);  // with --json, stderr stays for the search's line
   tuner::PruneRunOptions po;
   po.device = r["device"].as<std::string>();
   po.context = r["context"].as<std::string>();
@@ -474,9 +482,17 @@ int cmd_replay(int argc, char** argv) {
   cxxopts::Options o("gputune replay",
                      "Score strategies and the pruner against recorded measurements");
   o.add_options()("job", "T1 job file", cxxopts::value<std::string>())(
-      "measurements", "Kernel Tuner cache file (.json/.json.gz) or T4 file",
-      cxxopts::value<std::string>())("seeds", "random-search seeds",
-                                     cxxopts::value<int>()->default_value("100"))(
+      "measurements", "Kernel Tuner cache file (.json/.json.gz), T4 file or gputune database",
+      cxxopts::value<std::string>())(
+      "run",
+      "from a gputune database: the run (default: the newest of this job that timed "
+      "something)",
+      cxxopts::value<std::int64_t>())(
+      "context",
+      "context label the pruner predicts at, and a database's measurements are read "
+      "from (default: the job's first)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "seeds", "random-search seeds", cxxopts::value<int>()->default_value("100"))(
       "device", "device for the pruner (configs/devices name)",
       cxxopts::value<std::string>()->default_value(""))(
       "within", "tolerances to score, in percent of the optimum (1 to 4, comma-separated)",
@@ -488,10 +504,13 @@ int cmd_replay(int argc, char** argv) {
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
   if (auto rc = help_or_missing(o, r, "measurements")) return *rc;
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
+  print_job_notes(job);
   tuner::ReplayOptions ro;
   ro.seeds = r["seeds"].as<int>();
   if (ro.seeds < 1 || ro.seeds > 100000) throw std::invalid_argument("--seeds must be 1..100000");
   ro.device = r["device"].as<std::string>();
+  if (r.count("run")) ro.run = r["run"].as<std::int64_t>();
+  ro.context = r["context"].as<std::string>();
   const auto within = r["within"].as<std::vector<double>>();
   if (within.empty() || within.size() > 4)
     throw std::invalid_argument("--within takes 1 to 4 percentages, e.g. --within 1,5,10");
@@ -579,11 +598,16 @@ int cmd_best(int argc, char** argv) {
   db::Store store = existing_store(r);
   std::string kernel = r["kernel"].as<std::string>();
   auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
-  // A naive kernel's winner is generated code: the command that writes its source, or nothing.
+  // A naive kernel's winner is generated code: the command that writes its source, or nothing
+  // (a run that fell back to block shape only tuned the kernel as written).
   auto source_command = [&](const db::WinnerRow& w) -> std::optional<std::string> {
     auto run = store.run(w.run_id);
-    if (!run) return std::nullopt;
+    if (!run || !run->naive_fallback.empty()) return std::nullopt;
     return tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
+  };
+  auto fallback_of = [&](const db::WinnerRow& w) {
+    auto run = store.run(w.run_id);
+    return run ? run->naive_fallback : std::string();
   };
   if (r.count("header")) {
     db::HeaderOptions h{r["context"].as<std::string>(), r["device"].as<std::string>(), db_of(r),
@@ -637,6 +661,10 @@ int cmd_best(int argc, char** argv) {
                 << " ms  " << w.params_json << "\n";
       if (auto cmd = source_command(w))
         std::cout << "  a generated variant of the naive kernel; its source: " << *cmd << "\n";
+      else if (const std::string why = fallback_of(w); !why.empty())
+        std::cout << "  the naive kernel as written, launched at this block shape (tuned over "
+                     "block shape only: "
+                  << why << ")\n";
     }
   }
   return 0;
@@ -672,6 +700,10 @@ int cmd_show(int argc, char** argv) {
   std::cout << "\n" << run->message << "\n";
   if (const auto plan = store.run_plan(run->id); plan && plan->searched)
     std::cout << "plan: " << plan->summary << "\n";
+  if (!run->naive_fallback.empty())
+    std::cout << "block shape only: " << run->naive_fallback
+              << " (the naive kernel is outside the generator's subset; its variants are the "
+                 "kernel as written, launched at each block shape)\n";
   auto ms = store.measurements(run->id);
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;

@@ -502,7 +502,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       run_id = *opt.resume_run;
       store.resume_run(run_id, total, budget);
     } else {
-      run_id = store.begin_run(job_id, job.strategy, total, budget);
+      run_id = store.begin_run(job_id, job.strategy, total, budget, job.naive_fallback);
     }
     if (run_plan) store.save_run_plan(run_id, *run_plan);
     for (size_t i = 0; i < configs.size(); ++i)

@@ -5,9 +5,11 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "db/interchange.h"
+#include "db/store.h"
 #include "pruner/model.h"
 #include "tuner/model_stage.h"
 #include "tuner/prune.h"
@@ -15,12 +17,13 @@
 
 namespace gputune::tuner {
 
-std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
-                                                  std::size_t* entries) {
-  db::MeasurementFile f = db::read_measurement_file(file);
-  if (entries) *entries = f.entries.size();
+namespace {
+
+/// Recorded entries keyed like `space` (those without every parameter of the space left out).
+std::map<std::string, Recorded> key_entries(const std::vector<db::RecordedEntry>& entries,
+                                            const Space& space) {
   std::map<std::string, Recorded> out;
-  for (const db::RecordedEntry& e : f.entries) {
+  for (const db::RecordedEntry& e : entries) {
     std::string k;
     bool ours = true;  // holds every parameter of the job's space
     for (size_t i = 0; ours && i < space.names->size(); ++i) {
@@ -32,6 +35,85 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
     out[k] = Recorded{e.time_ms, e.failure};
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
+                                                  std::size_t* entries) {
+  db::MeasurementFile f = db::read_measurement_file(file);
+  if (entries) *entries = f.entries.size();
+  return key_entries(f.entries, space);
+}
+
+std::map<std::string, Recorded> read_database_measurements(const std::string& file, const Job& job,
+                                                           const Space& space,
+                                                           const ReplayOptions& o,
+                                                           std::size_t* entries,
+                                                           std::string* source) {
+  db::Store store(file);
+  std::optional<db::RunRow> run;
+  if (o.run) {
+    run = store.run(*o.run);
+    if (!run)
+      throw std::runtime_error(file + ": no run " + std::to_string(*o.run) +
+                               " (`gputune runs --db " + file + "` lists them)");
+  } else {
+    // The newest run of this very job that timed something.
+    const auto runs = store.runs_of_job(job.document, 0);
+    for (auto it = runs.rbegin(); it != runs.rend() && !run; ++it)
+      if (store.timed_pairs(it->id) > 0) run = *it;
+    if (!run) {
+      std::string listing;
+      for (const db::RunRow& r : store.runs(10))
+        listing += (listing.empty() ? "" : ", ") + std::to_string(r.id) + " (" + r.job_name + ", " +
+                   r.status + ")";
+      throw std::runtime_error(file + ": no run of this job (" + job.file.string() +
+                               ", as it is now) timed anything there" +
+                               (listing.empty() ? std::string(": the database holds no run")
+                                                : "; its newest runs: " + listing) +
+                               ". Fix: give --run N for a run of this kernel's space");
+    }
+  }
+  const std::string label = !o.context.empty()      ? o.context
+                            : !job.contexts.empty() ? job.contexts.front().name
+                                                    : std::string();
+  std::vector<db::RecordedEntry> recorded;
+  std::map<std::string, size_t> at;  // configuration key -> its entry (a pair timed again)
+  std::set<std::string> labels;
+  for (const db::MeasurementRow& m : store.measurements(run->id)) {
+    labels.insert(m.context_label);
+    // Compiled but never launched, or left out by a rule: nothing was measured.
+    if (m.context_label != label || m.status == "compiled" || m.status == "constraints") continue;
+    db::RecordedEntry e;
+    e.id = "measurement " + std::to_string(m.id);
+    e.params = nlohmann::json::parse(m.params_json);
+    if (m.status == "correct")
+      e.time_ms = m.time_ms;
+    else
+      e.failure = m.status;
+    auto [it, fresh] = at.emplace(m.config_key, recorded.size());
+    if (fresh) {
+      recorded.push_back(std::move(e));
+      continue;
+    }
+    db::RecordedEntry& before = recorded[it->second];  // the best of the pair's measurements
+    if (e.time_ms && (!before.time_ms || *e.time_ms < *before.time_ms)) before = std::move(e);
+  }
+  if (recorded.empty()) {
+    std::string have;
+    for (const std::string& l : labels) have += (have.empty() ? "" : ", ") + l;
+    throw std::runtime_error(file + ": run " + std::to_string(run->id) +
+                             " measured nothing in context '" + label + "'" +
+                             (have.empty() ? std::string(" (it holds no measurement)")
+                                           : " (its contexts: " + have + ")") +
+                             ". Fix: give --context LABEL, or --run N for another run");
+  }
+  if (entries) *entries = recorded.size();
+  if (source)
+    *source = "run " + std::to_string(run->id) + " (" + run->job_name + ", " + run->status +
+              ") of " + file + ", context " + label;
+  return key_entries(recorded, space);
 }
 
 std::size_t measurements_to_reach(const std::vector<size_t>& order,
@@ -50,7 +132,13 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   ReplayReport rep;
   Space space = build_space(job);
   rep.space_size = space.size();
-  auto rec = read_measurements(file, space, &rep.recorded);
+  const bool database = db::is_sqlite_file(file);
+  if (o.run && !database)
+    throw std::runtime_error(file + ": --run " + std::to_string(*o.run) +
+                             " names a run of a gputune database, and this file is not one. Fix: "
+                             "drop --run, or give the database the run is in");
+  auto rec = database ? read_database_measurements(file, job, space, o, &rep.recorded, &rep.source)
+                      : read_measurements(file, space, &rep.recorded);
   // Per space index: the recorded time (or failure); configurations without a record are left out.
   std::vector<std::optional<double>> time(space.size());
   std::vector<char> present(space.size(), 0);
@@ -70,6 +158,11 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     throw std::runtime_error(file + ": none of its " + std::to_string(rep.recorded) +
                              " configurations is in the job's space of " +
                              std::to_string(space.size()) + " (different parameters or values?)");
+  if (!std::isfinite(rep.optimum_ms))
+    throw std::runtime_error(file + ": all " + std::to_string(rep.matched) +
+                             " of its configurations in the job's space failed: there is no "
+                             "optimum to score against. Fix: replay measurements with at least "
+                             "one correct time");
   auto restrict_to_present = [&](std::vector<size_t> order) {
     order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return !present[i]; }),
                 order.end());
@@ -167,6 +260,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   } else {
     PruneRunOptions po;
     po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
+    po.context = o.context;
     po.model_analyses = std::numeric_limits<std::uint64_t>::max();  // scored row by row: all
     PruneReport pr = prune_job(job, po);
     rep.pruner_scored = true;
@@ -269,6 +363,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
 }
 
 void print_replay_report(const ReplayReport& r, std::ostream& out) {
+  if (!r.source.empty()) out << "measurements: " << r.source << "\n";
   out << "space " << r.space_size << " configurations; the measurements hold " << r.recorded
       << ", of which " << r.matched << " match the space (" << r.failed << " failed)\n";
   out << "optimum " << r.optimum_ms << " ms at " << r.optimum_key << "\n";

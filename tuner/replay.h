@@ -1,6 +1,7 @@
 /** \file tuner/replay.h
  * Owns: `gputune replay`: scoring search strategies (and, when the kernel source is there, the
- * pruning rules) against measurements taken elsewhere (a Kernel Tuner cache file or a T4 file),
+ * pruning rules) against measurements taken elsewhere (a Kernel Tuner cache file, a T4 file, or
+ * a run in a gputune database, read through db::Store),
  * without a GPU: how many measurements each strategy needs to get within 5% and 10% of the
  * optimum (median over many seeds), the fraction pruned, the regret pruning causes, and how many
  * recorded launch failures the rules predicted.
@@ -31,6 +32,20 @@ struct Recorded {
 std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
                                                   std::size_t* entries = nullptr);
 
+struct ReplayOptions;
+
+/// From a gputune database: the measurements of one run (ReplayOptions::run; default: the newest
+/// run of this job's document that timed something) in one context (ReplayOptions::context;
+/// default: the job's first), keyed like `space`; the best time where a configuration was timed
+/// more than once. Compiled-only variants and those a rule left out are not measurements. Throws
+/// std::runtime_error naming the file and the fix when there is no such run or context.
+/// `source` (when given) receives which run and context were read.
+std::map<std::string, Recorded> read_database_measurements(const std::string& file, const Job& job,
+                                                           const Space& space,
+                                                           const ReplayOptions& o,
+                                                           std::size_t* entries = nullptr,
+                                                           std::string* source = nullptr);
+
 struct StrategyScore {
   std::string strategy;
   int seeds = 0;
@@ -40,6 +55,7 @@ struct StrategyScore {
 };
 
 struct ReplayReport {
+  std::string source;  ///< for a database: which run and context were read
   std::size_t space_size = 0, matched = 0, recorded = 0, failed = 0;
   double optimum_ms = 0;
   std::string optimum_key;
@@ -85,6 +101,10 @@ struct ReplayOptions {
   std::string device;  ///< for the pruner; empty: not scored
   std::filesystem::path cache_dir;
   int threads = 0;
+  /// Measurements from a gputune database: which run (default: the newest of this job that timed
+  /// something) and context label (default: the job's first; the pruner is scored at it too).
+  std::optional<std::int64_t> run;
+  std::string context;
 };
 
 ReplayReport replay(const Job& job, const std::string& measurements_file,

@@ -245,7 +245,7 @@ void Server::Impl::routes() {
     send_json(res, 200, db::Browser(store()).kernels());
   });
   get(R"(/api/kernels/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
-    auto k = db::Browser(store()).kernel(path_id(req));
+    auto k = db::Browser(store(), opt.source_command).kernel(path_id(req));
     if (!k) throw HttpError{404, "no such kernel", "id"};
     send_json(res, 200, *k);
   });

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "db/browse.h"
+
 namespace gputune::web {
 
 struct ServerOptions {
@@ -19,6 +21,9 @@ struct ServerOptions {
   std::string token;  ///< write token (required for POST)
   std::string bind = "127.0.0.1";
   int port = 8080;  ///< 0: any free port
+  /// How a stored winner's source is had when it is not the kernel file's (a naive kernel's
+  /// generated variant); the kernel page shows it. None: not shown.
+  db::SourceCommand source_command;
 };
 
 class Server {

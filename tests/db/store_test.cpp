@@ -395,6 +395,9 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   auto ms = s.measurements(1);
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_DOUBLE_EQ(*ms[0].time_ms, 2.5);
+  // A run stored before naive runs recorded their fallback: it fell back to nothing.
+  ASSERT_TRUE(s.run(1));
+  EXPECT_EQ(s.run(1)->naive_fallback, "");
   // The counts added by a later migration include the old row, and new rows keep them current.
   Statement c(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
   ASSERT_TRUE(c.step());
@@ -405,6 +408,22 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   Statement c2(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
   c2.step();
   EXPECT_EQ(c2.int64(0), 2);
+}
+
+// Why a naive kernel was tuned over its block shape only is kept with its run: `best` and `show`
+// read it there, long after the job (or its kernel) changed.
+TEST(Store, ARunKeepsWhyANaiveKernelFellBackToBlockShape) {
+  test::TempDir dir;
+  Store s((dir / "g.db").string());
+  const std::int64_t job = s.upsert_job("k", "/p/k.json", "{}");
+  const std::int64_t plain = s.begin_run(job, "brute_force", 4);
+  const std::int64_t fell_back = s.begin_run(job, "brute_force", 4, std::nullopt,
+                                             "k.cu:3: local array 's': not in the subset");
+  EXPECT_EQ(s.run(plain)->naive_fallback, "");
+  EXPECT_EQ(s.run(fell_back)->naive_fallback, "k.cu:3: local array 's': not in the subset");
+  const auto runs = s.runs(10);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].naive_fallback, "k.cu:3: local array 's': not in the subset");
 }
 
 TEST(Store, QueuedFilesTravelWithTheJobUntilItFinishes) {

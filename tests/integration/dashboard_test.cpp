@@ -180,5 +180,56 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_NE(wd.text("#error").find("no such run"), std::string::npos);
 }
 
+// A naive kernel's winner is generated code: its kernel page shows the command that writes its
+// source. One outside the generator's subset was tuned as written: its run and kernel page say
+// why, and offer no such command.
+TEST_F(Dashboard, ANaiveKernelsPageShowsHowToHaveItsWinnersSource) {
+  test::TempDir dir;
+  const std::string db = (dir / "n.db").string();
+  auto run = [&](const std::string& sub, const std::string& source) {
+    std::filesystem::create_directories(dir / sub);
+    test::write_naive_add_job(dir / sub, source);
+    auto r = test::run_command(std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' '" +
+                               GPUTUNE_BINARY + "' run '" + (dir / sub / "add.json").string() +
+                               "' -q --strategy random --budget 3 --db '" + db + "' --cache-dir '" +
+                               (dir / "cache").string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+  };
+  run("generated", R"(
+__global__ void vector_add(float *c, const float *a, const float *b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+})");
+  run("as_written", test::kNaiveAddOutsideTheSubset);
+  test::Daemon d(db, {"--no-gpu"});
+  ASSERT_FALSE(d.url().empty()) << d.output();
+  test::WebDriver wd;
+  wd.go(d.url() + "/kernel.html?id=1");
+  ASSERT_TRUE(wd.wait_loaded());
+  const std::string generated = wd.text("#winner-sources");
+  EXPECT_NE(generated.find("its winners are generated variants"), std::string::npos) << generated;
+  EXPECT_NE(generated.find("1M on Fake GPU (gputune test driver): gputune generate " +
+                           (dir / "generated" / "add.cu").string() + " --kernel vector_add --job " +
+                           (dir / "generated" / "add.json").string() + " --config "),
+            std::string::npos)
+      << generated;
+  wd.screenshot(shot("kernel-naive.png"));
+  wd.go(d.url() + "/kernel.html?id=2");
+  ASSERT_TRUE(wd.wait_loaded());
+  const std::string as_written = wd.text("#winner-sources");
+  EXPECT_NE(as_written.find("the naive kernel as written, launched at the winner's block shape "
+                            "(tuned over block shape only: add.cu:4: local array 't'"),
+            std::string::npos)
+      << as_written;
+  EXPECT_EQ(as_written.find("gputune generate"), std::string::npos) << as_written;
+  wd.go(d.url() + "/run.html?id=2");
+  ASSERT_TRUE(wd.wait_loaded());
+  EXPECT_EQ(wd.text("#naive-fallback").rfind("block shape only: add.cu:4: local array 't'", 0), 0u)
+      << wd.text("#naive-fallback");
+  wd.go(d.url() + "/run.html?id=1");
+  ASSERT_TRUE(wd.wait_loaded());
+  EXPECT_FALSE(wd.script("return document.getElementById('naive-fallback') !== null;").get<bool>());
+}
+
 }  // namespace
 }  // namespace gputune

@@ -5,9 +5,11 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "db/store.h"
 #include "test_util.h"
 
 namespace gputune::tuner {
@@ -118,6 +120,133 @@ TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
   EXPECT_EQ(r.failures_recorded, 1u);
   EXPECT_EQ(r.failures_predicted, 1u);  // 512 threads > __launch_bounds__(256)
   EXPECT_EQ(r.valid_rejected, 0u);
+}
+
+// A gputune database is a record too: by default the newest run of this very job that timed
+// something, in the job's first context; the best time of a configuration timed twice; what was
+// only compiled or left out by a rule is no measurement. Another run or context is chosen by
+// option, and each way of missing says what to give.
+TEST(Replay, ReadsARunOfAGputuneDatabase) {
+  test::TempDir dir;
+  test::write_file(dir / "k.cu",
+                   "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"},
+    "GPUTune": {"Contexts": [{"Name": "small", "ProblemSize": [1]}, {"Name": "large", "ProblemSize": [2]}]}})");
+  const Job job = load_job(dir / "job.json");
+  const std::string file = (dir / "g.db").string();
+  std::int64_t first_run = 0, second_run = 0;
+  {
+    db::Store s(file);
+    const std::int64_t kernel = s.upsert_kernel("k", "h", "src");
+    db::DeviceRecord d;
+    d.name = "GPU", d.cc_major = 9, d.sm_count = 132, d.source = "driver";
+    const std::int64_t device = s.upsert_device(d);
+    std::map<std::string, std::int64_t> ctx;
+    for (const char* label : {"small", "large"}) {
+      db::ContextRecord c;
+      c.kernel_id = kernel, c.device_id = device, c.label = label;
+      c.problem_size_json = label == std::string("small") ? "[1,1,1]" : "[2,1,1]";
+      c.arch = "sm_90";
+      ctx[label] = s.upsert_context(c);
+    }
+    const std::int64_t job_id = s.upsert_job("k", (dir / "job.json").string(), job.document);
+    std::map<int, std::int64_t> variant;
+    for (int bs : {64, 128, 256, 512})
+      variant[bs] =
+          s.upsert_variant(kernel, std::to_string(bs), "{\"bs\": " + std::to_string(bs) + "}");
+    auto add = [&](std::int64_t run, const char* label, int bs, const char* status,
+                   std::optional<double> ms) {
+      db::MeasurementRecord m;
+      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs], m.status = status;
+      m.time_ms = ms;
+      s.add_measurement(m);
+    };
+    first_run = s.begin_run(job_id, "brute_force", 8);
+    add(first_run, "small", 64, "correct", 9.0);
+    second_run = s.begin_run(job_id, "brute_force", 8);
+    add(second_run, "small", 64, "correct", 2.0);
+    add(second_run, "small", 128, "correct", 1.5);
+    add(second_run, "small", 128, "correct", 1.0);  // timed again: the best counts
+    add(second_run, "small", 256, "compiled", std::nullopt);
+    add(second_run, "small", 512, "runtime", std::nullopt);
+    add(second_run, "large", 64, "correct", 4.0);
+    s.begin_run(job_id, "brute_force", 8);  // newest, timed nothing: not the default
+  }
+  ReplayOptions o;
+  o.seeds = 5;
+  auto r = replay(job, file, o);
+  EXPECT_EQ(r.source,
+            "run " + std::to_string(second_run) + " (k, running) of " + file + ", context small");
+  EXPECT_EQ(r.recorded, 3u);  // 64, 128 and 512: 256 was only compiled
+  EXPECT_EQ(r.matched, 3u);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_DOUBLE_EQ(r.optimum_ms, 1.0);
+  EXPECT_EQ(r.optimum_key, "128");
+  std::ostringstream printed;
+  print_replay_report(r, printed);
+  EXPECT_EQ(printed.str().rfind("measurements: run " + std::to_string(second_run), 0), 0u)
+      << printed.str();
+  o.context = "large";
+  r = replay(job, file, o);
+  EXPECT_EQ(r.matched, 1u);
+  EXPECT_DOUBLE_EQ(r.optimum_ms, 4.0);
+  o.context.clear();
+  o.run = first_run;
+  EXPECT_DOUBLE_EQ(replay(job, file, o).optimum_ms, 9.0);
+  auto error_of = [&](const Job& j, const ReplayOptions& opt) {
+    try {
+      replay(j, file, opt);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  o.run = 99;
+  EXPECT_EQ(error_of(job, o), file + ": no run 99 (`gputune runs --db " + file + "` lists them)");
+  o.run.reset();
+  o.context = "huge";
+  EXPECT_NE(error_of(job, o).find("measured nothing in context 'huge' (its contexts: large, "
+                                  "small). Fix: give --context LABEL"),
+            std::string::npos)
+      << error_of(job, o);
+  // Another job (its document differs): which run is meant must be said.
+  Job other = job;
+  other.document += " ";
+  o.context.clear();
+  EXPECT_NE(error_of(other, o).find("no run of this job"), std::string::npos) << error_of(other, o);
+  EXPECT_NE(error_of(other, o).find("Fix: give --run N"), std::string::npos);
+  o.run = second_run;
+  EXPECT_DOUBLE_EQ(replay(other, file, o).optimum_ms, 1.0);
+  test::write_file(dir / "cache.json", R"({"cache": {"64": {"bs": 64, "time": 1.0}}})");
+  try {
+    replay(job, (dir / "cache.json").string(), o);
+    ADD_FAILURE() << "--run with a file that is not a database";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--run " + std::to_string(second_run) +
+                                         " names a run of a gputune database"),
+              std::string::npos)
+        << e.what();
+  }
+  // Only failures: no optimum to score against.
+  o.context = "large";
+  {
+    db::Store s(file);
+    db::MeasurementRow ctx;  // the large context's
+    for (const auto& row : s.measurements(second_run))
+      if (row.context_label == "large") ctx = row;
+    db::MeasurementRecord m;
+    m.run_id = first_run, m.context_id = ctx.context_id, m.variant_id = ctx.variant_id;
+    m.status = "timeout";
+    s.add_measurement(m);
+  }
+  o.run = first_run;
+  EXPECT_EQ(error_of(job, o), file +
+                                  ": all 1 of its configurations in the job's space failed: there "
+                                  "is no optimum to score against. Fix: replay measurements with "
+                                  "at least one correct time");
 }
 
 TEST(Replay, EveryStrategyMeasuresTheDefaultFirstAsRunDoes) {

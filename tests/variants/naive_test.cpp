@@ -1018,6 +1018,12 @@ __global__ void k(float* out, const float* in, int n) {
   Job job = tuner::load_tuning_job(dir / "job.json");
   EXPECT_EQ(job.naive_fallback.rfind("k.cu:", 0), 0u) << job.naive_fallback;
   EXPECT_FALSE(job.naive_kernel);
+  // Every command that loads the job prints its notes: the user hears why (run, prune, space).
+  ASSERT_EQ(job.notes.size(), 1u);
+  EXPECT_EQ(job.notes[0], job.naive_fallback +
+                              "; the naive kernel is outside the generator's subset, so it is "
+                              "tuned over its block shape only, as written (`gputune generate "
+                              "k.cu --kernel k` explains)");
   ASSERT_EQ(job.parameters.size(), 1u);
   EXPECT_EQ(job.parameters[0].name, "block_size_x");
   EXPECT_EQ(build_space(job).size(), 6u);

@@ -26,7 +26,7 @@ namespace {
 class Serving {
  public:
   explicit Serving(const std::string& db_path)
-      : server_({db_path, "secret-token", "127.0.0.1", 0}),
+      : server_({db_path, "secret-token", "127.0.0.1", 0, {}}),
         port_(server_.bind()),
         thread_([this] { server_.run(); }) {}
   Serving(const Serving&) = delete;

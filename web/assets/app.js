@@ -124,6 +124,14 @@ async function kernelPage(main) {
   document.getElementById('crumb').textContent = 'kernel ' + k.name;
   main.textContent = '';
   const tuned = k.contexts.some(c => c.time_ms != null);
+  // A naive kernel's winners are generated variants: the header's #defines do not make them of
+  // its source, and each one's source is had with the command shown.
+  const generated = k.contexts.filter(c => c.source_command);
+  const asWritten = k.contexts.filter(c => c.naive_fallback);
+  const sources = generated.length || asWritten.length ? el('div', {id: 'winner-sources'},
+    generated.length ? el('p', {}, 'A naive kernel: its winners are generated variants, which the header\'s #defines do not make of its source. Each winner\'s source:') : null,
+    generated.length ? el('ul', {}, ...generated.map(c => el('li', {}, c.context + ' on ' + c.device + ': ', el('code', {}, c.source_command)))) : null,
+    ...asWritten.map(c => el('p', {}, c.context + ' on ' + c.device + ': the naive kernel as written, launched at the winner\'s block shape (tuned over block shape only: ' + c.naive_fallback + ')'))) : null;
   main.append(section('Kernel ' + k.name, el('p', {class: 'muted'}, 'source hash ' + k.hash),
     tuned ? el('p', {}, el('a', {id: 'header-link', href: '/api/kernels/' + k.id + '/header'}, 'Download the winners as a C/C++ header'),
       el('span', {class: 'muted'}, ' (compile with -DGPUTUNE_TARGET_<device> -DGPUTUNE_CONTEXT_<context>)')) : null,
@@ -135,7 +143,7 @@ async function kernelPage(main) {
       {title: 'speedup', value: c => c.speedup, render: c => c.speedup ? fmt(c.speedup, 3) + 'x' : '-', num: true},
       {title: 'GFLOP/s', value: c => c.gflops, num: true}, {title: 'GB/s', value: c => c.gbps, num: true},
       {title: 'configuration', value: c => config(c.configuration)},
-      {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts)));
+      {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts), sources));
 }
 
 const runState = {sort: 'time_ms', order: 'asc', offset: 0, limit: 50, status: '', q: ''};
@@ -156,6 +164,8 @@ async function runPage(main) {
          run.seconds_spent != null ? ', ' + fmt(run.seconds_spent, 3) + ' s measuring' : ''),
       el('p', {id: 'counts'}, counts || 'no measurements yet'),
       run.model_search ? el('p', {id: 'model-search'}, 'plan: ' + run.model_search) : null,
+      run.naive_fallback ? el('p', {id: 'naive-fallback'}, 'block shape only: ' + run.naive_fallback +
+        ' (the naive kernel is outside the generator\'s subset; its variants are the kernel as written, launched at each block shape)') : null,
       el('p', {class: 'muted'}, run.message),
       run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null),
     section('Charts', el('div', {class: 'charts'},
