@@ -253,8 +253,9 @@ Store::Store(const std::string& path) : db_(path) {
   }
   if (app_id != kApplicationId && (app_id != 0 || n_tables > 0))
     throw DbError(path + ": not a gputune database (it holds " + std::to_string(n_tables) +
-                  " tables of another application); nothing was changed. Fix: pass --db with a new "
-                  "file name or an existing gputune database");
+                  " tables of another application); nothing was changed. Fix: give a new file name "
+                  "or an existing gputune database (--db; replay's --measurements also reads "
+                  "Kernel Tuner cache and T4 files)");
   use_wal(db_);
   db_.exec("PRAGMA foreign_keys=ON");
   db_.exec("PRAGMA synchronous=NORMAL");

@@ -220,6 +220,22 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
   EXPECT_NE(error_of(other, o).find("Fix: give --run N"), std::string::npos);
   o.run = second_run;
   EXPECT_DOUBLE_EQ(replay(other, file, o).optimum_ms, 1.0);
+  // Another application's SQLite file: left as it was, with a fix that names replay's option.
+  const std::string foreign = (dir / "other.sqlite").string();
+  db::Database(foreign).exec("CREATE TABLE t(a)");
+  o.run.reset();
+  try {
+    replay(job, foreign, o);
+    ADD_FAILURE() << "another application's database";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a gputune database (it holds 1 tables of another "
+                                         "application); nothing was changed. Fix: give a new file "
+                                         "name or an existing gputune database (--db; replay's "
+                                         "--measurements also reads"),
+              std::string::npos)
+        << e.what();
+  }
+  o.run = second_run;
   test::write_file(dir / "cache.json", R"({"cache": {"64": {"bs": 64, "time": 1.0}}})");
   try {
     replay(job, (dir / "cache.json").string(), o);
