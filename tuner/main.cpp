@@ -598,16 +598,20 @@ int cmd_best(int argc, char** argv) {
   db::Store store = existing_store(r);
   std::string kernel = r["kernel"].as<std::string>();
   auto ws = store.winners(kernel, r["context"].as<std::string>(), r["device"].as<std::string>());
-  // A naive kernel's winner is generated code: the command that writes its source, or nothing
-  // (a run that fell back to block shape only tuned the kernel as written).
-  auto source_command = [&](const db::WinnerRow& w) -> std::optional<std::string> {
-    auto run = store.run(w.run_id);
-    if (!run || !run->naive_fallback.empty()) return std::nullopt;
-    return tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
+  // A naive kernel's winner is generated code: the command that writes its source. A run that
+  // fell back to block shape only tuned the kernel as written: why, and no command.
+  struct NaiveWinner {
+    std::optional<std::string> command;
+    std::string fallback;
   };
-  auto fallback_of = [&](const db::WinnerRow& w) {
-    auto run = store.run(w.run_id);
-    return run ? run->naive_fallback : std::string();
+  auto naive_winner = [&](const db::WinnerRow& w) {
+    NaiveWinner n;
+    if (auto run = store.run(w.run_id); run && !run->naive_fallback.empty())
+      n.fallback = run->naive_fallback;
+    else if (run)
+      n.command =
+          tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
+    return n;
   };
   if (r.count("header")) {
     db::HeaderOptions h{r["context"].as<std::string>(), r["device"].as<std::string>(), db_of(r),
@@ -622,7 +626,7 @@ int cmd_best(int argc, char** argv) {
     // A naive kernel's winners are generated code: the #defines name what was chosen, and the
     // naive source ignores them.
     for (const db::WinnerRow& w : ws)
-      if (auto cmd = source_command(w)) {
+      if (auto cmd = naive_winner(w).command) {
         std::cerr << "gputune: note: kernel '" << w.kernel
                   << "' was tuned as a naive kernel: its winners are generated variants, which "
                      "these #defines do not make of its source; `"
@@ -659,12 +663,13 @@ int cmd_best(int argc, char** argv) {
     } else {
       std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
                 << " ms  " << w.params_json << "\n";
-      if (auto cmd = source_command(w))
-        std::cout << "  a generated variant of the naive kernel; its source: " << *cmd << "\n";
-      else if (const std::string why = fallback_of(w); !why.empty())
+      if (const NaiveWinner n = naive_winner(w); n.command)
+        std::cout << "  a generated variant of the naive kernel; its source: " << *n.command
+                  << "\n";
+      else if (!n.fallback.empty())
         std::cout << "  the naive kernel as written, launched at this block shape (tuned over "
                      "block shape only: "
-                  << why << ")\n";
+                  << n.fallback << ")\n";
     }
   }
   return 0;
