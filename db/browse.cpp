@@ -131,7 +131,7 @@ json Browser::runs(int limit, std::int64_t offset) {
       "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
       "coalesce(r.finished_at,''), r.total, r.done, "
       "(SELECT min(time_ms) FROM measurements m WHERE m.run_id=r.id AND m.status='correct'), "
-      "r.budget, r.seconds_spent "
+      "r.budget, r.seconds_spent, r.naive_fallback "
       "FROM runs r JOIN jobs j ON j.id=r.job_id ORDER BY r.id DESC LIMIT ? OFFSET ?");
   s.bind(1, limit).bind(2, offset);
   json out = json::array();
@@ -144,6 +144,7 @@ json Browser::runs(int limit, std::int64_t offset) {
     r.total = s.int64(9), r.done = s.int64(10);
     if (!s.is_null(12)) r.budget = s.int64(12);
     if (!s.is_null(13)) r.seconds_spent = s.real(13);
+    r.naive_fallback = s.text(14);
     json j = run_json(r);
     j["best_ms"] = opt_real(s, 11);
     out.push_back(std::move(j));

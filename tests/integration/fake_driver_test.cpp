@@ -211,6 +211,8 @@ TEST(FakeDriver, ANaiveKernelOutsideTheSubsetWinsAsWrittenAtItsBlockShape) {
       << page->dump();
   EXPECT_EQ((*db::Browser(store).run(run->id))["naive_fallback"].get<std::string>().rfind(why, 0),
             0u);
+  EXPECT_EQ(db::Browser(store).runs(10, 0)[0]["naive_fallback"].get<std::string>().rfind(why, 0),
+            0u);
 }
 
 TEST(FakeDriver, DevicesAndNoDevice) {
