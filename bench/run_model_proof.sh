@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: issue #3's proof on measured data. Each job is measured on the
 # GPU without pruning (brute force, or a random sample of N configurations where a job is given
-# as JOB:N), exported as T4 and replayed against the pruner and the strategies for this GPU
-# (fraction pruned, regret, Spearman, launch failures predicted, measurements each strategy needs
-# to reach 5% / 10% of the optimum). Appends to bench/results/model-gpu-<device>-<date>.md; the
-# databases and T4 files stay in bench/out/model-proof/.
+# as JOB:N) and replayed from its database, one context at a time, against the pruner and the
+# strategies for this GPU (fraction pruned, regret, Spearman, launch failures predicted,
+# measurements each strategy needs to reach 5% / 10% of the optimum). Not from the T4 export: it
+# holds every context's times under the same configurations (matmul and transpose have two).
+# Appends to bench/results/model-gpu-<device>-<date>.md; the databases and T4 exports (for outside
+# tools) stay in bench/out/model-proof/.
 # Usage: bench/run_model_proof.sh [BUILD_DIR] [JOB[:N] ...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +41,19 @@ for spec in "${jobs[@]}"; do
   rc=0
   "$gputune" run "$job" --db "$db" -q "${measure[@]}" > "$keep/$name.run.txt" 2>&1 || rc=$?
   "$gputune" export --t4 --db "$db" -o "$keep/$name.t4.json"
-  "$gputune" replay "$job" --measurements "$keep/$name.t4.json" --device "$device" \
-    > "$keep/$name.replay.txt" 2>&1 || true
+  # The job's context labels (GPUTune.Contexts); none listed: the job's one default context.
+  mapfile -t contexts < <(python3 -c 'import json, sys
+for c in json.load(open(sys.argv[1])).get("GPUTune", {}).get("Contexts", []): print(c["Name"])' \
+    "$job" 2>/dev/null || true)
+  [[ ${#contexts[@]} -gt 0 ]] || contexts=("")
+  : > "$keep/$name.replay.txt"
+  for ctx in "${contexts[@]}"; do
+    ctx_opt=()
+    [[ -n $ctx ]] && ctx_opt=(--context "$ctx")
+    "$gputune" replay "$job" --measurements "$db" --device "$device" "${ctx_opt[@]}" \
+      >> "$keep/$name.replay.txt" 2>&1 || true
+    echo >> "$keep/$name.replay.txt"
+  done
   {
     echo
     echo "## $(basename "$(dirname "$job")")/$(basename "$job")"
@@ -52,7 +65,7 @@ for spec in "${jobs[@]}"; do
     tail -n 8 "$keep/$name.run.txt"
     echo '```'
     echo
-    echo "\`gputune replay $(basename "$job") --measurements $name.t4.json --device \"$device\"\`:"
+    echo "\`gputune replay $(basename "$job") --measurements $name.db --device \"$device\" [--context LABEL]\`, each context of the job:"
     echo
     echo '```'
     cat "$keep/$name.replay.txt"
