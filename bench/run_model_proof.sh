@@ -40,7 +40,6 @@ for spec in "${jobs[@]}"; do
   start=$(date +%s)
   rc=0
   "$gputune" run "$job" --db "$db" -q "${measure[@]}" > "$keep/$name.run.txt" 2>&1 || rc=$?
-  "$gputune" export --t4 --db "$db" -o "$keep/$name.t4.json"
   # The job's context labels (GPUTune.Contexts); none listed: the job's one default context.
   mapfile -t contexts < <(python3 -c 'import json, sys
 for c in json.load(open(sys.argv[1])).get("GPUTune", {}).get("Contexts", []): print(c["Name"])' \
@@ -51,6 +50,9 @@ for c in json.load(open(sys.argv[1])).get("GPUTune", {}).get("Contexts", []): pr
     ctx_opt=()
     [[ -n $ctx ]] && ctx_opt=(--context "$ctx")
     "$gputune" replay "$job" --measurements "$db" --device "$device" "${ctx_opt[@]}" \
+      >> "$keep/$name.replay.txt" 2>&1 || true
+    # For outside tools: one T4 file per context (a T4 file is one tuning problem).
+    "$gputune" export --t4 --db "$db" "${ctx_opt[@]}" -o "$keep/$name${ctx:+.$ctx}.t4.json" \
       >> "$keep/$name.replay.txt" 2>&1 || true
     echo >> "$keep/$name.replay.txt"
   done

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <tuple>
 
 #include "variants/hash.h"
 #include "variants/job.h"
@@ -259,10 +263,100 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   return sum;
 }
 
-std::string export_t4(Store& store, std::int64_t run_id) {
-  json results = json::array();
-  for (auto& m : store.measurements(run_id)) {
+namespace {
+
+/// One tuning problem of an export: a kernel in a context (label) on a device.
+struct T4Problem {
+  std::string kernel, context, device;
+  json problem_size;
+  std::set<std::int64_t> runs;
+  std::size_t results = 0;
+  auto operator<=>(const T4Problem& o) const {
+    return std::tie(kernel, context, device) <=> std::tie(o.kernel, o.context, o.device);
+  }
+};
+
+/// "run 3" or "the database"; what an export error says it looked at.
+std::string export_scope(std::int64_t run_id) {
+  return run_id ? "run " + std::to_string(run_id) : std::string("the database");
+}
+
+/// The tuning problems listed one per line, each with the options that export it alone.
+std::string list_problems(const std::vector<T4Problem>& problems) {
+  std::set<std::string> kernels, labels;
+  for (const T4Problem& p : problems) kernels.insert(p.kernel), labels.insert(p.context);
+  std::string out;
+  for (const T4Problem& p : problems) {
+    std::string runs;
+    for (std::int64_t r : p.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(r);
+    out += "\n  --context " + p.context + (kernels.size() > 1 ? " --kernel " + p.kernel : "") +
+           ": " + p.kernel + " on " + p.device + ", problem size " + p.problem_size.dump() + ", " +
+           std::to_string(p.results) + " result" + (p.results == 1 ? "" : "s") + " (run" +
+           (p.runs.size() == 1 ? " " : "s ") + runs + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string export_t4(Store& store, std::int64_t run_id, const std::string& context,
+                      const std::string& kernel) {
+  // Which tuning problem each timed measurement belongs to (contexts read once each).
+  std::map<std::int64_t, T4Problem> of_context;
+  std::map<T4Problem, std::vector<const MeasurementRow*>> problems;
+  const std::vector<MeasurementRow> rows = store.measurements(run_id);
+  for (const MeasurementRow& m : rows) {
     if (m.status == "compiled") continue;  // compiled and inspected, never timed: not a T4 result
+    auto it = of_context.find(m.context_id);
+    if (it == of_context.end()) {
+      const auto c = store.context(m.context_id);
+      T4Problem p;
+      if (c) {
+        p.kernel = c->kernel, p.context = c->label, p.device = c->device;
+        p.problem_size = json::parse(c->problem_size_json, nullptr, false);
+        if (p.problem_size.is_discarded()) p.problem_size = c->problem_size_json;
+      }
+      it = of_context.emplace(m.context_id, std::move(p)).first;
+    }
+    auto [at, fresh] = problems.try_emplace(it->second);
+    (void)fresh;
+    at->second.push_back(&m);
+  }
+  std::vector<T4Problem> all;
+  for (auto& [p, ms] : problems) {
+    T4Problem q = p;
+    for (const MeasurementRow* m : ms) q.runs.insert(m->run_id);
+    q.results = ms.size();
+    all.push_back(std::move(q));
+  }
+  std::vector<T4Problem> chosen;
+  for (const T4Problem& p : all)
+    if ((context.empty() || p.context == context) && (kernel.empty() || p.kernel == kernel))
+      chosen.push_back(p);
+  if (chosen.empty() && (!context.empty() || !kernel.empty()))
+    throw std::invalid_argument(
+        "no timed measurement of " + export_scope(run_id) + " matches" +
+        (context.empty() ? "" : " --context " + context) +
+        (kernel.empty() ? "" : " --kernel " + kernel) +
+        (all.empty() ? std::string(" (it holds none)")
+                     : "; what it holds, with the options that export each:" + list_problems(all)));
+  if (chosen.size() > 1) {
+    std::set<std::pair<std::string, std::string>> named;  // (kernel, label): devices aside
+    for (const T4Problem& p : chosen) named.emplace(p.kernel, p.context);
+    throw std::invalid_argument(
+        export_scope(run_id) + " measured " + std::to_string(chosen.size()) +
+        " tuning problems, and a T4 file holds one (their configurations would mix): " +
+        (named.size() < chosen.size()
+             ? "pick one with the options below, and with --run N where the same problem was "
+               "measured on several devices:"
+             : "pick one with the options below:") +
+        list_problems(chosen));
+  }
+  json results = json::array();
+  std::vector<const MeasurementRow*> picked;
+  if (!chosen.empty()) picked = problems.at(chosen.front());
+  for (const MeasurementRow* mp : picked) {  // the store's order: fastest correct first
+    const MeasurementRow& m = *mp;
     json r;
     r["timestamp"] = m.created_at;
     r["configuration"] = json::parse(m.params_json);
@@ -284,19 +378,30 @@ std::string export_t4(Store& store, std::int64_t run_id) {
   }
   json devices = json::array();
   for (auto& d : store.devices(run_id))
-    devices.push_back(
-        {{"name", d.name},
-         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
-         {"multiprocessors", d.sm_count},
-         {"total_memory_bytes", d.total_mem},
-         {"source", d.source}});
+    if (chosen.empty() || d.name == chosen.front().device)
+      devices.push_back(
+          {{"name", d.name},
+           {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+           {"multiprocessors", d.sm_count},
+           {"total_memory_bytes", d.total_mem},
+           {"source", d.source}});
   struct utsname u {};
   std::string os =
       uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
+  json problem = json::object();  // which tuning problem this is (none: nothing was timed)
+  if (!chosen.empty()) {
+    const T4Problem& p = chosen.front();
+    problem = {{"kernel", p.kernel},
+               {"context", p.context},
+               {"device", p.device},
+               {"problem_size", p.problem_size},
+               {"runs", json(std::vector<std::int64_t>(p.runs.begin(), p.runs.end()))}};
+  }
   json doc = {{"schema_version", "1.0.0"},
               {"metadata",
                {{"timeunit", "milliseconds"},
                 {"generator", "gputune"},
+                {"gputune", problem},
                 {"hardware", {{"operating_system", os}, {"hardware_description", json::array()}}},
                 {"environment",
                  {{"device_query", {{"devices", devices}}}, {"requirements", json::array()}}}}},

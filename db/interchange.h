@@ -60,7 +60,12 @@ std::string kernel_tuner_key_text(const nlohmann::json& value);
 ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path);
 
 /// T4 document (schema_version, metadata, results) of a run's timed measurements (all runs when
-/// run_id is 0). Variants compiled but never timed are left out.
-std::string export_t4(Store& store, std::int64_t run_id);
+/// run_id is 0). Variants compiled but never timed are left out. A T4 file is one tuning
+/// problem: one kernel in one context (label) on one device, named in metadata.gputune. Where
+/// the run measured several, `context` (a context label) and `kernel` (a kernel name) pick one;
+/// throws std::invalid_argument listing them, with the options that pick each, when the choice
+/// is left open or matches nothing.
+std::string export_t4(Store& store, std::int64_t run_id, const std::string& context = {},
+                      const std::string& kernel = {});
 
 }  // namespace gputune::db

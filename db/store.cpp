@@ -687,13 +687,24 @@ std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_
 
 std::vector<Store::ContextRow> Store::contexts(const std::string& kernel) {
   Statement s(db_,
-              "SELECT c.id, c.label, d.name, c.problem_size, c.arch FROM contexts c "
+              "SELECT c.id, c.label, d.name, c.problem_size, c.arch, k.name FROM contexts c "
               "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
               "WHERE k.name=?1 OR k.hash LIKE ?1 || '%' ORDER BY c.id");
   s.bind(1, kernel);
   std::vector<ContextRow> out;
-  while (s.step()) out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4)});
+  while (s.step())
+    out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)});
   return out;
+}
+
+std::optional<Store::ContextRow> Store::context(std::int64_t context_id) {
+  Statement s(db_,
+              "SELECT c.id, c.label, d.name, c.problem_size, c.arch, k.name FROM contexts c "
+              "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
+              "WHERE c.id=?1");
+  s.bind(1, context_id);
+  if (!s.step()) return std::nullopt;
+  return ContextRow{s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)};
 }
 
 std::vector<DeviceRecord> Store::devices(std::int64_t run_id) {

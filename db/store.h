@@ -238,8 +238,11 @@ class Store {
   struct ContextRow {
     std::int64_t id;
     std::string label, device, problem_size_json, arch;
+    std::string kernel;  ///< the kernel's name
   };
   std::vector<ContextRow> contexts(const std::string& kernel);
+  /// One context by id (none: no such context).
+  std::optional<ContextRow> context(std::int64_t context_id);
   /// Devices measured in a run (all devices when run_id is 0).
   std::vector<DeviceRecord> devices(std::int64_t run_id = 0);
 

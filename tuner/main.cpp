@@ -64,7 +64,7 @@ commands:
   best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
   show RUN           a run's summary and its measurements
   runs               the most recent runs
-  export --t4        T4 results of a run (--run ID, -o FILE)
+  export --t4        T4 results of a run (--run ID, --context LABEL, -o FILE)
   import FILE        a Kernel Tuner cache file (.json or .json.gz) as measurements of its device
   cache              what the cubin and analysis cache holds; --max-size SIZE limits it, --clear
   devices            the CUDA devices the driver reports (or why there are none)
@@ -805,7 +805,11 @@ int cmd_export(int argc, char** argv) {
   cxxopts::Options o("gputune export", "Export results");
   o.add_options()("t4", "T4 format (the only one so far)")(
       "run", "run id (default: all runs)", cxxopts::value<long>()->default_value("0"))(
-      "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
+      "context", "context label (where the run measured several; a T4 file holds one)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "kernel", "kernel name (where the runs tuned several kernels)",
+      cxxopts::value<std::string>()->default_value(""))("o,output", "output file (default: stdout)",
+                                                        cxxopts::value<std::string>())(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "t4")) return *rc;
@@ -815,7 +819,8 @@ int cmd_export(int argc, char** argv) {
     std::cerr << "gputune: no run " << run << " in " << db_of(r) << "\n";
     return 2;
   }
-  std::string doc = db::export_t4(store, run);
+  std::string doc =
+      db::export_t4(store, run, r["context"].as<std::string>(), r["kernel"].as<std::string>());
   if (r.count("output")) {
     if (!write_file_atomically(r["output"].as<std::string>(), doc + "\n"))
       return tuner::kExitBadInput;

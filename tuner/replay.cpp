@@ -32,7 +32,10 @@ std::map<std::string, Recorded> key_entries(const std::vector<db::RecordedEntry>
       if (ours) k += (i ? "," : "") + db::kernel_tuner_key_text(e.params[n]);
     }
     if (!ours) continue;
-    out[k] = Recorded{e.time_ms, e.failure};
+    // A configuration recorded twice (a T4 export keeps a re-measured one): its best time.
+    auto [it, fresh] = out.try_emplace(k, Recorded{e.time_ms, e.failure});
+    if (!fresh && e.time_ms && (!it->second.time_ms || *e.time_ms < *it->second.time_ms))
+      it->second = Recorded{e.time_ms, e.failure};
   }
   return out;
 }
@@ -40,9 +43,22 @@ std::map<std::string, Recorded> key_entries(const std::vector<db::RecordedEntry>
 }  // namespace
 
 std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
-                                                  std::size_t* entries) {
+                                                  std::size_t* entries, FileProblem* problem) {
   db::MeasurementFile f = db::read_measurement_file(file);
   if (entries) *entries = f.entries.size();
+  // A gputune T4 export names its tuning problem (db::export_t4's metadata.gputune).
+  const nlohmann::json* named = nullptr;
+  if (f.format == db::MeasurementFile::Format::T4 && f.header.contains("metadata") &&
+      f.header["metadata"].is_object() && f.header["metadata"].contains("gputune"))
+    named = &f.header["metadata"]["gputune"];
+  if (problem && named && named->is_object()) {
+    auto text = [&](const char* key) {
+      return named->contains(key) && (*named)[key].is_string() ? (*named)[key].get<std::string>()
+                                                               : std::string();
+    };
+    problem->kernel = text("kernel"), problem->context = text("context");
+    problem->device = text("device");
+  }
   return key_entries(f.entries, space);
 }
 
@@ -137,8 +153,34 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     throw std::runtime_error(file + ": --run " + std::to_string(*o.run) +
                              " names a run of a gputune database, and this file is not one. Fix: "
                              "drop --run, or give the database the run is in");
+  FileProblem named;
   auto rec = database ? read_database_measurements(file, job, space, o, &rep.recorded, &rep.source)
-                      : read_measurements(file, space, &rep.recorded);
+                      : read_measurements(file, space, &rep.recorded, &named);
+  // Where the pruner predicts: --context, else the context a gputune T4 export names when the
+  // job has it (so its predictions and measurements are of one problem size), else the first.
+  std::string context = o.context;
+  if (!named.context.empty()) {
+    if (!o.context.empty() && o.context != named.context)
+      throw std::runtime_error(
+          file + ": its measurements are of context '" + named.context +
+          "' (metadata.gputune.context), and --context " + o.context +
+          " would score predictions for another problem size against them. Fix: drop --context, "
+          "or replay an export of that context (`gputune export --t4 --context " +
+          o.context + "`)");
+    const bool in_job = std::any_of(job.contexts.begin(), job.contexts.end(),
+                                    [&](const ContextSpec& c) { return c.name == named.context; });
+    if (in_job) context = named.context;
+    rep.source =
+        "T4 export of " + (named.kernel.empty() ? "a kernel" : named.kernel) + ", context " +
+        named.context + (named.device.empty() ? "" : " on " + named.device) +
+        (named.kernel.empty() || named.kernel == job.kernel_name
+             ? ""
+             : " (this job tunes " + job.kernel_name + ")") +
+        (in_job                 ? ""
+         : job.contexts.empty() ? ""
+                                : " (the job has no context of that name: the pruner predicts at " +
+                                      job.contexts.front().name + ")");
+  }
   // Per space index: the recorded time (or failure); configurations without a record are left out.
   std::vector<std::optional<double>> time(space.size());
   std::vector<char> present(space.size(), 0);
@@ -260,10 +302,11 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   } else {
     PruneRunOptions po;
     po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
-    po.context = o.context;
+    po.context = context;
     po.model_analyses = std::numeric_limits<std::uint64_t>::max();  // scored row by row: all
     PruneReport pr = prune_job(job, po);
     rep.pruner_scored = true;
+    rep.predicted_device = pr.device, rep.predicted_context = pr.context;
     double best_kept = INFINITY;
     for (size_t i = 0; i < space.size(); ++i) {
       const auto& d = pr.rows[i].decision;
@@ -411,8 +454,9 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
     row(s.strategy, std::to_string(s.seeds), cells);
   }
   if (r.pruner_scored)
-    out << "pruner: kept " << r.kept << " (" << std::fixed << std::setprecision(1)
-        << 100 * r.fraction_pruned << "% pruned), regret " << std::setprecision(3) << r.regret
+    out << "pruner: for " << r.predicted_device << ", context " << r.predicted_context << ": kept "
+        << r.kept << " (" << std::fixed << std::setprecision(1) << 100 * r.fraction_pruned
+        << "% pruned), regret " << std::setprecision(3) << r.regret
         << ", recorded launch failures predicted " << r.failures_predicted << " of "
         << r.failures_recorded << ", valid variants rejected for resources " << r.valid_rejected
         << "\n";

@@ -26,11 +26,19 @@ struct Recorded {
   std::string failure;            ///< e.g. RuntimeFailedConfig, compile, runtime
 };
 
+/// The tuning problem a gputune T4 export names (metadata.gputune); empty fields: not named.
+struct FileProblem {
+  std::string kernel, context, device;
+};
+
 /// Reads a Kernel Tuner cache file (.json/.json.gz) or a T4 file; keys follow `space`'s parameter
-/// order. Throws std::runtime_error naming the file for malformed input.
-/// `entries` (when given) receives how many entries the file holds, matching or not.
+/// order, and a configuration recorded more than once keeps its best time. Throws
+/// std::runtime_error naming the file for malformed input. `entries` (when given) receives how
+/// many entries the file holds, matching or not; `problem` (when given) the kernel, context and
+/// device a gputune T4 export names.
 std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
-                                                  std::size_t* entries = nullptr);
+                                                  std::size_t* entries = nullptr,
+                                                  FileProblem* problem = nullptr);
 
 struct ReplayOptions;
 
@@ -68,6 +76,7 @@ struct ReplayReport {
   std::string guided_note;  ///< how model_guided was scored without the model (empty: with it)
   // Pruner (only with the kernel source and a device).
   bool pruner_scored = false;
+  std::string predicted_device, predicted_context;  ///< what the pruner predicted for
   std::string pruner_note;
   std::size_t kept = 0;
   double fraction_pruned = 0, regret = 0;  ///< regret: best kept / best overall

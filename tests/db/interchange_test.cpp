@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <typeinfo>
@@ -101,6 +102,113 @@ TEST(Export, T4ResultsFollowTheSchema) {
   for (auto& r : doc["results"])
     for (auto* key : {"configuration", "times", "invalidity", "correctness"})
       EXPECT_TRUE(r.contains(key)) << key;
+}
+
+// A T4 file is one tuning problem: a run that measured several (two kernels, two contexts, a
+// second GPU) is exported one at a time, each named in metadata.gputune.
+TEST(Export, AT4FileHoldsOneTuningProblem) {
+  test::TempDir dir;
+  Store store((dir / "g.db").string());
+  DeviceRecord gpu, other_gpu;
+  gpu.name = "GPU", gpu.cc_major = 9, gpu.sm_count = 132;
+  other_gpu.name = "GPU 2", other_gpu.cc_major = 8, other_gpu.sm_count = 108;
+  const std::int64_t device = store.upsert_device(gpu), device2 = store.upsert_device(other_gpu);
+  std::map<std::string, std::int64_t> ctx, variant;
+  auto context = [&](const std::string& kernel, const std::string& label, std::int64_t dev,
+                     const std::string& size) {
+    ContextRecord c;
+    c.kernel_id = store.upsert_kernel(kernel, "hash-" + kernel, "src");
+    c.device_id = dev, c.label = label, c.problem_size_json = size, c.arch = "sm_90";
+    ctx[kernel + "/" + label + "/" + std::to_string(dev)] = store.upsert_context(c);
+  };
+  context("k", "small", device, "[1,1,1]");
+  context("k", "large", device, "[2,1,1]");
+  context("k2", "small", device, "[1,1,1]");
+  context("k", "large", device2, "[2,1,1]");
+  for (const char* kernel : {"k", "k2"})
+    for (int bs : {64, 128, 256})
+      variant[kernel + std::to_string(bs)] =
+          store.upsert_variant(store.upsert_kernel(kernel, std::string("hash-") + kernel, "src"),
+                               std::to_string(bs), "{\"bs\": " + std::to_string(bs) + "}");
+  const std::int64_t job = store.upsert_job("k", "job.json", "{}");
+  auto add = [&](std::int64_t run, const std::string& context_key, const std::string& v,
+                 const char* status, std::optional<double> ms) {
+    MeasurementRecord m;
+    m.run_id = run, m.context_id = ctx.at(context_key), m.variant_id = variant.at(v);
+    m.status = status, m.time_ms = ms;
+    store.add_measurement(m);
+  };
+  const std::int64_t run = store.begin_run(job, "brute_force", 8);
+  add(run, "k/small/" + std::to_string(device), "k64", "correct", 2.0);
+  add(run, "k/small/" + std::to_string(device), "k128", "correct", 1.0);
+  add(run, "k/small/" + std::to_string(device), "k256", "compiled", std::nullopt);
+  add(run, "k/large/" + std::to_string(device), "k64", "correct", 4.0);
+  add(run, "k2/small/" + std::to_string(device), "k264", "correct", 3.0);
+  const std::int64_t run2 = store.begin_run(job, "brute_force", 8);
+  add(run2, "k/large/" + std::to_string(device2), "k64", "correct", 5.0);
+  auto error_of = [&](std::int64_t r, const std::string& label, const std::string& kernel) {
+    try {
+      export_t4(store, r, label, kernel);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string r1 = std::to_string(run), r2 = std::to_string(run2);
+  // The choice left open: each problem with the options that export it alone.
+  EXPECT_EQ(error_of(run, "", ""),
+            "run " + r1 +
+                " measured 3 tuning problems, and a T4 file holds one (their configurations "
+                "would mix): pick one with the options below:\n"
+                "  --context large --kernel k: k on GPU, problem size [2,1,1], 1 result (run " +
+                r1 +
+                ")\n"
+                "  --context small --kernel k: k on GPU, problem size [1,1,1], 2 results (run " +
+                r1 +
+                ")\n"
+                "  --context small --kernel k2: k2 on GPU, problem size [1,1,1], 1 result (run " +
+                r1 + ")");
+  EXPECT_NE(error_of(run, "small", "").find("run " + r1 + " measured 2 tuning problems"),
+            std::string::npos);
+  EXPECT_EQ(error_of(run, "huge", ""),
+            "no timed measurement of run " + r1 +
+                " matches --context huge; what it holds, with the options that export each:\n"
+                "  --context large --kernel k: k on GPU, problem size [2,1,1], 1 result (run " +
+                r1 +
+                ")\n"
+                "  --context small --kernel k: k on GPU, problem size [1,1,1], 2 results (run " +
+                r1 +
+                ")\n"
+                "  --context small --kernel k2: k2 on GPU, problem size [1,1,1], 1 result (run " +
+                r1 + ")");
+  // One problem measured on two GPUs (all runs): --run picks one.
+  const std::string both = error_of(0, "large", "k");
+  EXPECT_NE(both.find("the database measured 2 tuning problems"), std::string::npos) << both;
+  EXPECT_NE(both.find("with --run N where the same problem was measured on several devices"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("k on GPU 2, problem size [2,1,1], 1 result (run " + r2 + ")"),
+            std::string::npos)
+      << both;
+
+  auto doc = nlohmann::json::parse(export_t4(store, run, "small", "k"));
+  ASSERT_EQ(doc["results"].size(), 2u);  // the compiled-only variant is not a result
+  EXPECT_EQ(doc["results"][0]["configuration"]["bs"], 128);
+  EXPECT_EQ(doc["results"][1]["configuration"]["bs"], 64);
+  EXPECT_EQ(doc["metadata"]["gputune"],
+            nlohmann::json::parse(R"({"kernel": "k", "context": "small", "device": "GPU",
+              "problem_size": [1,1,1], "runs": [)" +
+                                  r1 + "]}"));
+  // The device query names the problem's GPU only.
+  doc = nlohmann::json::parse(export_t4(store, run2, "large"));
+  ASSERT_EQ(doc["results"].size(), 1u);
+  EXPECT_EQ(doc["metadata"]["gputune"]["device"], "GPU 2");
+  ASSERT_EQ(doc["metadata"]["environment"]["device_query"]["devices"].size(), 1u);
+  EXPECT_EQ(doc["metadata"]["environment"]["device_query"]["devices"][0]["name"], "GPU 2");
+  // A run that timed nothing: an empty T4 file that names no problem.
+  doc = nlohmann::json::parse(export_t4(store, store.begin_run(job, "brute_force", 8)));
+  EXPECT_TRUE(doc["results"].empty());
+  EXPECT_EQ(doc["metadata"]["gputune"], nlohmann::json::object());
 }
 
 // The first `n` entries of the shipped Kernel Tuner cache and T4 file, plus a failed one.

@@ -110,6 +110,22 @@ TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   EXPECT_NE(best.out.find("\"block_size_x\": 128, \"tile_size_x\": 2"), std::string::npos)
       << best.out;
   EXPECT_EQ(best.out.find("generated variant"), std::string::npos) << best.out;  // parametric
+  // Its T4 export: one context per file, the run's two named when none is picked.
+  auto both = test::run_gputune("export --t4 --db '" + db + "'");
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_NE(both.out.find("measured 2 tuning problems, and a T4 file holds one"), std::string::npos)
+      << both.out;
+  EXPECT_NE(both.out.find("\n  --context 16M: vector_add on Fake GPU (gputune test driver), "
+                          "problem size [16777216,1,1], 27 results (run 1)"),
+            std::string::npos)
+      << both.out;
+  const std::string t4 = (dir / "16M.t4.json").string();
+  auto one = test::run_gputune("export --t4 --context 16M --db '" + db + "' -o '" + t4 + "'");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  auto doc = nlohmann::json::parse(test::read_file(t4));
+  EXPECT_EQ(doc["results"].size(), 27u);  // 24 configurations, 3 re-measured
+  EXPECT_EQ(doc["metadata"]["gputune"]["context"], "16M");
+  EXPECT_EQ(doc["metadata"]["gputune"]["problem_size"], nlohmann::json({16777216, 1, 1}));
 }
 
 // A naive kernel's winner is generated code: `best` prints the command that writes its source,

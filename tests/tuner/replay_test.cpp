@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "db/interchange.h"
 #include "db/store.h"
 #include "test_util.h"
 
@@ -263,6 +264,101 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
                                   ": all 1 of its configurations in the job's space failed: there "
                                   "is no optimum to score against. Fix: replay measurements with "
                                   "at least one correct time");
+}
+
+// A gputune T4 export names its kernel, context and device (metadata.gputune): replay scores the
+// pruner at that context, not the job's first, keeps the best of a configuration exported twice,
+// and refuses a --context that names another problem size.
+TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
+  test::TempDir dir;
+  test::write_file(
+      dir / "k.cu",
+      "extern \"C\" __global__ void __launch_bounds__(256) k(float* p) { p[threadIdx.x] = 1.0f; }");
+  test::write_file(dir / "job.json", R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"},
+    "GPUTune": {"Contexts": [{"Name": "small", "ProblemSize": [1]}, {"Name": "large", "ProblemSize": [2]}]}})");
+  const Job job = load_job(dir / "job.json");
+  std::string small_t4, large_t4;
+  {
+    db::Store s((dir / "g.db").string());
+    const std::int64_t kernel = s.upsert_kernel("k", "h", "src");
+    db::DeviceRecord d;
+    d.name = "GPU", d.cc_major = 9, d.sm_count = 132;
+    const std::int64_t device = s.upsert_device(d);
+    std::map<std::string, std::int64_t> ctx;
+    for (const char* label : {"small", "large", "other"}) {
+      db::ContextRecord c;
+      c.kernel_id = kernel, c.device_id = device, c.label = label, c.arch = "sm_90";
+      c.problem_size_json = label == std::string("small")   ? "[1,1,1]"
+                            : label == std::string("large") ? "[2,1,1]"
+                                                            : "[3,1,1]";
+      ctx[label] = s.upsert_context(c);
+    }
+    std::map<int, std::int64_t> variant;
+    for (int bs : {64, 128, 256, 512})
+      variant[bs] =
+          s.upsert_variant(kernel, std::to_string(bs), "{\"bs\": " + std::to_string(bs) + "}");
+    const std::int64_t run = s.begin_run(s.upsert_job("k", "job.json", job.document), "bf", 8);
+    auto add = [&](const char* label, int bs, const char* status, std::optional<double> ms) {
+      db::MeasurementRecord m;
+      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs], m.status = status;
+      m.time_ms = ms;
+      s.add_measurement(m);
+    };
+    add("small", 64, "correct", 2.0);
+    add("small", 128, "correct", 1.0);
+    add("small", 128, "correct", 1.5);  // timed again, slower: the export lists it after 1.0
+    add("small", 512, "runtime", std::nullopt);
+    add("large", 64, "correct", 4.0);
+    add("large", 256, "correct", 3.0);
+    add("other", 64, "correct", 6.0);
+    for (const char* label : {"small", "large", "other"})
+      test::write_file(dir / (std::string(label) + ".t4.json"), db::export_t4(s, run, label));
+  }
+  ReplayOptions o;
+  o.seeds = 3;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  auto r = replay(job, (dir / "large.t4.json").string(), o);
+  EXPECT_EQ(r.source, "T4 export of k, context large on GPU");
+  ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
+  EXPECT_EQ(r.predicted_context, "large");  // not the job's first context, small
+  EXPECT_DOUBLE_EQ(r.optimum_ms, 3.0);
+  std::ostringstream printed;
+  print_replay_report(r, printed);
+  EXPECT_NE(printed.str().find("pruner: for NVIDIA H100 SXM5 80GB, context large: kept 3"),
+            std::string::npos)
+      << printed.str();
+  // The best of a configuration recorded twice, whatever its place in the file.
+  r = replay(job, (dir / "small.t4.json").string(), o);
+  EXPECT_EQ(r.recorded, 4u);
+  EXPECT_EQ(r.matched, 3u);
+  EXPECT_DOUBLE_EQ(r.optimum_ms, 1.0);
+  EXPECT_EQ(r.predicted_context, "small");
+  // A context the job does not have: said, and the pruner predicts at the job's first.
+  r = replay(job, (dir / "other.t4.json").string(), o);
+  EXPECT_EQ(r.source,
+            "T4 export of k, context other on GPU (the job has no context of that name: the "
+            "pruner predicts at small)");
+  EXPECT_EQ(r.predicted_context, "small");
+  // --context naming another size than the file's is refused; naming the same one is fine.
+  o.context = "small";
+  try {
+    replay(job, (dir / "large.t4.json").string(), o);
+    ADD_FAILURE() << "--context small with measurements of context large";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "large.t4.json: its measurements are of context 'large' "
+                  "(metadata.gputune.context), and --context small would score predictions for "
+                  "another problem size against them. Fix: drop --context, or replay an export "
+                  "of that context (`gputune export --t4 --context small`)"),
+              std::string::npos)
+        << e.what();
+  }
+  o.context = "large";
+  EXPECT_DOUBLE_EQ(replay(job, (dir / "large.t4.json").string(), o).optimum_ms, 3.0);
 }
 
 TEST(Replay, EveryStrategyMeasuresTheDefaultFirstAsRunDoes) {
