@@ -59,6 +59,22 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
     problem->kernel = text("kernel"), problem->context = text("context");
     problem->device = text("device");
   }
+  // A Kernel Tuner cache names its kernel, device and problem size (padded to three, as a
+  // job's ProblemSize is).
+  if (problem && f.format == db::MeasurementFile::Format::KernelTuner) {
+    problem->kernel = f.kernel, problem->device = f.device;
+    nlohmann::json ps = f.problem_size.is_array()  ? f.problem_size
+                        : f.problem_size.is_null() ? nlohmann::json::array()
+                                                   : nlohmann::json::array({f.problem_size});
+    std::vector<std::int64_t> size;
+    for (const auto& v : ps)
+      if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
+        size.push_back(static_cast<std::int64_t>(v.get<double>()));
+    if (!ps.empty() && size.size() == ps.size()) {
+      while (size.size() < 3) size.push_back(1);
+      problem->problem_size = size;
+    }
+  }
   return key_entries(f.entries, space);
 }
 
@@ -159,6 +175,33 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   // Where the pruner predicts: --context, else the context a gputune T4 export names when the
   // job has it (so its predictions and measurements are of one problem size), else the first.
   std::string context = o.context;
+  if (named.context.empty() && !named.problem_size.empty()) {
+    // A Kernel Tuner cache: the job's context of its problem size.
+    const ContextSpec* match = nullptr;
+    for (const ContextSpec& c : job.contexts) {
+      std::vector<std::int64_t> size;
+      for (const Value& v : c.problem_size) size.push_back(v.as_int());
+      if (size == named.problem_size) match = &c;
+      if (match) break;
+    }
+    std::string size;
+    for (std::int64_t n : named.problem_size)
+      size += (size.empty() ? "" : ", ") + std::to_string(n);
+    if (match && !o.context.empty() && o.context != match->name)
+      throw std::runtime_error(
+          file + ": its measurements are of problem size [" + size +
+          "] (problem_size), the job's context '" + match->name + "', and --context " + o.context +
+          " would score predictions for another problem size against them. Fix: drop --context");
+    if (match) context = match->name;
+    rep.source = "Kernel Tuner cache of " + (named.kernel.empty() ? "a kernel" : named.kernel) +
+                 (named.device.empty() ? "" : " on " + named.device) + ", problem size [" + size +
+                 "]" +
+                 (match ? ", the job's context " + match->name
+                  : job.contexts.empty()
+                      ? ""
+                      : " (none of the job's contexts has that size: the pruner predicts at " +
+                            (o.context.empty() ? job.contexts.front().name : o.context) + ")");
+  }
   if (!named.context.empty()) {
     if (!o.context.empty() && o.context != named.context)
       throw std::runtime_error(

@@ -26,16 +26,18 @@ struct Recorded {
   std::string failure;            ///< e.g. RuntimeFailedConfig, compile, runtime
 };
 
-/// The tuning problem a gputune T4 export names (metadata.gputune); empty fields: not named.
+/// The tuning problem a measurement file names; empty fields: not named. A gputune T4 export
+/// names its kernel, context and device (metadata.gputune); a Kernel Tuner cache its kernel,
+/// device and problem size (padded to three with 1s).
 struct FileProblem {
   std::string kernel, context, device;
+  std::vector<std::int64_t> problem_size;
 };
 
 /// Reads a Kernel Tuner cache file (.json/.json.gz) or a T4 file; keys follow `space`'s parameter
 /// order, and a configuration recorded more than once keeps its best time. Throws
 /// std::runtime_error naming the file for malformed input. `entries` (when given) receives how
-/// many entries the file holds, matching or not; `problem` (when given) the kernel, context and
-/// device a gputune T4 export names.
+/// many entries the file holds, matching or not; `problem` (when given) what the file names.
 std::map<std::string, Recorded> read_measurements(const std::string& file, const Space& space,
                                                   std::size_t* entries = nullptr,
                                                   FileProblem* problem = nullptr);

@@ -269,8 +269,9 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
 // A gputune T4 export names its kernel, context and device (metadata.gputune): replay scores the
 // pruner at that context, not the job's first, keeps the best of a configuration exported twice,
 // and refuses a --context that names another problem size.
-TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
-  test::TempDir dir;
+/// A job over bs 64..512 with two contexts, small (ProblemSize [1]) and large ([2]), whose
+/// kernel compiles (__launch_bounds__(256): 512 fails to launch).
+Job write_two_context_job(const test::TempDir& dir) {
   test::write_file(
       dir / "k.cu",
       "extern \"C\" __global__ void __launch_bounds__(256) k(float* p) { p[threadIdx.x] = 1.0f; }");
@@ -279,7 +280,12 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
     "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
       "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"},
     "GPUTune": {"Contexts": [{"Name": "small", "ProblemSize": [1]}, {"Name": "large", "ProblemSize": [2]}]}})");
-  const Job job = load_job(dir / "job.json");
+  return load_job(dir / "job.json");
+}
+
+TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
+  test::TempDir dir;
+  const Job job = write_two_context_job(dir);
   std::string small_t4, large_t4;
   {
     db::Store s((dir / "g.db").string());
@@ -359,6 +365,53 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   }
   o.context = "large";
   EXPECT_DOUBLE_EQ(replay(job, (dir / "large.t4.json").string(), o).optimum_ms, 3.0);
+}
+
+// A Kernel Tuner cache names its problem size: replay scores the pruner at the job's context of
+// that size, says when the job has none, and refuses a --context of another size.
+TEST(Replay, ScoresAKernelTunerCacheAtTheContextOfItsProblemSize) {
+  test::TempDir dir;
+  const Job job = write_two_context_job(dir);
+  auto cache = [&](const json& problem_size) {
+    json doc = {
+        {"kernel_name", "k"},
+        {"device_name", "A4000"},
+        {"tune_params_keys", {"bs"}},
+        {"cache", {{"64", {{"bs", 64}, {"time", 2.0}}}, {"128", {{"bs", 128}, {"time", 1.0}}}}}};
+    if (!problem_size.is_null()) doc["problem_size"] = problem_size;
+    test::write_file(dir / "cache.json", doc.dump());
+    return (dir / "cache.json").string();
+  };
+  ReplayOptions o;
+  o.seeds = 3;
+  o.device = "h100-sxm";
+  o.cache_dir = dir / "cache";
+  auto r = replay(job, cache(json({2.0, 1})), o);  // [2, 1, 1]: the large context
+  EXPECT_EQ(r.source,
+            "Kernel Tuner cache of k on A4000, problem size [2, 1, 1], the job's context large");
+  ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
+  EXPECT_EQ(r.predicted_context, "large");
+  r = replay(job, cache(json(1)), o);  // a scalar: [1, 1, 1], small
+  EXPECT_EQ(r.predicted_context, "small");
+  r = replay(job, cache(json({7, 7})), o);
+  EXPECT_EQ(r.source,
+            "Kernel Tuner cache of k on A4000, problem size [7, 7, 1] (none of the job's contexts "
+            "has that size: the pruner predicts at small)");
+  EXPECT_EQ(r.predicted_context, "small");
+  r = replay(job, cache(json()), o);  // no problem size: nothing to match
+  EXPECT_EQ(r.source, "");
+  o.context = "small";
+  try {
+    replay(job, cache(json({2})), o);
+    ADD_FAILURE() << "--context small with measurements of problem size [2, 1, 1]";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("its measurements are of problem size [2, 1, 1] "
+                                         "(problem_size), the job's context 'large', and "
+                                         "--context small would score predictions"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(replay(job, cache(json({7})), o).predicted_context, "small");
 }
 
 TEST(Replay, EveryStrategyMeasuresTheDefaultFirstAsRunDoes) {
