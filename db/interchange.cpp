@@ -202,11 +202,14 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
+  List sizes;  // whole sizes: labelled as a job's context of that ProblemSize is
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].is_object())
       throw std::runtime_error(path + ": field 'problem_size' holds an object");
     sum.context += (i ? "x" : "") + kernel_tuner_key_text(ps[i]);
+    if (ps[i].is_number_integer()) sizes.push_back(Value(ps[i].get<std::int64_t>()));
   }
+  if (sizes.size() == ps.size()) sum.context = context_label(sizes);
 
   Transaction t(store.db());
   DeviceRecord dev;

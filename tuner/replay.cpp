@@ -59,21 +59,25 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
     problem->kernel = text("kernel"), problem->context = text("context");
     problem->device = text("device");
   }
-  // A Kernel Tuner cache names its kernel, device and problem size (padded to three, as a
-  // job's ProblemSize is).
-  if (problem && f.format == db::MeasurementFile::Format::KernelTuner) {
-    problem->kernel = f.kernel, problem->device = f.device;
-    nlohmann::json ps = f.problem_size.is_array()  ? f.problem_size
-                        : f.problem_size.is_null() ? nlohmann::json::array()
-                                                   : nlohmann::json::array({f.problem_size});
+  // A problem size of whole numbers, padded to three as a job's ProblemSize is (empty: none).
+  auto whole_sizes = [](const nlohmann::json& value) {
+    const nlohmann::json ps = value.is_array()  ? value
+                              : value.is_null() ? nlohmann::json::array()
+                                                : nlohmann::json::array({value});
     std::vector<std::int64_t> size;
     for (const auto& v : ps)
       if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
         size.push_back(static_cast<std::int64_t>(v.get<double>()));
-    if (!ps.empty() && size.size() == ps.size()) {
-      while (size.size() < 3) size.push_back(1);
-      problem->problem_size = size;
-    }
+    if (ps.empty() || size.size() != ps.size()) return std::vector<std::int64_t>{};
+    while (size.size() < 3) size.push_back(1);
+    return size;
+  };
+  if (problem && named && named->is_object() && named->contains("problem_size"))
+    problem->problem_size = whole_sizes((*named)["problem_size"]);
+  // A Kernel Tuner cache names its kernel, device and problem size.
+  if (problem && f.format == db::MeasurementFile::Format::KernelTuner) {
+    problem->kernel = f.kernel, problem->device = f.device;
+    problem->problem_size = whole_sizes(f.problem_size);
   }
   return key_entries(f.entries, space);
 }
@@ -148,6 +152,57 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
   return key_entries(recorded, space);
 }
 
+/// Where the pruner predicts for a measurement file: --context; else the job's context the file
+/// names (a gputune T4 export's label, else its problem size, as for a Kernel Tuner cache), so
+/// that predictions and measurements are of one problem size; else the job's first. `source`
+/// receives what the file names. Throws when --context names another context than the file's.
+std::string context_for_file(const Job& job, const FileProblem& named, const ReplayOptions& o,
+                             const std::string& file, std::string* source) {
+  const bool t4 = !named.context.empty();
+  if (!t4 && named.problem_size.empty()) return o.context;
+  const ContextSpec* match = nullptr;
+  for (const ContextSpec& c : job.contexts)
+    if (t4 && !match && c.name == named.context) match = &c;
+  for (const ContextSpec& c : job.contexts) {
+    std::vector<std::int64_t> size;
+    for (const Value& v : c.problem_size) size.push_back(v.as_int());
+    if (!match && !named.problem_size.empty() && size == named.problem_size) match = &c;
+  }
+  std::string size;
+  for (std::int64_t n : named.problem_size) size += (size.empty() ? "" : ", ") + std::to_string(n);
+  if (!size.empty()) size = "problem size [" + size + "]";
+  const std::string what =
+      (t4 ? "context '" + named.context + "'" + (size.empty() ? "" : " (" + size + ")") : size) +
+      (match && match->name != named.context ? ", the job's context '" + match->name + "'" : "");
+  if (match && !o.context.empty() && o.context != match->name)
+    throw std::runtime_error(
+        file + ": its measurements are of " + what + ", and --context " + o.context +
+        " would score predictions for another problem size against them. Fix: drop --context" +
+        (t4 ? ", or replay an export of that context (`gputune export --t4 --context " + o.context +
+                  "`)"
+            : std::string()));
+  *source = (t4 ? "T4 export of " : "Kernel Tuner cache of ") +
+            (named.kernel.empty() ? "a kernel" : named.kernel) +
+            (t4 ? ", context " + named.context : std::string()) +
+            (named.device.empty() ? "" : " on " + named.device) +
+            (size.empty() ? "" : ", " + size) +
+            (named.kernel.empty() || named.kernel == job.kernel_name
+                 ? ""
+                 : " (this job tunes " + job.kernel_name + ")");
+  if (match) {
+    if (match->name != named.context) *source += ", the job's context " + match->name;
+    return match->name;
+  }
+  if (!job.contexts.empty())
+    *source += std::string(" (none of the job's contexts has that ") +
+               (!t4            ? "size"
+                : size.empty() ? "name"
+                               : "name or size") +
+               ": the pruner predicts at " +
+               (o.context.empty() ? job.contexts.front().name : o.context) + ")";
+  return o.context;
+}
+
 std::size_t measurements_to_reach(const std::vector<size_t>& order,
                                   const std::vector<std::optional<double>>& time, double optimum,
                                   double factor) {
@@ -172,58 +227,8 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   FileProblem named;
   auto rec = database ? read_database_measurements(file, job, space, o, &rep.recorded, &rep.source)
                       : read_measurements(file, space, &rep.recorded, &named);
-  // Where the pruner predicts: --context, else the context a gputune T4 export names when the
-  // job has it (so its predictions and measurements are of one problem size), else the first.
-  std::string context = o.context;
-  if (named.context.empty() && !named.problem_size.empty()) {
-    // A Kernel Tuner cache: the job's context of its problem size.
-    const ContextSpec* match = nullptr;
-    for (const ContextSpec& c : job.contexts) {
-      std::vector<std::int64_t> size;
-      for (const Value& v : c.problem_size) size.push_back(v.as_int());
-      if (size == named.problem_size) match = &c;
-      if (match) break;
-    }
-    std::string size;
-    for (std::int64_t n : named.problem_size)
-      size += (size.empty() ? "" : ", ") + std::to_string(n);
-    if (match && !o.context.empty() && o.context != match->name)
-      throw std::runtime_error(
-          file + ": its measurements are of problem size [" + size +
-          "] (problem_size), the job's context '" + match->name + "', and --context " + o.context +
-          " would score predictions for another problem size against them. Fix: drop --context");
-    if (match) context = match->name;
-    rep.source = "Kernel Tuner cache of " + (named.kernel.empty() ? "a kernel" : named.kernel) +
-                 (named.device.empty() ? "" : " on " + named.device) + ", problem size [" + size +
-                 "]" +
-                 (match ? ", the job's context " + match->name
-                  : job.contexts.empty()
-                      ? ""
-                      : " (none of the job's contexts has that size: the pruner predicts at " +
-                            (o.context.empty() ? job.contexts.front().name : o.context) + ")");
-  }
-  if (!named.context.empty()) {
-    if (!o.context.empty() && o.context != named.context)
-      throw std::runtime_error(
-          file + ": its measurements are of context '" + named.context +
-          "' (metadata.gputune.context), and --context " + o.context +
-          " would score predictions for another problem size against them. Fix: drop --context, "
-          "or replay an export of that context (`gputune export --t4 --context " +
-          o.context + "`)");
-    const bool in_job = std::any_of(job.contexts.begin(), job.contexts.end(),
-                                    [&](const ContextSpec& c) { return c.name == named.context; });
-    if (in_job) context = named.context;
-    rep.source =
-        "T4 export of " + (named.kernel.empty() ? "a kernel" : named.kernel) + ", context " +
-        named.context + (named.device.empty() ? "" : " on " + named.device) +
-        (named.kernel.empty() || named.kernel == job.kernel_name
-             ? ""
-             : " (this job tunes " + job.kernel_name + ")") +
-        (in_job                 ? ""
-         : job.contexts.empty() ? ""
-                                : " (the job has no context of that name: the pruner predicts at " +
-                                      job.contexts.front().name + ")");
-  }
+  const std::string context =
+      database ? o.context : context_for_file(job, named, o, file, &rep.source);
   // Per space index: the recorded time (or failure); configurations without a record are left out.
   std::vector<std::optional<double>> time(space.size());
   std::vector<char> present(space.size(), 0);

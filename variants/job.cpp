@@ -433,6 +433,8 @@ List read_problem_size(Reader& r, const json& j, const std::string& path) {
   return l;
 }
 
+}  // namespace
+
 std::string context_label(const List& ps) {
   std::string s;
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -444,6 +446,8 @@ std::string context_label(const List& ps) {
   }
   return s;
 }
+
+namespace {
 
 void read_search_and_budget(Reader& r, const json& doc, Job& job) {
   if (doc.contains("Search")) {

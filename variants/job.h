@@ -181,6 +181,10 @@ void check_kernel_name(const Job& job, const std::string& source);
 /// The kernel's identity in the database: a content hash of its name and source.
 std::string kernel_hash(const Job& job, const std::string& source);
 
+/// The label of a context named by its problem size alone: its sizes joined by 'x', trailing
+/// 1s left out ([4096, 4096, 1] -> "4096x4096"; [1, 1, 1] -> "1").
+std::string context_label(const List& problem_size);
+
 /// The expression environment names for a context: ProblemSize plus the context's values.
 std::vector<std::pair<std::string, Value>> context_bindings(const ContextSpec& ctx);
 

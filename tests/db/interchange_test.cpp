@@ -21,7 +21,7 @@ TEST(Import, KernelTunerCacheBecomesMeasurementsOfItsDevice) {
   EXPECT_EQ(s.measurements, 11130);
   EXPECT_EQ(s.correct, 11130);
   EXPECT_EQ(s.device, "NVIDIA RTX A4000");
-  EXPECT_EQ(s.context, "25000x2048x1");
+  EXPECT_EQ(s.context, "25000x2048");  // as the T1 job labels its ProblemSize
   // The best of the file, computed independently here.
   auto doc = nlohmann::json::parse(read_maybe_gzip(path));
   double best = 1e30;

@@ -324,6 +324,28 @@ TEST(Cli, ImportBestShowAndExport) {
   ASSERT_EQ(ex.exit_code, 0) << ex.out;
   auto t4 = nlohmann::json::parse(test::read_file(out));
   EXPECT_EQ(t4["results"].size(), 11130u);
+  // The import is labelled as the T1 job labels its ProblemSize, so the export replays against
+  // the job at that context, and the cache itself at the context of its problem_size.
+  EXPECT_EQ(t4["metadata"]["gputune"]["context"], "25000x2048");
+  const std::string job =
+      (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_milo.T1.json").string();
+  auto replayed = run_gputune("replay '" + job + "' --measurements '" + out + "' --seeds 3");
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.out;
+  EXPECT_NE(replayed.out.find("measurements: T4 export of dedispersion_kernel, context 25000x2048 "
+                              "on NVIDIA RTX A4000, problem size [25000, 2048, 1]\nspace 11130 "
+                              "configurations; the measurements hold 11130, of which 11130 match"),
+            std::string::npos)
+      << replayed.out;
+  replayed = run_gputune(
+      "replay '" + job + "' --measurements '" +
+      (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string() +
+      "' --seeds 3");
+  ASSERT_EQ(replayed.exit_code, 0) << replayed.out;
+  EXPECT_NE(replayed.out.find("measurements: Kernel Tuner cache of dedispersion_kernel on NVIDIA "
+                              "RTX A4000, problem size [25000, 2048, 1], the job's context "
+                              "25000x2048\nspace 11130"),
+            std::string::npos)
+      << replayed.out;
 }
 
 TEST(Examples, EveryVariantOfEveryExampleCompiles) {

@@ -328,7 +328,7 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   o.device = "h100-sxm";
   o.cache_dir = dir / "cache";
   auto r = replay(job, (dir / "large.t4.json").string(), o);
-  EXPECT_EQ(r.source, "T4 export of k, context large on GPU");
+  EXPECT_EQ(r.source, "T4 export of k, context large on GPU, problem size [2, 1, 1]");
   ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
   EXPECT_EQ(r.predicted_context, "large");  // not the job's first context, small
   EXPECT_DOUBLE_EQ(r.optimum_ms, 3.0);
@@ -346,8 +346,8 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   // A context the job does not have: said, and the pruner predicts at the job's first.
   r = replay(job, (dir / "other.t4.json").string(), o);
   EXPECT_EQ(r.source,
-            "T4 export of k, context other on GPU (the job has no context of that name: the "
-            "pruner predicts at small)");
+            "T4 export of k, context other on GPU, problem size [3, 1, 1] (none of the job's "
+            "contexts has that name or size: the pruner predicts at small)");
   EXPECT_EQ(r.predicted_context, "small");
   // --context naming another size than the file's is refused; naming the same one is fine.
   o.context = "small";
@@ -356,8 +356,8 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
     ADD_FAILURE() << "--context small with measurements of context large";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "large.t4.json: its measurements are of context 'large' "
-                  "(metadata.gputune.context), and --context small would score predictions for "
+                  "large.t4.json: its measurements are of context 'large' (problem size [2, 1, "
+                  "1]), and --context small would score predictions for "
                   "another problem size against them. Fix: drop --context, or replay an export "
                   "of that context (`gputune export --t4 --context small`)"),
               std::string::npos)
@@ -365,6 +365,15 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   }
   o.context = "large";
   EXPECT_DOUBLE_EQ(replay(job, (dir / "large.t4.json").string(), o).optimum_ms, 3.0);
+  // A context renamed since: found by its problem size.
+  o.context.clear();
+  json renamed = json::parse(test::read_file(dir / "large.t4.json"));
+  renamed["metadata"]["gputune"]["context"] = "2";
+  test::write_file(dir / "renamed.t4.json", renamed.dump());
+  r = replay(job, (dir / "renamed.t4.json").string(), o);
+  EXPECT_EQ(r.source,
+            "T4 export of k, context 2 on GPU, problem size [2, 1, 1], the job's context large");
+  EXPECT_EQ(r.predicted_context, "large");
 }
 
 // A Kernel Tuner cache names its problem size: replay scores the pruner at the job's context of
@@ -405,8 +414,8 @@ TEST(Replay, ScoresAKernelTunerCacheAtTheContextOfItsProblemSize) {
     replay(job, cache(json({2})), o);
     ADD_FAILURE() << "--context small with measurements of problem size [2, 1, 1]";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("its measurements are of problem size [2, 1, 1] "
-                                         "(problem_size), the job's context 'large', and "
+    EXPECT_NE(std::string(e.what()).find("its measurements are of problem size [2, 1, 1], the "
+                                         "job's context 'large', and "
                                          "--context small would score predictions"),
               std::string::npos)
         << e.what();

@@ -284,7 +284,7 @@ TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
                                            "time",
                                            "desc",
                                            "correct",
-                                           "25000x2048x1",
+                                           "25000x2048",
                                            "NVIDIA%20RTX%20A4000",
                                            "%E2%9C%93",
                                            "%FF%FE",
