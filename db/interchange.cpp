@@ -286,8 +286,8 @@ std::string export_scope(std::int64_t run_id) {
 
 /// The tuning problems listed one per line, each with the options that export it alone.
 std::string list_problems(const std::vector<T4Problem>& problems) {
-  std::set<std::string> kernels, labels;
-  for (const T4Problem& p : problems) kernels.insert(p.kernel), labels.insert(p.context);
+  std::set<std::string> kernels;  // --kernel is needed where several kernels are listed
+  for (const T4Problem& p : problems) kernels.insert(p.kernel);
   std::string out;
   for (const T4Problem& p : problems) {
     std::string runs;
@@ -321,9 +321,7 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
       }
       it = of_context.emplace(m.context_id, std::move(p)).first;
     }
-    auto [at, fresh] = problems.try_emplace(it->second);
-    (void)fresh;
-    at->second.push_back(&m);
+    problems[it->second].push_back(&m);
   }
   std::vector<T4Problem> all;
   for (auto& [p, ms] : problems) {

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "db/browse.h"
+#include "db/interchange.h"
 #include "db/sqlite.h"
 #include "db/store.h"
 #include "db/tuned_header.h"
@@ -287,6 +289,24 @@ void Server::Impl::routes() {
     auto r = db::Browser(store()).run(path_id(req));
     if (!r) throw HttpError{404, "no such run", "id"};
     send_json(res, 200, *r);
+  });
+  // One tuning problem of a run (a context; a kernel where several share its label) as a T4
+  // results file (db::export_t4); 400 with the list of its problems when the choice is open.
+  get(R"(/api/runs/(\d+)/t4)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::int64_t id = path_id(req);
+    if (!store().run(id)) throw HttpError{404, "no such run", "id"};
+    const std::string context = str_param(req, "context"), kernel = str_param(req, "kernel");
+    std::string text;
+    try {
+      text = db::export_t4(store(), id, context, kernel);
+    } catch (const std::invalid_argument& e) {
+      throw HttpError{400, e.what(), "context"};
+    }
+    std::string file = "run" + std::to_string(id) + (context.empty() ? "" : "-" + context);
+    for (char& ch : file)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_') ch = '_';
+    res.set_header("Content-Disposition", "attachment; filename=\"" + file + ".t4.json\"");
+    res.set_content(text + "\n", "application/json");
   });
   get(R"(/api/runs/(\d+)/measurements)",
       [this](const httplib::Request& req, httplib::Response& res) {

@@ -156,31 +156,22 @@ TEST(Export, AT4FileHoldsOneTuningProblem) {
   };
   const std::string r1 = std::to_string(run), r2 = std::to_string(run2);
   // The choice left open: each problem with the options that export it alone.
-  EXPECT_EQ(error_of(run, "", ""),
-            "run " + r1 +
-                " measured 3 tuning problems, and a T4 file holds one (their configurations "
-                "would mix): pick one with the options below:\n"
-                "  --context large --kernel k: k on GPU, problem size [2,1,1], 1 result (run " +
-                r1 +
-                ")\n"
-                "  --context small --kernel k: k on GPU, problem size [1,1,1], 2 results (run " +
-                r1 +
-                ")\n"
-                "  --context small --kernel k2: k2 on GPU, problem size [1,1,1], 1 result (run " +
-                r1 + ")");
+  const std::string listing =
+      "\n  --context large --kernel k: k on GPU, problem size [2,1,1], 1 result (run " + r1 +
+      ")\n  --context small --kernel k: k on GPU, problem size [1,1,1], 2 results (run " + r1 +
+      ")\n  --context small --kernel k2: k2 on GPU, problem size [1,1,1], 1 result (run " + r1 +
+      ")";
+  EXPECT_EQ(error_of(run, "", ""), "run " + r1 +
+                                       " measured 3 tuning problems, and a T4 file holds one "
+                                       "(their configurations would mix): pick one with the "
+                                       "options below:" +
+                                       listing);
   EXPECT_NE(error_of(run, "small", "").find("run " + r1 + " measured 2 tuning problems"),
             std::string::npos);
-  EXPECT_EQ(error_of(run, "huge", ""),
-            "no timed measurement of run " + r1 +
-                " matches --context huge; what it holds, with the options that export each:\n"
-                "  --context large --kernel k: k on GPU, problem size [2,1,1], 1 result (run " +
-                r1 +
-                ")\n"
-                "  --context small --kernel k: k on GPU, problem size [1,1,1], 2 results (run " +
-                r1 +
-                ")\n"
-                "  --context small --kernel k2: k2 on GPU, problem size [1,1,1], 1 result (run " +
-                r1 + ")");
+  EXPECT_EQ(
+      error_of(run, "huge", ""),
+      "no timed measurement of run " + r1 +
+          " matches --context huge; what it holds, with the options that export each:" + listing);
   // One problem measured on two GPUs (all runs): --run picks one.
   const std::string both = error_of(0, "large", "k");
   EXPECT_NE(both.find("the database measured 2 tuning problems"), std::string::npos) << both;

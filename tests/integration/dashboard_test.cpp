@@ -158,6 +158,29 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   wd.screenshot(shot("run-vector_add.png"));
   EXPECT_FALSE(wd.script("return document.getElementById('model-search') !== null;").get<bool>())
       << "run 1 searched nothing";
+  // Each context's results as a T4 file: the run's two contexts, one link each.
+  EXPECT_EQ(wd.text("#t4-links"), "T4 results: 1M, 16M");
+  const auto t4_hrefs = wd.script(
+      "return [...document.querySelectorAll('#t4-links a')].map(a => a.getAttribute('href'));");
+  ASSERT_EQ(t4_hrefs.size(), 2u) << t4_hrefs.dump();
+  EXPECT_EQ(t4_hrefs[1], "/api/runs/1/t4?context=16M");
+  auto t4 = api.Get(t4_hrefs[1].get<std::string>().c_str());
+  ASSERT_TRUE(t4);
+  EXPECT_EQ(t4->status, 200);
+  EXPECT_EQ(t4->get_header_value("Content-Disposition"),
+            "attachment; filename=\"run1-16M.t4.json\"");
+  const auto t4_doc = json::parse(t4->body);
+  EXPECT_EQ(t4_doc["metadata"]["gputune"]["context"], "16M");
+  EXPECT_EQ(t4_doc["results"].size(), 27u);
+  // Both contexts in one file would mix them: refused, naming the options.
+  auto mixed = api.Get("/api/runs/1/t4");
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(mixed->status, 400);
+  EXPECT_NE(
+      json::parse(mixed->body)["error"].get<std::string>().find("run 1 measured 2 tuning problems"),
+      std::string::npos)
+      << mixed->body;
+  EXPECT_EQ(api.Get("/api/runs/999/t4")->status, 404);
   // A run whose model searched its space says what it planned.
   wd.go(d.url() + "/run.html?id=4");
   ASSERT_TRUE(wd.wait_loaded());

@@ -252,6 +252,7 @@ TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
                                           "/api/runs",
                                           "/api/runs/{id}",
                                           "/api/runs/{id}/measurements",
+                                          "/api/runs/{id}/t4",
                                           "/api/winners",
                                           "/api/best",
                                           "/api/runs/{id}/best_over_time",
@@ -314,6 +315,10 @@ TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
       EXPECT_TRUE(answer.contains("field")) << path;
     } else if (path.find(".svg") != std::string::npos) {
       EXPECT_EQ(r->body.rfind("<svg", 0), 0u) << path;
+    } else if (path.find("/t4") != std::string::npos) {
+      EXPECT_EQ(nlohmann::json::parse(r->body)["metadata"]["gputune"]["kernel"],
+                "dedispersion_kernel")
+          << path;
     } else if (path.find("/header") != std::string::npos) {
       EXPECT_EQ(r->body.rfind("/* Tuned parameters of the kernel 'dedispersion_kernel'", 0), 0u)
           << path;

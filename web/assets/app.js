@@ -167,7 +167,8 @@ async function runPage(main) {
       run.naive_fallback ? el('p', {id: 'naive-fallback'}, 'block shape only: ' + run.naive_fallback +
         ' (the naive kernel is outside the generator\'s subset; its variants are the kernel as written, launched at each block shape)') : null,
       el('p', {class: 'muted'}, run.message),
-      run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null),
+      run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null,
+      t4Links(run)),
     section('Charts', el('div', {class: 'charts'},
       el('img', {src: '/api/runs/' + run.id + '/best.svg?t=' + stamp, alt: 'best so far'}),
       el('img', {src: '/api/runs/' + run.id + '/scatter.svg?t=' + stamp, alt: 'measured vs predicted'}),
@@ -175,6 +176,17 @@ async function runPage(main) {
     section('Variants', measurementControls(run), el('div', {id: 'measurements'})));
   await loadMeasurements(run);
   if (run.status === 'running') setTimeout(() => runPage(main).catch(showError), 2000);
+}
+
+// The run's timed contexts (one kernel on one device), each as a T4 results file: a T4 file
+// holds one tuning problem.
+function t4Links(run) {
+  const timed = (run.contexts || []).filter(c => c.best_ms != null);
+  if (!timed.length) return null;
+  return el('p', {id: 't4-links'}, 'T4 results: ', ...timed.flatMap((c, i) => {
+    const a = el('a', {href: '/api/runs/' + run.id + '/t4?' + new URLSearchParams({context: c.label}), download: ''}, c.label);
+    return i ? [', ', a] : [a];
+  }));
 }
 
 function measurementControls(run) {
