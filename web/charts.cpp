@@ -142,6 +142,13 @@ std::string line_chart(const std::string& title, const std::vector<Series>& seri
     if (!s.x.empty()) ss.push_back(&s);
   if (ss.empty()) return empty_chart(title, "no data yet");
   Frame f = frame_of(ss, true);
+  // Headroom for the legend (one row of 14 px per series, top right): no line or point runs
+  // under a name (two contexts ending at the same time drew "16M" over the lines).
+  double top = f.y0;
+  for (auto* s : ss) top = std::max(top, *std::max_element(s->y.begin(), s->y.end()));
+  const double plot = H - T - B, legend = 14.0 * static_cast<double>(ss.size()) + 6;
+  if (top > f.y0 && legend < plot * 0.6)  // up to 9 series; the palette has 8 colours
+    f.y1 = std::max(f.y1, f.y0 + (top - f.y0) * plot / (plot - legend));
   std::ostringstream o;
   o << header(title) << axes(f, xl, yl);
   for (size_t k = 0; k < ss.size(); ++k) {

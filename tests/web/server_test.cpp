@@ -130,6 +130,27 @@ TEST(Charts, AxesAreLabelledWithRoundNumbers) {
   EXPECT_EQ(left, (std::vector<std::string>{"0", "50", "100", "150", "200"}));
 }
 
+// The legend (one name per series, top right) sits above every point: two contexts whose best
+// times end at the top right corner once drew their names over the lines.
+TEST(Charts, TheLegendSitsAboveTheData) {
+  for (size_t n : {1u, 2u, 3u, 8u}) {
+    std::vector<Series> series;
+    for (size_t k = 0; k < n; ++k)
+      series.push_back({"context " + std::to_string(k), {1, 10, 20}, {1.0, 1.1, 1.2 + 0.01 * k}});
+    const std::string svg = line_chart("best", series, "measurements", "ms", true);
+    double legend_bottom = 0;
+    for (const auto& t : svg_texts(svg))
+      if (t.text.rfind("context ", 0) == 0) legend_bottom = std::max(legend_bottom, t.y);
+    ASSERT_GT(legend_bottom, 0) << svg;
+    static const std::regex cy_re("<circle cx=\"[^\"]*\" cy=\"([^\"]+)\"");
+    size_t points = 0;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cy_re);
+         it != std::sregex_iterator(); ++it, ++points)
+      EXPECT_GT(std::stod((*it)[1]) - 2.5, legend_bottom + 3) << n << " series";  // r 2.5
+    EXPECT_EQ(points, 3 * n);
+  }
+}
+
 // The parameter chart of a real space (dedispersion: 30 values of block_size_y, two-valued
 // parameters with long names) has no label over another: value labels stand upright where they
 // do not fit their bar, and the chart widens so that each name fits under its group.
