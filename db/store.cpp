@@ -953,11 +953,18 @@ std::vector<Store::PredictedTime> Store::past_times(std::int64_t device_id,
       (with_prediction ? "m.predicted_ms > 0 AND " : "") +
       "m.reason NOT LIKE 're-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?)";
   const std::string columns =
-      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0) FROM "
-      "measurements m ";
+      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0), "
+      "(SELECT d.source = 'import' FROM contexts c JOIN devices d ON d.id = c.device_id WHERE "
+      "c.id = m.context_id) FROM measurements m ";
+  // The kernel's contexts on the device; without a prediction, also those of imported Kernel
+  // Tuner caches of a device of the same name (an import has no predictions).
   const std::string kernel_contexts =
-      "SELECT c.id FROM contexts c JOIN kernels k ON k.id = c.kernel_id WHERE c.device_id = ? AND "
-      "k.name = ?";
+      "SELECT c.id FROM contexts c JOIN kernels k ON k.id = c.kernel_id WHERE k.name = ?2 AND "
+      "(c.device_id = ?1" +
+      std::string(with_prediction
+                      ? ")"
+                      : " OR c.device_id IN (SELECT i.id FROM devices i JOIN devices d ON d.id = "
+                        "?1 WHERE i.source = 'import' AND i.name = d.name COLLATE NOCASE))");
   // How the rows are found depends on how many the kernel has on the device, counted on the
   // (context, status) index up to a bound. Few (a kernel's first runs in a large database): from
   // its contexts, then sorted (walking all measurements newest first to find none took 183 ms on
@@ -977,7 +984,8 @@ std::vector<Store::PredictedTime> Store::past_times(std::int64_t device_id,
                        kernel_contexts + ") AND " + filter + " ORDER BY m.id DESC LIMIT ?");
   s.bind(1, device_id).bind(2, kernel).bind(3, skip_run).bind(4, skip_context).bind(5, limit);
   std::vector<PredictedTime> out;
-  while (s.step()) out.push_back({s.int64(0), s.int64(1), s.text(2), s.real(3), s.real(4)});
+  while (s.step())
+    out.push_back({s.int64(0), s.int64(1), s.text(2), s.real(3), s.real(4), s.int64(5) != 0});
   return out;
 }
 

@@ -180,6 +180,7 @@ class Store {
     std::int64_t run_id = 0, context_id = 0;
     std::string params_json;
     double time_ms = 0, predicted_ms = 0;
+    bool imported = false;  ///< from an imported Kernel Tuner cache (`gputune import`)
   };
   /// The newest `limit` verified times with a prediction of kernels named `kernel` on a device,
   /// leaving out one (run, context) (the one being measured, which a resumed run has begun):
@@ -187,7 +188,8 @@ class Store {
   std::vector<PredictedTime> predicted_times(std::int64_t device_id, const std::string& kernel,
                                              std::int64_t skip_run, std::int64_t skip_context,
                                              int limit);
-  /// As predicted_times, with or without a prediction (predicted_ms 0 where there is none): what
+  /// As predicted_times, with or without a prediction (predicted_ms 0 where there is none), and
+  /// the times of imported Kernel Tuner caches of the kernel on a device of the same name: what
   /// earlier searches teach a search over variants the model cannot read.
   std::vector<PredictedTime> verified_times(std::int64_t device_id, const std::string& kernel,
                                             std::int64_t skip_run, std::int64_t skip_context,

@@ -101,16 +101,20 @@ constexpr int kPastMeasurements = 5000;
 /// model-guided search (ParameterEffects::from_past). `residuals`: the times with a prediction,
 /// as log(measured / predicted), for the predicted variants; otherwise every verified time as
 /// log(time), for the variants without a prediction (from_past centres each search on its mean).
+/// `imported` (when given) counts those from imported Kernel Tuner caches of a device of the same
+/// name (times only: an import has no predictions).
 std::vector<ParameterEffects::Past> past_measurements(db::Store& store, std::int64_t device_id,
                                                       const std::string& kernel,
                                                       std::int64_t run_id, std::int64_t ctx_id,
-                                                      bool residuals) {
+                                                      bool residuals,
+                                                      std::size_t* imported = nullptr) {
   std::vector<ParameterEffects::Past> out;
   for (const auto& row :
        residuals ? store.predicted_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)
                  : store.verified_times(device_id, kernel, run_id, ctx_id, kPastMeasurements)) {
     auto params = nlohmann::json::parse(row.params_json, nullptr, false);
     if (!params.is_object()) continue;
+    if (imported && row.imported) ++*imported;
     ParameterEffects::Past m;
     m.search = std::to_string(row.run_id) + "/" + std::to_string(row.context_id);
     for (const auto& [name, value] : params.items()) m.values[name] = json_to_value(value).str();
@@ -749,16 +753,21 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                 << " parameter values of this space; "
                 << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
           }
+          std::size_t imported = 0;
           if (guide->unpredicted_effects())
-            if (auto times =
-                    past_measurements(store, device_id, job.kernel_name, run_id, ctx_id, false);
+            if (auto times = past_measurements(store, device_id, job.kernel_name, run_id, ctx_id,
+                                               false, &imported);
                 !times.empty()) {
               auto before = ParameterEffects::from_past(times);
               guide->set_unpredicted_prior(before.learned());
               std::string taught = before.summary(4);
               log << "gputune: model_guided: variants without a prediction start from what "
                   << times.size() << " earlier measured times of kernel '" << job.kernel_name
-                  << "' on this device taught (" << guide->unpredicted_effects()->prior_values()
+                  << "' on this device"
+                  << (imported ? " (" + std::to_string(imported) +
+                                     " of them from imported Kernel Tuner caches)"
+                               : std::string())
+                  << " taught (" << guide->unpredicted_effects()->prior_values()
                   << " parameter values of this space; "
                   << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
             }

@@ -167,6 +167,22 @@ TEST(Store, PredictedTimesAreTheKernelsVerifiedTimesWithAPredictionOnTheDevice) 
   EXPECT_DOUBLE_EQ(all[2].predicted_ms, 1.0);
   EXPECT_EQ(f.store.verified_times(f.device, "matmul", later, f.context, 2).size(), 2u);
   EXPECT_EQ(f.store.verified_times(a100, "matmul", later, f.context, 100).size(), 1u);
+  for (const auto& row : all) EXPECT_FALSE(row.imported);
+  // An imported Kernel Tuner cache of the kernel on a device of the same name (in other case):
+  // its times teach verified_times (there is no prediction to learn from for predicted_times).
+  DeviceRecord imported_device;
+  imported_device.name = "nvidia a100", imported_device.source = "import";
+  auto import_ctx = context_of(f.kernel, f.store.upsert_device(imported_device), "25000");
+  auto import_run = f.store.begin_run(f.store.upsert_job("matmul", "/x/c.json", "{}"), "import", 1);
+  add(import_run, import_ctx, f.v1, "correct", 7.0, std::nullopt);
+  auto with_import = f.store.verified_times(a100, "matmul", later, f.context, 100);
+  ASSERT_EQ(with_import.size(), 2u);
+  EXPECT_DOUBLE_EQ(with_import[0].time_ms, 7.0);
+  EXPECT_TRUE(with_import[0].imported);
+  EXPECT_FALSE(with_import[1].imported);
+  EXPECT_EQ(f.store.predicted_times(a100, "matmul", later, f.context, 100).size(), 1u);
+  // Another GPU's import teaches nothing here.
+  EXPECT_EQ(f.store.verified_times(f.device, "matmul", later, f.context, 100).size(), 3u);
 }
 
 // predicted_times finds a kernel's rows from its contexts while it has few (up to 20,000

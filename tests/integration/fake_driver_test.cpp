@@ -390,6 +390,29 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
                        " earlier measured times of kernel 'vector_add' on this device taught"),
             std::string::npos)
       << r.out;
+  // A Kernel Tuner cache of the kernel on this GPU (by name), imported: its times teach the
+  // next run's searches too.
+  test::write_file(
+      dir / "kt.json",
+      nlohmann::json({{"kernel_name", "vector_add"},
+                      {"device_name", "Fake GPU (gputune test driver)"},
+                      {"tune_params_keys", {"block_size_x", "tile_size_x"}},
+                      {"problem_size", {1000000}},
+                      {"cache",
+                       {{"64,1", {{"block_size_x", 64}, {"tile_size_x", 1}, {"time", 0.9}}},
+                        {"128,2", {{"block_size_x", 128}, {"tile_size_x", 2}, {"time", 0.4}}},
+                        {"256,4", {{"block_size_x", 256}, {"tile_size_x", 4}, {"time", 0.6}}}}}})
+          .dump());
+  auto imported =
+      test::run_gputune("import '" + (dir / "kt.json").string() + "' --db '" + db + "'");
+  ASSERT_EQ(imported.exit_code, 0) << imported.out;
+  r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" + db + "' --cache-dir '" +
+         (dir / "cache").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" earlier measured times of kernel 'vector_add' on this device (3 of them "
+                       "from imported Kernel Tuner caches) taught"),
+            std::string::npos)
+      << r.out;
 }
 
 // A space larger than GPUTune.Search.ModelAnalyses is not compiled whole: the model searches it
