@@ -679,7 +679,7 @@ int cmd_show(int argc, char** argv) {
   cxxopts::Options o("gputune show", "Show a run and its measurements");
   o.add_options()("run", "run id", cxxopts::value<long>())("db", "database file",
                                                            cxxopts::value<std::string>())(
-      "n,limit", "measurements to list", cxxopts::value<int>()->default_value("20"))(
+      "n,limit", "measurements to list per context", cxxopts::value<int>()->default_value("10"))(
       "failures", "list failures with their reasons")("h,help", "help");
   o.parse_positional({"run"});
   auto r = o.parse(argc, argv);
@@ -742,18 +742,25 @@ int cmd_show(int argc, char** argv) {
       std::cout << "nothing was timed; the compiled variants"
                 << (list.front()->predicted_ms ? ", fastest predicted first" : "") << ":\n";
   }
-  for (size_t i = 0; i < list.size() && i < limit; ++i) {
-    const auto& m = *list[i];
-    std::cout << "  " << m.context_label << "  " << m.status << "  ";
-    if (m.time_ms) std::cout << *m.time_ms << " ms  ";
-    if (m.predicted_ms && !m.time_ms) std::cout << "predicted " << *m.predicted_ms << " ms  ";
-    if (m.registers) std::cout << *m.registers << " regs  ";
-    if (m.occupancy) std::cout << "occ " << *m.occupancy << "  ";
-    std::cout << m.params_json;
-    if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
-    std::cout << "\n";
+  // Each context in the order the run measured them (its job's), each with its first `limit`.
+  std::map<std::int64_t, std::vector<const db::MeasurementRow*>> by_context;
+  for (const auto* m : list) by_context[m->context_id].push_back(m);
+  for (const auto& [context, rows] : by_context) {
+    for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+      const auto& m = *rows[i];
+      std::cout << "  " << m.context_label << "  " << m.status << "  ";
+      if (m.time_ms) std::cout << *m.time_ms << " ms  ";
+      if (m.predicted_ms && !m.time_ms) std::cout << "predicted " << *m.predicted_ms << " ms  ";
+      if (m.registers) std::cout << *m.registers << " regs  ";
+      if (m.occupancy) std::cout << "occ " << *m.occupancy << "  ";
+      std::cout << m.params_json;
+      if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
+      std::cout << "\n";
+    }
+    if (rows.size() > limit)
+      std::cout << "  (" << rows.size() - limit << " more in " << rows.front()->context_label
+                << "; -n N lists more)\n";
   }
-  if (list.size() > limit) std::cout << "  (" << list.size() - limit << " more; -n N lists more)\n";
   return 0;
 }
 

@@ -110,6 +110,17 @@ TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   EXPECT_NE(best.out.find("\"block_size_x\": 128, \"tile_size_x\": 2"), std::string::npos)
       << best.out;
   EXPECT_EQ(best.out.find("generated variant"), std::string::npos) << best.out;  // parametric
+  // `show`: each context's fastest, in the job's order (1M, then 16M), -n per context.
+  auto show = test::run_gputune("show 1 -n 2 --db '" + db + "'");
+  EXPECT_NE(show.out.find("\n  1M  correct  1.00105 ms  14 regs  occ 1  {\"block_size_x\": 128, "
+                          "\"tile_size_x\": 2}\n"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("\n  (20 more in 1M; -n N lists more)\n  16M  correct  "),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("\n  (20 more in 16M; -n N lists more)\n"), std::string::npos)
+      << show.out;
   // Its T4 export: one context per file, the run's two named when none is picked.
   auto both = test::run_gputune("export --t4 --db '" + db + "'");
   EXPECT_EQ(both.exit_code, 2) << both.out;

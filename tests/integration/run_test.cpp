@@ -53,9 +53,12 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   auto show = run_gputune("show " + std::to_string(run->id) + " --db '" + db + "'");
   EXPECT_NE(show.out.find("48/48 done, 0 timed"), std::string::npos) << show.out;
   EXPECT_EQ(show.out.find("measured"), std::string::npos) << show.out;
-  EXPECT_NE(show.out.find("nothing was timed; the compiled variants:\n  16M  compiled  "),
+  EXPECT_NE(show.out.find("nothing was timed; the compiled variants:\n  1M  compiled  "),
             std::string::npos)
       << show.out;
+  EXPECT_NE(show.out.find("\n  (14 more in 1M; -n N lists more)\n  16M  compiled  "),
+            std::string::npos)
+      << show.out;  // each context in the job's order, with its first 10
   EXPECT_EQ(store.contexts("vector_add").size(), 2u);
   EXPECT_TRUE(store.winners("vector_add").empty());  // nothing timed, nothing wins
   // Re-running serves every cubin from the cache.
