@@ -132,4 +132,21 @@ BENCHMARK_CAPTURE(BM_PredictedTimes, medium, std::string("medium"))->Unit(benchm
 BENCHMARK_CAPTURE(BM_PredictedTimes, light, std::string("light"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PredictedTimes, none, std::string("none"))->Unit(benchmark::kMillisecond);
 
+/// The same rows with or without a prediction (and those of imported caches of a device of the
+/// same name): what a search over variants the model cannot read starts from.
+void BM_VerifiedTimes(benchmark::State& state, const std::string& kernel) {
+  PastDatabase& db = past_database();
+  std::size_t found = 0;
+  for (auto _ : state) {
+    found = db.store->verified_times(db.device, kernel, 0, 0, 5000).size();
+    benchmark::DoNotOptimize(found);
+  }
+  state.counters["rows"] = static_cast<double>(found);
+}
+BENCHMARK_CAPTURE(BM_VerifiedTimes, heavy, std::string("heavy"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_VerifiedTimes, old, std::string("old"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_VerifiedTimes, medium, std::string("medium"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_VerifiedTimes, light, std::string("light"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_VerifiedTimes, none, std::string("none"))->Unit(benchmark::kMillisecond);
+
 }  // namespace

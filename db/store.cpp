@@ -952,10 +952,13 @@ std::vector<Store::PredictedTime> Store::past_times(std::int64_t device_id,
       std::string("m.status = 'correct' AND m.time_ms > 0 AND ") +
       (with_prediction ? "m.predicted_ms > 0 AND " : "") +
       "m.reason NOT LIKE 're-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?)";
+  // Whether a row is an import's (predicted_times has none: an import has no predictions).
   const std::string columns =
-      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0), "
-      "(SELECT d.source = 'import' FROM contexts c JOIN devices d ON d.id = c.device_id WHERE "
-      "c.id = m.context_id) FROM measurements m ";
+      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0), " +
+      std::string(with_prediction ? "0"
+                                  : "(SELECT d.source = 'import' FROM contexts c JOIN devices d ON "
+                                    "d.id = c.device_id WHERE c.id = m.context_id)") +
+      " FROM measurements m ";
   // The kernel's contexts on the device; without a prediction, also those of imported Kernel
   // Tuner caches of a device of the same name (an import has no predictions).
   const std::string kernel_contexts =
