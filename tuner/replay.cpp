@@ -152,6 +152,8 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
   return key_entries(recorded, space);
 }
 
+namespace {
+
 /// Where the pruner predicts for a measurement file: --context; else the job's context the file
 /// names (a gputune T4 export's label, else its problem size, as for a Kernel Tuner cache), so
 /// that predictions and measurements are of one problem size; else the job's first. `source`
@@ -202,6 +204,8 @@ std::string context_for_file(const Job& job, const FileProblem& named, const Rep
                (o.context.empty() ? job.contexts.front().name : o.context) + ")";
   return o.context;
 }
+
+}  // namespace
 
 std::size_t measurements_to_reach(const std::vector<size_t>& order,
                                   const std::vector<std::optional<double>>& time, double optimum,
