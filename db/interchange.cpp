@@ -45,6 +45,13 @@ std::string status_of_error(const std::string& e) {
   return "runtime";
 }
 
+/// A T4 invalidity (or "no time") as a measurement status.
+std::string status_of_invalidity(const std::string& e) {
+  for (const char* s : {"compile", "runtime", "correctness", "timeout", "constraints"})
+    if (e == s) return e;
+  return "runtime";
+}
+
 /// Field-by-field checks of a measurement file; every error names the file and the field.
 struct FileReader {
   const std::string& path;
@@ -176,6 +183,15 @@ MeasurementFile read_measurement_file(const std::string& path) {
     doc.erase("cache");
   } else {
     f.format = MeasurementFile::Format::T4;
+    // A gputune export names its tuning problem (export_t4).
+    if (doc.contains("metadata") && doc["metadata"].is_object() &&
+        doc["metadata"].contains("gputune")) {
+      const json& g = in.object(doc["metadata"]["gputune"], "metadata.gputune");
+      if (g.contains("kernel")) f.kernel = in.string(g["kernel"], "metadata.gputune.kernel");
+      if (g.contains("device")) f.device = in.string(g["device"], "metadata.gputune.device");
+      if (g.contains("context")) f.context = in.string(g["context"], "metadata.gputune.context");
+      if (g.contains("problem_size")) f.problem_size = g["problem_size"];
+    }
     const json& results = in.array(doc["results"], "results");
     f.entries.reserve(results.size());
     for (size_t i = 0; i < results.size(); ++i) f.entries.push_back(in.t4_entry(i, results[i]));
@@ -185,31 +201,48 @@ MeasurementFile read_measurement_file(const std::string& path) {
   return f;
 }
 
-ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
+ImportSummary import_measurements(Store& store, const std::string& path, const ImportNames& names) {
   MeasurementFile f = read_measurement_file(path);
-  auto missing = [&](const char* key) {
-    return std::runtime_error(path + ": field '" + key +
-                              "' is missing: not a Kernel Tuner cache file");
+  const bool t4 = f.format == MeasurementFile::Format::T4;
+  auto missing = [&](const char* key, const char* option) {
+    return std::runtime_error(path + (t4 ? std::string(": a T4 file that does not say which ") +
+                                               key + " it measured (metadata.gputune." + key +
+                                               "). Fix: give --" + option
+                                         : std::string(": field '") + key +
+                                               "_name' is missing: not a Kernel Tuner "
+                                               "cache file, or give --" +
+                                               option));
   };
-  if (f.format != MeasurementFile::Format::KernelTuner)
-    throw std::runtime_error(path + ": a T4 file; import reads Kernel Tuner cache files");
-  if (!f.header.contains("kernel_name")) throw missing("kernel_name");
-  if (!f.header.contains("device_name")) throw missing("device_name");
-  if (!f.header.contains("tune_params_keys")) throw missing("tune_params_keys");
   ImportSummary sum;
-  sum.kernel = f.kernel;
-  sum.device = f.device;
+  sum.kernel = names.kernel.empty() ? f.kernel : names.kernel;
+  sum.device = names.device.empty() ? f.device : names.device;
+  if (sum.kernel.empty()) throw missing("kernel", "kernel NAME");
+  if (sum.device.empty()) throw missing("device", "device NAME (the GPU it ran on)");
+  // The parameters, in order: Kernel Tuner's tune_params_keys; a T4 file's first configuration's.
+  std::vector<std::string> keys = f.keys;
+  if (!t4 && !f.header.contains("tune_params_keys"))
+    throw std::runtime_error(path +
+                             ": field 'tune_params_keys' is missing: not a Kernel Tuner "
+                             "cache file");
+  if (t4) {
+    if (f.entries.empty()) throw std::runtime_error(path + ": field 'results' is empty");
+    for (const auto& [k, v] : f.entries.front().params.items()) keys.push_back(k);
+  }
   json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
   List sizes;  // whole sizes: labelled as a job's context of that ProblemSize is
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].is_object())
-      throw std::runtime_error(path + ": field 'problem_size' holds an object");
+      throw std::runtime_error(path + ": field '" +
+                               (t4 ? "metadata.gputune.problem_size" : "problem_size") +
+                               "' holds an object");
     sum.context += (i ? "x" : "") + kernel_tuner_key_text(ps[i]);
     if (ps[i].is_number_integer()) sizes.push_back(Value(ps[i].get<std::int64_t>()));
   }
   if (sizes.size() == ps.size()) sum.context = context_label(sizes);
+  if (!f.context.empty()) sum.context = f.context;
+  if (!names.context.empty()) sum.context = names.context;
 
   Transaction t(store.db());
   DeviceRecord dev;
@@ -217,7 +250,7 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   dev.source = "import";
   std::int64_t device_id = store.upsert_device(dev);
   std::string kernel_hash =
-      sha256_hex("kernel-tuner-import|" + sum.kernel + "|" + f.header["tune_params_keys"].dump());
+      sha256_hex("kernel-tuner-import|" + sum.kernel + "|" + json(keys).dump());
   std::int64_t kernel_id = store.upsert_kernel(sum.kernel, kernel_hash, "");
   std::int64_t job_id = store.upsert_job(sum.kernel, path, f.header.dump());
   ContextRecord ctx;
@@ -232,10 +265,12 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
   for (const RecordedEntry& e : f.entries) {
     json params = json::object();
     std::string key;
-    for (size_t i = 0; i < f.keys.size(); ++i) {
-      const std::string& k = f.keys[i];
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::string& k = keys[i];
       if (!e.params.contains(k))
-        throw std::runtime_error(path + ": cache entry '" + e.id + "' lacks parameter '" + k + "'");
+        throw std::runtime_error(path + (t4 ? ": " : ": cache entry '") + e.id + (t4 ? "" : "'") +
+                                 " lacks parameter '" + k + "'" +
+                                 (t4 ? " (the first configuration has it)" : ""));
       params[k] = e.params[k];
       key += (i ? "," : "") + kernel_tuner_key_text(e.params[k]);
     }
@@ -249,8 +284,8 @@ ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path) {
       m.gbps = e.gbps, m.gflops = e.gflops;
       ++sum.correct;
     } else {
-      m.status = status_of_error(e.failure);
-      m.reason = "Kernel Tuner: " + e.failure;
+      m.status = t4 ? status_of_invalidity(e.failure) : status_of_error(e.failure);
+      m.reason = (t4 ? "T4: " : "Kernel Tuner: ") + e.failure;
       ++sum.failed;
     }
     m.compile_ms = e.compile_ms;

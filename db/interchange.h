@@ -1,7 +1,8 @@
 /** \file db/interchange.h
  * Owns: moving measurements between the database and community file formats: reading Kernel
- * Tuner cache files (.json or .json.gz) and T4 results field by field, importing the former as
- * measurements of their device, and exporting T4 results (with metadata) from the database.
+ * Tuner cache files (.json or .json.gz) and T4 results field by field, importing either as
+ * measurements of their device, and exporting T4 results (one tuning problem per file, named in
+ * metadata.gputune) from the database.
  * Must not: know about CUDA; all SQL stays in store.cpp. */
 #pragma once
 
@@ -39,9 +40,12 @@ struct RecordedEntry {
 /// A Kernel Tuner cache file or a T4 results file, every field it uses checked for its kind.
 struct MeasurementFile {
   enum class Format { KernelTuner, T4 } format = Format::KernelTuner;
-  std::string kernel, device;     ///< Kernel Tuner's kernel_name and device_name ("" if absent)
+  /// Kernel Tuner's kernel_name and device_name; a gputune T4 export's metadata.gputune kernel
+  /// and device ("" if absent).
+  std::string kernel, device;
+  std::string context;            ///< a gputune T4 export's context label ("" if absent)
   std::vector<std::string> keys;  ///< Kernel Tuner's tune_params_keys (empty if absent)
-  nlohmann::json problem_size;    ///< Kernel Tuner's problem_size (null if absent)
+  nlohmann::json problem_size;    ///< Kernel Tuner's or metadata.gputune's (null if absent)
   nlohmann::json header;          ///< the document without its cache / results
   std::vector<RecordedEntry> entries;
 };
@@ -54,10 +58,19 @@ MeasurementFile read_measurement_file(const std::string& path);
 /// std::invalid_argument for a JSON object.
 std::string kernel_tuner_key_text(const nlohmann::json& value);
 
+/// What `gputune import` is told on its command line: each non-empty one replaces what the file
+/// says (a T4 file from elsewhere names none of them).
+struct ImportNames {
+  std::string kernel, device, context;
+};
+
 /// Imports a Kernel Tuner cache file (keys: device_name, kernel_name, problem_size,
-/// tune_params_keys, cache). All-or-nothing: one transaction. Throws std::runtime_error naming the
-/// file and the field for malformed input.
-ImportSummary import_kernel_tuner_cache(Store& store, const std::string& path);
+/// tune_params_keys, cache) or a T4 results file (a gputune export names its kernel, device,
+/// context and problem size in metadata.gputune; any other needs `names` for the kernel and the
+/// device) as a run of measurements of that device. All-or-nothing: one transaction. Throws
+/// std::runtime_error naming the file, the field and the fix for malformed or incomplete input.
+ImportSummary import_measurements(Store& store, const std::string& path,
+                                  const ImportNames& names = {});
 
 /// T4 document (schema_version, metadata, results) of a run's timed measurements (all runs when
 /// run_id is 0). Variants compiled but never timed are left out. A T4 file is one tuning

@@ -65,7 +65,7 @@ commands:
   show RUN           a run's summary and its measurements
   runs               the most recent runs
   export --t4        T4 results of a run (--run ID, --context LABEL, -o FILE)
-  import FILE        a Kernel Tuner cache file (.json or .json.gz) as measurements of its device
+  import FILE        a Kernel Tuner cache or T4 file as measurements of its device (--kernel, --device)
   cache              what the cubin and analysis cache holds; --max-size SIZE limits it, --clear
   devices            the CUDA devices the driver reports (or why there are none)
   serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs
@@ -838,8 +838,16 @@ int cmd_export(int argc, char** argv) {
 }
 
 int cmd_import(int argc, char** argv) {
-  cxxopts::Options o("gputune import", "Import a Kernel Tuner cache file");
-  o.add_options()("file", "cache file (.json or .json.gz)", cxxopts::value<std::string>())(
+  cxxopts::Options o("gputune import",
+                     "Import a Kernel Tuner cache file or a T4 results file as measurements");
+  o.add_options()("file", "Kernel Tuner cache or T4 file (.json or .json.gz)",
+                  cxxopts::value<std::string>())(
+      "kernel", "kernel name (a T4 file from elsewhere names none)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "device", "the GPU it ran on, as the driver names it (a T4 file from elsewhere names none)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "context", "context label (default: the file's, else its problem size)",
+      cxxopts::value<std::string>()->default_value(""))(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   o.parse_positional({"file"});
   auto r = o.parse(argc, argv);
@@ -847,7 +855,9 @@ int cmd_import(int argc, char** argv) {
   db::Store store(db_of(r));
   db::ImportSummary s;
   try {
-    s = db::import_kernel_tuner_cache(store, r["file"].as<std::string>());
+    s = db::import_measurements(store, r["file"].as<std::string>(),
+                                {r["kernel"].as<std::string>(), r["device"].as<std::string>(),
+                                 r["context"].as<std::string>()});
   } catch (const db::DbError&) {
     throw;
   } catch (const std::runtime_error& e) {

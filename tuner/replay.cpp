@@ -46,38 +46,22 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
                                                   std::size_t* entries, FileProblem* problem) {
   db::MeasurementFile f = db::read_measurement_file(file);
   if (entries) *entries = f.entries.size();
-  // A gputune T4 export names its tuning problem (db::export_t4's metadata.gputune).
-  const nlohmann::json* named = nullptr;
-  if (f.format == db::MeasurementFile::Format::T4 && f.header.contains("metadata") &&
-      f.header["metadata"].is_object() && f.header["metadata"].contains("gputune"))
-    named = &f.header["metadata"]["gputune"];
-  if (problem && named && named->is_object()) {
-    auto text = [&](const char* key) {
-      return named->contains(key) && (*named)[key].is_string() ? (*named)[key].get<std::string>()
-                                                               : std::string();
-    };
-    problem->kernel = text("kernel"), problem->context = text("context");
-    problem->device = text("device");
-  }
-  // A problem size of whole numbers, padded to three as a job's ProblemSize is (empty: none).
-  auto whole_sizes = [](const nlohmann::json& value) {
-    const nlohmann::json ps = value.is_array()  ? value
-                              : value.is_null() ? nlohmann::json::array()
-                                                : nlohmann::json::array({value});
+  // What the file names: a Kernel Tuner cache its kernel, device and problem size; a gputune T4
+  // export (metadata.gputune) also its context.
+  if (problem) {
+    problem->kernel = f.kernel, problem->device = f.device, problem->context = f.context;
+    // A problem size of whole numbers, padded to three as a job's ProblemSize is (else none).
+    const nlohmann::json ps = f.problem_size.is_array()  ? f.problem_size
+                              : f.problem_size.is_null() ? nlohmann::json::array()
+                                                         : nlohmann::json::array({f.problem_size});
     std::vector<std::int64_t> size;
     for (const auto& v : ps)
       if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
         size.push_back(static_cast<std::int64_t>(v.get<double>()));
-    if (ps.empty() || size.size() != ps.size()) return std::vector<std::int64_t>{};
-    while (size.size() < 3) size.push_back(1);
-    return size;
-  };
-  if (problem && named && named->is_object() && named->contains("problem_size"))
-    problem->problem_size = whole_sizes((*named)["problem_size"]);
-  // A Kernel Tuner cache names its kernel, device and problem size.
-  if (problem && f.format == db::MeasurementFile::Format::KernelTuner) {
-    problem->kernel = f.kernel, problem->device = f.device;
-    problem->problem_size = whole_sizes(f.problem_size);
+    if (!ps.empty() && size.size() == ps.size()) {
+      while (size.size() < 3) size.push_back(1);
+      problem->problem_size = size;
+    }
   }
   return key_entries(f.entries, space);
 }

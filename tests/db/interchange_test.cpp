@@ -17,7 +17,7 @@ TEST(Import, KernelTunerCacheBecomesMeasurementsOfItsDevice) {
   test::TempDir dir;
   Store store((dir / "g.db").string());
   auto path = (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string();
-  ImportSummary s = import_kernel_tuner_cache(store, path);
+  ImportSummary s = import_measurements(store, path);
   EXPECT_EQ(s.measurements, 11130);
   EXPECT_EQ(s.correct, 11130);
   EXPECT_EQ(s.device, "NVIDIA RTX A4000");
@@ -38,7 +38,7 @@ TEST(Import, KernelTunerCacheBecomesMeasurementsOfItsDevice) {
   EXPECT_EQ(ms.size(), 11130u);
   EXPECT_EQ(ms[0].samples_ms.size(), 32u);
   // Importing twice keeps one kernel/variant/context and adds a second run.
-  ImportSummary again = import_kernel_tuner_cache(store, path);
+  ImportSummary again = import_measurements(store, path);
   EXPECT_NE(again.run_id, s.run_id);
   EXPECT_EQ(store.contexts("dedispersion_kernel").size(), 1u);
 }
@@ -50,16 +50,15 @@ TEST(Import, ErrorsStoreNothing) {
                    R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
     "cache": {"1": {"a": 1, "time": 1.0}, "2": {"time": 2.0}}})");
   try {
-    import_kernel_tuner_cache(store, (dir / "bad.json").string());
+    import_measurements(store, (dir / "bad.json").string());
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("lacks parameter 'a'"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(store.runs().empty());  // the transaction rolled back
   test::write_file(dir / "notkt.json", R"({"hello": 1})");
-  EXPECT_THROW(import_kernel_tuner_cache(store, (dir / "notkt.json").string()), std::runtime_error);
-  EXPECT_THROW(import_kernel_tuner_cache(store, (dir / "missing.json").string()),
-               std::runtime_error);
+  EXPECT_THROW(import_measurements(store, (dir / "notkt.json").string()), std::runtime_error);
+  EXPECT_THROW(import_measurements(store, (dir / "missing.json").string()), std::runtime_error);
 }
 
 TEST(Import, FailedConfigurationsKeepTheirCategory) {
@@ -69,7 +68,7 @@ TEST(Import, FailedConfigurationsKeepTheirCategory) {
                    R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a"],
     "problem_size": [10], "cache": {"1": {"a": 1, "time": "CompilationFailedConfig"},
     "2": {"a": 2, "time": "RuntimeFailedConfig"}, "3": {"a": 3, "time": 0.5, "times": [0.5]}}})");
-  auto s = import_kernel_tuner_cache(store, (dir / "c.json").string());
+  auto s = import_measurements(store, (dir / "c.json").string());
   EXPECT_EQ(s.failed, 2);
   auto ms = store.measurements(s.run_id);
   ASSERT_EQ(ms.size(), 3u);
@@ -84,7 +83,7 @@ TEST(Export, T4ResultsFollowTheSchema) {
   test::write_file(dir / "c.json",
                    R"({"kernel_name": "k", "device_name": "d", "tune_params_keys": ["a", "b"],
     "cache": {"1,x": {"a": 1, "b": "x", "time": "RuntimeFailedConfig"}, "3,y": {"a": 3, "b": "y", "time": 0.5, "times": [0.5, 0.6]}}})");
-  auto s = import_kernel_tuner_cache(store, (dir / "c.json").string());
+  auto s = import_measurements(store, (dir / "c.json").string());
   auto doc = nlohmann::json::parse(export_t4(store, s.run_id));
   EXPECT_EQ(doc["schema_version"], "1.0.0");
   EXPECT_EQ(doc["metadata"]["environment"]["device_query"]["devices"][0]["name"], "d");
@@ -102,6 +101,96 @@ TEST(Export, T4ResultsFollowTheSchema) {
   for (auto& r : doc["results"])
     for (auto* key : {"configuration", "times", "invalidity", "correctness"})
       EXPECT_TRUE(r.contains(key)) << key;
+}
+
+nlohmann::json small_t4(size_t n);
+
+// A T4 file imports too: a gputune export names its kernel, device and context, so it moves a
+// tuning problem from one database to another; one from elsewhere (Kernel Tuner's) needs the
+// kernel and the device named, and says so.
+TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
+  test::TempDir dir;
+  Store from((dir / "from.db").string());
+  DeviceRecord gpu;
+  gpu.name = "GPU", gpu.cc_major = 9, gpu.sm_count = 132;
+  ContextRecord c;
+  c.kernel_id = from.upsert_kernel("k", "hash-k", "src");
+  c.device_id = from.upsert_device(gpu), c.label = "4096", c.problem_size_json = "[4096,1,1]";
+  c.arch = "sm_90";
+  const std::int64_t context = from.upsert_context(c);
+  const std::int64_t run = from.begin_run(from.upsert_job("k", "job.json", "{}"), "bf", 3);
+  int bs = 64;
+  for (auto [status, ms] : std::vector<std::pair<const char*, std::optional<double>>>{
+           {"correct", 2.0}, {"correct", 1.5}, {"compile", std::nullopt}}) {
+    MeasurementRecord m;
+    m.run_id = run, m.context_id = context, m.status = status, m.time_ms = ms;
+    m.variant_id = from.upsert_variant(c.kernel_id, std::to_string(bs),
+                                       "{\"bs\": " + std::to_string(bs) + ", \"u\": 2}");
+    if (ms) m.samples_ms = {*ms, *ms + 0.1};
+    from.add_measurement(m);
+    bs *= 2;
+  }
+  test::write_file(dir / "k.t4.json", export_t4(from, run));
+  Store to((dir / "to.db").string());
+  ImportSummary s = import_measurements(to, (dir / "k.t4.json").string());
+  EXPECT_EQ(s.kernel, "k");
+  EXPECT_EQ(s.device, "GPU");
+  EXPECT_EQ(s.context, "4096");
+  EXPECT_EQ(s.measurements, 3);
+  EXPECT_EQ(s.correct, 2);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_DOUBLE_EQ(s.best_ms, 1.5);
+  EXPECT_EQ(s.best_key, "128,2");  // the parameters in name order: bs, u
+  auto winners = to.winners("k", "4096", "GPU");
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_DOUBLE_EQ(winners[0].time_ms, 1.5);
+  auto ms = to.measurements(s.run_id);
+  ASSERT_EQ(ms.size(), 3u);
+  EXPECT_EQ(ms[0].samples_ms, (std::vector<double>{1.5, 1.6}));
+  EXPECT_EQ(ms[2].status, "compile");  // its T4 invalidity
+  EXPECT_EQ(ms[2].reason, "T4: compile");
+  EXPECT_EQ(to.contexts("k").at(0).problem_size_json, "[4096,1,1]");
+  // The command line names what the file does not, or replaces what it does.
+  s = import_measurements(to, (dir / "k.t4.json").string(), {"", "NVIDIA H200", "big"});
+  EXPECT_EQ(s.device, "NVIDIA H200");
+  EXPECT_EQ(s.context, "big");
+  // Kernel Tuner's T4 file names neither kernel nor device: each is asked for, nothing stored.
+  test::write_file(dir / "kt.t4.json", small_t4(4).dump());
+  const std::size_t runs = to.runs(100).size();
+  auto error_of = [&](const ImportNames& names) {
+    try {
+      import_measurements(to, (dir / "kt.t4.json").string(), names);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({}), (dir / "kt.t4.json").string() +
+                              ": a T4 file that does not say which kernel it measured "
+                              "(metadata.gputune.kernel). Fix: give --kernel NAME");
+  EXPECT_NE(error_of({"dedispersion_kernel", "", ""})
+                .find("does not say which device it measured (metadata.gputune.device). Fix: "
+                      "give --device NAME"),
+            std::string::npos);
+  EXPECT_EQ(to.runs(100).size(), runs);
+  s = import_measurements(to, (dir / "kt.t4.json").string(),
+                          {"dedispersion_kernel", "NVIDIA RTX A4000", ""});
+  EXPECT_EQ(s.measurements, 4);
+  EXPECT_EQ(s.context, "1");  // no problem size named
+  // A configuration without a parameter the first one has: refused, nothing stored.
+  auto doc = small_t4(3);
+  doc["results"][1]["configuration"].erase("tile_size_x");
+  test::write_file(dir / "gap.t4.json", doc.dump());
+  try {
+    import_measurements(to, (dir / "gap.t4.json").string(), {"k2", "d", ""});
+    ADD_FAILURE() << "a configuration without tile_size_x";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "results[1] lacks parameter 'tile_size_x' (the first configuration has it)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(to.runs(100).size(), runs + 1);
 }
 
 // A T4 file is one tuning problem: a run that measured several (two kernels, two contexts, a
@@ -316,10 +405,12 @@ TEST(MeasurementFile, MutatedFilesReadOrAreRefusedAndImportIsAllOrNothing) {
       ADD_FAILURE() << doc.dump().substr(0, 1500) << "\nthrew " << typeid(e).name() << ": "
                     << e.what();
     }
-    if (i % 2) continue;
     size_t runs_before = store.runs(1000).size();
     try {
-      ImportSummary s = import_kernel_tuner_cache(store, path);
+      // A T4 file from elsewhere names no kernel or device: given, as `import` is told them.
+      const ImportNames names =
+          i % 2 ? ImportNames{"dedispersion_kernel", "NVIDIA RTX A4000", ""} : ImportNames{};
+      ImportSummary s = import_measurements(store, path, names);
       EXPECT_EQ(store.measurements(s.run_id).size(), static_cast<size_t>(s.measurements));
       EXPECT_EQ(store.runs(1000).size(), runs_before + 1);
       ++imported;

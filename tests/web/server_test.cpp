@@ -256,7 +256,7 @@ TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
   std::int64_t run = 0, context = 0;
   {
     db::Store store(db_path);
-    run = db::import_kernel_tuner_cache(
+    run = db::import_measurements(
               store,
               (test::shared_dir() / "data/kernel-tuner-cache/dedispersion_A4000.json.gz").string())
               .run_id;
