@@ -90,15 +90,30 @@ TEST(Replay, KernelTunerAndT4FilesOfTheSameRunAgree) {
   EXPECT_FALSE(kt.guided_note.empty());
 }
 
-TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
-  test::TempDir dir;
+/// A job over bs 64..512 whose kernel compiles (__launch_bounds__(256): 512 fails to launch);
+/// `gputune`: its GPUTune member, if any.
+Job write_bs_job(const test::TempDir& dir, const std::string& gputune = "") {
   test::write_file(
       dir / "k.cu",
       "extern \"C\" __global__ void __launch_bounds__(256) k(float* p) { p[threadIdx.x] = 1.0f; }");
   test::write_file(dir / "job.json", R"({
     "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]"}]},
     "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
-      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"}})");
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"})" +
+                                         (gputune.empty() ? "" : ", \"GPUTune\": " + gputune) +
+                                         "}");
+  return load_job(dir / "job.json");
+}
+
+/// write_bs_job with two contexts, small (ProblemSize [1]) and large ([2]).
+Job write_two_context_job(const test::TempDir& dir) {
+  return write_bs_job(dir, R"({"Contexts": [{"Name": "small", "ProblemSize": [1]},
+                                            {"Name": "large", "ProblemSize": [2]}]})");
+}
+
+TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
+  test::TempDir dir;
+  const Job job = write_bs_job(dir);
   test::write_file(dir / "cache.json",
                    json({{"kernel_name", "k"},
                          {"device_name", "d"},
@@ -109,7 +124,6 @@ TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
                            {"256", {{"bs", 256}, {"time", 1.5}}},
                            {"512", {{"bs", 512}, {"time", "RuntimeFailedConfig"}}}}}})
                        .dump());
-  Job job = load_job(dir / "job.json");
   ReplayOptions o;
   o.device = "h100-sxm";
   o.cache_dir = dir / "cache";
@@ -269,20 +283,6 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
 // A gputune T4 export names its kernel, context and device (metadata.gputune): replay scores the
 // pruner at that context, not the job's first, keeps the best of a configuration exported twice,
 // and refuses a --context that names another problem size.
-/// A job over bs 64..512 with two contexts, small (ProblemSize [1]) and large ([2]), whose
-/// kernel compiles (__launch_bounds__(256): 512 fails to launch).
-Job write_two_context_job(const test::TempDir& dir) {
-  test::write_file(
-      dir / "k.cu",
-      "extern \"C\" __global__ void __launch_bounds__(256) k(float* p) { p[threadIdx.x] = 1.0f; }");
-  test::write_file(dir / "job.json", R"({
-    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[64, 128, 256, 512]"}]},
-    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
-      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1"}, "GlobalSizeType": "CUDA"},
-    "GPUTune": {"Contexts": [{"Name": "small", "ProblemSize": [1]}, {"Name": "large", "ProblemSize": [2]}]}})");
-  return load_job(dir / "job.json");
-}
-
 TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   test::TempDir dir;
   const Job job = write_two_context_job(dir);
