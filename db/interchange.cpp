@@ -225,7 +225,10 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
                              ": field 'tune_params_keys' is missing: not a Kernel Tuner "
                              "cache file");
   if (t4) {
-    if (f.entries.empty()) throw std::runtime_error(path + ": field 'results' is empty");
+    if (f.entries.empty())
+      throw std::runtime_error(path +
+                               ": field 'results' is empty: a T4 file with no measurement "
+                               "has nothing to import");
     for (const auto& [k, v] : f.entries.front().params.items()) keys.push_back(k);
   }
   json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;

@@ -190,6 +190,16 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
               std::string::npos)
         << e.what();
   }
+  test::write_file(dir / "empty.t4.json", R"({"schema_version": "1.0.0", "results": []})");
+  try {
+    import_measurements(to, (dir / "empty.t4.json").string(), {"k3", "d", ""});
+    ADD_FAILURE() << "a T4 file without results";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'results' is empty: a T4 file with no "
+                                         "measurement has nothing to import"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(to.runs(100).size(), runs + 1);
 }
 
