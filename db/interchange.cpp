@@ -306,15 +306,12 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
 
 namespace {
 
-/// One tuning problem of an export: a kernel in a context (label) on a device.
+/// One tuning problem of an export: a kernel in a context (label) on a device, and its rows.
 struct T4Problem {
   std::string kernel, context, device;
   json problem_size;
   std::set<std::int64_t> runs;
-  std::size_t results = 0;
-  auto operator<=>(const T4Problem& o) const {
-    return std::tie(kernel, context, device) <=> std::tie(o.kernel, o.context, o.device);
-  }
+  std::vector<const MeasurementRow*> rows;  // the store's order: fastest correct first
 };
 
 /// "run 3" or "the database"; what an export error says it looked at.
@@ -323,16 +320,17 @@ std::string export_scope(std::int64_t run_id) {
 }
 
 /// The tuning problems listed one per line, each with the options that export it alone.
-std::string list_problems(const std::vector<T4Problem>& problems) {
+std::string list_problems(const std::vector<const T4Problem*>& problems) {
   std::set<std::string> kernels;  // --kernel is needed where several kernels are listed
-  for (const T4Problem& p : problems) kernels.insert(p.kernel);
+  for (const T4Problem* p : problems) kernels.insert(p->kernel);
   std::string out;
-  for (const T4Problem& p : problems) {
+  for (const T4Problem* pp : problems) {
+    const T4Problem& p = *pp;
     std::string runs;
     for (std::int64_t r : p.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(r);
     out += "\n  --context " + p.context + (kernels.size() > 1 ? " --kernel " + p.kernel : "") +
            ": " + p.kernel + " on " + p.device + ", problem size " + p.problem_size.dump() + ", " +
-           std::to_string(p.results) + " result" + (p.results == 1 ? "" : "s") + " (run" +
+           std::to_string(p.rows.size()) + " result" + (p.rows.size() == 1 ? "" : "s") + " (run" +
            (p.runs.size() == 1 ? " " : "s ") + runs + ")";
   }
   return out;
@@ -342,35 +340,30 @@ std::string list_problems(const std::vector<T4Problem>& problems) {
 
 std::string export_t4(Store& store, std::int64_t run_id, const std::string& context,
                       const std::string& kernel) {
-  // Which tuning problem each timed measurement belongs to (contexts read once each).
-  std::map<std::int64_t, T4Problem> of_context;
-  std::map<T4Problem, std::vector<const MeasurementRow*>> problems;
+  // The timed measurements by tuning problem (each context read once).
+  std::map<std::int64_t, T4Problem*> of_context;
+  std::map<std::tuple<std::string, std::string, std::string>, T4Problem> problems;
   const std::vector<MeasurementRow> rows = store.measurements(run_id);
   for (const MeasurementRow& m : rows) {
     if (m.status == "compiled") continue;  // compiled and inspected, never timed: not a T4 result
-    auto it = of_context.find(m.context_id);
-    if (it == of_context.end()) {
-      const auto c = store.context(m.context_id);
-      T4Problem p;
-      if (c) {
-        p.kernel = c->kernel, p.context = c->label, p.device = c->device;
-        p.problem_size = json::parse(c->problem_size_json, nullptr, false);
-        if (p.problem_size.is_discarded()) p.problem_size = c->problem_size_json;
+    T4Problem*& p = of_context[m.context_id];
+    if (!p) {
+      T4Problem q;
+      if (const auto c = store.context(m.context_id)) {
+        q.kernel = c->kernel, q.context = c->label, q.device = c->device;
+        q.problem_size = json::parse(c->problem_size_json, nullptr, false);
+        if (q.problem_size.is_discarded()) q.problem_size = c->problem_size_json;
       }
-      it = of_context.emplace(m.context_id, std::move(p)).first;
+      p = &problems.try_emplace({q.kernel, q.context, q.device}, std::move(q)).first->second;
     }
-    problems[it->second].push_back(&m);
+    p->runs.insert(m.run_id);
+    p->rows.push_back(&m);
   }
-  std::vector<T4Problem> all;
-  for (auto& [p, ms] : problems) {
-    T4Problem q = p;
-    for (const MeasurementRow* m : ms) q.runs.insert(m->run_id);
-    q.results = ms.size();
-    all.push_back(std::move(q));
-  }
-  std::vector<T4Problem> chosen;
-  for (const T4Problem& p : all)
-    if ((context.empty() || p.context == context) && (kernel.empty() || p.kernel == kernel))
+  std::vector<const T4Problem*> all;
+  for (const auto& [key, p] : problems) all.push_back(&p);
+  std::vector<const T4Problem*> chosen;
+  for (const T4Problem* p : all)
+    if ((context.empty() || p->context == context) && (kernel.empty() || p->kernel == kernel))
       chosen.push_back(p);
   if (chosen.empty() && (!context.empty() || !kernel.empty()))
     throw std::invalid_argument(
@@ -381,7 +374,7 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
                      : "; what it holds, with the options that export each:" + list_problems(all)));
   if (chosen.size() > 1) {
     std::set<std::pair<std::string, std::string>> named;  // (kernel, label): devices aside
-    for (const T4Problem& p : chosen) named.emplace(p.kernel, p.context);
+    for (const T4Problem* p : chosen) named.emplace(p->kernel, p->context);
     throw std::invalid_argument(
         export_scope(run_id) + " measured " + std::to_string(chosen.size()) +
         " tuning problems, and a T4 file holds one (their configurations would mix): " +
@@ -392,9 +385,8 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
         list_problems(chosen));
   }
   json results = json::array();
-  std::vector<const MeasurementRow*> picked;
-  if (!chosen.empty()) picked = problems.at(chosen.front());
-  for (const MeasurementRow* mp : picked) {  // the store's order: fastest correct first
+  for (const MeasurementRow* mp :
+       chosen.empty() ? std::vector<const MeasurementRow*>{} : chosen.front()->rows) {
     const MeasurementRow& m = *mp;
     json r;
     r["timestamp"] = m.created_at;
@@ -417,7 +409,7 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
   }
   json devices = json::array();
   for (auto& d : store.devices(run_id))
-    if (chosen.empty() || d.name == chosen.front().device)
+    if (chosen.empty() || d.name == chosen.front()->device)
       devices.push_back(
           {{"name", d.name},
            {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
@@ -429,7 +421,7 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
       uname(&u) == 0 ? std::string(u.sysname) + " " + u.release + " " + u.machine : "unknown";
   json problem = json::object();  // which tuning problem this is (none: nothing was timed)
   if (!chosen.empty()) {
-    const T4Problem& p = chosen.front();
+    const T4Problem& p = *chosen.front();
     problem = {{"kernel", p.kernel},
                {"context", p.context},
                {"device", p.device},
