@@ -201,6 +201,19 @@ MeasurementFile read_measurement_file(const std::string& path) {
   return f;
 }
 
+std::vector<std::int64_t> whole_problem_size(const json& problem_size) {
+  const json ps = problem_size.is_array()  ? problem_size
+                  : problem_size.is_null() ? json::array()
+                                           : json::array({problem_size});
+  std::vector<std::int64_t> size;
+  for (const auto& v : ps)
+    if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
+      size.push_back(static_cast<std::int64_t>(v.get<double>()));
+  if (ps.empty() || size.size() != ps.size()) return {};
+  while (size.size() < 3) size.push_back(1);
+  return size;
+}
+
 ImportSummary import_measurements(Store& store, const std::string& path, const ImportNames& names) {
   MeasurementFile f = read_measurement_file(path);
   const bool t4 = f.format == MeasurementFile::Format::T4;
@@ -234,16 +247,19 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
   json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
-  List sizes;  // whole sizes: labelled as a job's context of that ProblemSize is
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].is_object())
       throw std::runtime_error(path + ": field '" +
                                (t4 ? "metadata.gputune.problem_size" : "problem_size") +
                                "' holds an object");
     sum.context += (i ? "x" : "") + kernel_tuner_key_text(ps[i]);
-    if (ps[i].is_number_integer()) sizes.push_back(Value(ps[i].get<std::int64_t>()));
   }
-  if (sizes.size() == ps.size()) sum.context = context_label(sizes);
+  // Whole sizes are labelled as a job's context of that ProblemSize is.
+  if (const auto whole = whole_problem_size(ps); !whole.empty()) {
+    List sizes;
+    for (std::int64_t n : whole) sizes.push_back(Value(n));
+    sum.context = context_label(sizes);
+  }
   if (!f.context.empty()) sum.context = f.context;
   if (!names.context.empty()) sum.context = names.context;
 

@@ -54,6 +54,10 @@ struct MeasurementFile {
 /// should be for anything malformed: a wrong kind of value, a time that is negative or not finite.
 MeasurementFile read_measurement_file(const std::string& path);
 
+/// A measurement file's problem size (a number or a list of them) as whole numbers, padded to
+/// three with 1s as a job's ProblemSize is; empty when absent or not all whole numbers.
+std::vector<std::int64_t> whole_problem_size(const nlohmann::json& problem_size);
+
 /// Kernel Tuner's text of a parameter value in a configuration key (Python's str()); throws
 /// std::invalid_argument for a JSON object.
 std::string kernel_tuner_key_text(const nlohmann::json& value);

@@ -50,18 +50,7 @@ std::map<std::string, Recorded> read_measurements(const std::string& file, const
   // export (metadata.gputune) also its context.
   if (problem) {
     problem->kernel = f.kernel, problem->device = f.device, problem->context = f.context;
-    // A problem size of whole numbers, padded to three as a job's ProblemSize is (else none).
-    const nlohmann::json ps = f.problem_size.is_array()  ? f.problem_size
-                              : f.problem_size.is_null() ? nlohmann::json::array()
-                                                         : nlohmann::json::array({f.problem_size});
-    std::vector<std::int64_t> size;
-    for (const auto& v : ps)
-      if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
-        size.push_back(static_cast<std::int64_t>(v.get<double>()));
-    if (!ps.empty() && size.size() == ps.size()) {
-      while (size.size() < 3) size.push_back(1);
-      problem->problem_size = size;
-    }
+    problem->problem_size = db::whole_problem_size(f.problem_size);
   }
   return key_entries(f.entries, space);
 }
