@@ -191,6 +191,12 @@ MeasurementFile read_measurement_file(const std::string& path) {
       if (g.contains("device")) f.device = in.string(g["device"], "metadata.gputune.device");
       if (g.contains("context")) f.context = in.string(g["context"], "metadata.gputune.context");
       if (g.contains("problem_size")) f.problem_size = g["problem_size"];
+      if (g.contains("parameters")) {
+        const json& names = in.array(g["parameters"], "metadata.gputune.parameters");
+        for (size_t i = 0; i < names.size(); ++i)
+          f.keys.push_back(
+              in.string(names[i], "metadata.gputune.parameters[" + std::to_string(i) + "]"));
+      }
     }
     const json& results = in.array(doc["results"], "results");
     f.entries.reserve(results.size());
@@ -242,9 +248,43 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
       throw std::runtime_error(path +
                                ": field 'results' is empty: a T4 file with no measurement "
                                "has nothing to import");
-    for (const auto& [k, v] : f.entries.front().params.items()) keys.push_back(k);
+    // A T4 configuration is a JSON object, whose keys have no order: the order is the file's
+    // own (a gputune export names it), else that of a kernel of this name already stored with
+    // these parameters (its Kernel Tuner cache or its job), else the names' order.
+    std::set<std::string> names;
+    for (const auto& [k, v] : f.entries.front().params.items()) names.insert(k);
+    if (!keys.empty()) {
+      if (std::set<std::string>(keys.begin(), keys.end()) != names || keys.size() != names.size())
+        throw std::runtime_error(path + ": field 'metadata.gputune.parameters' " +
+                                 json(keys).dump() + " does not name the parameters of " +
+                                 "results[0].configuration " + json(names).dump() +
+                                 ". Fix: list each parameter once, or remove the field");
+      sum.parameter_order = "the file's order";
+    } else {
+      for (const std::vector<std::string>& order : store.parameter_orders(sum.kernel))
+        if (std::set<std::string>(order.begin(), order.end()) == names &&
+            order.size() == names.size()) {
+          keys = order;
+          sum.parameter_order = "the order of " + sum.kernel + " already in the database";
+          break;
+        }
+      if (keys.empty()) {
+        keys.assign(names.begin(), names.end());
+        sum.parameter_order = "name order (the file keeps none)";
+      }
+    }
   }
-  json ps = f.problem_size.is_null() ? json::array({1}) : f.problem_size;
+  json ps = f.problem_size;
+  if (ps.is_null() && !(names.context.empty() && f.context.empty())) {
+    // A file without a problem size, put in a context the database holds for this kernel and
+    // device: that context's problem size, so the import joins its measurements.
+    const std::string& label = names.context.empty() ? f.context : names.context;
+    for (const Store::ContextRow& c : store.contexts(sum.kernel))
+      if (c.label == label && c.device == sum.device && c.kernel == sum.kernel)
+        ps = json::parse(c.problem_size_json, nullptr, false);
+    if (ps.is_discarded()) ps = nullptr;
+  }
+  if (ps.is_null()) ps = json::array({1});
   if (!ps.is_array()) ps = json::array({ps});
   while (ps.size() < 3) ps.push_back(1);
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -282,7 +322,7 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
   std::int64_t best_id = 0;
   sum.best_ms = 0;
   for (const RecordedEntry& e : f.entries) {
-    json params = json::object();
+    nlohmann::ordered_json params = nlohmann::ordered_json::object();  // in the order of keys
     std::string key;
     for (size_t i = 0; i < keys.size(); ++i) {
       const std::string& k = keys[i];
@@ -400,13 +440,18 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
              : "pick one with the options below:") +
         list_problems(chosen));
   }
-  json results = json::array();
+  // Ordered: a configuration lists its parameters in the job's order, as the store keeps them.
+  using ordered = nlohmann::ordered_json;
+  ordered results = ordered::array();
+  std::vector<std::string> parameters;  // the names, in that order
   for (const MeasurementRow* mp :
        chosen.empty() ? std::vector<const MeasurementRow*>{} : chosen.front()->rows) {
     const MeasurementRow& m = *mp;
-    json r;
+    ordered r;
     r["timestamp"] = m.created_at;
-    r["configuration"] = json::parse(m.params_json);
+    r["configuration"] = ordered::parse(m.params_json);
+    if (parameters.empty())
+      for (const auto& [name, value] : r["configuration"].items()) parameters.push_back(name);
     json times = {{"runtimes", m.samples_ms}};
     if (m.compile_ms) times["compilation_time"] = *m.compile_ms;
     r["times"] = times;
@@ -442,17 +487,19 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
                {"context", p.context},
                {"device", p.device},
                {"problem_size", p.problem_size},
+               {"parameters", parameters},
                {"runs", json(std::vector<std::int64_t>(p.runs.begin(), p.runs.end()))}};
   }
-  json doc = {{"schema_version", "1.0.0"},
-              {"metadata",
-               {{"timeunit", "milliseconds"},
-                {"generator", "gputune"},
-                {"gputune", problem},
-                {"hardware", {{"operating_system", os}, {"hardware_description", json::array()}}},
-                {"environment",
-                 {{"device_query", {{"devices", devices}}}, {"requirements", json::array()}}}}},
-              {"results", results}};
+  ordered doc = {
+      {"schema_version", "1.0.0"},
+      {"metadata",
+       {{"timeunit", "milliseconds"},
+        {"generator", "gputune"},
+        {"gputune", problem},
+        {"hardware", {{"operating_system", os}, {"hardware_description", json::array()}}},
+        {"environment",
+         {{"device_query", {{"devices", devices}}}, {"requirements", json::array()}}}}},
+      {"results", results}};
   return doc.dump(1);
 }
 

@@ -22,6 +22,9 @@ struct ImportSummary {
   std::string kernel, device, context;
   double best_ms = 0;
   std::string best_key;
+  /// A T4 file's: where its parameters' order came from ("the file's order", "the order of K
+  /// already in the database", "name order (the file keeps none)"); "" for a Kernel Tuner cache.
+  std::string parameter_order;
 };
 
 /// Reads a whole file, gunzipping when it is gzip-compressed. Throws std::runtime_error naming it.
@@ -43,10 +46,12 @@ struct MeasurementFile {
   /// Kernel Tuner's kernel_name and device_name; a gputune T4 export's metadata.gputune kernel
   /// and device ("" if absent).
   std::string kernel, device;
-  std::string context;            ///< a gputune T4 export's context label ("" if absent)
-  std::vector<std::string> keys;  ///< Kernel Tuner's tune_params_keys (empty if absent)
-  nlohmann::json problem_size;    ///< Kernel Tuner's or metadata.gputune's (null if absent)
-  nlohmann::json header;          ///< the document without its cache / results
+  std::string context;  ///< a gputune T4 export's context label ("" if absent)
+  /// The parameters in order: Kernel Tuner's tune_params_keys, a gputune T4 export's
+  /// metadata.gputune.parameters (empty if absent).
+  std::vector<std::string> keys;
+  nlohmann::json problem_size;  ///< Kernel Tuner's or metadata.gputune's (null if absent)
+  nlohmann::json header;        ///< the document without its cache / results
   std::vector<RecordedEntry> entries;
 };
 
@@ -70,15 +75,19 @@ struct ImportNames {
 
 /// Imports a Kernel Tuner cache file (keys: device_name, kernel_name, problem_size,
 /// tune_params_keys, cache) or a T4 results file (a gputune export names its kernel, device,
-/// context and problem size in metadata.gputune; any other needs `names` for the kernel and the
-/// device) as a run of measurements of that device. All-or-nothing: one transaction. Throws
+/// context, problem size and parameter order in metadata.gputune; any other needs `names` for the
+/// kernel and the device, and takes its parameter order from a stored kernel of that name with
+/// the same parameters, else name order) as a run of measurements of that device. A file with
+/// no problem size, put in a context label the database holds for that kernel and device, joins
+/// that context. All-or-nothing: one transaction. Throws
 /// std::runtime_error naming the file, the field and the fix for malformed or incomplete input.
 ImportSummary import_measurements(Store& store, const std::string& path,
                                   const ImportNames& names = {});
 
 /// T4 document (schema_version, metadata, results) of a run's timed measurements (all runs when
 /// run_id is 0). Variants compiled but never timed are left out. A T4 file is one tuning
-/// problem: one kernel in one context (label) on one device, named in metadata.gputune. Where
+/// problem: one kernel in one context (label) on one device, named in metadata.gputune with
+/// its parameters in the job's order (each configuration lists them in that order). Where
 /// the run measured several, `context` (a context label) and `kernel` (a kernel name) pick one;
 /// throws std::invalid_argument listing them, with the options that pick each, when the choice
 /// is left open or matches nothing.

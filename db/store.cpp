@@ -707,6 +707,23 @@ std::optional<Store::ContextRow> Store::context(std::int64_t context_id) {
   return ContextRow{s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)};
 }
 
+std::vector<std::vector<std::string>> Store::parameter_orders(const std::string& kernel) {
+  // Any one variant of each kernel version: every variant of a version has the same parameters.
+  Statement s(db_,
+              "SELECT (SELECT v.params FROM variants v WHERE v.kernel_id=k.id LIMIT 1) AS p "
+              "FROM kernels k WHERE k.name=?1 AND p IS NOT NULL ORDER BY k.id DESC");
+  s.bind(1, kernel);
+  std::vector<std::vector<std::string>> out;
+  while (s.step()) {
+    const auto params = nlohmann::ordered_json::parse(s.text(0), nullptr, false);
+    if (!params.is_object()) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, value] : params.items()) names.push_back(name);
+    if (std::find(out.begin(), out.end(), names) == out.end()) out.push_back(std::move(names));
+  }
+  return out;
+}
+
 std::vector<DeviceRecord> Store::devices(std::int64_t run_id) {
   Statement s(db_,
               "SELECT DISTINCT d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_mem, d.source "

@@ -245,6 +245,9 @@ class Store {
   std::vector<ContextRow> contexts(const std::string& kernel);
   /// One context by id (none: no such context).
   std::optional<ContextRow> context(std::int64_t context_id);
+  /// The parameter names, in their configurations' order, of each stored kernel of this name
+  /// (one list per kernel version with variants, newest first).
+  std::vector<std::vector<std::string>> parameter_orders(const std::string& kernel);
   /// Devices measured in a run (all devices when run_id is 0).
   std::vector<DeviceRecord> devices(std::int64_t run_id = 0);
 

@@ -867,7 +867,8 @@ int cmd_import(int argc, char** argv) {
   std::cout << "imported " << s.measurements << " measurements (" << s.correct << " correct, "
             << s.failed << " failed) of " << s.kernel << " on " << s.device << ", context "
             << s.context << ", as run " << s.run_id << "; best " << s.best_ms << " ms at "
-            << s.best_key << "\n";
+            << s.best_key
+            << (s.parameter_order.empty() ? "" : "; parameters in " + s.parameter_order) << "\n";
   return 0;
 }
 

@@ -124,13 +124,19 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
            {"correct", 2.0}, {"correct", 1.5}, {"compile", std::nullopt}}) {
     MeasurementRecord m;
     m.run_id = run, m.context_id = context, m.status = status, m.time_ms = ms;
-    m.variant_id = from.upsert_variant(c.kernel_id, std::to_string(bs),
-                                       "{\"bs\": " + std::to_string(bs) + ", \"u\": 2}");
+    // The job's order, not the names': u before bs.
+    m.variant_id = from.upsert_variant(c.kernel_id, "2," + std::to_string(bs),
+                                       "{\"u\": 2, \"bs\": " + std::to_string(bs) + "}");
     if (ms) m.samples_ms = {*ms, *ms + 0.1};
     from.add_measurement(m);
     bs *= 2;
   }
-  test::write_file(dir / "k.t4.json", export_t4(from, run));
+  const std::string exported = export_t4(from, run);
+  test::write_file(dir / "k.t4.json", exported);
+  // Each configuration, and metadata.gputune.parameters, keep the job's order.
+  EXPECT_LT(exported.find("\"u\": 2"), exported.find("\"bs\": 128")) << exported;
+  auto exported_doc = nlohmann::json::parse(exported);
+  EXPECT_EQ(exported_doc["metadata"]["gputune"]["parameters"], nlohmann::json({"u", "bs"}));
   Store to((dir / "to.db").string());
   ImportSummary s = import_measurements(to, (dir / "k.t4.json").string());
   EXPECT_EQ(s.kernel, "k");
@@ -140,7 +146,8 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
   EXPECT_EQ(s.correct, 2);
   EXPECT_EQ(s.failed, 1);
   EXPECT_DOUBLE_EQ(s.best_ms, 1.5);
-  EXPECT_EQ(s.best_key, "128,2");  // the parameters in name order: bs, u
+  EXPECT_EQ(s.best_key, "2,128");  // the file's order: u, bs
+  EXPECT_EQ(s.parameter_order, "the file's order");
   auto winners = to.winners("k", "4096", "GPU");
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_DOUBLE_EQ(winners[0].time_ms, 1.5);
@@ -154,6 +161,36 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
   s = import_measurements(to, (dir / "k.t4.json").string(), {"", "NVIDIA H200", "big"});
   EXPECT_EQ(s.device, "NVIDIA H200");
   EXPECT_EQ(s.context, "big");
+  // A file without an order (Kernel Tuner's T4 files keep none) takes that of the kernel of that
+  // name already stored with these parameters, so both imports are one kernel with one key per
+  // configuration; a kernel not stored gets name order.
+  // Without a problem size either, it joins the stored context of its label (kernel and device
+  // alike): one context, so one winner.
+  exported_doc["metadata"]["gputune"].erase("parameters");
+  exported_doc["metadata"]["gputune"].erase("problem_size");
+  test::write_file(dir / "unordered.t4.json", exported_doc.dump());
+  s = import_measurements(to, (dir / "unordered.t4.json").string());
+  EXPECT_EQ(s.best_key, "2,128");
+  EXPECT_EQ(to.winners("k", "4096", "GPU").size(), 1u);
+  EXPECT_EQ(to.contexts("k").size(), 2u);  // 4096 on GPU, big on NVIDIA H200
+  EXPECT_EQ(s.parameter_order, "the order of k already in the database");
+  EXPECT_EQ(to.parameter_orders("k"), (std::vector<std::vector<std::string>>{{"u", "bs"}}));
+  s = import_measurements(to, (dir / "unordered.t4.json").string(), {"fresh", "", ""});
+  EXPECT_EQ(s.best_key, "128,2");
+  EXPECT_EQ(s.parameter_order, "name order (the file keeps none)");
+  // An order that does not name the configurations' parameters is refused.
+  exported_doc["metadata"]["gputune"]["parameters"] = {"u", "block"};
+  test::write_file(dir / "misnamed.t4.json", exported_doc.dump());
+  try {
+    import_measurements(to, (dir / "misnamed.t4.json").string());
+    ADD_FAILURE() << "parameters that are not the configuration's";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "field 'metadata.gputune.parameters' [\"u\",\"block\"] does not name the "
+                  "parameters of results[0].configuration [\"bs\",\"u\"]"),
+              std::string::npos)
+        << e.what();
+  }
   // Kernel Tuner's T4 file names neither kernel nor device: each is asked for, nothing stored.
   test::write_file(dir / "kt.t4.json", small_t4(4).dump());
   const std::size_t runs = to.runs(100).size();
@@ -287,7 +324,7 @@ TEST(Export, AT4FileHoldsOneTuningProblem) {
   EXPECT_EQ(doc["results"][1]["configuration"]["bs"], 64);
   EXPECT_EQ(doc["metadata"]["gputune"],
             nlohmann::json::parse(R"({"kernel": "k", "context": "small", "device": "GPU",
-              "problem_size": [1,1,1], "runs": [)" +
+              "problem_size": [1,1,1], "parameters": ["bs"], "runs": [)" +
                                   r1 + "]}"));
   // The device query names the problem's GPU only.
   doc = nlohmann::json::parse(export_t4(store, run2, "large"));
