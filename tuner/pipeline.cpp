@@ -734,10 +734,20 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       for (size_t k = 0; k < configs.size(); ++k)
         if (static_cast<long>(k) != def && !pruned[k]) run_order.push_back(k);
       std::unique_ptr<ModelGuided> guide;
+      size_t held_back = 0;  // variants the model rule pruned, which a refit may readmit
       if (guided) {
+        // What the model rule pruned is held back, not excluded: a refit on this run's
+        // measurements that predicts it within the margin readmits it.
+        std::vector<bool> excluded = pruned, held(configs.size(), false);
+        for (size_t i = 0; i < configs.size(); ++i)
+          if (pruned[i] && decisions[i].rule == "model" && inspected[i].ok &&
+              model.predictions[i].ok)
+            held[i] = true, excluded[i] = false;
         guide = std::make_unique<ModelGuided>(model.features,
                                               rates.rates.value_or(pruner::DeviceRates{}),
-                                              calibration, pruned, configs, job.seed);
+                                              calibration, excluded, configs, job.seed);
+        guide->hold_back(held, job.pruner.model_margin);
+        held_back = guide->held();
         // What earlier contexts of this run and earlier runs of the kernel on this device
         // learned about its parameters orders the search until its own measurements take over.
         if (measurer) {
@@ -877,7 +887,13 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
           break;
         }
         visited[*i] = 1;
-        std::optional<double> t = measure_one(*i, "");
+        const bool readmitted = guide && pruned[*i] &&
+                                std::find(guide->readmitted().begin(), guide->readmitted().end(),
+                                          *i) != guide->readmitted().end();
+        std::optional<double> t = measure_one(
+            *i, readmitted ? "readmitted: pruned by rule model under the starting calibration, "
+                             "predicted within the margin by the one refitted on this run"
+                           : "");
         if (guide) guide->report(*i, t);
         prog.update(++steps, failures, best_ms);
       }
@@ -885,6 +901,18 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       if (guide && !guide->stop_reason().empty())
         log << "gputune: model_guided stopped after " << steps << " of " << configs.size()
             << " variants: " << guide->stop_reason() << "\n";
+      if (guide && held_back > 0) {
+        size_t measured = 0;
+        for (size_t i : guide->readmitted()) measured += visited[i];
+        log << "gputune: model_guided: refits on this run's measurements readmitted "
+            << guide->readmitted().size() << " of the " << held_back
+            << " variants the model rule held back (" << measured << " of them measured)"
+            << (guide->calibration().samples
+                    ? "; its calibration: " + std::to_string(guide->calibration().samples) +
+                          " measurements"
+                    : std::string())
+            << "\n";
+      }
       if (guide && guide->effects() && guide->effects()->samples() > 0) {
         std::string misses = guide->effects()->summary(6);
         log << "gputune: model_guided: what the model misses per parameter value (measured / "

@@ -390,16 +390,20 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     rep.predicted_and_measured = pred.size();
     rep.spearman = pruner::spearman(pred, meas);
     if (pr.rates) {
-      // model_guided, fed the recorded times; pruned variants (rules 1-3) are never proposed.
-      std::vector<bool> excluded(space.size());
-      for (size_t i = 0; i < space.size(); ++i)
-        excluded[i] = pr.rows[i].decision.rule == "resources" ||
-                      pr.rows[i].decision.rule == "duplicate" ||
-                      pr.rows[i].decision.rule == "spills";
+      // model_guided, fed the recorded times, as `gputune run` searches: pruned variants
+      // (rules 1-3) are never proposed; what the model rule pruned is held back until a refit
+      // readmits it.
+      std::vector<bool> excluded(space.size()), held(space.size());
+      for (size_t i = 0; i < space.size(); ++i) {
+        const std::string& rule = pr.rows[i].decision.rule;
+        excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
+        held[i] = rule == "model";
+      }
       std::vector<Config> configs;  // for the learned parameter effects
       configs.reserve(space.size());
       for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
       ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
+      g.hold_back(held, pr.margin);
       std::vector<size_t> order;
       double best = INFINITY;
       if (def) {

@@ -437,13 +437,26 @@ bool ModelGuided::can_stop() const {
 }
 
 std::optional<size_t> ModelGuided::next() {
+  constexpr size_t none = static_cast<size_t>(-1);
+  size_t first = none;  // the open predicted variant ordered first
+  auto choose = [&] {
+    first = none;
+    for (size_t i = 0; i < state_.size(); ++i)
+      if (state_[i] == 0 && predicted_[i] > 0 && (first == none || order_by_[i] < order_by_[first]))
+        first = i;
+  };
+  choose();
+  // Before the predicted variants run out or the search stops, the held ones are judged by a
+  // model refitted on everything measured, not on what the last scheduled refit saw.
+  if (stop_reason_.empty() && refitted_at_ < measured_.size() && held_ > 0 &&
+      (first == none || can_stop())) {
+    refit();
+    refit_effects();
+    choose();
+  }
   std::optional<size_t> pick;
-  bool any_predicted_open = false;
-  for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 0 && predicted_[i] > 0) {
-      any_predicted_open = true;
-      if (!pick || order_by_[i] < order_by_[*pick]) pick = i;
-    }
+  if (first != none) pick = first;
+  const bool any_predicted_open = pick.has_value();
   if (any_predicted_open && stop_reason_.empty() && can_stop()) {
     // The bound counts a value never tried as good as its parameter's best measured value: a
     // guess. Before the search stops, every value an open variant has is tried once (the best
@@ -486,7 +499,8 @@ size_t ModelGuided::propose(size_t i) {
 void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (index >= state_.size()) return;
   // A measurement it did not propose (the pipeline measures the default first) is tried too.
-  if (state_[index] == 0) state_[index] = 1;
+  if (state_[index] == 3) --held_;
+  if (state_[index] == 0 || state_[index] == 3) state_[index] = 1;
   if (effects_) effects_->note_tried(index);
   if (!ms || !(*ms > 0)) return;
   if (blind_ && predicted_[index] < 0) {
@@ -542,6 +556,7 @@ void ModelGuided::refit() {
   std::vector<double> m;
   for (auto& [i, ms] : measured_)
     if (features_[i].ok) f.push_back(features_[i]), m.push_back(ms);
+  refitted_at_ = measured_.size();
   pruner::Calibration c = pruner::calibrate(f, m, rates_, calibration_);
   if (c.samples == 0) return;
   calibration_ = c;
@@ -549,6 +564,33 @@ void ModelGuided::refit() {
     auto p = pruner::predict(features_[i], rates_, calibration_);
     predicted_[i] = p.ok ? p.ms : -1;
   }
+  readmit();
+}
+
+void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {
+  margin_ = margin;
+  for (size_t i = 0; i < held.size() && i < state_.size(); ++i)
+    if (held[i] && state_[i] == 0) {
+      if (predicted_[i] > 0)
+        state_[i] = 3, ++held_;
+      else
+        state_[i] = 2;  // no prediction (screened before compiling): nothing to readmit it by
+    }
+  std::erase_if(unpredicted_order_, [&](size_t i) { return state_[i] != 0; });
+  unpredicted_at_ = std::min(unpredicted_at_, unpredicted_order_.size());
+}
+
+void ModelGuided::readmit() {
+  // The model rule as the pruner applies it (prediction > margin x the best prediction among
+  // what the other rules kept), with the refitted calibration.
+  double best = INFINITY;
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (state_[i] != 2 && predicted_[i] > 0) best = std::min(best, predicted_[i]);
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (state_[i] == 3 && predicted_[i] > 0 && predicted_[i] <= margin_ * best) {
+      state_[i] = 0, --held_;
+      readmitted_.push_back(i);
+    }
 }
 
 std::vector<size_t> ModelGuided::unvisited() const {

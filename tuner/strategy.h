@@ -139,7 +139,9 @@ class ParameterEffects {
 /// over their parameter values (ParameterEffects fitted to the times themselves): the learned
 /// effect less kExploreZ times the times' spread times what is not known of the variant's values,
 /// so the search exploits what was fast and still tries values not measured yet. What earlier
-/// searches measured (set_unpredicted_prior) orders them from the start.
+/// searches measured (set_unpredicted_prior) orders them from the start. What the model rule
+/// pruned under the starting calibration is held back (hold_back), not lost: a refitted model
+/// that predicts a held variant within the margin readmits it.
 class ModelGuided : public Strategy {
  public:
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
@@ -175,9 +177,23 @@ class ModelGuided : public Strategy {
   /// times (each search centred on its own mean) orders them from the start, instead of the
   /// random order. Without such variants or configurations, ignored.
   void set_unpredicted_prior(const ParameterEffects::Prior& prior);
+  /// `held[i]`: pruned by the model rule (predicted slower than `margin` x the best prediction)
+  /// under the calibration it started with. Held variants are not proposed; each refit of the
+  /// calibration (the scheduled ones, and one on everything measured before the search stops or
+  /// runs out of open variants) re-applies the rule with the refitted model, and readmits, to be
+  /// proposed like the others, each held variant now predicted within `margin` x the best
+  /// prediction. A held variant without a prediction is excluded. Call before the first next().
+  void hold_back(const std::vector<bool>& held, double margin);
+  /// The held variants readmitted so far, in the order they were.
+  const std::vector<size_t>& readmitted() const { return readmitted_; }
+  /// Variants still held back.
+  size_t held() const { return held_; }
 
  private:
   void refit();
+  /// Readmits the held variants the current calibration predicts within margin_ of the best
+  /// (after every refit, and before the search stops or runs out of open variants).
+  void readmit();
   void refit_effects();
   void reorder();
   /// Marks configuration i proposed (its values tried) and returns it.
@@ -204,12 +220,16 @@ class ModelGuided : public Strategy {
   std::vector<double> predicted_;  // < 0: none
   std::vector<double> order_by_;   // predicted_ times the learned effects: the order of next()
   std::optional<ParameterEffects> effects_;
-  std::vector<char> state_;  // 0 open, 1 proposed, 2 excluded
+  std::vector<char> state_;  // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
+  double margin_ = 0;        // of the held variants' model rule
+  size_t held_ = 0;          // variants in state 3
+  std::vector<size_t> readmitted_;
   std::vector<std::pair<size_t, double>> measured_;
   /// Per measurement: the learned effect (log factor) of its variant before it was measured, so
   /// the stop rule judges the effects by what they predicted, not by what they were fitted to.
   std::vector<double> effect_when_measured_;
   std::size_t next_refit_ = 4;
+  std::size_t refitted_at_ = 0;  // measurements the last refit saw
   std::string stop_reason_;
   // Unpredicted variants: the effects on log(measured time), the measurements they are fitted
   // to, the open ones in the order to try (rebuilt by each refit; consumed from unpredicted_at_),

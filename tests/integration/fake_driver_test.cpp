@@ -311,6 +311,18 @@ TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
   }
   EXPECT_GT(pruned, 0) << r.out;
   EXPECT_EQ(sampled, 2) << r.out;  // RegretSample of the variants rule 4 removed
+  // What rule 4 removed was held back from the search, and each held variant is accounted for:
+  // readmitted by a refit and measured, timed in the regret sample, or stored as pruned.
+  std::smatch held;
+  ASSERT_TRUE(std::regex_search(
+      r.out, held,
+      std::regex("model_guided: refits on this run's measurements readmitted ([0-9]+) of the "
+                 "([0-9]+) variants the model rule held back \\(([0-9]+) of them measured\\)")))
+      << r.out;
+  int readmitted_measured = 0;
+  for (auto& m : ms) readmitted_measured += m.reason.find("readmitted: pruned by rule model") == 0;
+  EXPECT_EQ(readmitted_measured, std::stoi(held[3])) << r.out;
+  EXPECT_EQ(std::stoi(held[2]), pruned + sampled + readmitted_measured) << r.out;
   EXPECT_NE(r.out.find("gputune: regret sample: 2 pruned or skipped variants timed"),
             std::string::npos)
       << r.out;

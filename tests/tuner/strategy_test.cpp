@@ -524,6 +524,77 @@ TEST(ModelGuided, AMeasurementItDidNotProposeIsNeverProposedAndItsValuesAreTried
   EXPECT_EQ(told.size() + 1, cold.size()) << "no measurement spent on what the default tried";
 }
 
+/// A flops-bound variant (the FMA issue term alone) predicted at `ms` under the default
+/// calibration, over `bytes` of DRAM traffic.
+pruner::ModelFeatures flops_bound(double ms, double bytes = 0) {
+  pruner::ModelFeatures f = feature(bytes);
+  f.flops = ms * 1e-3 * rates().fp32_gflops * 1e9;
+  return f;
+}
+
+TEST(ModelGuided, ARefitReadmitsWhatTheModelRuleHeldBackUnderTheDefaultCalibration) {
+  // The GPU runs flops-bound code 4x faster than the default calibration says. The model rule
+  // (margin 2 over the best prediction, 1.004 ms) pruned two flops-bound variants predicted 2.2
+  // and 5 ms; their truth is 0.554 and 1.254 ms, the first the fastest of all. One flops-bound
+  // variant the rule kept (1.02 ms predicted, DRAM-bound at 0.604 ms in truth) teaches the
+  // refit the flops scale; the refitted rule then readmits the 2.2 ms one, and not the 5 ms one
+  // (1.254 ms > 2 x 0.554).
+  pruner::Calibration truth;
+  truth.flops = 0.25;
+  std::vector<pruner::ModelFeatures> fs;
+  for (int j = 0; j < 6; ++j) fs.push_back(feature(1e9 * (1 + 0.05 * j)));  // 0..5: DRAM-bound
+  fs.push_back(flops_bound(1.02, 0.6e9));                                   // 6: kept
+  fs.push_back(flops_bound(2.2));                                           // 7: held
+  fs.push_back(flops_bound(5.0));                                           // 8: held
+  auto true_ms = [&](size_t i) { return pruner::predict(fs[i], rates(), truth).ms; };
+  std::vector<bool> held(fs.size(), false);
+  held[7] = held[8] = true;
+  for (const bool readmitting : {true, false}) {
+    SCOPED_TRACE(readmitting ? "held back" : "excluded, as before held variants were");
+    ModelGuided g(fs, rates(), {}, readmitting ? std::vector<bool>{} : held);
+    if (readmitting) g.hold_back(held, 2.0);
+    EXPECT_EQ(g.held(), readmitting ? 2u : 0u);
+    std::vector<size_t> order;
+    double best = INFINITY;
+    for (auto i = g.next(); i; i = g.next()) {
+      order.push_back(*i);
+      g.report(*i, true_ms(*i));
+      best = std::min(best, true_ms(*i));
+    }
+    EXPECT_EQ(std::count(order.begin(), order.end(), 8u), 0);
+    if (readmitting) {
+      EXPECT_EQ(g.readmitted(), std::vector<size_t>{7});
+      EXPECT_EQ(g.held(), 1u);
+      EXPECT_NE(std::find(order.begin(), order.end(), 7u), order.end());
+      EXPECT_NEAR(best, 0.554, 1e-3) << "the readmitted variant is the optimum";
+      EXPECT_NEAR(g.calibration().flops, 0.25, 0.05);
+    } else {
+      EXPECT_NEAR(best, 0.604, 1e-3);
+    }
+  }
+}
+
+TEST(ModelGuided, BeforeItRunsOutItRefitsOnEverythingMeasured) {
+  // The variant that shows the flops scale is the fifth measured: after the scheduled refit (at
+  // 4), and the last open one. Without a refit before running out, the held variant would never
+  // be judged by a model that saw it.
+  pruner::Calibration truth;
+  truth.flops = 0.25;
+  std::vector<pruner::ModelFeatures> fs;
+  for (int j = 0; j < 4; ++j) fs.push_back(feature(1e9 * (1 + 0.01 * j)));  // 0..3
+  fs.push_back(flops_bound(1.2, 0.6e9));                                    // 4: fifth
+  fs.push_back(flops_bound(2.2));                                           // 5: held
+  ModelGuided g(fs, rates(), {});
+  g.hold_back({false, false, false, false, false, true}, 2.0);
+  std::vector<size_t> order;
+  for (auto i = g.next(); i; i = g.next()) {
+    order.push_back(*i);
+    g.report(*i, pruner::predict(fs[*i], rates(), truth).ms);
+  }
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(g.readmitted(), std::vector<size_t>{5});
+}
+
 TEST(ModelGuided, TrustsTheModelOnlyWhenItsRankingCouldNotBeChance) {
   // The first six measurements come in swapped pairs (Spearman 0.83: over six, a model that ranks
   // at random gets that often enough), the rest as predicted. The stop rule waits for a seventh.
