@@ -14,12 +14,19 @@
 // capped at the job's budget of configurations), and started from an unrelated context's
 // measurements (fresh factors), which shows what a misleading prior costs.
 //
-// Usage: guided_sim JOB DEVICE [SEEDS=50] [SIGMA=0.15] [NOISE=0.05] [CACHE_DIR] [DRIFT]
+// With TRUTH (a calibration's JSON, e.g. '{"flops": 0.5}'), the truth is predicted with that
+// calibration instead of the one the pruner used: a GPU whose terms the starting calibration
+// mis-scales. Two more rows then compare what the model rule (rule 4, the job's margin) pruned:
+// held back and readmitted by the refits (what `gputune run` does), and excluded for good (what it
+// did before). The optimum is over everything rules 1-3 keep, so the rule's regret counts.
+//
+// Usage: guided_sim JOB DEVICE [SEEDS=50] [SIGMA=0.15] [NOISE=0.05] [CACHE_DIR] [DRIFT] [TRUTH]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -50,7 +57,8 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s JOB DEVICE [SEEDS] [SIGMA] [NOISE] [CACHE_DIR] [DRIFT]\n",
+    std::fprintf(stderr,
+                 "usage: %s JOB DEVICE [SEEDS] [SIGMA] [NOISE] [CACHE_DIR] [DRIFT] [TRUTH]\n",
                  argv[0]);
     return 2;
   }
@@ -58,6 +66,7 @@ int main(int argc, char** argv) {
   const double sigma = argc > 4 ? std::stod(argv[4]) : 0.15;
   const double noise = argc > 5 ? std::stod(argv[5]) : 0.05;
   const double drift = argc > 7 ? std::stod(argv[7]) : -1;
+  const bool miscalibrated = argc > 8;
   Job job = tuner::load_tuning_job(argv[1]);
   tuner::PruneRunOptions po;
   po.device = argv[2], po.store = false;
@@ -77,9 +86,36 @@ int main(int argc, char** argv) {
     excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
     if (!excluded[i] && pr.features[i].ok) candidates.push_back(i);
   }
-  std::vector<double> predicted(n, 0);
-  for (size_t i : candidates)
+  std::vector<double> predicted(n, 0), truth_model(n, 0);
+  pruner::Calibration truth_calibration = pr.calibration;
+  if (miscalibrated) {
+    // Fields the text names replace the pruner's; the rest stay.
+    pruner::Calibration named = pruner::Calibration::from_json(argv[8]);
+    const auto given = nlohmann::json::parse(argv[8]);
+    for (auto [key, field] :
+         std::initializer_list<std::pair<const char*, double pruner::Calibration::*>>{
+             {"overhead_us", &pruner::Calibration::overhead_us},
+             {"dram", &pruner::Calibration::dram},
+             {"l2", &pruner::Calibration::l2},
+             {"shared", &pruner::Calibration::shared},
+             {"flops", &pruner::Calibration::flops},
+             {"saturating_warps", &pruner::Calibration::saturating_warps}})
+      if (given.contains(key)) truth_calibration.*field = named.*field;
+  }
+  std::vector<bool> by_model(n), excluded_with_model(n);
+  size_t held = 0;
+  for (size_t i = 0; i < n; ++i) {
+    by_model[i] = pr.rows[i].decision.rule == "model";
+    excluded_with_model[i] = excluded[i] || by_model[i];
+    held += by_model[i] && !excluded[i];
+  }
+  for (size_t i : candidates) {
     predicted[i] = pruner::predict(pr.features[i], *pr.rates, pr.calibration).ms;
+    truth_model[i] = pruner::predict(pr.features[i], *pr.rates, truth_calibration).ms;
+  }
+  if (miscalibrated)
+    std::printf("truth calibration %s; the model rule (margin %.2f) pruned %zu variants\n",
+                truth_calibration.json().c_str(), job.pruner.model_margin, held);
   std::printf(
       "job %s, device %s: %zu configurations, %zu proposable (rules 1-3 keep them, with a "
       "prediction); synthetic truth: prediction x per-value factors (sigma %.2f) x "
@@ -104,7 +140,7 @@ int main(int argc, char** argv) {
               if (it == effect.end()) it = effect.emplace(key, effect_of(key)).first;
               f += it->second;
             }
-            t[i] = predicted[i] * std::exp(f);
+            t[i] = truth_model[i] * std::exp(f);
           }
           return t;
         };
@@ -142,6 +178,14 @@ int main(int argc, char** argv) {
     results["model_guided (learned effects)"].push_back(run(learned));
     auto random = tuner::make_random(n, static_cast<std::uint64_t>(seed));
     results["random"].push_back(run(*random));
+    if (miscalibrated) {
+      tuner::ModelGuided readmitting(pr.features, *pr.rates, pr.calibration, excluded, configs);
+      readmitting.hold_back(by_model, job.pruner.model_margin);
+      results["rule 4 held back, readmitted"].push_back(run(readmitting));
+      tuner::ModelGuided excluding(pr.features, *pr.rates, pr.calibration, excluded_with_model,
+                                   configs);
+      results["rule 4 excluded (before)"].push_back(run(excluding));
+    }
     if (drift < 0) continue;
     // The first context, searched as a run would (within the job's budget), and what it teaches.
     std::vector<tuner::ParameterEffects::Past> past;
