@@ -540,6 +540,7 @@ void ModelGuided::refit_effects() {
     effects_->fit(residuals);
   }
   reorder();
+  readmit();
 }
 
 void ModelGuided::reorder() {
@@ -564,7 +565,6 @@ void ModelGuided::refit() {
     auto p = pruner::predict(features_[i], rates_, calibration_);
     predicted_[i] = p.ok ? p.ms : -1;
   }
-  readmit();
 }
 
 void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {
@@ -582,12 +582,17 @@ void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {
 
 void ModelGuided::readmit() {
   // The model rule as the pruner applies it (prediction > margin x the best prediction among
-  // what the other rules kept), with the refitted calibration.
+  // what the other rules kept), with the refitted calibration and what the measurements taught
+  // about each parameter value (the learned effects, not their optimistic bound).
+  if (held_ == 0) return;
+  auto now = [&](size_t i) {
+    return predicted_[i] * (effects_ ? std::exp(effects_->log_factor(i)) : 1.0);
+  };
   double best = INFINITY;
   for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] != 2 && predicted_[i] > 0) best = std::min(best, predicted_[i]);
+    if (state_[i] != 2 && predicted_[i] > 0) best = std::min(best, now(i));
   for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 3 && predicted_[i] > 0 && predicted_[i] <= margin_ * best) {
+    if (state_[i] == 3 && predicted_[i] > 0 && now(i) <= margin_ * best) {
       state_[i] = 0, --held_;
       readmitted_.push_back(i);
     }

@@ -179,10 +179,11 @@ class ModelGuided : public Strategy {
   void set_unpredicted_prior(const ParameterEffects::Prior& prior);
   /// `held[i]`: pruned by the model rule (predicted slower than `margin` x the best prediction)
   /// under the calibration it started with. Held variants are not proposed; each refit of the
-  /// calibration (the scheduled ones, and one on everything measured before the search stops or
-  /// runs out of open variants) re-applies the rule with the refitted model, and readmits, to be
-  /// proposed like the others, each held variant now predicted within `margin` x the best
-  /// prediction. A held variant without a prediction is excluded. Call before the first next().
+  /// calibration or of the learned parameter effects (the scheduled ones, and one on everything
+  /// measured before the search stops or runs out of open variants) re-applies the rule with
+  /// the refitted model times the learned effects, and readmits, to be proposed like the others,
+  /// each held variant now predicted within `margin` x the best prediction. A held variant without
+  /// a prediction is excluded. Call before the first next().
   void hold_back(const std::vector<bool>& held, double margin);
   /// The held variants readmitted so far, in the order they were.
   const std::vector<size_t>& readmitted() const { return readmitted_; }
@@ -191,8 +192,8 @@ class ModelGuided : public Strategy {
 
  private:
   void refit();
-  /// Readmits the held variants the current calibration predicts within margin_ of the best
-  /// (after every refit, and before the search stops or runs out of open variants).
+  /// Readmits the held variants the current calibration and learned effects predict within
+  /// margin_ of the best (after every refit of either, and before the search stops or runs out).
   void readmit();
   void refit_effects();
   void reorder();
