@@ -737,11 +737,12 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
       size_t held_back = 0;  // variants the model rule pruned, which a refit may readmit
       if (guided) {
         // What the model rule pruned is held back, not excluded: a refit on this run's
-        // measurements that predicts it within the margin readmits it.
+        // measurements that predicts it within the margin readmits it. Not what joined the plan
+        // from what the model's search left out: that is the regret sample's random draw.
         std::vector<bool> excluded = pruned, held(configs.size(), false);
         for (size_t i = 0; i < configs.size(); ++i)
           if (pruned[i] && decisions[i].rule == "model" && inspected[i].ok &&
-              model.predictions[i].ok)
+              model.predictions[i].ok && !(i < left_out.size() && left_out[i]))
             held[i] = true, excluded[i] = false;
         guide = std::make_unique<ModelGuided>(model.features,
                                               rates.rates.value_or(pruner::DeviceRates{}),
@@ -892,7 +893,8 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
                                           *i) != guide->readmitted().end();
         std::optional<double> t = measure_one(
             *i, readmitted ? "readmitted: pruned by rule model under the starting calibration, "
-                             "predicted within the margin by the one refitted on this run"
+                             "predicted within the margin by the model refitted on this run's "
+                             "measurements"
                            : "");
         if (guide) guide->report(*i, t);
         prog.update(++steps, failures, best_ms);
@@ -906,12 +908,7 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
         for (size_t i : guide->readmitted()) measured += visited[i];
         log << "gputune: model_guided: refits on this run's measurements readmitted "
             << guide->readmitted().size() << " of the " << held_back
-            << " variants the model rule held back (" << measured << " of them measured)"
-            << (guide->calibration().samples
-                    ? "; its calibration: " + std::to_string(guide->calibration().samples) +
-                          " measurements"
-                    : std::string())
-            << "\n";
+            << " variants the model rule held back (" << measured << " of them measured)\n";
       }
       if (guide && guide->effects() && guide->effects()->samples() > 0) {
         std::string misses = guide->effects()->summary(6);
