@@ -253,8 +253,12 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
     // these parameters (its Kernel Tuner cache or its job), else the names' order.
     std::set<std::string> names;
     for (const auto& [k, v] : f.entries.front().params.items()) names.insert(k);
+    auto names_each_once = [&](const std::vector<std::string>& order) {
+      return order.size() == names.size() &&
+             std::set<std::string>(order.begin(), order.end()) == names;
+    };
     if (!keys.empty()) {
-      if (std::set<std::string>(keys.begin(), keys.end()) != names || keys.size() != names.size())
+      if (!names_each_once(keys))
         throw std::runtime_error(path + ": field 'metadata.gputune.parameters' " +
                                  json(keys).dump() + " does not name the parameters of " +
                                  "results[0].configuration " + json(names).dump() +
@@ -262,8 +266,7 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
       sum.parameter_order = "the file's order";
     } else {
       for (const std::vector<std::string>& order : store.parameter_orders(sum.kernel))
-        if (std::set<std::string>(order.begin(), order.end()) == names &&
-            order.size() == names.size()) {
+        if (names_each_once(order)) {
           keys = order;
           sum.parameter_order = "the order of " + sum.kernel + " already in the database";
           break;
