@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -34,11 +35,18 @@ constexpr int W = 32;
 using Lanes = std::array<std::int64_t, W>;
 using Mask = std::uint32_t;
 
+/// A value per lane. Sym is a value the analysis cannot compute but can compare between lanes:
+/// lane l holds `S(s[l]) + v[l]`, where S(s) is an unknown quantity named by the symbol s and
+/// s == 0 means none (v[l] is the whole value). Lanes whose symbols are equal hold the same
+/// unknown: values loaded from one address in the same instruction, a scalar argument, and what
+/// pure arithmetic makes of equal operands. With arr set, a Sym is an address into that array
+/// whose per-lane base (S) depends on data.
 struct Val {
-  enum Kind : std::uint8_t { Unknown, Uninit, Int, Ptr };
+  enum Kind : std::uint8_t { Unknown, Uninit, Int, Ptr, Sym };
   Kind k = Unknown;
-  int arr = -1;  // Ptr (and Unknown addresses into a known array): which array
-  Lanes v{};     // Int: values; Ptr: byte offsets from the array's start
+  int arr = -1;  // Ptr (and Unknown or Sym addresses into a known array): which array
+  Lanes v{};     // Int: values; Ptr: byte offsets from the array's start; Sym: known parts
+  std::array<std::uint32_t, W> s{};  // Sym: symbols (0: none)
   static Val constant(std::int64_t c) {
     Val r;
     r.k = Int;
@@ -46,6 +54,44 @@ struct Val {
     return r;
   }
 };
+
+/// A well-mixed, never-zero 32-bit symbol of two words (splitmix64's finalizer).
+std::uint32_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  const auto r = static_cast<std::uint32_t>(z ^ (z >> 32));
+  return r ? r : 1;
+}
+
+/// What lane l of a value is, as a symbol equal between lanes exactly when their values are
+/// (an Int lane and a Sym lane without a symbol are the same number); nullopt when unknown.
+std::optional<std::uint32_t> identity(const Val& x, int l) {
+  const auto v = static_cast<std::uint64_t>(x.v[static_cast<size_t>(l)]);
+  switch (x.k) {
+    case Val::Int:
+      return mix(1, v);
+    case Val::Sym: {
+      const std::uint32_t s = x.s[static_cast<size_t>(l)];
+      return s ? mix(mix(2, s), v) : mix(1, v);
+    }
+    case Val::Ptr:
+      return mix(mix(3, static_cast<std::uint64_t>(x.arr)), v);
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The symbol of k * S(s), for an address's scaled index (0 stays 0).
+std::uint32_t scaled(std::uint32_t s, std::int64_t k) {
+  return s == 0 || k == 1 ? s : mix(mix(5, static_cast<std::uint64_t>(k)), s);
+}
+/// The symbol of S(a) + S(b).
+std::uint32_t summed(std::uint32_t a, std::uint32_t b) {
+  if (!a || !b) return a | b;
+  return mix(mix(8, std::min(a, b)), std::max(a, b));
+}
 
 struct ArrayDesc {
   std::string name;
@@ -110,28 +156,46 @@ class Sim {
     rep.blocks = blocks;
     rep.warps_per_block = nwarps;
     rep.warps_simulated = static_cast<int>(warps.size());
-    for (int d = 0; d < 3; ++d) bid_[d] = g[d] / 2;  // an interior block
-    double base = static_cast<double>(blocks) * nwarps / static_cast<double>(warps.size());
-    for (int w : warps) {
-      Mask m = 0;
-      for (int l = 0; l < W; ++l) {
-        std::int64_t t = static_cast<std::int64_t>(w) * W + l;
-        if (t < threads) m |= Mask(1) << l;
-        tid_[0][l] = t % b[0];
-        tid_[1][l] = (t / b[0]) % b[1];
-        tid_[2][l] = t / (b[0] * b[1]);
-      }
-      vars_.clear();
-      local_vals_.clear();
-      bind_params();
-      weight_ = base;
-      active_ = m;
-      frames_.assign(1, Frame{});
-      loops_.clear();
-      exec(kernel->getBody());
+    // Which blocks stand for the grid: an interior one along each axis, and along an axis of
+    // at most kEdgeBlocks blocks also the last one, weighted 1 (it is often partial: a tile of
+    // 248 x 8 rows over 2048 leaves the second of two blocks 64 rows, and an interior block alone
+    // would stand for both as full or both as nearly idle).
+    std::array<std::vector<std::pair<std::int64_t, double>>, 3> at;
+    for (size_t d = 0; d < 3; ++d) {
+      if (g[d] >= 2 && g[d] <= kEdgeBlocks)
+        at[d] = {{g[d] / 2 == g[d] - 1 ? 0 : g[d] / 2, static_cast<double>(g[d] - 1)},
+                 {g[d] - 1, 1.0}};
+      else
+        at[d] = {{g[d] / 2, static_cast<double>(g[d])}};
     }
+    for (const auto& [bx, wx] : at[0])
+      for (const auto& [by, wy] : at[1])
+        for (const auto& [bz, wz] : at[2]) {
+          bid_ = {bx, by, bz};
+          // Per simulated warp, the warps it stands for.
+          const double base = wx * wy * wz * nwarps / static_cast<double>(warps.size());
+          for (int w : warps) {
+            Mask m = 0;
+            for (int l = 0; l < W; ++l) {
+              std::int64_t t = static_cast<std::int64_t>(w) * W + l;
+              if (t < threads) m |= Mask(1) << l;
+              tid_[0][l] = t % b[0];
+              tid_[1][l] = (t / b[0]) % b[1];
+              tid_[2][l] = t / (b[0] * b[1]);
+            }
+            vars_.clear();
+            local_vals_.clear();
+            bind_params();
+            weight_ = base;
+            active_ = m;
+            frames_.assign(1, Frame{});
+            loops_.clear();
+            exec(kernel->getBody());
+          }
+        }
     finish(rep);
   }
+  static constexpr std::int64_t kEdgeBlocks = 8;
 
  private:
   struct Frame {
@@ -185,7 +249,10 @@ class Sim {
 
   void bind_params() {
     for (const ParmVarDecl* p : kernel_->parameters()) {
-      std::string name = p->getNameAsString();
+      // The job's argument in this position, as the launch passes it; by name without an order.
+      const size_t at = p->getFunctionScopeIndex();
+      std::string name =
+          at < in_.argument_order.size() ? in_.argument_order[at] : p->getNameAsString();
       QualType t = p->getType();
       if (t->isPointerType()) {
         auto it = in_.array_bytes.find(name);
@@ -198,12 +265,12 @@ class Sim {
         if (it != in_.scalars.end()) {
           vars_[p] = Val::constant(static_cast<std::int64_t>(it->second));
         } else {
-          vars_[p] = Val{};
+          vars_[p] = uniform(mix(7, p->getFunctionScopeIndex()));
           notes_.insert("scalar argument '" + name +
                         "' has no value in the job: its uses are unknown");
         }
       } else {
-        vars_[p] = Val{};
+        vars_[p] = uniform(mix(7, p->getFunctionScopeIndex()));  // the same on every lane
       }
     }
   }
@@ -240,6 +307,95 @@ class Sim {
   }
 
   static bool known(const Val& v) { return v.k == Val::Int || v.k == Val::Ptr; }
+
+  // ---------------------------------------------------------------- symbols
+  /// The result of a pure operation `key` on values the analysis cannot compute: equal on the
+  /// lanes where every operand is equal (a Sym per lane), unknown when an operand is unknown.
+  static Val opaque(std::uint64_t key, std::initializer_list<const Val*> ops) {
+    Val r;
+    r.k = Val::Sym;
+    for (int l = 0; l < W; ++l) {
+      std::uint32_t h = mix(9, key);
+      for (const Val* o : ops) {
+        auto id = identity(*o, l);
+        if (!id) return Val{};
+        h = mix(h, *id);
+      }
+      r.s[static_cast<size_t>(l)] = h;
+    }
+    return r;
+  }
+  static Val uniform(std::uint32_t sym) {
+    Val r;
+    r.k = Val::Sym;
+    r.s.fill(sym);
+    return r;
+  }
+  /// `base + sign * idx` for an address (Ptr, or Sym with arr) and an index of `sz`-byte
+  /// elements (Int or Sym): a Ptr when no lane has a symbol left, else an address Sym.
+  static Val offset_ptr(Val base, const Val& idx, std::int64_t sz, int sign) {
+    bool sym = false;
+    for (int l = 0; l < W; ++l) {
+      const auto i = static_cast<size_t>(l);
+      const std::uint32_t is = idx.k == Val::Sym ? scaled(idx.s[i], sign * sz) : 0;
+      base.s[i] = base.k == Val::Sym ? summed(base.s[i], is) : is;
+      base.v[i] += sign * idx.v[i] * sz;
+      sym |= base.s[i] != 0;
+    }
+    base.k = sym ? Val::Sym : Val::Ptr;
+    return base;
+  }
+  static bool is_address(const Val& v) {
+    return v.arr >= 0 && (v.k == Val::Ptr || v.k == Val::Sym);
+  }
+  /// The value a load from address `a` gives: lanes that read the same address now read the same
+  /// value (a fresh symbol per load instruction executed, so a store in between is no matter).
+  Val loaded(const Val& a) {
+    if (!is_address(a)) return Val{};
+    ++loads_;
+    Val r;
+    r.k = Val::Sym;
+    for (int l = 0; l < W; ++l) r.s[static_cast<size_t>(l)] = mix(mix(6, loads_), *identity(a, l));
+    return r;
+  }
+  std::uint64_t loads_ = 0;
+  /// `cur = rhs` on the active lanes, keeping the others.
+  void merge(Val& cur, const Val& rhs) const {
+    auto as_sym = [](Val& x) {
+      if (x.k == Val::Int) {
+        x.k = Val::Sym;
+        x.s.fill(0);
+      }
+    };
+    if (cur.k != rhs.k && (cur.k == Val::Int || cur.k == Val::Sym) &&
+        (rhs.k == Val::Int || rhs.k == Val::Sym) && cur.arr == rhs.arr) {
+      Val r = rhs;
+      as_sym(cur);
+      as_sym(r);
+      return merge(cur, r);
+    }
+    if (cur.k == Val::Uninit) {
+      Val keep = cur;
+      cur = rhs;
+      for (int l = 0; l < W; ++l)
+        if (!(active_ >> l & 1)) {
+          cur.v[static_cast<size_t>(l)] = keep.v[static_cast<size_t>(l)];
+          cur.s[static_cast<size_t>(l)] = keep.s[static_cast<size_t>(l)];
+        }
+      return;
+    }
+    if (cur.k == rhs.k && cur.arr == rhs.arr) {
+      for (int l = 0; l < W; ++l)
+        if (active_ >> l & 1) {
+          cur.v[static_cast<size_t>(l)] = rhs.v[static_cast<size_t>(l)];
+          cur.s[static_cast<size_t>(l)] = rhs.s[static_cast<size_t>(l)];
+        }
+      return;
+    }
+    const int arr = rhs.arr == cur.arr ? rhs.arr : -1;
+    cur = Val{};  // mixing kinds across lanes: unknown
+    cur.arr = arr;
+  }
 
   Mask truth(const Val& c, bool& unknown) const {
     unknown = false;
@@ -330,6 +486,49 @@ class Sim {
   }
 
   // ---------------------------------------------------------------- memory
+  static constexpr const char* kUncoalescedNote =
+      "address depends on data or an unknown value: counted as uncoalesced";
+  static constexpr const char* kRelativeNote =
+      "address depends on loaded data: lanes that share the data-dependent part are counted as "
+      "they lie relative to each other (at an average alignment), other lanes in sectors of "
+      "their own";
+
+  /// 32-byte sectors one warp request touches when its address is a Sym: lanes are grouped by
+  /// symbol; lanes without one touch known sectors, and each group with one lies at an unknown
+  /// base, so it counts the sectors its offsets touch averaged over every alignment of that base
+  /// to a sector (in steps of gcd(element size, 32), where such bases fall). Groups are never
+  /// assumed to share a sector.
+  double relative_sectors(const Val& a, std::int64_t bytes, bool& grouped) const {
+    std::vector<std::pair<std::uint32_t, std::int64_t>> lanes;
+    for (int l = 0; l < W; ++l)
+      if (active_ >> l & 1)
+        lanes.emplace_back(a.s[static_cast<size_t>(l)], a.v[static_cast<size_t>(l)]);
+    std::sort(lanes.begin(), lanes.end());
+    const std::int64_t step = std::gcd<std::int64_t>(bytes, 32);
+    double total = 0;
+    std::vector<std::int64_t> sec;
+    for (size_t i = 0; i < lanes.size();) {
+      size_t j = i;
+      while (j < lanes.size() && lanes[j].first == lanes[i].first) ++j;
+      const bool known_base = lanes[i].first == 0;
+      grouped |= !known_base && j - i > 1;
+      double sum = 0;
+      int alignments = 0;
+      for (std::int64_t base = 0; base < (known_base ? 1 : 32); base += step, ++alignments) {
+        sec.clear();
+        for (size_t k = i; k < j; ++k) {
+          const std::int64_t lo = base + lanes[k].second;
+          for (std::int64_t x = lo >> 5; x <= (lo + bytes - 1) >> 5; ++x) sec.push_back(x);
+        }
+        std::sort(sec.begin(), sec.end());
+        sum += static_cast<double>(std::unique(sec.begin(), sec.end()) - sec.begin());
+      }
+      total += sum / alignments;
+      i = j;
+    }
+    return total;
+  }
+
   void record(const Expr* site, const Val& a, std::int64_t bytes, bool store) {
     if (a.arr < 0 || !active_ || bytes <= 0) return;
     const ArrayDesc& d = arrays_[static_cast<size_t>(a.arr)];
@@ -351,9 +550,17 @@ class Sim {
     if (d.space == "global") {
       double ideal = std::max<double>(1, std::ceil(n * static_cast<double>(bytes) / 32.0));
       acc.ideal += w * ideal;
+      if (a.k == Val::Sym) {
+        bool grouped = false;
+        acc.sectors += w * relative_sectors(a, bytes, grouped);
+        acc.analysed = false;
+        if (grouped || acc.note.empty())
+          acc.note = grouped || acc.note == kRelativeNote ? kRelativeNote : kUncoalescedNote;
+        return;
+      }
       if (a.k != Val::Ptr) {
         acc.analysed = false;
-        acc.note = "address depends on data or an unknown value: counted as uncoalesced";
+        if (acc.note.empty()) acc.note = kUncoalescedNote;
         acc.sectors += w * n * std::max<double>(1, std::ceil(static_cast<double>(bytes) / 32.0));
         return;
       }
@@ -399,8 +606,7 @@ class Sim {
       acc.ideal += w * ideal;
       acc.wavefronts += w * waves;
     }
-    if (!acc.analysed && acc.note.empty())
-      acc.note = "address depends on data or an unknown value: counted as uncoalesced";
+    if (!acc.analysed && acc.note.empty()) acc.note = kUncoalescedNote;
   }
 
   /// The address an lvalue denotes: Ptr into a tracked array, Unknown with arr set (an index we
@@ -411,18 +617,12 @@ class Sim {
       Val base = eval(s->getBase());
       Val idx = eval(s->getIdx());
       std::int64_t sz = size_of(s->getType());
-      if (base.k != Val::Ptr) {
+      if (!is_address(base) || (idx.k != Val::Int && idx.k != Val::Sym)) {
         Val r;
         r.arr = base.arr;
         return r;
       }
-      if (idx.k != Val::Int) {
-        Val r;
-        r.arr = base.arr;
-        return r;
-      }
-      for (int l = 0; l < W; ++l) base.v[l] += idx.v[l] * sz;
-      return base;
+      return offset_ptr(base, idx, sz, 1);
     }
     if (auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Deref)
       return eval(u->getSubExpr());
@@ -439,7 +639,7 @@ class Sim {
     }
     if (auto* m = dyn_cast<MemberExpr>(e)) {
       Val base = m->isArrow() ? eval(m->getBase()) : addr(m->getBase());
-      if (base.k == Val::Ptr)
+      if (is_address(base))
         if (auto* f = dyn_cast<FieldDecl>(m->getMemberDecl())) {
           std::int64_t off = static_cast<std::int64_t>(ctx_.getFieldOffset(f) / 8);
           for (auto& x : base.v) x += off;
@@ -471,7 +671,7 @@ class Sim {
     Val a = addr(e);
     if (a.arr >= 0 && arrays_[static_cast<size_t>(a.arr)].space == "local") return recall_local(a);
     if (a.arr >= 0) record(e, a, size_of(lv->getType()), false);
-    return Val{};
+    return loaded(a);
   }
 
   /// Whether an lvalue is in memory we track (not a local scalar or struct variable).
@@ -515,23 +715,7 @@ class Sim {
     return Val{};
   }
 
-  void assign_var(const VarDecl* v, const Val& rhs) {
-    Val& cur = vars_[v];
-    if (cur.k == Val::Uninit || (cur.k == rhs.k && cur.arr == rhs.arr)) {
-      if (cur.k == Val::Uninit) {
-        Lanes keep = cur.v;
-        cur = rhs;
-        for (int l = 0; l < W; ++l)
-          if (!(active_ >> l & 1)) cur.v[l] = keep[l];
-        return;
-      }
-      for (int l = 0; l < W; ++l)
-        if (active_ >> l & 1) cur.v[l] = rhs.v[l];
-      return;
-    }
-    cur = Val{};  // mixing kinds across lanes: unknown
-    cur.arr = rhs.arr == cur.arr ? rhs.arr : -1;
-  }
+  void assign_var(const VarDecl* v, const Val& rhs) { merge(vars_[v], rhs); }
 
   /// Stores to an lvalue: a local variable takes the value; memory records a store.
   void store(const Expr* lhs, const Val& value, const Expr* site) {
@@ -587,13 +771,26 @@ class Sim {
   }
 
   Val arith(BinaryOperatorKind op, const Val& a, const Val& b, QualType rt, QualType lt) {
-    if (a.k == Val::Ptr && b.k == Val::Int && (op == BO_Add || op == BO_Sub)) {
-      Val r = a;
-      std::int64_t sz = size_of(lt->getPointeeType());
-      for (int l = 0; l < W; ++l) r.v[l] += (op == BO_Add ? 1 : -1) * b.v[l] * sz;
-      return r;
+    if (is_address(a) && (b.k == Val::Int || b.k == Val::Sym) && (op == BO_Add || op == BO_Sub))
+      return offset_ptr(a, b, size_of(lt->getPointeeType()), op == BO_Add ? 1 : -1);
+    if ((a.k == Val::Int || a.k == Val::Sym) && is_address(b) && op == BO_Add)
+      return arith(op, b, a, rt, rt);
+    if (a.k == Val::Sym || b.k == Val::Sym) {
+      // Adding or subtracting a known number keeps the symbol (`sample + shift`); anything
+      // else is a new unknown, equal where the operands are.
+      const bool integral = rt->isIntegralOrEnumerationType() && !rt->isBooleanType();
+      if (integral && a.k == Val::Sym && b.k == Val::Int && (op == BO_Add || op == BO_Sub)) {
+        Val r = a;
+        for (int l = 0; l < W; ++l) r.v[l] += (op == BO_Add ? 1 : -1) * b.v[l];
+        return r;
+      }
+      if (integral && a.k == Val::Int && b.k == Val::Sym && op == BO_Add) {
+        Val r = b;
+        for (int l = 0; l < W; ++l) r.v[l] += a.v[l];
+        return r;
+      }
+      return opaque(mix(13, op), {&a, &b});
     }
-    if (a.k == Val::Int && b.k == Val::Ptr && op == BO_Add) return arith(op, b, a, rt, rt);
     if (a.k == Val::Ptr && b.k == Val::Ptr && op == BO_Sub && a.arr == b.arr) {
       Val r;
       r.k = Val::Int;
@@ -752,6 +949,8 @@ class Sim {
       return Val{};
     }
     if (auto* c = dyn_cast<CallExpr>(e)) return call(c);
+    if (auto* f = dyn_cast<FloatingLiteral>(e))
+      return uniform(mix(4, std::bit_cast<std::uint64_t>(f->getValueAsApproximateDouble())));
     if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
       // `float4 v = A[i];`: a copy of a record out of memory is a load of the whole record.
       if (c->getNumArgs() == 1 && c->getConstructor()->isCopyOrMoveConstructor()) {
@@ -779,6 +978,10 @@ class Sim {
       case CK_IntegralToBoolean:
       case CK_BooleanToSignedIntegral: {
         Val v = eval(sub);
+        // A cast between integer types keeps a symbol's known part (a wrap is not modelled).
+        if (v.k == Val::Sym && c->getCastKind() == CK_IntegralCast) return v;
+        if (v.k == Val::Sym)
+          return opaque(mix(12, static_cast<std::uint64_t>(c->getCastKind())), {&v});
         if (v.k != Val::Int) return Val{};
         for (auto& x : v.v)
           x = wrap(c->getType(), c->getCastKind() == CK_BooleanToSignedIntegral ? -x : x);
@@ -807,6 +1010,15 @@ class Sim {
       case CK_UserDefinedConversion:
       case CK_AddressSpaceConversion:
         return eval(sub);
+      case CK_IntegralToFloating:
+      case CK_FloatingToIntegral:
+      case CK_FloatingCast:
+      case CK_FloatingToBoolean: {
+        Val v = eval(sub);
+        return opaque(mix(mix(12, static_cast<std::uint64_t>(c->getCastKind())),
+                          static_cast<std::uint64_t>(size_of(c->getType()))),
+                      {&v});
+      }
       default:
         eval(sub);
         return Val{};
@@ -826,9 +1038,10 @@ class Sim {
       case UO_PostDec: {
         Val old = load(s);
         Val r = old;
-        if (old.k == Val::Int || old.k == Val::Ptr) {
+        if (old.k == Val::Int || old.k == Val::Ptr ||
+            (old.k == Val::Sym && !s->getType()->isFloatingType())) {
           std::int64_t step = u->isIncrementOp() ? 1 : -1;
-          if (old.k == Val::Ptr) step *= size_of(s->getType()->getPointeeType());
+          if (s->getType()->isPointerType()) step *= size_of(s->getType()->getPointeeType());
           for (auto& x : r.v) x = wrap(s->getType(), x + step);
         } else if (s->getType()->isFloatingType()) {
           count_flops(1);
@@ -841,6 +1054,7 @@ class Sim {
       case UO_LNot:
       case UO_Plus: {
         Val v = eval(s);
+        if (v.k == Val::Sym) return opaque(mix(11, u->getOpcode()), {&v});
         if (v.k != Val::Int) return Val{};
         for (auto& x : v.v) {
           x = u->getOpcode() == UO_Minus  ? -x
@@ -870,6 +1084,8 @@ class Sim {
       Val r;
       if (b->getLHS()->getType()->isFloatingType() || b->getLHS()->getType()->isVectorType()) {
         count_flops(1);
+        if (b->getLHS()->getType()->isFloatingType())
+          r = opaque(mix(10, base_op(op)), {&old, &rhs});
       } else {
         r = arith(base_op(op), old, rhs, b->getLHS()->getType(), b->getLHS()->getType());
       }
@@ -901,7 +1117,7 @@ class Sim {
     Val r = eval(b->getRHS());
     if (b->getType()->isFloatingType() || b->getLHS()->getType()->isFloatingType()) {
       if (op == BO_Add || op == BO_Sub || op == BO_Mul || op == BO_Div) count_flops(1);
-      return Val{};
+      return opaque(mix(10, op), {&l, &r});
     }
     return arith(op, l, r, b->getType(), b->getLHS()->getType());
   }
@@ -983,7 +1199,7 @@ class Sim {
     if (name.rfind("__ld", 0) == 0 && c->getNumArgs() == 1) {
       Val p = eval(c->getArg(0));
       if (p.arr >= 0) record(c, p, size_of(c->getArg(0)->getType()->getPointeeType()), false);
-      return Val{};
+      return loaded(p);
     }
     if (name.rfind("__st", 0) == 0 && c->getNumArgs() == 2) {
       Val p = eval(c->getArg(0));
@@ -1123,11 +1339,8 @@ class Sim {
         if (!fr.has_ret) {
           fr.ret = v;
           fr.has_ret = true;
-        } else if (fr.ret.k == v.k && fr.ret.arr == v.arr) {
-          for (int l = 0; l < W; ++l)
-            if (active_ >> l & 1) fr.ret.v[l] = v.v[l];
         } else {
-          fr.ret = Val{};
+          merge(fr.ret, v);
         }
       }
       active_ = 0;
@@ -1393,6 +1606,7 @@ TrafficReport analyse_traffic(const TrafficInput& in) {
   } catch (const Abort& a) {
     rep.error = a.msg;
   }
+  rep.notes.insert(rep.notes.begin(), parsed.notes.begin(), parsed.notes.end());
   return rep;
 }
 

@@ -2,15 +2,22 @@
  * Owns: the memory-traffic analysis of one variant's source with Clang libTooling (clang 14,
  * CUDA device code, `-nocudainc -nocudalib` and a small prelude of NVRTC's builtins). The kernel
  * is parsed with the variant's -D definitions, then a few representative warps of an interior
- * block are executed symbolically: integer values are tracked per lane (thread and block indices,
+ * block (and, along an axis of at most 8 blocks, of the last, often partial, block) are executed
+ * symbolically: integer values are tracked per lane (thread and block indices,
  * scalar arguments, loop iterators), data values are not. Every global and shared access is
  * evaluated for the 32 lanes of the warp: 32-byte sectors per warp request (coalescing), bytes
  * requested, and for shared memory the bank-conflict degree (wavefronts per request). Long loops
  * with a uniform trip count and no loop-carried integer state are sampled (iterations 0, 1, T/2,
  * T-1, each weighted T/4); flops are counted from floating-point arithmetic, and each loop's
  * control instructions from its trip count and unroll pragma.
- * An access whose address depends on loaded data, or a branch on data, is reported as such (with
- * its line) and counted at its worst case, never guessed silently. A source clang cannot parse
+ * Data values are not computed, but lanes that provably hold the same one are known as such:
+ * values loaded from one address by the same instruction, scalar arguments, and pure arithmetic
+ * on such values (a symbol per lane). An access whose address depends on loaded data is reported
+ * as such (`analysed == false`, with its note): lanes that share the data-dependent part (a
+ * `shift[channel]` every lane of a row adds) are counted as they lie relative to each other, at
+ * the average alignment of the unknown base, and lanes that do not share it in sectors of their
+ * own (a gather `in[idx[i]]`: one per lane). A branch on data is reported with its line and both
+ * sides are counted. Nothing is guessed silently. A source clang cannot parse
  * gives `parsed == false` with the first error, so callers fall back to the resource rules.
  * Consumes: source, -D options, launch geometry, argument sizes and scalar values.
  * Produces: TrafficReport. Must not: include cuda.h, launch anything, or touch the database.
@@ -35,7 +42,11 @@ struct TrafficInput {
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::map<std::string, double> scalars;            ///< scalar kernel arguments by name
   std::map<std::string, std::int64_t> array_bytes;  ///< pointer arguments: bytes allocated
-  int max_warps_per_block = 3;                      ///< warps simulated per block
+  /// The job's argument names in launch order: the kernel's parameter i takes the values of
+  /// argument_order[i] (a T1 file from Kernel Tuner names its arguments as it likes:
+  /// `input_samples` for a parameter `input`). Empty: matched by the kernel's parameter names.
+  std::vector<std::string> argument_order;
+  int max_warps_per_block = 3;  ///< warps simulated per block
 };
 
 /// One syntactic access to global or shared memory, with totals over the whole grid.
@@ -45,7 +56,7 @@ struct Access {
   std::string space;  ///< "global" or "shared"
   std::string kind;   ///< "load" or "store"
   int element_bytes = 0;
-  bool analysed = true;  ///< false: the address depends on data; counted at its worst case
+  bool analysed = true;  ///< false: the address depends on data (the note says how it is counted)
   std::string note;
   double requests = 0;    ///< warp-level requests over the grid
   double sectors = 0;     ///< global: 32-byte sectors over the grid

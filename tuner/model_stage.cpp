@@ -102,6 +102,7 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
     << " " << in.block[1] << " " << in.block[2] << "\nwarps " << in.max_warps_per_block << "\n";
   for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
   for (const auto& [name, b] : in.array_bytes) k << "array " << name << " " << b << "\n";
+  for (const auto& name : in.argument_order) k << "argument " << name << "\n";
   if (const std::string headers = own_headers_digest(in.source, in.options); !headers.empty())
     k << "headers " << headers << "\n";
   return sha256_hex(k.str() + "source\n" + in.source);
@@ -141,7 +142,9 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   // Argument sizes and scalar values, as the measurement will have them.
   std::map<std::string, double> scalars;
   std::map<std::string, std::int64_t> arrays;
+  std::vector<std::string> order;
   for (const HostArgument& a : args) {
+    order.push_back(a.name);
     if (a.is_vector)
       arrays[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
     else if (!a.data.empty())
@@ -166,6 +169,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
         in.kernel_folder = kernel_folder(job);
         in.scalars = scalars;
         in.array_bytes = arrays;
+        in.argument_order = order;
         try {
           LaunchGeometry g = launch_geometry(job, configs[i], ctx);
           in.grid = g.grid, in.block = g.block;

@@ -5,6 +5,7 @@
 #include <clang/AST/Attr.h>
 #include <clang/AST/DeclTemplate.h>
 #include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticSema.h>
 #include <clang/Tooling/Tooling.h>
 
 #include <cctype>
@@ -128,20 +129,33 @@ __device__ int isfinite(float);
 class DiagCollector : public DiagnosticConsumer {
  public:
   void HandleDiagnostic(DiagnosticsEngine::Level level, const Diagnostic& info) override {
+    if (info.getID() == diag::err_pragma_loop_invalid_argument_value) {
+      // nvcc: "warning #20168-D: the unroll value cannot be zero or negative, ignoring pragma
+      // for this loop". clang drops the attribute and goes on; not counted as an error.
+      notes.push_back(where(info) + "#pragma unroll " + format(info) +
+                      ": the pragma is ignored, as nvcc and NVRTC ignore it");
+      return;
+    }
     DiagnosticConsumer::HandleDiagnostic(level, info);
     if (level < DiagnosticsEngine::Error || !first.empty()) return;
+    first = where(info) + format(info);
+  }
+  static std::string format(const Diagnostic& info) {
     SmallString<256> text;
     info.FormatDiagnostic(text);
-    std::string where;
+    return std::string(text.str());
+  }
+  static std::string where(const Diagnostic& info) {
     if (info.hasSourceManager() && info.getLocation().isValid()) {
       PresumedLoc p = info.getSourceManager().getPresumedLoc(info.getLocation());
       if (p.isValid())
-        where = std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ":" +
-                std::to_string(p.getColumn()) + ": ";
+        return std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ":" +
+               std::to_string(p.getColumn()) + ": ";
     }
-    first = where + std::string(text.str());
+    return "";
   }
   std::string first;
+  std::vector<std::string> notes;
 };
 
 void walk_kernels(const DeclContext* dc, const std::function<bool(const FunctionDecl*)>& visit) {
@@ -185,6 +199,7 @@ ParsedCuda parse_cuda(const std::string& source, const std::vector<std::string>&
   std::unique_ptr<ASTUnit> ast = tooling::buildASTFromCodeWithArgs(
       text, args, file_name, tool_name, std::make_shared<PCHContainerOperations>(),
       tooling::getClangStripDependencyFileAdjuster(), tooling::FileContentMappings(), &diags);
+  out.notes = std::move(diags.notes);
   if (!ast || !diags.first.empty() || diags.getNumErrors() > 0) {
     out.error = diags.first.empty() ? std::string("unknown error") : diags.first;
     return out;

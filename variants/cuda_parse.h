@@ -25,10 +25,13 @@ const std::string& cuda_prelude();
 struct ParsedCuda {
   std::unique_ptr<clang::ASTUnit> ast;  ///< null when parsing failed
   std::string error;                    ///< first error, "file:line:col: message"
+  std::vector<std::string> notes;       ///< what clang calls an error and nvcc does not (below)
 };
 
 /// Parses `source` (named `file_name` in messages) with the compile options that matter to the
-/// front end (-D, -U, -I, -std). Any error makes `ast` null.
+/// front end (-D, -U, -I, -std). Any error makes `ast` null, except where clang is stricter than
+/// nvcc and NVRTC: `#pragma unroll 0` (Kernel Tuner's `loop_unroll_factor_*` = 0) is a warning
+/// there and the pragma is ignored, so here too, with a note.
 ParsedCuda parse_cuda(const std::string& source, const std::vector<std::string>& options,
                       const std::string& file_name, const std::string& tool_name);
 
