@@ -16,6 +16,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -42,10 +43,11 @@ using Mask = std::uint32_t;
 /// pure arithmetic makes of equal operands. With arr set, a Sym is an address into that array
 /// whose per-lane base (S) depends on data.
 struct Val {
-  enum Kind : std::uint8_t { Unknown, Uninit, Int, Ptr, Sym };
+  enum Kind : std::uint8_t { Unknown, Uninit, Int, Ptr, Sym, Flt };
   Kind k = Unknown;
   int arr = -1;  // Ptr (and Unknown or Sym addresses into a known array): which array
-  Lanes v{};     // Int: values; Ptr: byte offsets from the array's start; Sym: known parts
+  Lanes v{};  // Int: values; Ptr: byte offsets from the array's start; Sym: known parts; Flt: the
+              // bits of each lane's double (a float's value where the type is float)
   std::array<std::uint32_t, W> s{};  // Sym: symbols (0: none)
   static Val constant(std::int64_t c) {
     Val r;
@@ -53,6 +55,14 @@ struct Val {
     r.v.fill(c);
     return r;
   }
+  static Val floating(double d) {
+    Val r;
+    r.k = Flt;
+    r.v.fill(std::bit_cast<std::int64_t>(d));
+    return r;
+  }
+  double f(int l) const { return std::bit_cast<double>(v[static_cast<size_t>(l)]); }
+  void set_f(int l, double d) { v[static_cast<size_t>(l)] = std::bit_cast<std::int64_t>(d); }
 };
 
 /// A well-mixed, never-zero 32-bit symbol of two words (splitmix64's finalizer).
@@ -78,6 +88,8 @@ std::optional<std::uint32_t> identity(const Val& x, int l) {
     }
     case Val::Ptr:
       return mix(mix(3, static_cast<std::uint64_t>(x.arr)), v);
+    case Val::Flt:
+      return mix(14, v);
     default:
       return std::nullopt;
   }
@@ -97,6 +109,7 @@ struct ArrayDesc {
   std::string name;
   std::string space;  // global, shared, local, constant
   std::int64_t bytes = -1;
+  const ArrayData* data = nullptr;  // its contents, where the job gives them (read-only arrays)
 };
 
 class Abort : public std::exception {
@@ -259,6 +272,8 @@ class Sim {
         Val v;
         v.k = Val::Ptr;
         v.arr = array_for(p, "global", it == in_.array_bytes.end() ? -1 : it->second);
+        if (auto d = in_.array_data.find(name); d != in_.array_data.end() && d->second.bytes)
+          arrays_[static_cast<size_t>(v.arr)].data = &d->second;
         vars_[p] = v;
       } else if (t->isIntegralOrEnumerationType()) {
         auto it = in_.scalars.find(name);
@@ -306,7 +321,85 @@ class Sim {
     return r;
   }
 
-  static bool known(const Val& v) { return v.k == Val::Int || v.k == Val::Ptr; }
+  static bool known(const Val& v) { return v.k == Val::Int || v.k == Val::Ptr || v.k == Val::Flt; }
+
+  // ---------------------------------------------------------------- floating point
+  /// A value of floating type `t` as the GPU holds it: a float is rounded to single precision.
+  static double as_type(double x, QualType t) {
+    return t->isSpecificBuiltinType(BuiltinType::Float) ? static_cast<double>(static_cast<float>(x))
+                                                        : x;
+  }
+  /// `a op b` on floating values known per lane (arithmetic gives Flt, a comparison Int).
+  std::optional<Val> float_arith(BinaryOperatorKind op, const Val& a, const Val& b,
+                                 QualType rt) const {
+    if (a.k != Val::Flt || b.k != Val::Flt) return std::nullopt;
+    const bool cmp =
+        op == BO_LT || op == BO_GT || op == BO_LE || op == BO_GE || op == BO_EQ || op == BO_NE;
+    if (!cmp && op != BO_Add && op != BO_Sub && op != BO_Mul && op != BO_Div) return std::nullopt;
+    Val r = cmp ? Val::constant(0) : Val::floating(0);
+    for (int l = 0; l < W; ++l) {
+      const double x = a.f(l), y = b.f(l);
+      switch (op) {
+        case BO_Add:
+          r.set_f(l, as_type(x + y, rt));
+          break;
+        case BO_Sub:
+          r.set_f(l, as_type(x - y, rt));
+          break;
+        case BO_Mul:
+          r.set_f(l, as_type(x * y, rt));
+          break;
+        case BO_Div:
+          r.set_f(l, as_type(x / y, rt));
+          break;
+        default:
+          r.v[static_cast<size_t>(l)] = op == BO_LT   ? x < y
+                                        : op == BO_GT ? x > y
+                                        : op == BO_LE ? x <= y
+                                        : op == BO_GE ? x >= y
+                                        : op == BO_EQ ? x == y
+                                                      : x != y;
+      }
+    }
+    return r;
+  }
+  /// A conversion to or from a floating type of a value known per lane. Floating to integer
+  /// truncates toward zero and saturates at the type's range, as the GPU's cvt.rzi does (NaN: 0).
+  std::optional<Val> float_cast(CastKind k, const Val& v, QualType to) const {
+    if (k == CK_IntegralToFloating && v.k == Val::Int) {
+      Val r = Val::floating(0);
+      for (int l = 0; l < W; ++l)
+        r.set_f(l, as_type(static_cast<double>(v.v[static_cast<size_t>(l)]), to));
+      return r;
+    }
+    if (v.k != Val::Flt) return std::nullopt;
+    if (k == CK_FloatingCast) {
+      Val r = v;
+      for (int l = 0; l < W; ++l) r.set_f(l, as_type(v.f(l), to));
+      return r;
+    }
+    if (k == CK_FloatingToBoolean) {
+      Val r = Val::constant(0);
+      for (int l = 0; l < W; ++l) r.v[static_cast<size_t>(l)] = v.f(l) != 0;
+      return r;
+    }
+    if (k == CK_FloatingToIntegral) {
+      const auto bits = static_cast<int>(ctx_.getTypeSize(to));
+      const bool sgn = to->isSignedIntegerOrEnumerationType();
+      const double lo = sgn ? -std::ldexp(1.0, bits - 1) : 0.0;
+      // (64-bit ranges end just short of 2^63, which an int64 cannot hold.)
+      const double hi =
+          std::min(sgn ? std::ldexp(1.0, bits - 1) - 1 : std::ldexp(1.0, bits) - 1, 9.2e18);
+      Val r = Val::constant(0);
+      for (int l = 0; l < W; ++l) {
+        const double x = v.f(l);
+        r.v[static_cast<size_t>(l)] =
+            static_cast<std::int64_t>(std::isnan(x) ? 0.0 : std::clamp(std::trunc(x), lo, hi));
+      }
+      return r;
+    }
+    return std::nullopt;
+  }
 
   // ---------------------------------------------------------------- symbols
   /// The result of a pure operation `key` on values the analysis cannot compute: equal on the
@@ -348,10 +441,13 @@ class Sim {
   static bool is_address(const Val& v) {
     return v.arr >= 0 && (v.k == Val::Ptr || v.k == Val::Sym);
   }
-  /// The value a load from address `a` gives: lanes that read the same address now read the same
-  /// value (a fresh symbol per load instruction executed, so a store in between is no matter).
-  Val loaded(const Val& a) {
+  /// The value a load of type `t` from address `a` gives: from an array whose contents the job
+  /// gives, the values themselves (where every active lane's element lies inside it); else lanes
+  /// that read the same address now read the same value (a fresh symbol per load instruction
+  /// executed, so a store in between is no matter).
+  Val loaded(const Val& a, QualType t) {
     if (!is_address(a)) return Val{};
+    if (auto v = from_data(a, t)) return *v;
     ++loads_;
     Val r;
     r.k = Val::Sym;
@@ -359,6 +455,41 @@ class Sim {
     return r;
   }
   std::uint64_t loads_ = 0;
+
+  std::optional<Val> from_data(const Val& a, QualType t) const {
+    if (a.k != Val::Ptr) return std::nullopt;
+    const ArrayData* d = arrays_[static_cast<size_t>(a.arr)].data;
+    if (!d || !d->bytes) return std::nullopt;
+    const std::int64_t n = size_of(t);
+    const bool fp = t->isRealFloatingType(), in = t->isIntegralOrEnumerationType();
+    if (!(fp && (n == 4 || n == 8)) && !(in && (n == 1 || n == 2 || n == 4 || n == 8)))
+      return std::nullopt;
+    const auto& bytes = *d->bytes;
+    Val r = fp ? Val::floating(0) : Val::constant(0);
+    for (int l = 0; l < W; ++l) {
+      if (!(active_ >> l & 1)) continue;
+      const std::int64_t off = a.v[static_cast<size_t>(l)];
+      if (off < 0 || off % n || off + n > static_cast<std::int64_t>(bytes.size()))
+        return std::nullopt;
+      const unsigned char* p = bytes.data() + off;
+      if (fp) {
+        double x = 0;
+        if (n == 4) {
+          float f = 0;
+          std::memcpy(&f, p, 4);
+          x = f;
+        } else {
+          std::memcpy(&x, p, 8);
+        }
+        r.set_f(l, x);
+      } else {
+        std::uint64_t u = 0;
+        std::memcpy(&u, p, static_cast<size_t>(n));  // little-endian, as the GPU
+        r.v[static_cast<size_t>(l)] = wrap(t, static_cast<std::int64_t>(u));
+      }
+    }
+    return r;
+  }
   /// `cur = rhs` on the active lanes, keeping the others.
   void merge(Val& cur, const Val& rhs) const {
     auto as_sym = [](Val& x) {
@@ -671,7 +802,7 @@ class Sim {
     Val a = addr(e);
     if (a.arr >= 0 && arrays_[static_cast<size_t>(a.arr)].space == "local") return recall_local(a);
     if (a.arr >= 0) record(e, a, size_of(lv->getType()), false);
-    return loaded(a);
+    return loaded(a, lv->getType());
   }
 
   /// Whether an lvalue is in memory we track (not a local scalar or struct variable).
@@ -950,7 +1081,7 @@ class Sim {
     }
     if (auto* c = dyn_cast<CallExpr>(e)) return call(c);
     if (auto* f = dyn_cast<FloatingLiteral>(e))
-      return uniform(mix(4, std::bit_cast<std::uint64_t>(f->getValueAsApproximateDouble())));
+      return Val::floating(f->getValueAsApproximateDouble());
     if (auto* c = dyn_cast<CXXConstructExpr>(e)) {
       // `float4 v = A[i];`: a copy of a record out of memory is a load of the whole record.
       if (c->getNumArgs() == 1 && c->getConstructor()->isCopyOrMoveConstructor()) {
@@ -1015,6 +1146,7 @@ class Sim {
       case CK_FloatingCast:
       case CK_FloatingToBoolean: {
         Val v = eval(sub);
+        if (auto r = float_cast(c->getCastKind(), v, c->getType())) return *r;
         return opaque(mix(mix(12, static_cast<std::uint64_t>(c->getCastKind())),
                           static_cast<std::uint64_t>(size_of(c->getType()))),
                       {&v});
@@ -1054,7 +1186,12 @@ class Sim {
       case UO_LNot:
       case UO_Plus: {
         Val v = eval(s);
-        if (v.k == Val::Sym) return opaque(mix(11, u->getOpcode()), {&v});
+        if (v.k == Val::Flt && (u->getOpcode() == UO_Minus || u->getOpcode() == UO_Plus)) {
+          if (u->getOpcode() == UO_Minus)
+            for (int l = 0; l < W; ++l) v.set_f(l, -v.f(l));
+          return v;
+        }
+        if (v.k == Val::Sym || v.k == Val::Flt) return opaque(mix(11, u->getOpcode()), {&v});
         if (v.k != Val::Int) return Val{};
         for (auto& x : v.v) {
           x = u->getOpcode() == UO_Minus  ? -x
@@ -1084,8 +1221,10 @@ class Sim {
       Val r;
       if (b->getLHS()->getType()->isFloatingType() || b->getLHS()->getType()->isVectorType()) {
         count_flops(1);
-        if (b->getLHS()->getType()->isFloatingType())
-          r = opaque(mix(10, base_op(op)), {&old, &rhs});
+        if (b->getLHS()->getType()->isFloatingType()) {
+          auto v = float_arith(base_op(op), old, rhs, b->getLHS()->getType());
+          r = v ? *v : opaque(mix(10, base_op(op)), {&old, &rhs});
+        }
       } else {
         r = arith(base_op(op), old, rhs, b->getLHS()->getType(), b->getLHS()->getType());
       }
@@ -1117,6 +1256,7 @@ class Sim {
     Val r = eval(b->getRHS());
     if (b->getType()->isFloatingType() || b->getLHS()->getType()->isFloatingType()) {
       if (op == BO_Add || op == BO_Sub || op == BO_Mul || op == BO_Div) count_flops(1);
+      if (auto v = float_arith(op, l, r, b->getType())) return *v;
       return opaque(mix(10, op), {&l, &r});
     }
     return arith(op, l, r, b->getType(), b->getLHS()->getType());
@@ -1199,7 +1339,7 @@ class Sim {
     if (name.rfind("__ld", 0) == 0 && c->getNumArgs() == 1) {
       Val p = eval(c->getArg(0));
       if (p.arr >= 0) record(c, p, size_of(c->getArg(0)->getType()->getPointeeType()), false);
-      return loaded(p);
+      return loaded(p, c->getArg(0)->getType()->getPointeeType());
     }
     if (name.rfind("__st", 0) == 0 && c->getNumArgs() == 2) {
       Val p = eval(c->getArg(0));
@@ -1543,6 +1683,13 @@ class Sim {
     }
     loops_.pop_back();
     weight_ = saved_weight;
+    // What the body carries across iterations (a float sum: never an integer, or the loop would
+    // not be sampled) saw 4 of the iterations: its value is unknown after the loop, not a guess.
+    std::unordered_set<const VarDecl*> assigned, declared;
+    assigned_vars(body, assigned);
+    declared_vars(body, declared);
+    for (const VarDecl* v : assigned)
+      if (!declared.count(v) && v != p.iv && vars_.count(v)) vars_[v] = Val{};
     Val end = v0;
     for (int l = 0; l < W; ++l)
       end.v[l] = wrap(p.iv->getType(), v0.v[l] + p.sign * trips * st.v[l]);

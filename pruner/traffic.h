@@ -10,7 +10,11 @@
  * with a uniform trip count and no loop-carried integer state are sampled (iterations 0, 1, T/2,
  * T-1, each weighted T/4); flops are counted from floating-point arithmetic, and each loop's
  * control instructions from its trip count and unroll pragma.
- * Data values are not computed, but lanes that provably hold the same one are known as such:
+ * Floating-point values are computed per lane where their operands are known (literals,
+ * conversions, + - * / rounded to float for floats), and a load from an array whose contents
+ * the job gives (TrafficInput::array_data) reads them. A float a sampled loop carries is unknown
+ * after it. Other data values are not computed, but lanes that provably hold the same one are
+ * known as such:
  * values loaded from one address by the same instruction, scalar arguments, and pure arithmetic
  * on such values (a symbol per lane). An access whose address depends on loaded data is reported
  * as such (`analysed == false`, with its note): lanes that share the data-dependent part (a
@@ -27,11 +31,20 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace gputune::pruner {
+
+/// The contents of a pointer argument the kernel only reads, as the job fills it: a load from it
+/// gives the values themselves, read as the kernel's type reads them (a `shifts[c]` that sets an
+/// address, a `row_ptr[i]` that bounds a loop), where every lane's element lies inside it.
+struct ArrayData {
+  std::shared_ptr<const std::vector<unsigned char>> bytes;
+  std::string digest;  ///< of the bytes, for cache keys
+};
 
 struct TrafficInput {
   std::string source;
@@ -46,7 +59,8 @@ struct TrafficInput {
   /// argument_order[i] (a T1 file from Kernel Tuner names its arguments as it likes:
   /// `input_samples` for a parameter `input`). Empty: matched by the kernel's parameter names.
   std::vector<std::string> argument_order;
-  int max_warps_per_block = 3;  ///< warps simulated per block
+  std::map<std::string, ArrayData> array_data;  ///< read-only pointer arguments' contents by name
+  int max_warps_per_block = 3;                  ///< warps simulated per block
 };
 
 /// One syntactic access to global or shared memory, with totals over the whole grid.

@@ -328,15 +328,16 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
     const auto element_bytes = static_cast<std::uint64_t>(h.type.components * h.type.scalar_bytes);
     const std::uint64_t bytes = vector_bytes(path, h.elements, element_bytes);
     std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
+    const bool fill = fill_vectors || model_reads_contents(h);
     if (a.fill_type == "BinaryRaw") {
       // Sized only: the file is checked, not read (it may be large, and is read when filling).
-      if (h.is_vector && !fill_vectors)
+      if (h.is_vector && !fill)
         raw_file(job, path + ".DataSource", a.data_source, bytes);
       else
         h.data = read_raw(job, path + ".DataSource", a.data_source, bytes);
     } else {
-      double fill = eval(a.fill_value, path + ".FillValue").as_double();
-      if (h.is_vector && !fill_vectors) {
+      double fill_value = eval(a.fill_value, path + ".FillValue").as_double();
+      if (h.is_vector && !fill) {
         out.push_back(std::move(h));
         continue;
       }
@@ -349,12 +350,13 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                        "use a smaller size");
       }
       if (a.fill_type == "Constant") {
-        for (std::uint64_t k = 0; k < scalars; ++k) write_scalar(h.type, h.data.data(), k, fill);
+        for (std::uint64_t k = 0; k < scalars; ++k)
+          write_scalar(h.type, h.data.data(), k, fill_value);
       } else {  // Random: uniform in [0, FillValue), reproducible per argument
         std::mt19937_64 rng(a.seed.value_or(job.seed * 1000003u + i));
         bool integral = h.type.kind != ScalarKind::F16 && h.type.kind != ScalarKind::F32 &&
                         h.type.kind != ScalarKind::F64;
-        std::uniform_real_distribution<double> dist(0.0, fill == 0 ? 1.0 : fill);
+        std::uniform_real_distribution<double> dist(0.0, fill_value == 0 ? 1.0 : fill_value);
         for (std::uint64_t k = 0; k < scalars; ++k) {
           double v = dist(rng);
           write_scalar(h.type, h.data.data(), k, integral ? std::floor(v) : v);

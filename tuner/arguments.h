@@ -41,9 +41,20 @@ struct HostArgument {
   std::optional<double> threshold;
 };
 
-/// What make_arguments builds: everything, or what the model reads (sizes and scalar values;
-/// vector contents and references stay empty, which saves filling 16M-element arrays).
+/// What make_arguments builds: everything, or what the model reads (sizes, scalar values, and
+/// the contents of read-only vectors of at most kModelArrayBytes, whose values can set addresses
+/// and trip counts; other vectors' contents and references stay empty, which saves filling
+/// 16M-element arrays).
 enum class ArgumentContents { Filled, SizesOnly };
+constexpr std::uint64_t kModelArrayBytes = std::uint64_t{1} << 20;
+
+/// Whether the model reads this argument's contents (a read-only vector of at most
+/// kModelArrayBytes).
+inline bool model_reads_contents(const HostArgument& a) {
+  return a.is_vector && !a.written && !a.output && a.elements > 0 &&
+         a.elements * static_cast<std::uint64_t>(a.type.components * a.type.scalar_bytes) <=
+             kModelArrayBytes;
+}
 
 /// Bytes of memory this process can still use: /proc/meminfo's MemAvailable, lowered to what the
 /// cgroup (v2 memory.max - memory.current) leaves, if that is less; 0 when neither can be read.

@@ -103,6 +103,7 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
   for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
   for (const auto& [name, b] : in.array_bytes) k << "array " << name << " " << b << "\n";
   for (const auto& name : in.argument_order) k << "argument " << name << "\n";
+  for (const auto& [name, d] : in.array_data) k << "contents " << name << " " << d.digest << "\n";
   if (const std::string headers = own_headers_digest(in.source, in.options); !headers.empty())
     k << "headers " << headers << "\n";
   return sha256_hex(k.str() + "source\n" + in.source);
@@ -143,8 +144,13 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   std::map<std::string, double> scalars;
   std::map<std::string, std::int64_t> arrays;
   std::vector<std::string> order;
+  std::map<std::string, pruner::ArrayData> contents;  // what the model reads of read-only vectors
   for (const HostArgument& a : args) {
     order.push_back(a.name);
+    if (model_reads_contents(a) && !a.data.empty())
+      contents[a.name] = {std::make_shared<const std::vector<unsigned char>>(a.data),
+                          sha256_hex(std::string_view(reinterpret_cast<const char*>(a.data.data()),
+                                                      a.data.size()))};
     if (a.is_vector)
       arrays[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
     else if (!a.data.empty())
@@ -170,6 +176,7 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
         in.scalars = scalars;
         in.array_bytes = arrays;
         in.argument_order = order;
+        in.array_data = contents;
         try {
           LaunchGeometry g = launch_geometry(job, configs[i], ctx);
           in.grid = g.grid, in.block = g.block;

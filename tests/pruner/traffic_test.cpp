@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 namespace gputune::pruner {
@@ -329,6 +331,66 @@ __global__ void shifted(float* out, const unsigned char* in, const float* shifts
   EXPECT_FALSE(a->analysed);  // still reported: the address depends on data
   EXPECT_NE(a->note.find("share the data-dependent part"), std::string::npos) << a->note;
   EXPECT_EQ(r.unanalysed, 2u);  // in[...] and out[off[0] + x]
+}
+
+// Floating-point values the analysis can compute (literals, conversions, arithmetic in single
+// precision) and the contents of read-only arrays the job gives set addresses exactly: a
+// dedispersion warp of 32 rows whose shifts differ by less than a sample reads one sector.
+TEST(Traffic, KnownFloatsAndTheJobsReadOnlyDataSetAddresses) {
+  auto in = input(R"(
+__global__ void k(float* out, const unsigned char* in, const float* shifts, const float* a) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  unsigned int shift = (0.0f + y * 0.02f) * shifts[3];
+  int half = (int)(threadIdx.y * 0.5f);
+  out[y * 4096 + x] = in[4096 + x + shift] + a[half];
+})",
+                  "k", 1, 1);
+  in.block = {1, 32, 1};
+  in.grid = {4096, 4, 1};
+  auto per_request = [&](const TrafficReport& r, const std::string& array) {
+    const Access* a = find(r, array, "load");
+    EXPECT_TRUE(a) << array;
+    return a ? a->sectors / a->requests : -1.0;
+  };
+  // (int)(y * 0.5f): pairs of lanes read the same float: 16 floats, 64 bytes, 2 sectors.
+  TrafficReport without = analyse_traffic(in);
+  ASSERT_TRUE(without.error.empty()) << without.error;
+  EXPECT_DOUBLE_EQ(per_request(without, "a"), 2.0);
+  EXPECT_DOUBLE_EQ(per_request(without, "in"), 32.0);  // shifts unknown: a sector per row
+  // With the shifts' contents: shifts[3] = 1.5, so the rows of the interior block (y 64..95)
+  // shift by (unsigned)(y * 0.02f * 1.5f) = 1 or 2 samples and those of the last (96..127) by 2
+  // or 3: every lane in the sector at byte 4096 + 2048 (x = 2048).
+  std::vector<float> shifts(8, 0.0f);
+  shifts[3] = 1.5f;
+  auto bytes = std::make_shared<std::vector<unsigned char>>(shifts.size() * 4);
+  std::memcpy(bytes->data(), shifts.data(), bytes->size());
+  in.array_data["shifts"] = {bytes, "digest"};
+  TrafficReport with = analyse_traffic(in);
+  ASSERT_TRUE(with.error.empty()) << with.error;
+  EXPECT_DOUBLE_EQ(per_request(with, "in"), 1.0);
+  const Access* a = find(with, "in", "load");
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->analysed);  // every address known
+  // A read outside the data given (shifts[3] of 2 floats) is not guessed: back to symbols.
+  bytes->resize(8);
+  TrafficReport outside = analyse_traffic(in);
+  EXPECT_DOUBLE_EQ(per_request(outside, "in"), 32.0);
+
+  // A sampled loop sees 4 of its iterations: a float it carries is unknown after it, so a
+  // branch on it counts both sides instead of taking the side 4 iterations would give.
+  auto sum = input(R"(
+__global__ void k(float* out) {
+  float s = 0.0f;
+  for (int i = 0; i < 64; ++i) s += 1.0f;
+  if (s > 10.0f) out[threadIdx.x] = s;
+})",
+                   "k", 32, 1);
+  TrafficReport r = analyse_traffic(sum);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(find(r, "out", "store"));
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("data-dependent branch at line 5"), std::string::npos) << r.notes[0];
 }
 
 // The tuner caches reports as JSON: every field comes back as it was, and text that is not a

@@ -73,28 +73,33 @@ TEST(Arguments, ArgumentsThatDoNotFitTogetherAreRefusedBeforeAnyIsAllocated) {
   EXPECT_EQ(sizes[1].elements, n);
 }
 
-// What the model reads (sizes, scalar values) without filling the vectors it never reads.
+// What the model reads (sizes, scalar values, and the contents of small read-only vectors:
+// convolution's filter) without filling the vectors it never reads (its image and output).
 TEST(Arguments, SizesOnlyHasTheSizesAndScalarsOfTheFilledArguments) {
   Job job = load_job(test::examples_dir() / "convolution.json");
   auto filled = make_arguments(job, job.contexts[0]);
   auto sizes = make_arguments(job, job.contexts[0], ArgumentContents::SizesOnly);
   ASSERT_EQ(sizes.size(), filled.size());
-  size_t scalars = 0;
+  size_t scalars = 0, read = 0, unread = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     EXPECT_EQ(sizes[i].name, filled[i].name);
     EXPECT_EQ(sizes[i].elements, filled[i].elements) << sizes[i].name;
     EXPECT_EQ(sizes[i].type.bytes(), filled[i].type.bytes()) << sizes[i].name;
     EXPECT_EQ(sizes[i].is_vector, filled[i].is_vector);
     EXPECT_EQ(sizes[i].output, filled[i].output);
-    if (sizes[i].is_vector) {
+    if (sizes[i].is_vector && !model_reads_contents(sizes[i])) {
+      ++unread;
       EXPECT_TRUE(sizes[i].data.empty()) << sizes[i].name;
       EXPECT_FALSE(filled[i].data.empty()) << sizes[i].name;
     } else {
-      ++scalars;
-      EXPECT_EQ(sizes[i].data, filled[i].data) << sizes[i].name;
+      ++(sizes[i].is_vector ? read : scalars);
+      EXPECT_FALSE(sizes[i].data.empty()) << sizes[i].name;
+      EXPECT_EQ(sizes[i].data, filled[i].data) << sizes[i].name;  // the same values the GPU gets
     }
   }
   EXPECT_GT(scalars, 0u);
+  EXPECT_EQ(read, 1u);    // the filter
+  EXPECT_EQ(unread, 2u);  // the image and the output
 }
 
 TEST(Arguments, CompareWithTolerance) {
