@@ -1618,7 +1618,7 @@ class Sim {
           auto t = trip_count(*p);
           if (t && *t > 8) {
             count_control(*t, unroll, weight_);
-            sampled(*p, *t, body);
+            sampled(*p, *t, body, assigned, declared);
             return;
           }
         }
@@ -1666,7 +1666,10 @@ class Sim {
     count_control(it, unroll, entry_weight);
   }
 
-  void sampled(const Pattern& p, std::int64_t trips, const Stmt* body) {
+  /// `assigned` and `declared`: the variables the body assigns and declares (loop() has them).
+  void sampled(const Pattern& p, std::int64_t trips, const Stmt* body,
+               const std::unordered_set<const VarDecl*>& assigned,
+               const std::unordered_set<const VarDecl*>& declared) {
     Val v0 = var_value(p.iv);
     Val st = p.step ? eval(p.step) : Val::constant(1);
     Mask entry = active_;
@@ -1685,9 +1688,6 @@ class Sim {
     weight_ = saved_weight;
     // What the body carries across iterations (a float sum: never an integer, or the loop would
     // not be sampled) saw 4 of the iterations: its value is unknown after the loop, not a guess.
-    std::unordered_set<const VarDecl*> assigned, declared;
-    assigned_vars(body, assigned);
-    declared_vars(body, declared);
     for (const VarDecl* v : assigned)
       if (!declared.count(v) && v != p.iv && vars_.count(v)) vars_[v] = Val{};
     Val end = v0;
