@@ -363,6 +363,12 @@ class Sim {
     }
     return r;
   }
+  /// `a op b` of floating type: computed where both are known per lane, else a new unknown,
+  /// equal where the operands are.
+  Val float_op(BinaryOperatorKind op, const Val& a, const Val& b, QualType rt) const {
+    if (auto v = float_arith(op, a, b, rt)) return *v;
+    return opaque(mix(10, op), {&a, &b});
+  }
   /// A conversion to or from a floating type of a value known per lane. Floating to integer
   /// truncates toward zero and saturates at the type's range, as the GPU's cvt.rzi does (NaN: 0).
   std::optional<Val> float_cast(CastKind k, const Val& v, QualType to) const {
@@ -685,8 +691,10 @@ class Sim {
         bool grouped = false;
         acc.sectors += w * relative_sectors(a, bytes, grouped);
         acc.analysed = false;
-        if (grouped || acc.note.empty())
-          acc.note = grouped || acc.note == kRelativeNote ? kRelativeNote : kUncoalescedNote;
+        if (grouped)
+          acc.note = kRelativeNote;
+        else if (acc.note.empty())
+          acc.note = kUncoalescedNote;
         return;
       }
       if (a.k != Val::Ptr) {
@@ -1221,10 +1229,8 @@ class Sim {
       Val r;
       if (b->getLHS()->getType()->isFloatingType() || b->getLHS()->getType()->isVectorType()) {
         count_flops(1);
-        if (b->getLHS()->getType()->isFloatingType()) {
-          auto v = float_arith(base_op(op), old, rhs, b->getLHS()->getType());
-          r = v ? *v : opaque(mix(10, base_op(op)), {&old, &rhs});
-        }
+        if (b->getLHS()->getType()->isFloatingType())
+          r = float_op(base_op(op), old, rhs, b->getLHS()->getType());
       } else {
         r = arith(base_op(op), old, rhs, b->getLHS()->getType(), b->getLHS()->getType());
       }
@@ -1256,8 +1262,7 @@ class Sim {
     Val r = eval(b->getRHS());
     if (b->getType()->isFloatingType() || b->getLHS()->getType()->isFloatingType()) {
       if (op == BO_Add || op == BO_Sub || op == BO_Mul || op == BO_Div) count_flops(1);
-      if (auto v = float_arith(op, l, r, b->getType())) return *v;
-      return opaque(mix(10, op), {&l, &r});
+      return float_op(op, l, r, b->getType());
     }
     return arith(op, l, r, b->getType(), b->getLHS()->getType());
   }
