@@ -30,6 +30,8 @@ int fp32_lanes_per_sm(int major, int minor) {
   return 128;
 }
 
+int conversion_lanes_per_sm(int major, int /*minor*/) { return major >= 7 ? 16 : 32; }
+
 std::filesystem::path default_devices_dir() {
   if (const char* d = std::getenv("GPUTUNE_DEVICES_DIR"); d && *d) return d;
   // An installed binary: PREFIX/bin/gputune reads PREFIX/share/gputune/devices.

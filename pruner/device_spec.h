@@ -55,4 +55,8 @@ DeviceSpec find_device(const std::string& name,
 /// FP32 lanes per SM for a compute capability (64 on 7.x and 8.0, 128 on 8.6, 8.9, 9.0, ...).
 int fp32_lanes_per_sm(int cc_major, int cc_minor);
 
+/// Conversions (I2F, F2I, F2F) per clock per SM: 16 from 7.0 on, 32 before (the CUDA C++
+/// Programming Guide's arithmetic throughput table, "all other type conversions").
+int conversion_lanes_per_sm(int cc_major, int cc_minor);
+
 }  // namespace gputune::pruner

@@ -10,7 +10,11 @@ namespace gputune::pruner {
 
 namespace {
 constexpr double kL2BytesPerClockPerSm = 48;
+double conversion_slots(int major, int minor) {
+  return static_cast<double>(fp32_lanes_per_sm(major, minor)) /
+         conversion_lanes_per_sm(major, minor);
 }
+}  // namespace
 
 DeviceRates rates_for(const DeviceSpec& d) {
   DeviceRates r;
@@ -19,6 +23,7 @@ DeviceRates rates_for(const DeviceSpec& d) {
   r.dram_gbs = d.memory_bandwidth_gbs;
   r.fp32_gflops = d.peak_fp32_tflops * 1000.0;
   r.l2_gbs = kL2BytesPerClockPerSm * r.sm_count * r.clock_ghz;
+  r.conversion_slots = conversion_slots(d.limits.cc_major, d.limits.cc_minor);
   return r;
 }
 
@@ -30,6 +35,7 @@ DeviceRates rates_from_driver(const DeviceLimits& l, double clock_khz, double me
   r.dram_gbs = 2.0 * mem_clock_khz * 1e3 * (bus_width_bits / 8.0) / 1e9;  // double data rate
   r.fp32_gflops = r.sm_count * fp32_lanes_per_sm(l.cc_major, l.cc_minor) * 2.0 * r.clock_ghz;
   r.l2_gbs = kL2BytesPerClockPerSm * r.sm_count * r.clock_ghz;
+  r.conversion_slots = conversion_slots(l.cc_major, l.cc_minor);
   return r;
 }
 
@@ -51,6 +57,7 @@ ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
   f.flops = t.flops;
   for (const Access& a : t.accesses) f.requests += a.requests;
   f.control = t.control_instructions;
+  f.conversions = t.conversion_instructions;
   f.blocks = t.blocks;
   f.warps_per_block = static_cast<int>((threads_per_block + 31) / 32);
   f.blocks_per_sm = occ.blocks_per_sm;
@@ -59,14 +66,10 @@ ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
 }
 
 std::string Calibration::json() const {
-  nlohmann::json j{{"overhead_us", overhead_us},
-                   {"dram", dram},
-                   {"l2", l2},
-                   {"shared", shared},
-                   {"flops", flops},
-                   {"saturating_warps", saturating_warps},
-                   {"samples", samples},
-                   {"rms_log_error", rms_log_error}};
+  nlohmann::json j{
+      {"overhead_us", overhead_us}, {"dram", dram},       {"l2", l2},
+      {"shared", shared},           {"flops", flops},     {"saturating_warps", saturating_warps},
+      {"overlap", overlap},         {"samples", samples}, {"rms_log_error", rms_log_error}};
   if (rates.valid())
     j["rates"] = {{"sm_count", rates.sm_count},
                   {"clock_ghz", rates.clock_ghz},
@@ -85,6 +88,9 @@ Calibration Calibration::from_json(const std::string& text) {
   };
   get("overhead_us", c.overhead_us), get("dram", c.dram), get("l2", c.l2);
   get("shared", c.shared), get("flops", c.flops), get("saturating_warps", c.saturating_warps);
+  get("overlap", c.overlap);
+  // A fit stored before the terms overlapped as a p-norm was fitted to their max.
+  if (!j.contains("overlap") && j.contains("samples")) c.overlap = kMaxOverlap;
   if (j.contains("samples") && j["samples"].is_number_integer()) c.samples = j["samples"];
   if (j.contains("rms_log_error") && j["rms_log_error"].is_number())
     c.rms_log_error = j["rms_log_error"];
@@ -123,13 +129,23 @@ Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibrati
   p.l2_ms = c.l2 * 32.0 * f.sectors / (d.l2_gbs * 1e9) * 1e3;
   p.shared_ms = c.shared * f.shared_wavefronts / (d.sm_count * d.clock_ghz * 1e9) * 1e3;
   // Issue: every warp memory or loop-control instruction takes a slot a warp FMA (32 lanes x 2
-  // flops) could use.
-  p.flops_ms = c.flops * (f.flops + 64.0 * (f.requests + f.control)) / (d.fp32_gflops * 1e9) * 1e3;
-  double t = p.dram_ms;
+  // flops) could use, and a conversion conversion_slots of them.
+  p.flops_ms = c.flops *
+               (f.flops + 64.0 * (f.requests + f.control + d.conversion_slots * f.conversions)) /
+               (d.fp32_gflops * 1e9) * 1e3;
+  double top = p.dram_ms;
   p.bound = "dram";
-  if (p.l2_ms > t) t = p.l2_ms, p.bound = "l2";
-  if (p.shared_ms > t) t = p.shared_ms, p.bound = "shared";
-  if (p.flops_ms > t) t = p.flops_ms, p.bound = "flops";
+  if (p.l2_ms > top) top = p.l2_ms, p.bound = "l2";
+  if (p.shared_ms > top) top = p.shared_ms, p.bound = "shared";
+  if (p.flops_ms > top) top = p.flops_ms, p.bound = "flops";
+  // The roofline's corner, rounded: the terms overlap, but not perfectly (a p-norm; its limit
+  // for a large exponent is the plain max).
+  double t = 0;
+  if (top > 0) {
+    const double q = c.overlap;
+    for (double x : {p.dram_ms, p.l2_ms, p.shared_ms, p.flops_ms}) t += std::pow(x / top, q);
+    t = top * std::pow(t, 1.0 / q);
+  }
   // Resident warps per SM: limited by occupancy and by how many blocks each SM gets.
   double blocks_per_sm_used =
       std::min<double>(f.blocks_per_sm, std::ceil(static_cast<double>(f.blocks) / d.sm_count));
@@ -187,9 +203,10 @@ Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<dou
     double lo, hi;
   };
   const Param params[] = {
-      {&Calibration::overhead_us, 0.5, 200}, {&Calibration::dram, 0.05, 50},
-      {&Calibration::l2, 0.05, 50},          {&Calibration::shared, 0.05, 50},
-      {&Calibration::flops, 0.05, 50},       {&Calibration::saturating_warps, 1, 64}};
+      {&Calibration::overhead_us, 0.5, 200},  {&Calibration::dram, 0.05, 50},
+      {&Calibration::l2, 0.05, 50},           {&Calibration::shared, 0.05, 50},
+      {&Calibration::flops, 0.05, 50},        {&Calibration::saturating_warps, 1, 64},
+      {&Calibration::overlap, 1, kMaxOverlap}};
   double best = loss(f, measured, d, c);
   for (double step : {4.0, 2.0, 1.41, 1.19, 1.09, 1.04}) {
     for (int round = 0; round < 6; ++round) {

@@ -2,17 +2,22 @@
  * Owns: the performance model: predicted time of a variant from its traffic (traffic.h), flops,
  * occupancy and wave quantization against a device's rates (a roofline with latency hiding), its
  * calibration per device from measured times, and the rank correlation used to score it.
- *   t = overhead + max(dram, l2, shared, flops) x waves / hiding, where
+ *   t = overhead + overlap(dram, l2, shared, flops) x waves / hiding, where
+ *   overlap(...) = (sum of term^p)^(1/p): the terms overlap, but not perfectly, so the roofline's
+ *            corner is rounded; p = 4 by default, chosen on dedispersion's 11,130 measured
+ *            A4000 times (bench/results/replay-dedispersion-model-A4000-*.md); large p: the max
  *   dram   = compulsory bytes / DRAM bandwidth
  *            (per array: min(its bytes, 32 B x sectors asked for))
  *   l2     = 32 B x global sectors / L2-to-SM bandwidth (coalescing shows up here)
  *   shared = wavefronts / (SMs x clock) (bank conflicts show up here)
- *   flops  = (flops + 64 x (warp memory instructions + loop control)) / peak FP32 rate
+ *   flops  = (flops + 64 x (warp memory instructions + loop control
+ *                           + conversion slots x conversions)) / peak FP32 rate
  *            (issue: a load, a store or a loop's counter/compare/branch takes the slot of a
- *            warp FMA, 64 flops; so unrolling shows up here)
+ *            warp FMA, 64 flops, so unrolling shows up here; a conversion runs on fewer lanes
+ *            and takes FP32 lanes / conversion lanes slots, 8 from 8.6 on)
  *   hiding = min(1, resident warps per SM / saturating warps)
  *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks (tail effect)
- * Calibration scales each term and fits the overhead and the saturating warp count by minimising
+ * Calibration scales each term and fits the overhead, the saturating warp count and p by minimising
  * the squared log error over measured variants.
  * Must not: include cuda.h, launch anything, or touch the database. */
 #pragma once
@@ -33,6 +38,9 @@ struct DeviceRates {
   double dram_gbs = 0;
   double l2_gbs = 0;  ///< L2-to-SM bandwidth: 48 B per clock per SM unless measured
   double fp32_gflops = 0;
+  /// Issue slots of FP32 work a warp conversion takes: FP32 lanes / conversion lanes per SM
+  /// (128 / 16 from 8.6 on, 64 / 16 on 7.x and 8.0).
+  double conversion_slots = 8;
   bool valid() const { return sm_count > 0 && clock_ghz > 0 && dram_gbs > 0 && fp32_gflops > 0; }
 };
 
@@ -46,8 +54,9 @@ struct ModelFeatures {
   bool ok = false;
   std::string reason;  ///< why there is no prediction (parse failure, infeasible launch)
   double sectors = 0, compulsory_bytes = 0, shared_wavefronts = 0, flops = 0;
-  double requests = 0;  ///< warp-level memory instructions (global and shared) over the grid
-  double control = 0;   ///< warp-level loop-control instructions over the grid
+  double requests = 0;     ///< warp-level memory instructions (global and shared) over the grid
+  double control = 0;      ///< warp-level loop-control instructions over the grid
+  double conversions = 0;  ///< warp-level conversions (I2F, F2I, F2F) over the grid
   std::int64_t blocks = 0;
   int warps_per_block = 0, blocks_per_sm = 0, active_warps = 0;
 };
@@ -55,9 +64,12 @@ struct ModelFeatures {
 ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
                             std::int64_t threads_per_block);
 
+inline constexpr double kMaxOverlap = 64;
+
 struct Calibration {
   double overhead_us = 4, dram = 1, l2 = 1, shared = 1, flops = 1, saturating_warps = 16;
-  int samples = 0;           ///< measurements it was fitted on (0: the defaults)
+  double overlap = 4;  ///< the exponent p of the terms' p-norm (kMaxOverlap: nearly their max)
+  int samples = 0;     ///< measurements it was fitted on (0: the defaults)
   double rms_log_error = 0;  ///< of the fit, natural log
   /// The rates it was fitted against (a run's: from the driver); not valid() for the defaults
   /// and for calibrations stored before the rates were.

@@ -173,21 +173,31 @@ class Sim {
     // at most kEdgeBlocks blocks also the last one, weighted 1 (it is often partial: a tile of
     // 248 x 8 rows over 2048 leaves the second of two blocks 64 rows, and an interior block alone
     // would stand for both as full or both as nearly idle).
+    // Such a last block runs all its warps: which of them the bounds leave idle is what sets its
+    // cost (of 22 warps whose last 1.25 are idle, its first, middle and last warp would have
+    // stood for 7.3 idle ones).
     std::array<std::vector<std::pair<std::int64_t, double>>, 3> at;
+    std::array<std::int64_t, 3> edge{-1, -1, -1};
     for (size_t d = 0; d < 3; ++d) {
-      if (g[d] >= 2 && g[d] <= kEdgeBlocks)
+      if (g[d] >= 2 && g[d] <= kEdgeBlocks) {
         at[d] = {{g[d] / 2 == g[d] - 1 ? 0 : g[d] / 2, static_cast<double>(g[d] - 1)},
                  {g[d] - 1, 1.0}};
-      else
+        edge[d] = g[d] - 1;
+      } else {
         at[d] = {{g[d] / 2, static_cast<double>(g[d])}};
+      }
     }
+    std::vector<int> all_warps(static_cast<size_t>(nwarps));
+    std::iota(all_warps.begin(), all_warps.end(), 0);
     for (const auto& [bx, wx] : at[0])
       for (const auto& [by, wy] : at[1])
         for (const auto& [bz, wz] : at[2]) {
           bid_ = {bx, by, bz};
+          const bool last = bx == edge[0] || by == edge[1] || bz == edge[2];
+          const std::vector<int>& run_warps = last ? all_warps : warps;
           // Per simulated warp, the warps it stands for.
-          const double base = wx * wy * wz * nwarps / static_cast<double>(warps.size());
-          for (int w : warps) {
+          const double base = wx * wy * wz * nwarps / static_cast<double>(run_warps.size());
+          for (int w : run_warps) {
             Mask m = 0;
             for (int l = 0; l < W; ++l) {
               std::int64_t t = static_cast<std::int64_t>(w) * W + l;
@@ -217,6 +227,12 @@ class Sim {
   };
   struct LoopCtx {
     Mask brk = 0, cont = 0;
+    /// What an iteration may change: the variables the loop assigns or declares (its counter
+    /// included). An expression that reads none of them, and no memory, is the same in every
+    /// iteration: the compiler computes it once, before the loop.
+    const std::unordered_set<const VarDecl*>* varying = nullptr;
+    double entry_weight = 1;                  ///< weight_ where the loop was entered
+    std::unordered_set<const Expr*> hoisted;  ///< conversions already counted at the entry
   };
 
   ASTContext& ctx_;
@@ -551,6 +567,54 @@ class Sim {
     if (active_) flops_ += per_lane * std::popcount(active_) * weight_;
   }
   double flops_ = 0;
+
+  // ---------------------------------------------------------------- conversions
+  // A conversion between an integer and a floating type, or between float and double, is a warp
+  // instruction of its own (I2F, F2I, F2F) that runs at a fraction of the FP32 rate. One whose
+  // operand is a constant expression is folded by the compiler and costs nothing; one whose
+  // operand no enclosing loop changes is hoisted out of the loops it does not depend on and
+  // counted once per entry of the outermost of them.
+  double conversions_ = 0;
+
+  /// The variables a loop's iterations may change (cached per loop statement).
+  const std::unordered_set<const VarDecl*>* varying_of(const Stmt* loop_stmt,
+                                                       std::initializer_list<const Stmt*> parts) {
+    auto [it, fresh] = varying_.try_emplace(loop_stmt);
+    if (fresh)
+      for (const Stmt* p : parts) assigned_vars(p, it->second), declared_vars(p, it->second);
+    return &it->second;
+  }
+  std::unordered_map<const Stmt*, std::unordered_set<const VarDecl*>> varying_;
+
+  /// Whether `e` reads none of `varying` and no memory (a load might see another value).
+  static bool invariant(const Stmt* e, const std::unordered_set<const VarDecl*>& varying) {
+    if (!e) return true;
+    if (isa<ArraySubscriptExpr>(e) || isa<CallExpr>(e)) return false;
+    if (auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Deref) return false;
+    if (auto* m = dyn_cast<MemberExpr>(e); m && m->isArrow()) return false;
+    if (auto* d = dyn_cast<DeclRefExpr>(e)) {
+      auto* v = dyn_cast<VarDecl>(d->getDecl());
+      // (threadIdx and its kin are const globals; a writable global or shared variable is
+      // memory another thread may store to.)
+      if (v && (varying.count(v) || v->hasAttr<CUDASharedAttr>() ||
+                (v->hasGlobalStorage() && !v->getType().isConstQualified())))
+        return false;
+    }
+    for (const Stmt* c : e->children())
+      if (!invariant(c, varying)) return false;
+    return true;
+  }
+
+  void count_conversion(const CastExpr* c, const Expr* operand) {
+    if (!active_ || operand->isValueDependent() || operand->isEvaluatable(ctx_)) return;
+    size_t k = loops_.size();
+    while (k > 0 && loops_[k - 1].varying && invariant(operand, *loops_[k - 1].varying)) --k;
+    if (k == loops_.size()) {
+      conversions_ += weight_;
+    } else if (loops_[k].hoisted.insert(c).second) {
+      conversions_ += loops_[k].entry_weight;
+    }
+  }
 
   // ---------------------------------------------------------------- loop control
   // What a loop costs besides its body: per iteration the compiled loop keeps, one counter
@@ -1154,6 +1218,10 @@ class Sim {
       case CK_FloatingCast:
       case CK_FloatingToBoolean: {
         Val v = eval(sub);
+        if (c->getCastKind() != CK_FloatingToBoolean &&
+            (c->getCastKind() != CK_FloatingCast ||
+             size_of(c->getType()) != size_of(sub->getType())))
+          count_conversion(c, sub);
         if (auto r = float_cast(c->getCastKind(), v, c->getType())) return *r;
         return opaque(mix(mix(12, static_cast<std::uint64_t>(c->getCastKind())),
                           static_cast<std::uint64_t>(size_of(c->getType()))),
@@ -1606,6 +1674,7 @@ class Sim {
     if (init) exec(init);
     if (!active_) return;
     const int unroll = unroll_factor(hint, init, cond, inc, do_while);
+    const auto* varying = varying_of(where, {cond, inc, body});
     // A long loop with one trip count for all lanes and no loop-carried integer state is sampled.
     if (!do_while) {
       if (auto p = pattern(cond, inc)) {
@@ -1623,7 +1692,7 @@ class Sim {
           auto t = trip_count(*p);
           if (t && *t > 8) {
             count_control(*t, unroll, weight_);
-            sampled(*p, *t, body, assigned, declared);
+            sampled(*p, *t, body, assigned, declared, varying);
             return;
           }
         }
@@ -1631,6 +1700,8 @@ class Sim {
     }
     Mask exited = 0;
     loops_.push_back({});
+    loops_.back().varying = varying;
+    loops_.back().entry_weight = weight_;
     Mask in_loop = active_;
     const double entry_weight = weight_;
     int it = 0;
@@ -1671,10 +1742,12 @@ class Sim {
     count_control(it, unroll, entry_weight);
   }
 
-  /// `assigned` and `declared`: the variables the body assigns and declares (loop() has them).
+  /// `assigned` and `declared`: the variables the body assigns and declares (loop() has them);
+  /// `varying`: what the loop's iterations may change (the hoisting of conversions).
   void sampled(const Pattern& p, std::int64_t trips, const Stmt* body,
                const std::unordered_set<const VarDecl*>& assigned,
-               const std::unordered_set<const VarDecl*>& declared) {
+               const std::unordered_set<const VarDecl*>& declared,
+               const std::unordered_set<const VarDecl*>* varying) {
     Val v0 = var_value(p.iv);
     Val st = p.step ? eval(p.step) : Val::constant(1);
     Mask entry = active_;
@@ -1682,6 +1755,8 @@ class Sim {
     double saved_weight = weight_;
     weight_ = saved_weight * static_cast<double>(trips) / 4.0;
     loops_.push_back({});
+    loops_.back().varying = varying;
+    loops_.back().entry_weight = saved_weight;
     for (std::int64_t t : samples) {
       Val iv = v0;
       for (int l = 0; l < W; ++l) iv.v[l] = wrap(p.iv->getType(), v0.v[l] + p.sign * t * st.v[l]);
@@ -1730,6 +1805,7 @@ class Sim {
     rep.accesses = std::move(out);
     rep.flops = flops_;
     rep.control_instructions = control_;
+    rep.conversion_instructions = conversions_;
     rep.notes.assign(notes_.begin(), notes_.end());
   }
 };

@@ -2,14 +2,15 @@
  * Owns: the memory-traffic analysis of one variant's source with Clang libTooling (clang 14,
  * CUDA device code, `-nocudainc -nocudalib` and a small prelude of NVRTC's builtins). The kernel
  * is parsed with the variant's -D definitions, then a few representative warps of an interior
- * block (and, along an axis of at most 8 blocks, of the last, often partial, block) are executed
- * symbolically: integer values are tracked per lane (thread and block indices,
+ * block (and, along an axis of at most 8 blocks, all warps of the last, often partial, block)
+ * are executed symbolically: integer values are tracked per lane (thread and block indices,
  * scalar arguments, loop iterators), data values are not. Every global and shared access is
  * evaluated for the 32 lanes of the warp: 32-byte sectors per warp request (coalescing), bytes
  * requested, and for shared memory the bank-conflict degree (wavefronts per request). Long loops
  * with a uniform trip count and no loop-carried integer state are sampled (iterations 0, 1, T/2,
- * T-1, each weighted T/4); flops are counted from floating-point arithmetic, and each loop's
- * control instructions from its trip count and unroll pragma.
+ * T-1, each weighted T/4); flops are counted from floating-point arithmetic, each loop's
+ * control instructions from its trip count and unroll pragma, and conversions between integer
+ * and floating types where the compiler cannot fold or hoist them.
  * Floating-point values are computed per lane where their operands are known (literals,
  * conversions, + - * / rounded to float for floats), and a load from an array whose contents
  * the job gives (TrafficInput::array_data) reads them. A float a sampled loop carries is unknown
@@ -96,6 +97,10 @@ struct TrafficReport {
   /// after the unrolling the compiler will do: `#pragma unroll N`, full for short constant trips,
   /// else 4), over the grid.
   double control_instructions = 0;
+  /// Warp instructions converting between integer and floating types or float and double (I2F,
+  /// F2I, F2F), over the grid: a conversion of a constant expression is folded (none), one that
+  /// no enclosing loop changes is counted once per entry of the loops it does not depend on.
+  double conversion_instructions = 0;
   std::int64_t blocks = 0;
   int warps_per_block = 0, warps_simulated = 0;
   bool operator==(const TrafficReport&) const = default;

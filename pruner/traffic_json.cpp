@@ -11,7 +11,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Access, line, column, array, space, kind, ele
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrafficReport, parsed, error, accesses, notes, unanalysed,
                                    load_sectors, store_sectors, requested_bytes, compulsory_bytes,
                                    shared_wavefronts, shared_ideal, flops, control_instructions,
-                                   blocks, warps_per_block, warps_simulated)
+                                   conversion_instructions, blocks, warps_per_block,
+                                   warps_simulated)
 
 std::string traffic_to_json(const TrafficReport& r) { return nlohmann::json(r).dump(); }
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include "test_util.h"
+
 namespace gputune::pruner {
 namespace {
 
@@ -42,7 +44,30 @@ TEST(Model, CopyIsDramBoundAtTheDeviceBandwidth) {
   EXPECT_NEAR(p.dram_ms, 1e9 / 3350e9 * 1e3, 1e-9);
   // 100000 blocks on 132 x 8 slots: 95 waves of 1056, the last one partial.
   double waves = std::ceil(100000.0 / 1056) * 1056 / 100000;
-  EXPECT_NEAR(p.ms, p.dram_ms * waves, 1e-9);
+  // The L2 term of a coalesced copy is about a quarter of the DRAM term: in a 4-norm it adds 0.1%.
+  const double l2 = p.l2_ms / p.dram_ms;
+  EXPECT_NEAR(l2, 3350.0 / (48 * 132 * 1.98), 1e-9);
+  EXPECT_NEAR(p.ms, p.dram_ms * std::pow(1 + std::pow(l2, 4), 0.25) * waves, 1e-9);
+  EXPECT_LT(p.ms, p.dram_ms * waves * 1.002);
+}
+
+// The terms overlap, but not perfectly: two equal terms take 2^(1/4) of one (the default p of
+// 4), one term twice another 1.5% more than the larger; a large p is the plain roofline max.
+TEST(Model, TheRooflinesCornerIsRounded) {
+  Calibration c;
+  c.overhead_us = 0;
+  ModelFeatures f = copy_features(1e9);
+  const double dram = predict(f, h100(), c).dram_ms;
+  const double waves = predict(f, h100(), c).waves;
+  f.flops = dram * 1e-3 * 66900e9;  // an issue term equal to the DRAM term
+  f.sectors = 0;
+  Prediction p = predict(f, h100(), c);
+  EXPECT_NEAR(p.flops_ms, dram, 1e-12);
+  EXPECT_NEAR(p.ms, std::pow(2.0, 0.25) * dram * waves, 1e-9);
+  f.flops /= 2;
+  EXPECT_NEAR(predict(f, h100(), c).ms, std::pow(1 + 1 / 16.0, 0.25) * dram * waves, 1e-9);
+  c.overlap = 64;
+  EXPECT_NEAR(predict(f, h100(), c).ms, dram * waves, 1e-3 * dram);
 }
 
 TEST(Model, UncoalescedAccessIsL2BoundAndFlopsBoundKernelsAreNot) {
@@ -77,7 +102,9 @@ TEST(Model, MemoryInstructionsTakeIssueSlots) {
   ModelFeatures copy = copy_features(1e9);
   const double dram = predict(copy, h100(), c).ms;
   copy.requests = 1e9 / 128 / 2;  // the copy's own loads and stores, 4 B x 32 lanes each
-  EXPECT_DOUBLE_EQ(predict(copy, h100(), c).ms, dram);
+  // (Next to nothing: their issue term is about 1/80 of the DRAM term, and the terms add as a
+  // 4-norm.)
+  EXPECT_NEAR(predict(copy, h100(), c).ms, dram, 1e-8 * dram);
 }
 
 // Loop control takes issue slots too: at equal flops and traffic, the unrolled variant (fewer
@@ -94,6 +121,31 @@ TEST(Model, LoopControlTakesIssueSlots) {
   Prediction unrolled = predict(f, h100(), c);
   EXPECT_NEAR(unrolled.flops_ms, 1.75e12 / 66900e9 * 1e3, 1e-9);
   EXPECT_LT(unrolled.ms, rolled.ms);
+}
+
+// A conversion (I2F, F2I) runs on 16 lanes per SM: on an 8.6 or 9.0 GPU (128 FP32 lanes) it
+// takes the issue slots of 8 warp FMAs, on 8.0 (64 lanes) of 4. The device files give the rate.
+TEST(Model, ConversionsTakeTheSlotsOfSeveralFmas) {
+  const auto dir = test::source_dir() / "configs/devices";
+  const DeviceRates a4000 = rates_for(find_device("RTX A4000", dir));
+  EXPECT_DOUBLE_EQ(a4000.conversion_slots, 8);
+  EXPECT_DOUBLE_EQ(rates_for(find_device("H100 SXM", dir)).conversion_slots, 8);
+  EXPECT_DOUBLE_EQ(rates_for(find_device("A100 PCIe 40GB", dir)).conversion_slots, 4);
+  DeviceLimits volta;
+  volta.sm_count = 80, volta.cc_major = 7, volta.cc_minor = 0;
+  EXPECT_DOUBLE_EQ(rates_from_driver(volta, 1.5e6, 0.9e6, 4096).conversion_slots, 4);
+  Calibration c;
+  ModelFeatures f = copy_features(1e6);
+  f.flops = 1e12;
+  const double fma = predict(f, h100(), c).flops_ms;
+  f.conversions = 1e12 / 64;  // one warp conversion per warp FMA
+  Prediction p = predict(f, h100(), c);
+  EXPECT_EQ(p.bound, "flops");
+  EXPECT_NEAR(p.flops_ms, 9 * fma, 1e-9);
+  // A device whose conversions run at the FP32 rate would take one slot each.
+  DeviceRates fast = h100();
+  fast.conversion_slots = 1;
+  EXPECT_NEAR(predict(f, fast, c).flops_ms, 2 * fma, 1e-9);
 }
 
 TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
@@ -178,7 +230,7 @@ std::pair<std::vector<ModelFeatures>, std::vector<double>> measured_variants(
 TEST(Model, CalibrationRecoversKnownConstants) {
   Calibration truth;
   truth.overhead_us = 12, truth.dram = 1.6, truth.l2 = 0.7, truth.flops = 2.5;
-  truth.saturating_warps = 24;
+  truth.saturating_warps = 24, truth.overlap = 8;
   const auto [fs, ms] = measured_variants(truth, 7, 60);
   Calibration fit = calibrate(fs, ms, h100());
   EXPECT_EQ(fit.samples, 60);
@@ -195,8 +247,12 @@ TEST(Model, CalibrationRecoversKnownConstants) {
   // The JSON form round-trips.
   Calibration back = Calibration::from_json(fit.json());
   EXPECT_DOUBLE_EQ(back.dram, fit.dram);
+  EXPECT_DOUBLE_EQ(back.overlap, fit.overlap);
   EXPECT_EQ(back.samples, 60);
   EXPECT_DOUBLE_EQ(Calibration::from_json("not json").dram, 1.0);
+  EXPECT_DOUBLE_EQ(Calibration::from_json("not json").overlap, 4);
+  // A fit stored before p was fitted was fitted to the terms' max.
+  EXPECT_DOUBLE_EQ(Calibration::from_json(R"({"dram": 1.2, "samples": 9})").overlap, kMaxOverlap);
 }
 
 // A calibration fitted with one set of rates (a run's, from the driver) predicts the same times

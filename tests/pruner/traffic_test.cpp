@@ -262,6 +262,51 @@ __global__ void copy(float* out, const float* in, int n) {
   EXPECT_DOUBLE_EQ(bytes(40, 2), 2 * 4 * 40.0);  // 32 + 8 lanes, not 2 x 8 or 2 x 32
   EXPECT_DOUBLE_EQ(bytes(70, 3), 2 * 4 * 70.0);  // 32 + 32 + 6
   EXPECT_DOUBLE_EQ(bytes(64, 2), 2 * 4 * 64.0);  // both full
+  // The last block runs all its warps: 22 rows a block, 27 rows, so the second of two blocks
+  // has 5 busy warps of 22. Its first, middle and last warp (rows 22, 33, 43) would have stood
+  // for 22 / 3 busy warps.
+  auto in = input(R"(
+__global__ void fill(float* out, int n) {
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (y < n) out[y * 32 + threadIdx.x] = 1.0f;
+})",
+                  "fill", 32, 1);
+  in.block = {32, 22, 1};
+  in.grid = {1, 2, 1};
+  in.scalars["n"] = 27;
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_DOUBLE_EQ(find(r, "out", "store")->requests, 27);
+}
+
+// A conversion between integer and floating types is an instruction of its own (I2F, F2I), at a
+// fraction of the FP32 rate. One of a constant is folded; one no enclosing loop changes runs
+// once, before the loops it does not depend on.
+TEST(Traffic, ConversionsCountWhereTheCompilerKeepsThem) {
+  auto in = input(R"(
+__global__ void dedisperse(const unsigned char* in, float* out, const float* shifts, int n) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int dm = blockIdx.y;
+  float sum = 0.0f;
+  for (int c = 0; c < n; c++) {
+    // dm's I2F: once, before the loop; the F2I of the product: every step.
+    unsigned int shift = (0.5f + dm * 0.02f) * shifts[c];
+    sum += in[c * 64 + x + shift];  // the byte's I2F: every step
+  }
+  out[dm * 32 + x] = sum * 2;  // 2: folded
+  for (int t = 0; t < 3; ++t)
+    for (int c = 0; c < n; c++) out[c] = (float)t * shifts[c];  // (float)t: once per t
+})",
+                  "dedisperse", 32, 1);
+  in.grid = {1, 4, 1};
+  in.scalars["n"] = 100;  // sampled: 4 of the 100 steps, weighted 25
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_DOUBLE_EQ(r.conversion_instructions, 4 * (1 + 2 * 100 + 3));
+  in.scalars["n"] = 6;  // run in full
+  r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_DOUBLE_EQ(r.conversion_instructions, 4 * (1 + 2 * 6 + 3));
 }
 
 // A launch passes arguments by position: a job whose arguments are named otherwise than the
@@ -404,7 +449,7 @@ __global__ void gather(float* out, const float* in, const int* idx, int n) {
   __syncthreads();
   float s = 0;
   for (int k = 0; k < n; ++k) s += tile[k % 32][threadIdx.x % 32] * 0.3f;
-  if (in[i] > 0.0f) out[i] = s + in[idx[i]];
+  if (in[i] > 0.0f) out[i] = s + in[idx[i]] + (float)i;
 })",
                   "gather", 128, 7);
   in.scalars["n"] = 100;
@@ -413,6 +458,7 @@ __global__ void gather(float* out, const float* in, const int* idx, int n) {
   ASSERT_GE(r.accesses.size(), 4u);
   EXPECT_FALSE(r.notes.empty());
   EXPECT_GT(r.flops, 0);
+  EXPECT_GT(r.conversion_instructions, 0);
   const std::string text = traffic_to_json(r);
   const auto back = traffic_from_json(text);
   ASSERT_TRUE(back);
