@@ -97,6 +97,13 @@ struct ReplayReport {
     double fraction_pruned = 0, regret = 0;  ///< regret: infinity when nothing measured is kept
   };
   std::vector<MarginPoint> margin_sweep;  ///< ascending margins, the job's among them
+  /// Rule 4 where it keeps the most while still pruning kTargetPruned of the space, at the
+  /// tightest margin that keeps that set (a margin that keeps more prunes less, one that keeps
+  /// less cannot do better): the target is met exactly when its regret is within kTargetRegret.
+  /// Empty when no margin prunes that much; then `tightest_pruned` says how much the tightest
+  /// margin (1) prunes.
+  std::optional<MarginPoint> at_target_pruned;
+  double tightest_pruned = 0;
   double job_margin = 0;
 };
 
