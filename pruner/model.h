@@ -5,7 +5,8 @@
  *   t = overhead + overlap(dram, l2, shared, flops) x waves / hiding, where
  *   overlap(...) = (sum of term^p)^(1/p): the terms overlap, but not perfectly, so the roofline's
  *            corner is rounded; p = 4 by default, chosen on dedispersion's 11,130 measured
- *            A4000 times (bench/results/replay-dedispersion-model-A4000-*.md); large p: the max
+ *            A4000 times (bench/results/replay-dedispersion-conversions-A4000-2026-11-26.md);
+ *            large p: the max
  *   dram   = compulsory bytes / DRAM bandwidth
  *            (per array: min(its bytes, 32 B x sectors asked for))
  *   l2     = 32 B x global sectors / L2-to-SM bandwidth (coalescing shows up here)
@@ -64,6 +65,7 @@ struct ModelFeatures {
 ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
                             std::int64_t threads_per_block);
 
+/// The largest p a calibration fits: at most 4^(1/64) (2.2%) above the terms' max.
 inline constexpr double kMaxOverlap = 64;
 
 struct Calibration {
