@@ -552,7 +552,7 @@ TEST(Replay, TheMarginSweepFindsTheSmallestMarginThatKeepsOneWithinTenPercent) {
 // exactly between the swept margins: 20 variants whose predictions grow with `reps` (each
 // repetition a load and an add), the optimum the second fastest predicted. Keeping 2 of 20 prunes
 // 90%; keeping 3, 85%.
-TEST(Replay, TheTargetIsJudgedAtTheLargestMarginThatPrunesNinetyPercent) {
+TEST(Replay, TheTargetIsJudgedWhereRuleFourKeepsTheMostThatStillPrunesNinetyPercent) {
   test::TempDir dir;
   test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
