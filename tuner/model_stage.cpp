@@ -232,8 +232,8 @@ std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const Mod
   return apply_model_rule(decisions, m.predictions, margin);
 }
 
-std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
-                             const std::vector<pruner::Prediction>& predictions, double margin) {
+double model_rule_best(const std::vector<pruner::Decision>& decisions,
+                       const std::vector<pruner::Prediction>& predictions) {
   // The best over every variant rules 1-2 keep: a duplicate is the same binary as a kept one,
   // so its prediction counts too (and the screen, which cannot know which of a group of
   // identical binaries will represent it, gets the same best).
@@ -242,6 +242,12 @@ std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
     if ((decisions[i].kept || decisions[i].rule == "duplicate") && predictions[i].ok &&
         (best < 0 || predictions[i].ms < best))
       best = predictions[i].ms;
+  return best;
+}
+
+std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
+                             const std::vector<pruner::Prediction>& predictions, double margin) {
+  const double best = model_rule_best(decisions, predictions);
   if (best <= 0) return 0;
   std::size_t removed = 0;
   for (size_t i = 0; i < decisions.size(); ++i) {

@@ -80,5 +80,8 @@ std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const Mod
 /// The same rule over predictions alone (replay's sweep over margins).
 std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
                              const std::vector<pruner::Prediction>& predictions, double margin);
+/// The prediction rule 4 measures its margin from (-1 when no kept variant has one).
+double model_rule_best(const std::vector<pruner::Decision>& decisions,
+                       const std::vector<pruner::Prediction>& predictions);
 
 }  // namespace gputune::tuner

@@ -384,10 +384,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       // best (rule 4 keeps what is predicted at most margin x the best; the tiny excess keeps
       // the variant that sets the margin against rounding). What a margin prunes falls as it
       // grows, so the widest kept set that still prunes enough is found by bisection.
-      double best_prediction = INFINITY;
-      for (size_t i = 0; i < space.size(); ++i)
-        if ((before_rule4[i].kept || before_rule4[i].rule == "duplicate") && predictions[i].ok)
-          best_prediction = std::min(best_prediction, predictions[i].ms);
+      const double best_prediction = model_rule_best(before_rule4, predictions);
       std::vector<double> steps;
       for (size_t i = 0; i < space.size(); ++i)
         if (before_rule4[i].kept && predictions[i].ok && best_prediction > 0)
