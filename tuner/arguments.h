@@ -42,18 +42,32 @@ struct HostArgument {
 };
 
 /// What make_arguments builds: everything, or what the model reads (sizes, scalar values, and
-/// the contents of read-only vectors of at most kModelArrayBytes, whose values can set addresses
-/// and trip counts; other vectors' contents and references stay empty, which saves filling
-/// 16M-element arrays).
+/// the contents of the read-only vectors model_reads_contents names, whose values can set
+/// addresses and trip counts; other vectors' contents and references stay empty, which saves
+/// filling 16M-element arrays).
 enum class ArgumentContents { Filled, SizesOnly };
+/// The largest read-only vector whose contents the model reads: 1 MiB (a filter, dedispersion's
+/// float `shifts`) ...
 constexpr std::uint64_t kModelArrayBytes = std::uint64_t{1} << 20;
+/// ... and 64 MiB of 32- or 64-bit integers, the index arrays (a CSR `row_ptr` and `col_idx`, a
+/// gather's indices, a permutation) whose values are the addresses and trip counts of sparse and
+/// indirect kernels at the sizes they are tuned for: 16M indices. Narrower integers (bytes of an
+/// image, samples) are data far more often than indices.
+constexpr std::uint64_t kModelIndexArrayBytes = std::uint64_t{64} << 20;
 
-/// Whether the model reads this argument's contents (a read-only vector of at most
-/// kModelArrayBytes).
+/// Whether an element type is a 32- or 64-bit integer (an index type).
+inline bool is_index_type(const ElementType& t) {
+  return t.kind == ScalarKind::I32 || t.kind == ScalarKind::U32 || t.kind == ScalarKind::I64 ||
+         t.kind == ScalarKind::U64;
+}
+
+/// Whether the model reads this argument's contents: a vector the kernel only reads (not
+/// written, not an output) of at most kModelIndexArrayBytes of an index type, else at most
+/// kModelArrayBytes.
 inline bool model_reads_contents(const HostArgument& a) {
+  const std::uint64_t limit = is_index_type(a.type) ? kModelIndexArrayBytes : kModelArrayBytes;
   return a.is_vector && !a.written && !a.output && a.elements > 0 &&
-         a.elements * static_cast<std::uint64_t>(a.type.components * a.type.scalar_bytes) <=
-             kModelArrayBytes;
+         a.elements <= limit / static_cast<std::uint64_t>(a.type.bytes());
 }
 
 /// Bytes of memory this process can still use: /proc/meminfo's MemAvailable, lowered to what the

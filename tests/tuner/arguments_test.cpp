@@ -102,6 +102,35 @@ TEST(Arguments, SizesOnlyHasTheSizesAndScalarsOfTheFilledArguments) {
   EXPECT_EQ(unread, 2u);  // the image and the output
 }
 
+// Index arrays (32- and 64-bit integers) set the addresses and trip counts of sparse and
+// indirect kernels at the sizes they are tuned for, so the model reads up to 64 MiB of them;
+// other read-only data (floats, bytes, 16-bit integers) up to 1 MiB; what the kernel writes
+// never.
+TEST(Arguments, TheModelReadsIndexArraysUpTo64MiBAndOtherReadOnlyDataUpTo1MiB) {
+  auto arg = [](const std::string& type, std::uint64_t bytes) {
+    HostArgument a;
+    a.name = "a";
+    a.type = parse_element_type(type);
+    a.elements = bytes / static_cast<std::uint64_t>(a.type.bytes());
+    return a;
+  };
+  const std::uint64_t MiB = std::uint64_t{1} << 20;
+  for (const char* index : {"int32", "uint32", "int64", "uint64"}) {
+    EXPECT_TRUE(model_reads_contents(arg(index, 64 * MiB))) << index;
+    EXPECT_FALSE(model_reads_contents(arg(index, 64 * MiB + 8))) << index;
+    HostArgument written = arg(index, 4 * MiB);
+    written.written = true;
+    EXPECT_FALSE(model_reads_contents(written)) << index;
+  }
+  for (const char* data : {"float", "double", "half", "uint8", "int16", "float4"}) {
+    EXPECT_TRUE(model_reads_contents(arg(data, MiB))) << data;
+    EXPECT_FALSE(model_reads_contents(arg(data, 2 * MiB))) << data;
+  }
+  HostArgument scalar = arg("int32", 4);
+  scalar.is_vector = false;
+  EXPECT_FALSE(model_reads_contents(scalar));
+}
+
 TEST(Arguments, CompareWithTolerance) {
   HostArgument a;
   a.name = "out";

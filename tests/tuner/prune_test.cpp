@@ -449,6 +449,42 @@ TEST(Prune, UnparsableKernelFallsBackToTheResourceRulesAndSaysSo) {
   EXPECT_NE(r.first_analysis_error.find("clang could not parse"), std::string::npos);
 }
 
+// A gather `in[idx[i]]` over 1M int indices (4 MiB, past the 1 MiB of other read-only data):
+// the model reads the indices the job fills, so 32 lanes that all read in[0] cost one sector a
+// warp, not one sector a lane. Indices the kernel may write (ReadWrite) are not read.
+TEST(Prune, TheIndicesOfAGatherAreReadPastOneMiBSoTheySetItsAddresses) {
+  test::TempDir dir;
+  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in,
+                                         const int* idx) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[idx[i]];
+})");
+  auto job_with = [&](const std::string& idx_access) {
+    test::write_file(dir / "job.json",
+                     R"({
+    "ConfigurationSpace": {"TuningParameters": [{"Name": "bs", "Type": "int", "Values": "[256]"}]},
+    "KernelSpecification": {"Language": "CUDA", "KernelName": "k", "KernelFile": "k.cu",
+      "LocalSize": {"X": "bs"}, "GlobalSize": {"X": "1048576 // bs"}, "GlobalSizeType": "CUDA",
+      "Arguments": [
+        {"Name": "out", "Type": "float", "MemoryType": "Vector", "AccessType": "WriteOnly", "Size": 1048576, "FillType": "Constant", "FillValue": 0, "Output": 1},
+        {"Name": "in", "Type": "float", "MemoryType": "Vector", "AccessType": "ReadOnly", "Size": 1048576, "FillType": "Random", "FillValue": 1},
+        {"Name": "idx", "Type": "int32", "MemoryType": "Vector", "AccessType": ")" +
+                         idx_access +
+                         R"(", "Size": 1048576, "FillType": "Constant", "FillValue": 0}]}})");
+    return load_job(dir / "job.json");
+  };
+  auto sectors = [&](const Job& job) {
+    auto r = prune_job(job, opts(dir, "h100-sxm"));
+    EXPECT_EQ(r.predicted, 1u) << r.first_analysis_error;
+    return r.features.empty() ? -1.0 : r.features[0].sectors;
+  };
+  const double warps = 1048576.0 / 32;
+  // out and idx: 4 sectors a warp each; in: 1 (every lane reads in[0]) ...
+  EXPECT_DOUBLE_EQ(sectors(job_with("ReadOnly")), warps * (4 + 4 + 1));
+  // ... or, with indices the kernel may change, a sector a lane.
+  EXPECT_DOUBLE_EQ(sectors(job_with("ReadWrite")), warps * (4 + 4 + 32));
+}
+
 // Two strided reads, each 1 to 8 floats apart, over three block sizes (192 configurations): the
 // best case falls with both strides, so the model's optimum is stride 1 and stride2 1. The
 // default (both 8) is as far from it as the space allows.
