@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pruner/device_spec.h"
+#include "tuner/arguments.h"
 #include "tuner/generate.h"
 #include "tuner/model_search.h"
 #include "tuner/screen.h"
@@ -88,12 +89,14 @@ int main(int argc, char** argv) {
     const CubinCache whole_cache(std::filesystem::path(argv[3]) / "whole");
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t chunk = 20000;
+    const ModelArguments args =
+        model_arguments(make_arguments(job, ctx, ArgumentContents::SizesOnly));
     for (std::size_t lo = 0; lo < space.size(); lo += chunk) {
       std::vector<Config> configs;
       for (std::size_t i = lo; i < std::min(space.size(), lo + chunk); ++i)
         configs.push_back(space.config(i));
-      const std::vector<double> b = best_cases(job, source, configs, ctx, spec.limits, rates, {},
-                                               whole_cache, ScreenOptions{});
+      const std::vector<double> b = best_cases(job, source, configs, ctx, args, spec.limits, rates,
+                                               {}, whole_cache, ScreenOptions{});
       truth.insert(truth.end(), b.begin(), b.end());
       std::fprintf(stderr, "\rwhole space: %zu of %zu analysed", truth.size(), space.size());
     }

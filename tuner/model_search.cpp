@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "tuner/arguments.h"
 #include "tuner/progress.h"
 #include "tuner/screen.h"
 
@@ -59,6 +60,11 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
   ScreenOptions so;
   so.threads = o.threads, so.should_stop = o.should_stop;
   Progress progress("model search", limit, o.progress);
+  // Each context's arguments once, not once per batch (an index array may be 64 MiB).
+  std::vector<ModelArguments> args;
+  if (rates.rates)
+    for (const ContextSpec* c : contexts)
+      args.push_back(model_arguments(make_arguments(job, *c, ArgumentContents::SizesOnly)));
   auto evaluate = [&](const std::vector<std::size_t>& batch) {
     std::vector<Config> configs;
     configs.reserve(batch.size());
@@ -66,8 +72,8 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
     std::vector<double> sum(batch.size(), 0.0), first_ms(batch.size(), kUnjudged);
     for (std::size_t c = 0; c < contexts.size(); ++c) {
       bool stopped = false;
-      const std::vector<double> best = best_cases(job, source, configs, *contexts[c], limits, rates,
-                                                  calibration, cache, so, &stopped);
+      const std::vector<double> best = best_cases(job, source, configs, *contexts[c], args[c],
+                                                  limits, rates, calibration, cache, so, &stopped);
       if (stopped) r.interrupted = true;
       for (std::size_t k = 0; k < batch.size(); ++k) {
         sum[k] += best[k] > 0 ? std::log(best[k]) : kUnjudged;  // NaN > 0 is false

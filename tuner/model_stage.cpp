@@ -127,8 +127,24 @@ void TrafficCache::put(const std::string& key, const pruner::TrafficReport& r) c
                    pruner::traffic_to_json(r));
 }
 
+ModelArguments model_arguments(const std::vector<HostArgument>& args) {
+  ModelArguments m;
+  for (const HostArgument& a : args) {
+    m.order.push_back(a.name);
+    if (model_reads_contents(a) && !a.data.empty())
+      m.contents[a.name] = {std::make_shared<const std::vector<unsigned char>>(a.data),
+                            sha256_hex(std::string_view(
+                                reinterpret_cast<const char*>(a.data.data()), a.data.size()))};
+    if (a.is_vector)
+      m.array_bytes[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
+    else if (!a.data.empty())
+      m.scalars[a.name] = read_scalar(a.type, a.data.data(), 0);
+  }
+  return m;
+}
+
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
-                   const ContextSpec& ctx, const std::vector<HostArgument>& args,
+                   const ContextSpec& ctx, const ModelArguments& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
                    bool progress, const TrafficCache& cache,
@@ -140,22 +156,6 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   m.traffic.resize(n);
   m.features.resize(n);
   m.predictions.resize(n);
-  // Argument sizes and scalar values, as the measurement will have them.
-  std::map<std::string, double> scalars;
-  std::map<std::string, std::int64_t> arrays;
-  std::vector<std::string> order;
-  std::map<std::string, pruner::ArrayData> contents;  // what the model reads of read-only vectors
-  for (const HostArgument& a : args) {
-    order.push_back(a.name);
-    if (model_reads_contents(a) && !a.data.empty())
-      contents[a.name] = {std::make_shared<const std::vector<unsigned char>>(a.data),
-                          sha256_hex(std::string_view(reinterpret_cast<const char*>(a.data.data()),
-                                                      a.data.size()))};
-    if (a.is_vector)
-      arrays[a.name] = static_cast<std::int64_t>(a.elements) * a.type.bytes();
-    else if (!a.data.empty())
-      scalars[a.name] = read_scalar(a.type, a.data.data(), 0);
-  }
   std::vector<std::int64_t> threads_per_block(n, 0);
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
@@ -173,10 +173,10 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
         in.kernel_name = job.kernel_name;
         in.options = compile_options(job, configs[i]);
         in.kernel_folder = kernel_folder(job);
-        in.scalars = scalars;
-        in.array_bytes = arrays;
-        in.argument_order = order;
-        in.array_data = contents;
+        in.scalars = args.scalars;
+        in.array_bytes = args.array_bytes;
+        in.argument_order = args.order;
+        in.array_data = args.contents;
         try {
           LaunchGeometry g = launch_geometry(job, configs[i], ctx);
           in.grid = g.grid, in.block = g.block;

@@ -8,8 +8,10 @@
  * Must not: launch anything or write SQL. */
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,11 +61,24 @@ struct TrafficCache {
 };
 
 /// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
-/// `args` are the context's arguments (sizes and scalar values), as make_arguments made them.
+/// What the traffic analysis takes from one context's arguments: scalar values, vector sizes in
+/// bytes, the launch order of the names, and the contents (hashed) of the vectors
+/// model_reads_contents names. Built once per context: an index array of up to 64 MiB is copied
+/// and hashed once, not once per analysis batch of a model search.
+struct ModelArguments {
+  std::map<std::string, double> scalars;
+  std::map<std::string, std::int64_t> array_bytes;
+  std::vector<std::string> order;
+  std::map<std::string, pruner::ArrayData> contents;
+};
+/// From a context's arguments as make_arguments made them (sized only, or filled).
+ModelArguments model_arguments(const std::vector<HostArgument>& args);
+
+/// `args`: the context's arguments (model_arguments).
 /// When `should_stop` says so (Ctrl-C), no further analysis starts and the result is marked
 /// `interrupted` (an analysis of a large space takes minutes).
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
-                   const ContextSpec& ctx, const std::vector<HostArgument>& args,
+                   const ContextSpec& ctx, const ModelArguments& args,
                    const std::vector<bool>& usable, const std::vector<pruner::Occupancy>& occupancy,
                    const Rates& rates, const pruner::Calibration& calibration, int threads,
                    bool progress, const TrafficCache& cache = {},

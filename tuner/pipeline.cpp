@@ -647,10 +647,10 @@ RunReport run_job(const Job& job_given, const RunOptions& opt) {
           log << "gputune: model: not run without a GPU (no rates to predict with; `gputune "
                  "prune JOB --device NAME` ranks the variants for a GPU that is not here)\n";
         } else {
-          model = run_model(job, source, configs, ctx, measurer ? measurer->arguments() : sized,
-                            usable, occ, rates, calibration,
-                            opt.threads ? opt.threads : job.compile_threads, opt.progress,
-                            TrafficCache{cache_for(opt.cache_dir).dir()}, opt.should_stop);
+          model = run_model(
+              job, source, configs, ctx, model_arguments(measurer ? measurer->arguments() : sized),
+              usable, occ, rates, calibration, opt.threads ? opt.threads : job.compile_threads,
+              opt.progress, TrafficCache{cache_for(opt.cache_dir).dir()}, opt.should_stop);
         }
         // Ctrl-C while analysing: the measuring loop below stops before its first variant, and
         // nothing the partial model decided is stored.

@@ -151,9 +151,9 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       occ[i] = pr.decisions[i].occupancy;
     }
     model = run_model(job, source, configs, *ctx,
-                      make_arguments(job, *ctx, ArgumentContents::SizesOnly), usable, occ, rates,
-                      calibration, o.threads ? o.threads : job.compile_threads, o.progress,
-                      TrafficCache{cache_for(o.cache_dir).dir()});
+                      model_arguments(make_arguments(job, *ctx, ArgumentContents::SizesOnly)),
+                      usable, occ, rates, calibration, o.threads ? o.threads : job.compile_threads,
+                      o.progress, TrafficCache{cache_for(o.cache_dir).dir()});
     rep.analyses_cached = model.analyses_cached;
     rep.predicted = model.predicted;
     rep.not_analysed = model.not_analysed;

@@ -25,9 +25,9 @@ struct ContextModel {
 
 ContextModel model_before_compile(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const ContextSpec& ctx,
-                                  const pruner::DeviceLimits& limits, const Rates& rates,
-                                  const pruner::Calibration& calibration, const ScreenOptions& o,
-                                  const TrafficCache& traffic_cache) {
+                                  const ModelArguments& args, const pruner::DeviceLimits& limits,
+                                  const Rates& rates, const pruner::Calibration& calibration,
+                                  const ScreenOptions& o, const TrafficCache& traffic_cache) {
   const size_t n = configs.size();
   ContextModel cm;
   cm.ctx = &ctx;
@@ -43,10 +43,9 @@ ContextModel model_before_compile(const Job& job, const std::string& source,
     } catch (const JobError&) {
     }
   }
-  cm.model =
-      run_model(job, source, configs, ctx, make_arguments(job, ctx, ArgumentContents::SizesOnly),
-                usable, occ, rates, calibration, o.threads ? o.threads : job.compile_threads,
-                o.progress, traffic_cache, o.should_stop);
+  cm.model = run_model(job, source, configs, ctx, args, usable, occ, rates, calibration,
+                       o.threads ? o.threads : job.compile_threads, o.progress, traffic_cache,
+                       o.should_stop);
   cm.best_ms.assign(n, kNone);
   for (size_t i = 0; i < n; ++i) {
     if (!usable[i] || !occ[i].feasible || !cm.model.features[i].ok) continue;
@@ -84,12 +83,13 @@ double best_compiled(const Job& job, const std::vector<Config>& configs, const C
 
 std::vector<double> best_cases(const Job& job, const std::string& source,
                                const std::vector<Config>& configs, const ContextSpec& context,
-                               const pruner::DeviceLimits& limits, const Rates& rates,
-                               const pruner::Calibration& calibration, const CubinCache& cache,
-                               const ScreenOptions& options, bool* interrupted) {
+                               const ModelArguments& args, const pruner::DeviceLimits& limits,
+                               const Rates& rates, const pruner::Calibration& calibration,
+                               const CubinCache& cache, const ScreenOptions& options,
+                               bool* interrupted) {
   if (!rates.rates) return std::vector<double>(configs.size(), kNone);
-  ContextModel cm = model_before_compile(job, source, configs, context, limits, rates, calibration,
-                                         options, TrafficCache{cache.dir()});
+  ContextModel cm = model_before_compile(job, source, configs, context, args, limits, rates,
+                                         calibration, options, TrafficCache{cache.dir()});
   if (interrupted)
     *interrupted = cm.model.interrupted || (options.should_stop && options.should_stop());
   return std::move(cm.best_ms);
@@ -130,8 +130,10 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   };
   std::vector<ContextModel> models;
   for (const ContextSpec* c : contexts) {
-    models.push_back(model_before_compile(job, source, configs, *c, limits, rates, calibration, o,
-                                          TrafficCache{cache.dir()}));
+    models.push_back(
+        model_before_compile(job, source, configs, *c,
+                             model_arguments(make_arguments(job, *c, ArgumentContents::SizesOnly)),
+                             limits, rates, calibration, o, TrafficCache{cache.dir()}));
     if (models.back().model.interrupted || stopped()) {
       r.interrupted = true;
       return r;

@@ -55,11 +55,14 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
 /// blocks per SM its thread count and dynamic shared memory allow (registers and static shared
 /// memory can only lower that), from its source alone; NaN where there is none (not analysed, no
 /// launch). Uses `options.threads`, `progress` and `should_stop` (stopped: `*interrupted` set).
+/// `args`: the context's (model_arguments(make_arguments(job, context, SizesOnly))), built once
+/// by a caller that asks for many batches.
 std::vector<double> best_cases(const Job& job, const std::string& source,
                                const std::vector<Config>& configs, const ContextSpec& context,
-                               const pruner::DeviceLimits& limits, const Rates& rates,
-                               const pruner::Calibration& calibration, const CubinCache& cache,
-                               const ScreenOptions& options, bool* interrupted = nullptr);
+                               const ModelArguments& args, const pruner::DeviceLimits& limits,
+                               const Rates& rates, const pruner::Calibration& calibration,
+                               const CubinCache& cache, const ScreenOptions& options,
+                               bool* interrupted = nullptr);
 
 /// Rule 4's decision for every screened configuration (kept false, rule "model", the screen's
 /// reason); returns how many. `run` and `prune` add these to rule 4's count.

@@ -12,6 +12,7 @@
 #include "db/store.h"
 #include "pruner/device_spec.h"
 #include "test_util.h"
+#include "tuner/arguments.h"
 #include "tuner/inspect.h"
 #include "tuner/model_search.h"
 #include "tuner/screen.h"
@@ -515,8 +516,10 @@ WholeSpace analyse_whole(const Job& job, const std::string& source, const Space&
                          const CubinCache& cache) {
   WholeSpace w;
   for (size_t i = 0; i < space.size(); ++i) w.all.push_back(space.config(i));
-  w.truth = best_cases(job, source, w.all, job.contexts.front(), spec.limits, rates, {}, cache,
-                       ScreenOptions{});
+  const ContextSpec& ctx = job.contexts.front();
+  w.truth = best_cases(job, source, w.all, ctx,
+                       model_arguments(make_arguments(job, ctx, ArgumentContents::SizesOnly)),
+                       spec.limits, rates, {}, cache, ScreenOptions{});
   w.optimum = *std::min_element(w.truth.begin(), w.truth.end());
   for (size_t i = 0; i < w.truth.size(); ++i)
     if (w.truth[i] <= w.optimum * (1 + 1e-9)) w.optima.insert(w.all[i].key());
