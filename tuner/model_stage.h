@@ -60,11 +60,11 @@ struct TrafficCache {
   void put(const std::string& key, const pruner::TrafficReport& r) const;
 };
 
-/// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
 /// What the traffic analysis takes from one context's arguments: scalar values, vector sizes in
 /// bytes, the launch order of the names, and the contents (hashed) of the vectors
-/// model_reads_contents names. Built once per context: an index array of up to 64 MiB is copied
-/// and hashed once, not once per analysis batch of a model search.
+/// model_reads_contents names. Built once per context by each stage (search, screen, rule 4): an
+/// index array of up to 64 MiB is copied and hashed once, not once per analysis batch of a model
+/// search.
 struct ModelArguments {
   std::map<std::string, double> scalars;
   std::map<std::string, std::int64_t> array_bytes;
@@ -74,7 +74,8 @@ struct ModelArguments {
 /// From a context's arguments as make_arguments made them (sized only, or filled).
 ModelArguments model_arguments(const std::vector<HostArgument>& args);
 
-/// `args`: the context's arguments (model_arguments).
+/// Analyses configs[i] where usable[i] (compiled, valid geometry). occupancy[i] is the variant's;
+/// `args` are the context's arguments (model_arguments).
 /// When `should_stop` says so (Ctrl-C), no further analysis starts and the result is marked
 /// `interrupted` (an analysis of a large space takes minutes).
 ModelRun run_model(const Job& job, const std::string& source, const std::vector<Config>& configs,
