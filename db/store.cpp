@@ -196,6 +196,13 @@ CREATE TABLE run_plans(
     R"SQL(
 ALTER TABLE runs ADD COLUMN naive_fallback TEXT NOT NULL DEFAULT '';
 )SQL",
+    // 10: a winner named as a run goes (its fastest first-pass time so far, so that a run stopped
+    // early still has one) is provisional until the run re-measures its top variants; it keeps
+    // the winner it replaced, which the re-measured one is compared with.
+    R"SQL(
+ALTER TABLE winners ADD COLUMN provisional INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE winners ADD COLUMN replaced_measurement_id INTEGER REFERENCES measurements(id);
+)SQL",
 };
 
 std::string random_uid() {
@@ -505,23 +512,88 @@ std::int64_t Store::add_measurement(const MeasurementRecord& m) {
   return db_.last_insert_rowid();
 }
 
-bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id) {
-  Statement m(db_, "SELECT status, time_ms FROM measurements WHERE id=?");
+bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id, bool provisional) {
+  Statement m(db_, "SELECT status, time_ms, run_id FROM measurements WHERE id=?");
   m.bind(1, measurement_id);
   if (!m.step() || m.text(0) != "correct") return false;
-  double t = m.real(1);
+  const double t = m.real(1);
+  const std::int64_t run = m.int64(2);
+  // The current winner: its time, whether a run named it provisionally (and which run), and
+  // the winner it replaced then.
   Statement cur(db_,
-                "SELECT m.time_ms FROM winners w JOIN measurements m ON m.id=w.measurement_id "
+                "SELECT m.time_ms, w.provisional, m.run_id, w.replaced_measurement_id, "
+                "w.measurement_id FROM winners w JOIN measurements m ON m.id=w.measurement_id "
                 "WHERE w.context_id=?");
   cur.bind(1, context_id);
-  if (cur.step() && cur.real(0) <= t) return false;
-  Statement up(
-      db_,
-      "INSERT INTO winners(context_id,measurement_id) VALUES(?,?) ON CONFLICT(context_id) DO "
-      "UPDATE SET measurement_id=excluded.measurement_id, "
-      "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
-  up.bind(1, context_id).bind(2, measurement_id);
+  const bool has = cur.step();
+  const bool own_provisional = has && cur.int64(1) != 0 && cur.int64(2) == run;
+  std::optional<std::int64_t> replaced;  // what the new row keeps as the winner it replaced
+  if (own_provisional) {
+    // This run's own provisional winner: its later word (a faster first pass, or the re-measured
+    // winner) takes its place, against the winner that one replaced.
+    if (!cur.is_null(3)) {
+      Statement before(db_, "SELECT time_ms, status FROM measurements WHERE id=?");
+      before.bind(1, cur.int64(3));
+      if (before.step() && before.text(1) == "correct") {
+        if (!provisional && before.real(0) <= t) {
+          // The winner before this run stays: the re-measured time does not beat it.
+          Statement back(db_,
+                         "UPDATE winners SET measurement_id=?, provisional=0, "
+                         "replaced_measurement_id=NULL, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ',"
+                         "'now') WHERE context_id=?");
+          back.bind(1, cur.int64(3)).bind(2, context_id);
+          back.run();
+          return false;
+        }
+        replaced = cur.int64(3);
+      }
+    }
+    if (provisional && cur.real(0) <= t) return false;  // a slower first pass changes nothing
+  } else if (has && cur.real(0) <= t) {
+    return false;
+  } else if (has && provisional) {
+    replaced = cur.int64(4);
+  }
+  Statement up(db_,
+               "INSERT INTO winners(context_id,measurement_id,provisional,replaced_measurement_id) "
+               "VALUES(?,?,?,?) ON CONFLICT(context_id) DO UPDATE SET "
+               "measurement_id=excluded.measurement_id, provisional=excluded.provisional, "
+               "replaced_measurement_id=excluded.replaced_measurement_id, "
+               "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+  up.bind(1, context_id).bind(2, measurement_id).bind(3, provisional ? 1 : 0);
+  if (replaced && provisional)
+    up.bind(4, *replaced);
+  else
+    up.bind_null(4);
   up.run();
+  return true;
+}
+
+void Store::set_predicted_ms(std::int64_t measurement_id, double ms) {
+  Statement s(db_, "UPDATE measurements SET predicted_ms=? WHERE id=?");
+  s.bind(1, ms).bind(2, measurement_id);
+  s.run();
+}
+
+void Store::set_run_total(std::int64_t run_id, std::int64_t total) {
+  Statement s(db_, "UPDATE runs SET total=? WHERE id=?");
+  s.bind(1, total).bind(2, run_id);
+  s.run();
+}
+
+bool Store::discard_run(std::int64_t run_id) {
+  Transaction tx(db_);
+  Statement n(db_, "SELECT count(*) FROM measurements WHERE run_id=?");
+  n.bind(1, run_id);
+  if (!n.step() || n.int64(0) > 0) return false;
+  for (const char* sql : {"UPDATE queue SET run_id=NULL WHERE run_id=?",
+                          "DELETE FROM model_calibrations WHERE run_id=?",
+                          "DELETE FROM run_plans WHERE run_id=?", "DELETE FROM runs WHERE id=?"}) {
+    Statement d(db_, sql);
+    d.bind(1, run_id);
+    d.run();
+  }
+  tx.commit();
   return true;
 }
 
@@ -529,7 +601,8 @@ std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::stri
                                       const std::string& device) {
   Statement s(db_,
               "SELECT k.name, c.label, d.name, v.config_key, v.params, m.time_ms, m.run_id, m.id, "
-              "m.gflops, m.gbps, m.registers, m.occupancy, c.id, k.hash FROM winners w "
+              "m.gflops, m.gbps, m.registers, m.occupancy, c.id, k.hash, w.provisional "
+              "FROM winners w "
               "JOIN measurements m ON m.id=w.measurement_id JOIN contexts c ON c.id=w.context_id "
               "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
               "JOIN variants v ON v.id=m.variant_id "
@@ -548,6 +621,7 @@ std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::stri
     if (!s.is_null(10)) w.registers = static_cast<int>(s.int64(10));
     if (!s.is_null(11)) w.occupancy = s.real(11);
     w.context_id = s.int64(12), w.kernel_hash = s.text(13);
+    w.provisional = s.int64(14) != 0;
     out.push_back(std::move(w));
   }
   return out;

@@ -74,6 +74,8 @@ struct WinnerRow {
   std::optional<double> gflops, gbps;
   std::optional<int> registers;
   std::optional<double> occupancy;
+  /// Named as its run went, not re-measured yet (the run stopped early, or is still going).
+  bool provisional = false;
 };
 
 struct RunRow {
@@ -126,7 +128,7 @@ bool is_sqlite_file(const std::string& path);
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -169,7 +171,22 @@ class Store {
   std::int64_t add_measurement(const MeasurementRecord& m);
   /// Makes this measurement the context's winner if it is correct and faster than the current one
   /// (or the current winner's measurement is gone). Returns true when it became the winner.
-  bool offer_winner(std::int64_t context_id, std::int64_t measurement_id);
+  /// `provisional`: a run names its fastest first-pass time as it goes, so that a run stopped
+  /// early (Ctrl-C, a kill, a spent budget) still has a winner; the winner it replaces is kept
+  /// with it. The run's own later offers (a faster first pass, or the re-measured winner, not
+  /// provisional) replace its provisional winner whatever its time, and a re-measured winner
+  /// slower than the one the provisional replaced gives that one back. Returns true when the
+  /// measurement became the winner.
+  bool offer_winner(std::int64_t context_id, std::int64_t measurement_id,
+                    bool provisional = false);
+  /// The model's prediction for a stored measurement, known only after it was stored (the
+  /// default configuration is measured before the model has analysed it).
+  void set_predicted_ms(std::int64_t measurement_id, double ms);
+  /// The (context, variant) pairs a run plans, once its model search has chosen them.
+  void set_run_total(std::int64_t run_id, std::int64_t total);
+  /// Deletes a run that has no measurement (bad input found once it had begun, such as arguments
+  /// the first compiled variant does not take); false, and nothing changed, when it has some.
+  bool discard_run(std::int64_t run_id);
 
   /// The performance model's calibration for a device (pruner::Calibration::json()).
   std::int64_t save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,

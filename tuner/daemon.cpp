@@ -24,6 +24,7 @@
 #include "tuner/job_files.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
+#include "tuner/measurement_row.h"
 #include "variants/hash.h"
 #include "web/server.h"
 
@@ -194,12 +195,9 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
   for (auto& item : store.queue(1000, false)) {
     if (item.status != "running" || item.worker != w.name) continue;
     if (item.run_id && item.inflight_context_id && item.inflight_variant_id) {
-      db::MeasurementRecord m;
-      m.run_id = *item.run_id, m.context_id = *item.inflight_context_id,
-      m.variant_id = *item.inflight_variant_id;
-      m.status = status;
-      m.reason = why + " while measuring this variant";
-      store.add_measurement(m);
+      store.add_measurement(
+          measurement_row({*item.run_id, *item.inflight_context_id, *item.inflight_variant_id},
+                          status, why + " while measuring this variant"));
     }
     if (item.attempts >= max_attempts) {
       store.finish_queue(

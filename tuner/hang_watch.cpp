@@ -43,11 +43,11 @@ HangWatch::~HangWatch() {
   thread_.join();
 }
 
-void HangWatch::begin(std::int64_t context_id, std::int64_t variant_id, const std::string& what) {
+void HangWatch::begin(const db::MeasurementRecord& row, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
   active_ = true;
   since_ = std::chrono::steady_clock::now();
-  context_id_ = context_id, variant_id_ = variant_id, what_ = what;
+  row_ = row, what_ = what;
   cv_.notify_all();
 }
 
@@ -84,9 +84,9 @@ void HangWatch::stop_the_run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   try {
     db::Store store(db_path_);
-    db::MeasurementRecord m;
-    m.run_id = run_id_, m.context_id = context_id_, m.variant_id = variant_id_;
+    db::MeasurementRecord m = row_;  // as `run` built it (tuner/measurement_row.h)
     m.status = "timeout", m.reason = hung;
+    m.samples_ms.clear(), m.time_ms.reset(), m.gflops.reset(), m.gbps.reset();
     store.add_measurement(m);
     store.stop_run(run_id_, "interrupted", message);
     store.set_run_seconds_spent(run_id_, spent_before_ + spent);

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "db/store.h"
+
 namespace gputune::tuner {
 
 class HangWatch {
@@ -41,8 +43,9 @@ class HangWatch {
   HangWatch(const HangWatch&) = delete;
   HangWatch& operator=(const HangWatch&) = delete;
 
-  /// A variant's measurement (its launches) begins; `what` names it in the messages.
-  void begin(std::int64_t context_id, std::int64_t variant_id, const std::string& what);
+  /// A variant's measurement (its launches) begins; `what` names it in the messages. `row` is the
+  /// row `run` would store for it (tuner/measurement_row.h): a hang stores it as `timeout`.
+  void begin(const db::MeasurementRecord& row, const std::string& what);
   /// It returned.
   void end();
 
@@ -63,7 +66,7 @@ class HangWatch {
   bool quit_ = false;
   bool active_ = false;
   std::chrono::steady_clock::time_point since_;
-  std::int64_t context_id_ = 0, variant_id_ = 0;
+  db::MeasurementRecord row_;
   std::string what_;
   std::thread thread_;  // last: started once everything above is set
 };

@@ -14,10 +14,8 @@ CubinCache cache_for(const std::filesystem::path& option) {
   return CubinCache(option.empty() ? CubinCache::default_dir() : option);
 }
 
-namespace {
-
-/// Reads a compiled variant's resources (registers, shared memory, spills, parameter sizes).
-void inspect(const CompiledVariant& c, Inspected& in) {
+Inspected inspect_cubin(const CompiledVariant& c) {
+  Inspected in;
   try {
     in.res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
     pruner::apply_ptxas_log(in.res, c.log, c.lowered_name);
@@ -25,9 +23,8 @@ void inspect(const CompiledVariant& c, Inspected& in) {
   } catch (const pruner::CubinError& e) {
     in.reason = std::string("cubin unreadable: ") + e.what();
   }
+  return in;
 }
-
-}  // namespace
 
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
@@ -55,7 +52,7 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     r.compiled = compile_all(
         configs.size(), make, arch, cache, threads,
         [&](size_t i, CompiledVariant& c) {
-          if (c.ok) inspect(c, r.inspected[i]);  // each worker its own entries
+          if (c.ok) r.inspected[i] = inspect_cubin(c);  // each worker its own entries
           if (!keep_cubins) std::string().swap(c.cubin);
           std::lock_guard<std::mutex> lock(mu);
           ++done;
@@ -96,16 +93,11 @@ void compile_into(CompileReport& into, const std::vector<std::size_t>& which, co
   into.ok += cr.ok, into.failed += cr.failed, into.cached += cr.cached;
 }
 
-namespace {
-
-/// check_parameter_sizes for one compiled configuration, where there is something to check.
 void check_cubin_arguments(const Job& job, const Inspected& in, const Config& config) {
   if (job.arguments.empty()) return;  // a job that only compiles (the tests' small jobs)
   if (in.ok && !in.res.param_sizes.empty())
     check_parameter_sizes(job, in.res.param_sizes, config.key());
 }
-
-}  // namespace
 
 void check_arguments_against_cubins(const Job& job, const std::vector<Config>& configs,
                                     const CompileReport& cr) {

@@ -30,6 +30,15 @@ struct CompileReport {
   std::size_t ok = 0, failed = 0, cached = 0;
 };
 
+/// Reads a compiled variant's resources (registers, shared memory, spills, parameter sizes) from
+/// its cubin and NVRTC's ptxas log.
+Inspected inspect_cubin(const CompiledVariant& c);
+
+/// Checks the job's arguments against one compiled configuration's parameter sizes
+/// (check_parameter_sizes in arguments.h): throws JobError when they differ. A job without
+/// Arguments, or a variant whose resources were not read, is not checked.
+void check_cubin_arguments(const Job& job, const Inspected& in, const Config& config);
+
 /// The cubin cache for a --cache-dir option: "-" disables it, empty means the default folder.
 CubinCache cache_for(const std::filesystem::path& option);
 

@@ -497,7 +497,11 @@ int cmd_replay(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "within", "tolerances to score, in percent of the optimum (1 to 4, comma-separated)",
       cxxopts::value<std::vector<double>>()->default_value("5,10"))(
-      "cache-dir", "cubin cache folder", cxxopts::value<std::string>())("h,help", "help");
+      "look-ahead",
+      "model_guided's look-ahead as `run` streams it: compiles asked for before the outcomes "
+      "before them are known (default: two per compile worker of this machine)",
+      cxxopts::value<int>())("cache-dir", "cubin cache folder", cxxopts::value<std::string>())(
+      "h,help", "help");
   o.parse_positional({"job"});
   auto r = o.parse(argc, argv);
   tuner::end_on_stop_signals();  // not NVRTC's exit code 4 for a Ctrl-C while compiling
@@ -523,6 +527,14 @@ int cmd_replay(int argc, char** argv) {
     ro.within.push_back(1 + pct / 100);
   }
   if (r.count("cache-dir")) ro.cache_dir = r["cache-dir"].as<std::string>();
+  if (r.count("look-ahead")) {
+    const int n = r["look-ahead"].as<int>();
+    if (n < 1 || n > 4096)
+      throw std::invalid_argument("--look-ahead " + std::to_string(n) +
+                                  ": give 1 (no look-ahead: each outcome known before the next "
+                                  "is asked for) to 4096");
+    ro.look_ahead = static_cast<std::size_t>(n);
+  }
   tuner::ReplayReport rep;
   try {
     rep = tuner::replay(job, r["measurements"].as<std::string>(), ro);

@@ -1,8 +1,11 @@
 /** \file tuner/pipeline.h
  * Owns: the order of the stages of `gputune run`, in one place (like Halide's Lower.cpp):
- * job -> space -> strategy plan -> variants -> NVRTC compile (pool, cache) -> cubin resources and
- * occupancy (pruner/) -> per context: arguments, reference, measure (GPU) -> store every outcome
- * -> re-measure the top few -> winners. Each stage is logged; with GPUTUNE_TIME_STAGES set, timed.
+ * job -> space -> the run's row -> the default configuration compiled and measured at once while
+ * the model plans and analyses on other cores -> per context, a stream: the strategy proposes,
+ * the NVRTC pool compiles a bounded look-ahead, each cubin is measured (GPU) as soon as it is
+ * ready and its outcome reported back -> every outcome stored as it comes (the fastest so far is
+ * the provisional winner) -> re-measure the top few -> winners. The stages live in the files
+ * tuner/run_stages.h names. Each is logged; with GPUTUNE_TIME_STAGES set, timed.
  * Consumes: Job, RunOptions. Produces: RunReport (and rows in the database).
  * Must not: parse command lines (main.cpp does) or write SQL (db/ does). */
 #pragma once
@@ -80,6 +83,9 @@ struct BestRow {
   int registers = 0;
   double occupancy = 0;
   std::optional<double> default_ms;  ///< the default configuration's time, for the speedup
+  /// The fastest first-pass time of a run that stopped before re-measuring: its provisional
+  /// winner.
+  bool provisional = false;
 };
 
 struct RunReport {
@@ -102,6 +108,10 @@ struct RunReport {
   std::optional<double> spearman;  ///< predicted vs measured rank correlation
   std::optional<double> regret;    ///< best measured / best of the regret sample (1: no loss)
   std::size_t regret_sampled = 0;
+  // How the run used its time (the stage log prints them with GPUTUNE_TIME_STAGES).
+  std::optional<double> first_measurement_s;  ///< from the start to the first GPU outcome stored
+  double gpu_s = 0;   ///< in the measurer: launches, copies, verification
+  double wall_s = 0;  ///< the whole run
 };
 
 /// Runs the whole pipeline. Throws JobError (bad input) and db::DbError (bad database) before

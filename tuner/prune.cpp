@@ -10,6 +10,7 @@
 #include "tuner/arguments.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/inspect.h"
+#include "tuner/measurement_row.h"
 #include "tuner/model_search.h"
 #include "tuner/model_stage.h"
 #include "tuner/pipeline.h"
@@ -179,6 +180,12 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
       row.predicted_ms = model.predictions[i].ms;
       row.bound = model.predictions[i].bound;
     }
+    if (!inputs[i].geometry.empty()) {
+      const pruner::Occupancy best = pruner::compute_occupancy(
+          pruner::Resources{}, inputs[i].block[0] * inputs[i].block[1] * inputs[i].block[2],
+          inputs[i].dynamic_smem, limits);
+      if (best.feasible) row.best_case_blocks = best.blocks_per_sm;
+    }
     rep.rows.push_back(std::move(row));
   }
 
@@ -196,20 +203,27 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     auto ctx_id = st.upsert_context(c);
     for (size_t i = 0; i < configs.size(); ++i) {
       const auto& row = rep.rows[i];
-      db::MeasurementRecord m;
-      m.run_id = rep.run_id, m.context_id = ctx_id;
-      m.variant_id = st.upsert_variant(kernel_id, configs[i].key(), configs[i].json());
-      m.cubin_hash = cr.compiled[i].cubin_hash;
-      m.compile_ms = cr.compiled[i].compile_ms;
-      if (rep.screened && screen.screened[i]) {
+      // The row as `run` builds it (tuner/measurement_row.h), with what prune decided.
+      Candidate c;
+      c.config = configs[i];
+      const bool screened = rep.screened && screen.screened[i];
+      c.state = screened ? Candidate::Compile::kNot : Candidate::Compile::kDone;
+      c.compiled.compile_ms = cr.compiled[i].compile_ms;
+      c.compiled.cubin_hash = cr.compiled[i].cubin_hash;
+      c.compiled.ok = cr.compiled[i].ok;
+      c.inspected = cr.inspected[i];
+      Trial tr;
+      tr.occupancy = row.decision.occupancy;
+      if (o.model && model.predictions[i].ok) tr.prediction = model.predictions[i];
+      db::MeasurementRecord m = measurement_row(
+          {rep.run_id, ctx_id, st.upsert_variant(kernel_id, configs[i].key(), configs[i].json())},
+          c, tr);
+      if (row.compiled) m.occupancy = row.decision.occupancy.occupancy;
+      if (screened) {
         m.status = "constraints", m.reason = "pruned by rule model: " + row.decision.reason;
       } else if (!row.compiled) {
         m.status = "compile", m.reason = cr.inspected[i].reason, m.log = cr.compiled[i].log;
       } else {
-        m.registers = row.registers, m.static_smem = cr.inspected[i].res.static_smem;
-        m.local_bytes = cr.inspected[i].res.local_bytes, m.spill_bytes = row.spill_bytes;
-        m.occupancy = row.decision.occupancy.occupancy;
-        m.predicted_ms = row.predicted_ms;
         m.status = row.decision.kept ? "compiled" : "constraints";
         m.reason = row.decision.kept
                        ? "kept by the pruner"

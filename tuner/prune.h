@@ -45,6 +45,10 @@ struct PruneRow {
   int registers = 0, spill_bytes = 0;
   std::optional<double> predicted_ms;
   std::string bound;  ///< what limits it in the model: dram, l2, shared, flops
+  /// Blocks per SM its launch allows before registers and static shared memory (its thread
+  /// count and dynamic shared memory alone): where the model's best case looks, as `run`
+  /// orders a configuration before compiling it. 0: no launch, or none fits.
+  int best_case_blocks = 0;
 };
 
 struct PruneReport {

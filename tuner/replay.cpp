@@ -12,7 +12,9 @@
 #include "db/store.h"
 #include "pruner/model.h"
 #include "tuner/model_stage.h"
+#include "tuner/compile.h"
 #include "tuner/prune.h"
+#include "tuner/search_stream.h"
 #include "tuner/strategy.h"
 
 namespace gputune::tuner {
@@ -196,6 +198,10 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   ReplayReport rep;
   Space space = build_space(job);
   rep.space_size = space.size();
+  // model_guided is scored as `run` searches: a look-ahead of compiles (two per compile worker).
+  const size_t look_ahead =
+      o.look_ahead ? o.look_ahead : 2 * static_cast<size_t>(default_compile_threads());
+  rep.look_ahead = look_ahead;
   const bool database = db::is_sqlite_file(file);
   if (o.run && !database)
     throw std::runtime_error(file + ": --run " + std::to_string(*o.run) +
@@ -297,21 +303,26 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
     for (int seed = 1; seed <= o.seeds; ++seed) {
       ModelGuided g(std::vector<pruner::ModelFeatures>(recorded.size()), pruner::DeviceRates{},
                     pruner::Calibration{}, {}, recorded, static_cast<std::uint64_t>(seed));
+      SearchStream::Settings settings;
+      settings.look_ahead = look_ahead;
+      SearchStream stream(g, &g, settings);
       std::vector<size_t> order;  // space indices
+      bool reached = false;       // nothing more to score
       auto measure = [&](size_t k) {
         const size_t i = recorded_at[k];
-        g.report(k, time[i]);
         order.push_back(i);
-        return time[i] && *time[i] <= rep.optimum_ms * tightest;  // nothing more to score
+        reached = reached || (time[i] && *time[i] <= rep.optimum_ms * tightest);
+        return time[i];
       };
-      bool done = def && measure(static_cast<size_t>(
-                             std::lower_bound(recorded_at.begin(), recorded_at.end(), *def) -
-                             recorded_at.begin()));
-      while (!done) {
-        auto k = g.next();
-        if (!k) break;
-        done = measure(*k);
+      if (def) {
+        const auto k = static_cast<size_t>(
+            std::lower_bound(recorded_at.begin(), recorded_at.end(), *def) - recorded_at.begin());
+        stream.add_measured(k, measure(k));
       }
+      if (!reached)
+        simulate_stream(
+            stream, [](size_t) { return CompileVerdict{true, NAN, false}; }, measure,
+            [&] { return reached; });
       per_seed.push_back(reach_all(order));
     }
     rep.strategies.push_back(score("model_guided", per_seed));
@@ -417,32 +428,60 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       // model_guided, fed the recorded times, as `gputune run` searches: pruned variants
       // (rules 1-3) are never proposed; what the model rule pruned is held back until a refit
       // readmits it.
-      std::vector<bool> excluded(space.size()), held(space.size());
+      std::vector<bool> excluded(space.size());
       for (size_t i = 0; i < space.size(); ++i) {
         const std::string& rule = pr.rows[i].decision.rule;
         excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
-        held[i] = rule == "model";
       }
       std::vector<Config> configs;  // for the learned parameter effects
       configs.reserve(space.size());
       for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
-      ModelGuided g(pr.features, *pr.rates, pr.calibration, excluded, configs);
-      g.hold_back(held, pr.margin);
+      // Each configuration is ordered by its best case until it is compiled, as `run` orders it;
+      // rules 1-3 are found as each compiles (a duplicate is one whose binary the search
+      // compiled before), and rule 4 holds back what can no longer come within the margin.
+      std::vector<int> bound(space.size(), 0);
+      std::vector<double> best_case(space.size(), NAN);
+      for (size_t i = 0; i < space.size(); ++i) {
+        bound[i] = pr.rows[i].best_case_blocks;
+        if (bound[i] > 0 && pr.features[i].ok)
+          if (auto p = pruner::best_case(pr.features[i], *pr.rates, pr.calibration, bound[i]); p.ok)
+            best_case[i] = p.ms;
+      }
+      ModelGuided g(pr.features, *pr.rates, pr.calibration, {}, configs, 0, bound);
+      g.hold_back(std::vector<size_t>{}, pr.margin);
+      SearchStream::Settings settings;
+      settings.look_ahead = look_ahead;
+      settings.margin = pr.margin;
+      settings.best_case = best_case;
+      SearchStream stream(g, &g, settings);
+      std::set<long> binaries;  // the kept binary of each group of duplicates, once compiled
+      auto compile = [&](size_t i) {
+        CompileVerdict v;
+        const pruner::Decision& d = pr.rows[i].decision;
+        if (!pr.rows[i].compiled || (excluded[i] && d.rule != "duplicate")) return v;
+        if (pr.rows[i].predicted_ms) {
+          v.prediction = *pr.rows[i].predicted_ms;
+          g.refine(i, pr.features[i]);
+        }
+        v.sets_best = true;  // kept by rules 1-2, or the same binary as one they keep
+        v.usable = binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i))
+                       .second;
+        return v;
+      };
       std::vector<size_t> order;
       double best = INFINITY;
+      auto measure = [&](size_t i) -> std::optional<double> {
+        if (!present[i]) return std::nullopt;
+        order.push_back(i);
+        if (time[i] && *time[i] < best) best = *time[i];
+        return time[i];
+      };
       if (def) {
-        g.report(*def, time[*def]), order.push_back(*def);
-        if (time[*def]) best = *time[*def];
+        const CompileVerdict v = compile(*def);
+        if (v.sets_best) stream.offer_best(v.prediction);
+        stream.add_measured(*def, measure(*def));
       }
-      for (auto i = g.next(); i; i = g.next()) {
-        if (!present[*i]) {
-          g.report(*i, std::nullopt);
-          continue;
-        }
-        order.push_back(*i);
-        g.report(*i, time[*i]);
-        if (time[*i] && *time[*i] < best) best = *time[*i];
-      }
+      simulate_stream(stream, compile, measure);
       // As for the others, except that a tolerance its stop rule ended it before is NaN.
       std::vector<double> reach = reach_all(order);
       for (size_t t = 0; t < reach.size(); ++t)
@@ -555,6 +594,10 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
       out << "model_guided: stopped after " << r.guided_stopped_after
           << " measurements with the best within " << std::setprecision(1)
           << 100 * (r.guided_best_ratio - 1) << "% of the optimum\n";
+  }
+  if (r.look_ahead) {
+    out << "model_guided scored as `run` streams it: a look-ahead of " << r.look_ahead
+        << " compiles (--look-ahead)\n";
   }
   if (!r.guided_note.empty()) out << r.guided_note << "\n";
   out << r.pruner_note << "\n";

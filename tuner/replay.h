@@ -76,6 +76,9 @@ struct ReplayReport {
   std::optional<double> default_ms;  ///< nullopt: it failed (or was not recorded)
   std::vector<StrategyScore> strategies;
   std::string guided_note;  ///< how model_guided was scored without the model (empty: with it)
+  /// The look-ahead model_guided was scored with: configurations asked for before the outcomes
+  /// of those before them were known (ReplayOptions::look_ahead).
+  std::size_t look_ahead = 0;
   // Pruner (only with the kernel source and a device).
   bool pruner_scored = false;
   std::string predicted_device, predicted_context;  ///< what the pruner predicted for
@@ -123,6 +126,9 @@ struct ReplayOptions {
   /// something) and context label (default: the job's first; the pruner is scored at it too).
   std::optional<std::int64_t> run;
   std::string context;
+  /// model_guided's look-ahead, as `run` streams it (tuner/search_stream.h): compiles asked for
+  /// ahead of the measurements. 0: what `run` uses on this machine (two per compile worker).
+  std::size_t look_ahead = 0;
 };
 
 ReplayReport replay(const Job& job, const std::string& measurements_file,

@@ -335,16 +335,20 @@ std::string ParameterEffects::summary(size_t n) const {
 
 ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
                          pruner::Calibration start, std::vector<bool> excluded,
-                         const std::vector<Config>& configs, std::uint64_t seed)
-    : features_(std::move(features)), rates_(rates), calibration_(start), seed_(seed) {
+                         const std::vector<Config>& configs, std::uint64_t seed,
+                         std::vector<int> best_case_blocks)
+    : features_(std::move(features)),
+      best_case_blocks_(std::move(best_case_blocks)),
+      rates_(rates),
+      calibration_(start),
+      seed_(seed) {
+  best_case_blocks_.resize(features_.size(), 0);
   state_.assign(features_.size(), 0);
+  reported_.assign(features_.size(), 0);
   for (size_t i = 0; i < excluded.size() && i < state_.size(); ++i)
     if (excluded[i]) state_[i] = 2;
   predicted_.assign(features_.size(), -1);
-  for (size_t i = 0; i < features_.size(); ++i) {
-    auto p = pruner::predict(features_[i], rates_, calibration_);
-    if (p.ok) predicted_[i] = p.ms;
-  }
+  for (size_t i = 0; i < features_.size(); ++i) predicted_[i] = predict(i);
   order_by_ = predicted_;
   const bool with_configs = configs.size() == features_.size() && !configs.empty();
   if (with_configs) effects_.emplace(configs);
@@ -383,6 +387,32 @@ void ModelGuided::refit_unpredicted() {
   unpredicted_order_.clear();
   for (auto& [bound, key, i] : ranked) unpredicted_order_.push_back(i);
   unpredicted_at_ = 0;
+}
+
+double ModelGuided::predict(size_t i) const {
+  const pruner::Prediction p =
+      best_case_blocks_[i] > 0
+          ? pruner::best_case(features_[i], rates_, calibration_, best_case_blocks_[i])
+          : pruner::predict(features_[i], rates_, calibration_);
+  return p.ok ? p.ms : -1;
+}
+
+void ModelGuided::refine(size_t i, const pruner::ModelFeatures& features) {
+  if (i >= features_.size()) return;
+  features_[i] = features;
+  best_case_blocks_[i] = 0;
+  const bool had = predicted_[i] > 0;
+  predicted_[i] = predict(i);
+  // A variant ordered by its best case that has no prediction now (an infeasible occupancy) is
+  // not proposed by the model any more; one with a prediction keeps its place in the order.
+  if (had && predicted_[i] <= 0 && (state_[i] == 0 || state_[i] == 3)) {
+    if (state_[i] == 3) --held_;
+    state_[i] = 2;
+  }
+  if (effects_)
+    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->order_factor(i)) : -1;
+  else
+    order_by_[i] = predicted_[i];
 }
 
 std::optional<double> ModelGuided::predicted_ms(size_t i) const {
@@ -502,6 +532,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (state_[index] == 3) --held_;
   if (state_[index] == 0 || state_[index] == 3) state_[index] = 1;
   if (effects_) effects_->note_tried(index);
+  reported_[index] = 1;
   if (!ms || !(*ms > 0)) return;
   if (blind_ && predicted_[index] < 0) {
     // Refitted after each of the first 32, then as their number grows by an eighth.
@@ -561,20 +592,36 @@ void ModelGuided::refit() {
   pruner::Calibration c = pruner::calibrate(f, m, rates_, calibration_);
   if (c.samples == 0) return;
   calibration_ = c;
-  for (size_t i = 0; i < features_.size(); ++i) {
-    auto p = pruner::predict(features_[i], rates_, calibration_);
-    predicted_[i] = p.ok ? p.ms : -1;
-  }
+  for (size_t i = 0; i < features_.size(); ++i) predicted_[i] = predict(i);
 }
 
 void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {
-  margin_ = margin;
+  std::vector<size_t> which;
   for (size_t i = 0; i < held.size() && i < state_.size(); ++i)
-    if (held[i] && state_[i] == 0) {
-      if (predicted_[i] > 0)
-        state_[i] = 3, ++held_;
-      else
-        state_[i] = 2;  // no prediction (screened before compiling): nothing to readmit it by
+    if (held[i]) which.push_back(i);
+  hold_back(which, margin);
+}
+
+void ModelGuided::hold_back(const std::vector<size_t>& which, double margin) {
+  margin_ = margin;
+  // A proposed variant is held only while it has not been reported: what was measured stays so.
+  for (size_t i : which) {
+    if (i >= state_.size() || (state_[i] != 0 && state_[i] != 1)) continue;
+    if (state_[i] == 1 && reported_[i]) continue;
+    if (predicted_[i] > 0)
+      state_[i] = 3, ++held_;
+    else
+      state_[i] = 2;  // no prediction: nothing to readmit it by
+  }
+  std::erase_if(unpredicted_order_, [&](size_t i) { return state_[i] != 0; });
+  unpredicted_at_ = std::min(unpredicted_at_, unpredicted_order_.size());
+}
+
+void ModelGuided::exclude(const std::vector<size_t>& which) {
+  for (size_t i : which)
+    if (i < state_.size() && (state_[i] == 0 || state_[i] == 3)) {
+      if (state_[i] == 3) --held_;
+      state_[i] = 2;
     }
   std::erase_if(unpredicted_order_, [&](size_t i) { return state_[i] != 0; });
   unpredicted_at_ = std::min(unpredicted_at_, unpredicted_order_.size());

@@ -147,10 +147,14 @@ class ModelGuided : public Strategy {
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
   /// `configs`: the space's configurations, for the learned parameter effects (empty: ordered
   /// by the model alone). `seed`: the random order of unpredicted variants before any of them
-  /// is measured (and of ties after).
+  /// is measured (and of ties after). `best_case_blocks[i]` > 0: variant i is not compiled yet,
+  /// so its occupancy is not known; it is predicted by its best case (pruner::best_case at up to
+  /// that many blocks per SM: what its thread count and dynamic shared memory allow) until
+  /// refine() gives its real features. Empty or 0: features[i] are final.
   ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::DeviceRates rates,
               pruner::Calibration start, std::vector<bool> excluded = {},
-              const std::vector<Config>& configs = {}, std::uint64_t seed = 0);
+              const std::vector<Config>& configs = {}, std::uint64_t seed = 0,
+              std::vector<int> best_case_blocks = {});
   std::optional<size_t> next() override;
   /// Also for a configuration it did not propose (the default, measured first): it is never
   /// proposed afterwards, and its values count as tried.
@@ -183,8 +187,20 @@ class ModelGuided : public Strategy {
   /// measured before the search stops or runs out of open variants) re-applies the rule with
   /// the refitted model times the learned effects, and readmits, to be proposed like the others,
   /// each held variant now predicted within `margin` x the best prediction. A held variant without
-  /// a prediction is excluded. Call before the first next().
+  /// a prediction is excluded. May be called again as the search goes (a streaming run learns
+  /// what rule 4 drops as variants compile): it holds back open variants, and proposed ones not
+  /// reported yet (rule 4 dropped them on the prediction their compile gave).
   void hold_back(const std::vector<bool>& held, double margin);
+  /// The same for a list of indices.
+  void hold_back(const std::vector<size_t>& which, double margin);
+  /// Never proposes these (open or held ones; what was proposed stays so).
+  void exclude(const std::vector<size_t>& which);
+  /// Whether variant i is held back now.
+  bool held_back(size_t i) const { return i < state_.size() && state_[i] == 3; }
+  /// Variant i was compiled: `features` with its real occupancy replace the best-case ones it was
+  /// ordered by (see the constructor's `best_case_blocks`), for its prediction, the calibration
+  /// fitted on it and the readmission of held variants.
+  void refine(size_t i, const pruner::ModelFeatures& features);
   /// The held variants readmitted so far, in the order they were.
   const std::vector<size_t>& readmitted() const { return readmitted_; }
   /// Variants still held back.
@@ -215,13 +231,18 @@ class ModelGuided : public Strategy {
   double stop_bound(size_t i, double error) const;
   /// Measurement k's prediction: the current calibration, the effects learned before it.
   double foresight(size_t k) const;
+  /// Variant i's prediction under the current calibration (its best case while not compiled);
+  /// < 0: none.
+  double predict(size_t i) const;
   std::vector<pruner::ModelFeatures> features_;
+  std::vector<int> best_case_blocks_;  // per variant: > 0 while predicted by its best case
   pruner::DeviceRates rates_;
   pruner::Calibration calibration_;
   std::vector<double> predicted_;  // < 0: none
   std::vector<double> order_by_;   // predicted_ times the learned effects: the order of next()
   std::optional<ParameterEffects> effects_;
   std::vector<char> state_;  // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
+  std::vector<char> reported_;  // per variant: report() was called for it
   double margin_ = 0;        // of the held variants' model rule
   size_t held_ = 0;          // variants in state 3
   std::vector<size_t> readmitted_;

@@ -17,11 +17,18 @@
 //   - FAKE_CUDA_TOTAL_MEM=BYTES: the device has that much memory (default 80 GiB), and an
 //     allocation beyond it fails with CUDA_ERROR_OUT_OF_MEMORY;
 //   - FAKE_CUDA_ALLOCS=N: only the first N allocations succeed (memory another process takes).
+//   - FAKE_CUDA_ANY_KERNEL=1: a kernel of any other name loads too; its launch writes nothing
+//     (every variant then agrees with the reference) and costs the fake clock by its block shape
+//     (lowest at 256 threads), so that a whole naive-kernel run can be timed for orchestration
+//     (bench/run_stream_bench.sh), never for what the kernel computes.
+//   - FAKE_CUDA_BUSY_FILE=PATH: at exit, the real seconds spent inside launches and copies (the
+//     fake GPU's busy time) are written to PATH, so a benchmark can say how long it sat idle.
 // It never stands in for a GPU measurement: the tests that use it check orchestration only.
 #include <cuda.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,6 +55,29 @@ struct FakeModule {
 };
 struct FakeFunction {
   std::string name;
+};
+
+bool any_kernel() { return std::getenv("FAKE_CUDA_ANY_KERNEL") != nullptr; }
+
+/// Real time spent in launches and copies, written to FAKE_CUDA_BUSY_FILE at exit.
+struct Busy {
+  double seconds = 0;
+  ~Busy() {
+    if (const char* path = std::getenv("FAKE_CUDA_BUSY_FILE"))
+      if (FILE* f = std::fopen(path, "w")) {
+        std::fprintf(f, "%.6f\n", seconds);
+        std::fclose(f);
+      }
+  }
+} g_busy;
+
+/// Adds the real time of its scope to g_busy.
+struct BusyScope {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  ~BusyScope() {
+    g_busy.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 };
 struct FakeEvent {
   double t = 0;
@@ -189,9 +219,14 @@ CUresult cuModuleUnload(CUmodule m) {
 }
 CUresult cuModuleGetFunction(CUfunction* f, CUmodule, const char* name) {
   if (CUresult rc = guard()) return rc;
-  if (std::string(name) != "vector_add") return CUDA_ERROR_NOT_FOUND;
-  static FakeFunction fn{"vector_add"};
-  *f = reinterpret_cast<CUfunction>(&fn);
+  if (std::string(name) == "vector_add") {
+    static FakeFunction fn{"vector_add"};
+    *f = reinterpret_cast<CUfunction>(&fn);
+    return CUDA_SUCCESS;
+  }
+  if (!any_kernel()) return CUDA_ERROR_NOT_FOUND;
+  static FakeFunction other{"other"};
+  *f = reinterpret_cast<CUfunction>(&other);
   return CUDA_SUCCESS;
 }
 CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) {
@@ -203,9 +238,17 @@ CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) {
 }
 CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return guard(); }
 
-CUresult cuLaunchKernel(CUfunction, unsigned gx, unsigned, unsigned, unsigned bx, unsigned,
-                        unsigned, unsigned, CUstream, void** params, void**) {
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned by,
+                        unsigned bz, unsigned, CUstream, void** params, void**) {
+  BusyScope busy;
   if (CUresult rc = guard()) return rc;
+  if (reinterpret_cast<FakeFunction*>(f)->name != "vector_add") {  // FAKE_CUDA_ANY_KERNEL
+    if (const char* ms = std::getenv("FAKE_CUDA_SLOW_MS"); ms && std::atol(ms) > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
+    const double threads = static_cast<double>(bx) * by * bz;
+    g_clock_ms += 1.0 + 0.1 * std::fabs(std::log2(threads) - 8.0);
+    return CUDA_SUCCESS;
+  }
   auto* c = *reinterpret_cast<float**>(params[0]);
   auto* a = *reinterpret_cast<float**>(params[1]);
   auto* b = *reinterpret_cast<float**>(params[2]);
@@ -257,21 +300,25 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   return g_sticky;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  BusyScope busy;
   if (CUresult rc = guard()) return rc;
   std::memcpy(reinterpret_cast<void*>(dst), src, n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  BusyScope busy;
   if (CUresult rc = guard()) return rc;
   std::memcpy(dst, reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  BusyScope busy;
   if (CUresult rc = guard()) return rc;
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
 CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) {
+  BusyScope busy;
   if (CUresult rc = guard()) return rc;
   std::memset(reinterpret_cast<void*>(p), v, n);
   return CUDA_SUCCESS;

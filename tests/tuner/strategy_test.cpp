@@ -587,7 +587,7 @@ TEST(ModelGuided, BeforeItRunsOutItRefitsOnEverythingMeasured) {
   fs.push_back(flops_bound(1.2, 0.6e9));                                    // 4: fifth
   fs.push_back(flops_bound(2.2));                                           // 5: held
   ModelGuided g(fs, rates(), {});
-  g.hold_back({false, false, false, false, false, true}, 2.0);
+  g.hold_back(std::vector<bool>{false, false, false, false, false, true}, 2.0);
   std::vector<size_t> order;
   for (auto i = g.next(); i; i = g.next()) {
     order.push_back(*i);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue #49's figures: how soon a run measures, how much it compiles, and how long the GPU waits.
+# Runs, each with an empty cubin and analysis cache and a new database:
+#   configs/naive/transpose.json --budget 60, configs/naive/mm_sgemm.json --budget 60 (model_guided),
+#   configs/examples/matmul.json --strategy brute_force
+# and prints one Markdown table row per run: time to the first measurement (from the process start
+# to the first stored GPU outcome), configurations compiled, measured, wall time, the seconds the
+# (fake) GPU was busy and the fraction it sat idle, and the analysis and compile seconds the run
+# logged (GPUTUNE_TIME_STAGES).
+#
+#   bash bench/run_stream_bench.sh GPUTUNE [LIBCUDA_DIR] [OUT_DIR] [-- JOB ARGS ...]
+# GPUTUNE: the binary to time. LIBCUDA_DIR: a folder with libcuda.so.1; by default the fake driver
+# of the build (tests/fake_cuda), run with FAKE_CUDA_ANY_KERNEL=1 (every kernel loads, writes
+# nothing, and each launch sleeps FAKE_CUDA_SLOW_MS, default 2 ms) and FAKE_CUDA_BUSY_FILE (its
+# busy seconds). With a real driver's folder (or "system"), the GPU's; busy time is then the sum of
+# the stored measurements' samples. After `--`: other runs, each `JOB ARGS...;` (a literal `;`).
+# Each run is limited to STREAM_BENCH_TIMEOUT seconds (default 1800); a run cut off keeps its row.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+gputune=${1:?usage: run_stream_bench.sh GPUTUNE [LIBCUDA_DIR] [OUT_DIR]}
+gputune=$(cd "$(dirname "$gputune")" && pwd)/$(basename "$gputune")
+libdir=${2:-$root/build/tests/fake_cuda}
+out=${3:-$root/bench/out/stream}
+shift $(($# < 3 ? $# : 3))
+[[ ${1:-} == -- ]] && shift
+mkdir -p "$out"
+limit=${STREAM_BENCH_TIMEOUT:-1800}
+fake=0
+[[ $libdir != system && -f $libdir/libcuda.so.1 ]] && grep -q FAKE_CUDA_ANY_KERNEL "$libdir/libcuda.so.1" && fake=1
+
+runs=()
+if (($#)); then
+  cur=""
+  for a in "$@"; do
+    if [[ $a == ";" ]]; then runs+=("$cur"); cur=""; else cur+="${cur:+ }$a"; fi
+  done
+  [[ -n $cur ]] && runs+=("$cur")
+else
+  runs=("configs/naive/transpose.json --budget 60" "configs/naive/mm_sgemm.json --budget 60"
+        "configs/examples/matmul.json --strategy brute_force")
+fi
+
+echo "| run | first measurement (s) | compiled | measured | wall (s) | GPU busy (s) | GPU idle | analysis (s) | compile stage (s) | exit |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+n=0
+for spec in "${runs[@]}"; do
+  n=$((n + 1))
+  read -r -a words <<<"$spec"
+  job=${words[0]}
+  [[ $job = /* ]] || job=$root/$job
+  name=$(basename "$job" .json)
+  cache=$out/cache-$n db=$out/run-$n.db log=$out/run-$n.log busy=$out/busy-$n
+  rm -rf "$cache" "$db" "$db"-wal "$db"-shm "$busy"
+  env_args=(GPUTUNE_TIME_STAGES=1)
+  if ((fake)); then
+    env_args+=(LD_LIBRARY_PATH="$libdir" FAKE_CUDA_ANY_KERNEL=1 FAKE_CUDA_SLOW_MS="${FAKE_CUDA_SLOW_MS:-2}"
+               FAKE_CUDA_BUSY_FILE="$busy")
+  elif [[ $libdir != system ]]; then
+    env_args+=(LD_LIBRARY_PATH="$libdir")
+  fi
+  start=$(date +%s.%N)
+  rc=0
+  (cd "$root" && env "${env_args[@]}" timeout -s INT "$limit" "$gputune" run "$job" "${words[@]:1}" \
+    --db "$db" --cache-dir "$cache" >"$log" 2>&1) || rc=$?
+  end=$(date +%s.%N)
+  python3 - "$db" "$log" "$busy" "$start" "$end" "$name ${words[*]:1}" "$rc" "$fake" <<'EOF'
+import datetime, os, re, sqlite3, sys
+db, log, busy, start, end, name, rc, fake = sys.argv[1:]
+start, end = float(start), float(end)
+text = open(log, errors="replace").read()
+first = measured = None
+busy_s = None
+if os.path.exists(db):
+    c = sqlite3.connect(db)
+    timed = "status IN ('correct','runtime','correctness','timeout') AND reason NOT LIKE 're-measurement%'"
+    row = c.execute(f"SELECT min(created_at), count(*) FROM measurements WHERE {timed}").fetchone()
+    if row[0]:
+        t = datetime.datetime.strptime(row[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+        first = t.timestamp() - start
+    measured = row[1]
+    if fake != "1":
+        import json
+        busy_s = sum(sum(json.loads(s or "[]")) for (s,) in c.execute(
+            "SELECT samples FROM measurements")) / 1000
+if fake == "1" and os.path.exists(busy):
+    busy_s = float(open(busy).read())
+m = re.search(r"compiled (\d+) \((\d+) from cache\)", text)
+compiled = m.group(1) if m else "?"
+stage = lambda pat: sum(float(x) for x in re.findall(r"stage " + pat + r" took ([0-9.e+]+) ms", text)) / 1000
+analysis = stage(r"(?:model search|model [^ ]+|analysis[^ ]*)")
+compile_s = stage(r"compile[^ ]*")
+wall = end - start
+fmt = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
+idle = "-" if busy_s is None else f"{100 * (1 - busy_s / wall):.1f}%"
+print(f"| {name} | {fmt(first)} | {compiled} | {fmt(measured, 0) if measured is not None else '-'} | "
+      f"{wall:.1f} | {fmt(busy_s)} | {idle} | {analysis:.1f} | {compile_s:.1f} | {rc} |")
+EOF
+done

@@ -1,0 +1,169 @@
+#include "tuner/search_stream.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gputune::tuner {
+
+SearchStream::SearchStream(Strategy& strategy, ModelGuided* guide, Settings settings)
+    : strategy_(strategy), guide_(guide), s_(std::move(settings)) {
+  s_.look_ahead = std::max<std::size_t>(1, s_.look_ahead);
+  if (s_.margin > 0)
+    for (std::size_t i = 0; i < s_.best_case.size(); ++i)
+      if (std::isfinite(s_.best_case[i])) by_best_case_.push_back(i);
+  std::stable_sort(by_best_case_.begin(), by_best_case_.end(), [&](std::size_t a, std::size_t b) {
+    return s_.best_case[a] > s_.best_case[b];
+  });
+  cover(s_.best_case.empty() ? 0 : s_.best_case.size() - 1);
+}
+
+void SearchStream::cover(std::size_t pos) {
+  if (pos < seen_.size()) return;
+  const std::size_t n = std::max(pos + 1, seen_.size() * 2);
+  for (auto* v : {&seen_, &given_, &flying_, &dropped_flag_}) v->resize(n, 0);
+}
+
+bool SearchStream::seen(std::size_t pos) const { return pos < seen_.size() && seen_[pos]; }
+
+bool SearchStream::beyond(std::size_t pos) const {
+  return s_.margin > 0 && pos < s_.best_case.size() && std::isfinite(best_) &&
+         s_.best_case[pos] > s_.margin * best_;
+}
+
+void SearchStream::drop(std::size_t pos) {
+  cover(pos);
+  if (!dropped_flag_[pos]) dropped_.push_back(pos);
+  dropped_flag_[pos] = 1;
+}
+
+void SearchStream::add_measured(std::size_t pos, std::optional<double> ms) {
+  cover(pos);
+  seen_[pos] = given_[pos] = 1;
+  ++measured_, ++proposed_;
+  strategy_.report(pos, ms);
+}
+
+void SearchStream::offer_best(double prediction) {
+  if (std::isfinite(prediction) && prediction > 0 && !(prediction >= best_)) {
+    best_ = prediction;
+    apply_best();
+  }
+}
+
+void SearchStream::apply_best() {
+  if (s_.margin <= 0 || !std::isfinite(best_)) return;
+  std::vector<std::size_t> hold, exclude;
+  for (; by_best_case_at_ < by_best_case_.size(); ++by_best_case_at_) {
+    const std::size_t pos = by_best_case_[by_best_case_at_];
+    if (!(s_.best_case[pos] > s_.margin * best_)) break;
+    // Measured, or dropped already; one compiling is judged by its real prediction when it is
+    // back. Other strategies skip the rest when they propose it (beyond()).
+    if (!guide_ || given_[pos] || dropped_flag_[pos] || flying_[pos]) continue;
+    if (seen_[pos]) continue;  // proposed and judged already (measured, or not usable)
+    (pos < s_.left_out.size() && s_.left_out[pos] ? exclude : hold).push_back(pos);
+  }
+  if (!guide_) return;
+  guide_->hold_back(hold, s_.margin);
+  guide_->exclude(exclude);
+  for (std::size_t pos : hold) drop(pos);
+  for (std::size_t pos : exclude) drop(pos), left_out_excluded_.push_back(pos);
+}
+
+std::optional<std::size_t> SearchStream::next_to_compile() {
+  while (!stopped_ && in_flight_ < s_.look_ahead && measured_ + in_flight_ < s_.budget) {
+    const std::optional<std::size_t> next = strategy_.next();
+    if (!next) {
+      dry_ = true;
+      return std::nullopt;
+    }
+    const std::size_t pos = *next;
+    cover(pos);
+    if (given_[pos]) continue;  // measured before the stream (the default)
+    const bool again = seen_[pos];  // readmitted after rule 4 held it back
+    seen_[pos] = 1;
+    if (!again) ++proposed_;
+    if (!guide_ && beyond(pos)) {  // rule 4 from the best case: never compiled
+      drop(pos);
+      continue;
+    }
+    flying_[pos] = 1;
+    ++in_flight_;
+    return pos;
+  }
+  return std::nullopt;
+}
+
+bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, bool sets_best) {
+  cover(pos);
+  if (flying_[pos]) flying_[pos] = 0, --in_flight_;
+  if (sets_best) offer_best(prediction);
+  if (!usable) return false;
+  // Rule 4 on the real prediction, once: a configuration a refit readmitted is not judged again
+  // by the calibration it started with.
+  if (s_.margin > 0 && !dropped_flag_[pos] && std::isfinite(prediction) && std::isfinite(best_) &&
+      prediction > s_.margin * best_) {
+    if (guide_) {
+      if (pos < s_.left_out.size() && s_.left_out[pos]) {
+        guide_->exclude({pos});
+        left_out_excluded_.push_back(pos);
+      } else {
+        guide_->hold_back(std::vector<std::size_t>{pos}, s_.margin);
+      }
+    }
+    drop(pos);
+    return false;
+  }
+  flying_[pos] = 1;  // ready: still in flight until measured
+  ++in_flight_;
+  ready_.push_back(pos);
+  return true;
+}
+
+std::optional<std::size_t> SearchStream::next_to_measure() {
+  if (stopped_ || ready_.empty()) return std::nullopt;
+  const std::size_t pos = ready_.front();
+  ready_.pop_front();
+  return pos;
+}
+
+void SearchStream::measured(std::size_t pos, std::optional<double> ms) {
+  cover(pos);
+  if (flying_[pos]) flying_[pos] = 0, --in_flight_;
+  ++measured_;
+  dry_ = false;  // the outcome may give the strategy more to propose
+  strategy_.report(pos, ms);
+}
+
+void SearchStream::stop() { stopped_ = true; }
+
+bool SearchStream::done() const {
+  if (stopped_) return true;
+  if (in_flight_ > 0 || !ready_.empty()) return false;
+  return measured_ >= s_.budget || dry_;
+}
+
+std::vector<std::size_t> simulate_stream(
+    SearchStream& stream, const std::function<CompileVerdict(std::size_t)>& compile,
+    const std::function<std::optional<double>(std::size_t)>& measure,
+    const std::function<bool()>& enough) {
+  std::deque<std::size_t> compiling;
+  std::vector<std::size_t> order;
+  while (!stream.done()) {
+    while (auto pos = stream.next_to_compile()) compiling.push_back(*pos);
+    if (auto pos = stream.next_to_measure()) {
+      const std::optional<double> ms = measure(*pos);
+      order.push_back(*pos);
+      stream.measured(*pos, ms);
+      if (enough && enough()) break;
+      continue;
+    }
+    if (compiling.empty()) break;  // done() said otherwise only for what is in flight: none is
+    const std::size_t pos = compiling.front();
+    compiling.pop_front();
+    const CompileVerdict v = compile(pos);
+    stream.compiled(pos, v.usable, v.prediction, v.sets_best);
+  }
+  return order;
+}
+
+}  // namespace gputune::tuner
