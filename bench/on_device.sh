@@ -8,6 +8,8 @@
 #     bench                     bench/run_gpu_benchmarks.sh: variants/s, matmul vs cuBLAS at 4096^3
 #     naive [ARGS]              bench/run_naive_gpu_bench.sh ARGS (e.g. --budget 300 configs/naive/mv.json)
 #     proof [JOB[:N] ...]       bench/run_model_proof.sh: issue #3's proof on measured data
+#     stream [RUN ...]          bench/run_stream_bench.sh: the streaming runs (issue #49), each cold
+#                               and within its own limit (a RUN is "JOB ARGS... @SECONDS")
 #     screen JOB [RUN ARGS]     a cold `gputune run JOB` with the screen and with --no-screen, each
 #                               with its own empty cubin cache: wall times into bench/results
 #   e.g. bash bench/on_device.sh tests -- bench -- naive --budget 200 configs/naive/transpose.json
@@ -37,6 +39,30 @@ status=0
 
 step_tests() {
   "$kit/tests/gpu_test" --gtest_output="xml:$logs/gpu_test.xml" 2>&1 | tee "$logs/gpu_test.log"
+}
+
+# Issue #49's figures on the GPU: the streaming runs of bench/run_stream_bench.sh, cold, each
+# within its own limit (@N seconds; one cut off keeps what it measured), into bench/results.
+#   stream [RUN ...]   a RUN is "JOB ARGS... @SECONDS" (default: the three runs of the issue and
+#                      mm_sgemm --budget 200)
+step_stream() {
+  local out=$root/bench/results/stream-gpu-$slug-$date.md
+  local runs=("$@")
+  ((${#runs[@]})) || runs=("configs/naive/transpose.json --budget 60 @90"
+    "configs/naive/mm_sgemm.json --budget 60 @120" "configs/examples/matmul.json --strategy brute_force @90"
+    "configs/naive/mm_sgemm.json --budget 200 @150")
+  local args=(--)
+  for r in "${runs[@]}"; do args+=($r ";"); done
+  {
+    echo
+    echo "## Streaming runs on $device, $date (bench/run_stream_bench.sh)"
+    echo
+    echo "- commit: $GPUTUNE_COMMIT; $(nproc) host cores; each run with an empty cubin and analysis"
+    echo "  cache and a new database; GPU busy: the seconds gputune spent in its measurer"
+    echo
+    bash bench/run_stream_bench.sh "$kit/tuner/gputune" system "$logs/stream" "${args[@]}"
+  } | tee -a "$out"
+  for f in "$logs"/stream/run-*.log; do cp "$f" "$logs/stream-$(basename "$f")"; done
 }
 
 step_screen() {
@@ -77,6 +103,7 @@ run_step() {
     bench) bench/run_gpu_benchmarks.sh "$kit" ;;
     naive) bench/run_naive_gpu_bench.sh "$kit" "$@" ;;
     proof) bench/run_model_proof.sh "$kit" "$@" ;;
+    stream) step_stream "$@" ;;
     screen)
       [[ $# -ge 1 ]] || {
         echo "on_device: screen needs a job" >&2
@@ -85,7 +112,7 @@ run_step() {
       step_screen "$@"
       ;;
     *)
-      echo "on_device: unknown step '$name' (tests, bench, naive, proof, screen)" >&2
+      echo "on_device: unknown step '$name' (tests, bench, naive, proof, stream, screen)" >&2
       return 2
       ;;
   esac

@@ -14,7 +14,9 @@
 # nothing, and each launch sleeps FAKE_CUDA_SLOW_MS, default 2 ms) and FAKE_CUDA_BUSY_FILE (its
 # busy seconds). With a real driver's folder (or "system"), the GPU's; busy time is then the sum of
 # the stored measurements' samples. After `--`: other runs, each `JOB ARGS...;` (a literal `;`).
-# Each run is limited to STREAM_BENCH_TIMEOUT seconds (default 1800); a run cut off keeps its row.
+# Each run is limited to STREAM_BENCH_TIMEOUT seconds (default 1800), or to N with a last word @N
+# (`configs/examples/matmul.json --strategy brute_force @90`); a run cut off (SIGINT: it stores what
+# it measured and its provisional winner) keeps its row, with exit code 5.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gputune=${1:?usage: run_stream_bench.sh GPUTUNE [LIBCUDA_DIR] [OUT_DIR]}
@@ -40,12 +42,17 @@ else
         "configs/examples/matmul.json --strategy brute_force")
 fi
 
-echo "| run | first measurement (s) | compiled | measured | wall (s) | GPU busy (s) | GPU idle | analysis (s) | compile stage (s) | exit |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| run | first measurement (s) | compiled | measured | wall (s) | GPU busy (s) | GPU idle | analysis (s) | compile stage (s) | best (ms) | exit |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 n=0
 for spec in "${runs[@]}"; do
   n=$((n + 1))
   read -r -a words <<<"$spec"
+  run_limit=$limit
+  if [[ ${words[-1]} == @* ]]; then  # JOB ARGS... @SECONDS: this run's own limit
+    run_limit=${words[-1]#@}
+    unset 'words[-1]'
+  fi
   job=${words[0]}
   [[ $job = /* ]] || job=$root/$job
   name=$(basename "$job" .json)
@@ -60,7 +67,7 @@ for spec in "${runs[@]}"; do
   fi
   start=$(date +%s.%N)
   rc=0
-  (cd "$root" && env "${env_args[@]}" timeout -s INT "$limit" "$gputune" run "$job" "${words[@]:1}" \
+  (cd "$root" && env "${env_args[@]}" timeout -s INT "$run_limit" "$gputune" run "$job" "${words[@]:1}" \
     --db "$db" --cache-dir "$cache" >"$log" 2>&1) || rc=$?
   end=$(date +%s.%N)
   python3 - "$db" "$log" "$busy" "$start" "$end" "$name ${words[*]:1}" "$rc" "$fake" <<'EOF'
@@ -68,7 +75,7 @@ import datetime, os, re, sqlite3, sys
 db, log, busy, start, end, name, rc, fake = sys.argv[1:]
 start, end = float(start), float(end)
 text = open(log, errors="replace").read()
-first = measured = None
+first = measured = best = None
 busy_s = None
 if os.path.exists(db):
     c = sqlite3.connect(db)
@@ -78,14 +85,21 @@ if os.path.exists(db):
         t = datetime.datetime.strptime(row[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
         first = t.timestamp() - start
     measured = row[1]
+    best = c.execute("SELECT min(m.time_ms) FROM winners w JOIN measurements m "
+                     "ON m.id = w.measurement_id").fetchone()[0]
     if fake != "1":
         import json
         busy_s = sum(sum(json.loads(s or "[]")) for (s,) in c.execute(
             "SELECT samples FROM measurements")) / 1000
 if fake == "1" and os.path.exists(busy):
     busy_s = float(open(busy).read())
-m = re.search(r"compiled (\d+) \((\d+) from cache\)", text)
-compiled = m.group(1) if m else "?"
+else:
+    # A real GPU: the seconds gputune spent in its measurer (launches, copies, verification).
+    m = re.search(r"GPU busy ([0-9.e+]+) s of", text)
+    if m:
+        busy_s = float(m.group(1))
+m = re.search(r"compiled (\d+) \((\d+) from cache\), compile failures (\d+)", text)
+compiled = str(int(m.group(1)) + int(m.group(3))) if m else "?"
 stage = lambda pat: sum(float(x) for x in re.findall(r"stage " + pat + r" took ([0-9.e+]+) ms", text)) / 1000
 analysis = stage(r"(?:model search|model [^ ]+|analysis[^ ]*)")
 compile_s = stage(r"compile[^ ]*")
@@ -93,6 +107,7 @@ wall = end - start
 fmt = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
 idle = "-" if busy_s is None else f"{100 * (1 - busy_s / wall):.1f}%"
 print(f"| {name} | {fmt(first)} | {compiled} | {fmt(measured, 0) if measured is not None else '-'} | "
-      f"{wall:.1f} | {fmt(busy_s)} | {idle} | {analysis:.1f} | {compile_s:.1f} | {rc} |")
+      f"{wall:.1f} | {fmt(busy_s)} | {idle} | {analysis:.1f} | {compile_s:.1f} | "
+      f"{fmt(best, 4)} | {rc} |")
 EOF
 done

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -134,7 +135,10 @@ class ContextRun {
     if (work_.models()) {
       model_ = work_.context(k_);
       say_messages();
-      if (!model_) return false;  // Ctrl-C stopped the analysis
+      if (!model_) {  // Ctrl-C stopped the analysis
+        s_.log << "gputune: model: stopped (Ctrl-C) after analysing part of the space\n";
+        return false;
+      }
       report_model();
     } else if (s_.use_model && !s_.dev) {
       if (k_ == 0)
@@ -194,6 +198,19 @@ class ContextRun {
       strategy_ = std::move(guide);
       if (rule4) guide_->hold_back(std::vector<std::size_t>{}, settings.margin);
       learn_from_the_past();
+    } else if (rule4) {
+      // Everything rule 4 keeps is measured: compiled in order of best case (those without one
+      // first: nothing bounds them), so that rule 4's best settles after a few compiles and
+      // what it keeps is known early (the stream measures a variant once it surely keeps it).
+      std::vector<std::size_t> order(n);
+      for (std::size_t pos = 0; pos < n; ++pos) order[pos] = pos;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const double x = best_case_[a], y = best_case_[b];
+        if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && !std::isnan(y);
+        return x < y;
+      });
+      strategy_ = make_list(std::move(order));
+      settings.exact = exact_ = true;
     } else {
       strategy_ = make_brute_force(n);  // the plan is the strategy's order already
     }
@@ -207,7 +224,8 @@ class ContextRun {
       Candidate& c = s_.candidate(index);
       if (t.measured && t.measurement_id && stored_.count(index) && t.prediction.ok)
         s_.store->set_predicted_ms(t.measurement_id, t.prediction.ms);
-      if (s_.job.pruner.enabled && c.usable() && t.launch && judged_.insert(index).second)
+      if (t.measured && s_.job.pruner.enabled && c.usable() && t.launch &&
+          judged_.insert(index).second)
         apply_rules(c, t);
       if (t.prediction.ok && sets_best(t)) stream_->offer_best(t.prediction.ms);
       if (t.measured) stream_->add_measured(static_cast<std::size_t>(pos), t.time_ms);
@@ -228,17 +246,17 @@ class ContextRun {
       }
       while (auto pos = stream_->next_to_compile()) {
         Candidate& c = s_.candidate(plan_->index[*pos]);
-        if (c.state == Candidate::Compile::kDone) {
-          judge(*pos);
-          continue;
-        }
+        in_order_.push_back(*pos);
+        if (c.state == Candidate::Compile::kDone) continue;
         waiting_.insert(c.index);
         if (c.state == Candidate::Compile::kNot) s_.pool->submit(c);
       }
+      judge_ready();
       while (Candidate* done = s_.pool->poll()) on_compiled(*done);
       if (auto pos = stream_->next_to_measure()) {
         Candidate& c = s_.candidate(plan_->index[*pos]);
         const bool readmitted = guide_ && dropped_before(*pos);
+        readmitted_measured_ += readmitted;
         std::optional<double> t = measure(
             c, trial(c),
             readmitted ? "readmitted: pruned by rule model under the starting calibration, "
@@ -247,7 +265,10 @@ class ContextRun {
                        : "");
         stream_->measured(*pos, t);
         prog.update(++steps, failures_, best_ms_);
-        if (s_.out_of_time) stream_->stop();
+        if (s_.out_of_time) {
+          stream_->stop();
+          not_run_for_time();
+        }
         continue;
       }
       if (stream_->done()) break;
@@ -257,45 +278,62 @@ class ContextRun {
     steps_ = steps;
   }
 
+  /// The time budget is spent: a strategy without feedback planned the rest, which is stored as
+  /// not run (without compiling it), so `show` says what the budget cut.
+  void not_run_for_time() {
+    if (guide_) return;  // a search plans as it goes: nothing more was planned
+    for (std::size_t pos = 0; pos < plan_->index.size(); ++pos) {
+      Candidate& c = s_.candidate(plan_->index[pos]);
+      Trial& t = trial(c, /*launch=*/false);
+      if (t.measured || stored_.count(c.index)) continue;
+      db::MeasurementRecord row = measurement_row(keys(c), c, t);
+      row.status = "timeout";
+      row.reason = "not run: the job's time budget was spent";
+      ++failures_;
+      store(c, t, row);
+    }
+  }
+
   /// A few configurations rule 4 dropped or the search skipped, timed anyway: the regret the
   /// pruning and the search's stop would have caused. What the model's search left out and
   /// drew at random for this is always among them.
   void regret_sample() {
     if (!s_.use_model || !measurer_) return;
+    // The candidates: every planned configuration not measured here that a rule pruned or (model
+    // guided) the search skipped, whatever is known of it yet; the same list, so the same
+    // seeded draw, whether or not the plan was compiled whole first.
     std::vector<std::size_t> pick, from_left_out;
     for (std::size_t pos = 0; pos < plan_->index.size(); ++pos) {
       auto it = trials_.find(plan_->index[pos]);
-      const Trial* t = it == trials_.end() ? nullptr : &it->second;
-      if (t && (t->measured || !t->geometry_error.empty())) continue;
-      const std::string rule = t ? t->decision.rule : "";
-      if (rule == "duplicate" || rule == "resources") continue;
-      if (auto c = s_.candidates.find(plan_->index[pos]);
-          c != s_.candidates.end() && c->second.state == Candidate::Compile::kDone &&
-          !c->second.usable())
-        continue;  // did not compile
-      const bool dropped = dropped_before(pos) || rule == "spills";
-      if (!dropped && !guide_) continue;
+      if (it != trials_.end() && it->second.measured) continue;
       (plan_->left_out[pos] ? from_left_out : pick).push_back(pos);
     }
     std::mt19937_64 rng(s_.job.seed);
     std::shuffle(pick.begin(), pick.end(), rng);
-    pick.resize(std::min<std::size_t>(
-        pick.size(), static_cast<std::size_t>(std::max(0, s_.job.pruner.regret_sample))));
-    pick.insert(pick.end(), from_left_out.begin(), from_left_out.end());
-    if (pick.empty()) return;
-    // Compiled together (the pool), measured in the order drawn.
-    for (std::size_t pos : pick) {
-      Candidate& c = s_.candidate(plan_->index[pos]);
-      if (c.state == Candidate::Compile::kNot) s_.pool->submit(c);
-    }
+    const auto wanted = static_cast<std::size_t>(std::max(0, s_.job.pruner.regret_sample));
+    // Walked in the drawn order until `wanted` are timed: one that turns out, once compiled, to
+    // be the same binary as one measured, or a launch that fails (rules 1 and 3), is no sample
+    // of anything; one that does not compile or launch is counted. What the search left out and
+    // drew at random is always timed.
     const std::optional<double> best_kept = best_ms_;
     std::optional<double> best_sample;
-    std::size_t unusable = 0, left_out_timed = 0;
-    for (std::size_t pos : pick) {
+    std::size_t timed = 0, unusable = 0, not_samples = 0, left_out_timed = 0;
+    std::vector<std::size_t> walk = std::move(from_left_out);
+    const std::size_t always = walk.size();
+    walk.insert(walk.end(), pick.begin(), pick.end());
+    const std::size_t ahead = 2 * static_cast<std::size_t>(s_.pool->threads());
+    for (std::size_t w = 0; w < walk.size() && (w < always || timed - left_out_timed < wanted);
+         ++w) {
       if (s_.opt.should_stop && s_.opt.should_stop()) {
         s_.rep.interrupted = true;
         break;
       }
+      // Compiled a little ahead of the walk.
+      for (std::size_t a = w; a < std::min(walk.size(), w + ahead); ++a)
+        if (Candidate& c = s_.candidate(plan_->index[walk[a]]);
+            c.state == Candidate::Compile::kNot)
+          s_.pool->submit(c);
+      const std::size_t pos = walk[w];
       Candidate& c = s_.candidate(plan_->index[pos]);
       if (!wait_compiled(s_, c)) {
         s_.rep.interrupted = true;
@@ -307,32 +345,36 @@ class ContextRun {
         store_unlaunchable(c, t);
         continue;
       }
-      // Compiled for the sample: rules 1-2 still hold (a launch that would fail, the same binary
-      // as one measured is not a sample of anything).
-      if (s_.job.pruner.enabled && judged_.insert(c.index).second) apply_rules(c, t);
-      if (t.decision.rule == "resources" || t.decision.rule == "duplicate") {
-        ++unusable;
+      if (s_.job.pruner.enabled &&
+          (!t.occupancy.feasible || measured_binaries_.count(binary(c, t)))) {
+        ++not_samples;
         continue;
       }
-      left_out_timed += plan_->left_out[pos] != 0;
+      const bool from_search = plan_->left_out[pos] != 0;
+      left_out_timed += from_search;
+      ++timed;
       const std::string why = dropped_before(pos) ? "pruned by rule model"
                               : !t.decision.kept  ? "pruned by rule " + t.decision.rule
-                                                  : std::string("skipped by model_guided");
+                              : guide_            ? std::string("skipped by model_guided")
+                                                  : std::string("pruned by rule model");
       if (auto ms = measure(c, t, "regret sample (" + why + ")");
           ms && (!best_sample || *ms < *best_sample))
         best_sample = ms;
     }
-    if (!best_kept || s_.rep.interrupted) return;
+    if (!best_kept || s_.rep.interrupted || walk.empty()) return;
     const double regret =
         best_sample && *best_sample < *best_kept ? *best_kept / *best_sample : 1.0;
     s_.rep.regret = regret;
-    s_.rep.regret_sampled += pick.size() - unusable;
-    s_.log << "gputune: regret sample: " << pick.size() - unusable
-           << " pruned or skipped variants timed"
+    s_.rep.regret_sampled += timed;
+    s_.log << "gputune: regret sample: " << timed << " pruned or skipped variants timed"
            << (left_out_timed ? " (" + std::to_string(left_out_timed) +
                                     " of them left out by the model's search)"
                               : std::string())
            << (unusable ? " (" + std::to_string(unusable) + " more could not run)" : "")
+           << (not_samples ? " (" + std::to_string(not_samples) +
+                                 " more, compiled for it, were pruned by rule 1 or 3: a launch "
+                                 "that fails, or the same binary as one measured)"
+                           : "")
            << "; best " << (best_sample ? *best_sample : 0) << " ms against the measured best "
            << *best_kept << " ms: regret " << regret
            << (regret > 1 ? " (the pruning missed a faster variant)" : "") << "\n";
@@ -352,8 +394,8 @@ class ContextRun {
       if (t.prediction.ok)
         why << "predicted " << t.prediction.ms << " ms (" << t.prediction.bound << "-bound)";
       else
-        why << "its best case " << best_case_[pos]
-            << " ms (at any occupancy its launch allows; not compiled)";
+        why << "not compiled: at best " << best_case_[pos]
+            << " ms at any occupancy its launch allows";
       why << ", more than " << s_.job.pruner.model_margin << " x the best prediction " << best
           << " ms";
       t.decision.kept = false, t.decision.rule = "model", t.decision.reason = why.str();
@@ -477,6 +519,13 @@ class ContextRun {
                                  model_->threads_per_block[pos]);
   }
 
+  /// The binary and launch of a compiled configuration: equal ones compute and time the same.
+  static std::string binary(const Candidate& c, const Trial& t) {
+    const auto& g = t.launch->geometry;
+    return c.compiled.cubin_hash + "|" + dims(g.grid) + "/" + dims(g.block) + "/" +
+           std::to_string(g.dynamic_smem);
+  }
+
   static bool sets_best(const Trial& t) {
     return t.decision.kept || t.decision.rule == "duplicate";
   }
@@ -488,9 +537,26 @@ class ContextRun {
 
   void on_compiled(Candidate& c) {
     check_compiled(s_, c);
-    if (waiting_.erase(c.index))
-      if (const long pos = plan_->position(c.index); pos >= 0)
-        judge(static_cast<std::size_t>(pos));
+    waiting_.erase(c.index);
+    judge_ready();
+  }
+
+  /// Judges the proposed configurations that are compiled: as each is ready, or (a strategy
+  /// without feedback, which measures everything rule 4 keeps) in the order they were proposed,
+  /// so that which of a group of identical binaries is kept does not depend on which compile
+  /// finished first.
+  void judge_ready() {
+    const bool ordered = exact_;
+    for (auto it = in_order_.begin(); it != in_order_.end();) {
+      if (waiting_.count(plan_->index[*it])) {
+        if (ordered) break;
+        ++it;
+        continue;
+      }
+      const std::size_t pos = *it;
+      it = in_order_.erase(it);
+      judge(pos);
+    }
   }
 
   /// A proposed configuration is compiled: rules 1-3 (with the pruner on), its real prediction
@@ -511,6 +577,14 @@ class ContextRun {
       row.reason = "pruned by rule " + t.decision.rule + ": " + t.decision.reason;
       store(c, t, row);
     }
+    // The same binary and launch as one measured here: its outcome is known without a launch,
+    // and it counts against the budget as a measurement (the search learns it too).
+    if (t.decision.rule == "duplicate" && t.decision.duplicate_of >= 0)
+      if (auto twin = trials_.find(static_cast<std::size_t>(t.decision.duplicate_of));
+          twin != trials_.end() && twin->second.measured) {
+        stream_->known(pos, twin->second.time_ms, t.prediction.ok ? t.prediction.ms : kNaN);
+        return;
+      }
     stream_->compiled(pos, t.decision.kept, t.prediction.ok ? t.prediction.ms : kNaN,
                       sets_best(t));
   }
@@ -530,9 +604,8 @@ class ContextRun {
                  std::to_string(s_.rule_options.max_spill_bytes);
     } else if (!c.compiled.cubin_hash.empty()) {
       const auto& g = t.launch->geometry;
-      const std::string key = c.compiled.cubin_hash + "|" + dims(g.grid) + "/" + dims(g.block) +
-                              "/" + std::to_string(g.dynamic_smem);
-      auto [it, first] = binaries_.emplace(key, c.index);
+      (void)g;
+      auto [it, first] = binaries_.emplace(binary(c, t), c.index);
       if (!first && it->second != c.index) {
         d.kept = false, d.rule = "duplicate", d.duplicate_of = static_cast<long>(it->second);
         d.reason = "same cubin and launch geometry as configuration " +
@@ -596,6 +669,8 @@ class ContextRun {
     t.time_ms = result;
     store(c, t, row);
     t.measured = true;
+    if (c.usable() && t.launch && !c.compiled.cubin_hash.empty())
+      measured_binaries_.insert(binary(c, t));
     if (is_timed(row.status) && !s_.first_measurement_s)
       s_.first_measurement_s = std::chrono::duration<double>(Clock::now() - s_.started).count();
     if (result && *result <= *best_ms_)  // the fastest so far: the provisional winner
@@ -759,15 +834,17 @@ class ContextRun {
 
   /// What the search did and learned, for the log.
   void report_search() {
-    if (s_.job.pruner.enabled && model_) {
+    if (s_.job.pruner.enabled) {
       s_.log << "gputune: pruner: resources " << removed_["resources"] << " spills "
              << removed_["spills"] << " duplicate " << removed_["duplicate"] << " model "
              << stream_->dropped_by_model().size() << " (removed per rule";
       std::size_t never = 0;
       for (std::size_t pos : stream_->dropped_by_model())
-        never += !s_.candidates.count(plan_->index[pos]) ||
-                 s_.candidates.at(plan_->index[pos]).state == Candidate::Compile::kNot;
-      s_.rep.screened = std::max(s_.rep.screened, never);
+        if (!s_.candidates.count(plan_->index[pos]) ||
+            s_.candidates.at(plan_->index[pos]).state == Candidate::Compile::kNot) {
+          ++never;
+          s_.screened.insert(plan_->index[pos]);
+        }
       if (s_.opt.screen && never > 0)
         s_.log << "; rule 4 judged " << never
                << " of them from their source alone and never compiled them";
@@ -780,13 +857,10 @@ class ContextRun {
     const std::size_t held = stream_->dropped_by_model().size() -
                              stream_->left_out_excluded().size();
     if (held > 0) {
-      std::size_t measured = 0;
-      for (std::size_t pos : guide_->readmitted())
-        if (auto it = trials_.find(plan_->index[pos]); it != trials_.end())
-          measured += it->second.measured;
       s_.log << "gputune: model_guided: refits on this run's measurements readmitted "
              << guide_->readmitted().size() << " of the " << held
-             << " variants the model rule held back (" << measured << " of them measured)\n";
+             << " variants the model rule held back (" << readmitted_measured_
+             << " of them measured by the search)\n";
     }
     if (guide_->effects() && guide_->effects()->samples() > 0) {
       std::string misses = guide_->effects()->summary(6);
@@ -845,15 +919,19 @@ class ContextRun {
   std::size_t budget_ = std::numeric_limits<std::size_t>::max();
   std::unordered_map<std::size_t, Trial> trials_;        // by space index
   std::unordered_set<std::size_t> waiting_;              // space indices the stream waits for
+  std::list<std::size_t> in_order_;  // positions proposed and not judged yet, in proposal order
   std::unordered_set<std::size_t> stored_;               // space indices with a row here
   std::unordered_set<std::size_t> judged_;               // space indices rules 1-3 judged
   std::unordered_map<std::string, std::size_t> binaries_;  // cubin + launch -> first kept
+  std::unordered_set<std::string> measured_binaries_;      // cubin + launch measured here
   std::map<std::string, std::size_t> removed_;             // per rule 1-3
   std::map<std::int64_t, double> resumed_ms_;             // by variant id
   std::map<std::int64_t, std::int64_t> resumed_mid_;
   std::vector<std::pair<double, std::size_t>> correct_;  // (first-pass median, space index)
   std::optional<double> best_ms_, default_ms_;
   std::size_t failures_ = 0, steps_ = 0;
+  std::size_t readmitted_measured_ = 0;  // readmitted variants the search measured
+  bool exact_ = false;  // rule 4 exactly as over the whole plan (search_stream.h), judged in order
 };
 
 }  // namespace

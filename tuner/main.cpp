@@ -670,11 +670,16 @@ int cmd_best(int argc, char** argv) {
       nlohmann::json j = {
           {"kernel", w.kernel},   {"context", w.context_label},
           {"device", w.device},   {"configuration", nlohmann::json::parse(w.params_json)},
-          {"time_ms", w.time_ms}, {"run", w.run_id}};
+          {"time_ms", w.time_ms}, {"run", w.run_id}, {"provisional", w.provisional}};
       std::cout << j.dump() << "\n";
     } else {
       std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
                 << " ms  " << w.params_json << "\n";
+      if (w.provisional)
+        std::cout << "  provisional: the fastest first pass of run " << w.run_id
+                  << ", which stopped before re-measuring its top variants (`gputune run ... "
+                     "--resume "
+                  << w.run_id << "` finishes it)\n";
       if (const NaiveWinner n = naive_winner(w); n.command)
         std::cout << "  a generated variant of the naive kernel; its source: " << *n.command
                   << "\n";

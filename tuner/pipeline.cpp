@@ -53,6 +53,21 @@ void no_compile_at_all(RunState& s) {
                  fix);
 }
 
+/// The screen: what rule 4 judged from the source alone and no stage compiled since.
+void report_screen(RunState& s) {
+  std::size_t never = 0;
+  for (std::size_t index : s.screened) {
+    auto it = s.candidates.find(index);
+    never += it == s.candidates.end() || it->second.state == Candidate::Compile::kNot;
+  }
+  s.rep.screened = never;
+  if (never == 0 || !s.opt.screen) return;
+  s.log << "gputune: screen: " << never << " of " << s.rep.planned
+        << " configurations not compiled: rule 4 judged them from their source (their best "
+           "prediction at any occupancy is more than "
+        << s.job.pruner.model_margin << " x the best compiled one)\n";
+}
+
 /// How the run used its time: when it first measured, and how long the GPU worked.
 void report_time(RunState& s) {
   RunReport& rep = s.rep;
@@ -89,7 +104,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                                            [&s](Candidate& c) { compile_candidate(s, c); });
     if (s.default_index >= 0) s.pool->submit(s.candidate(static_cast<std::size_t>(s.default_index)));
     bool search = false;
-    ModelWork model(s, plan_without_search(s, search), search);
+    Plan plan = plan_without_search(s, search);
+    ModelWork model(s, std::move(plan), search);
     if (s.dev) {
       s.gpu = std::make_unique<PrimaryContext>(s.dev->index);
       // A launch that never returns ends the process (a kernel cannot be interrupted in it).
@@ -107,6 +123,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     for (std::size_t k = 0; k < s.job.contexts.size() && !rep.interrupted; ++k)
       tune_context(s, model, k);
     count_compiles(s);
+    report_screen(s);
     no_compile_at_all(s);
     finish_run(s);
     s.pool.reset();  // before the state it compiles for

@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,8 @@ struct RunState {
   Candidate& candidate(std::size_t space_index);
   std::int64_t variant_id(Candidate& c);  ///< its row, stored on first use
   std::unique_ptr<CompilePool> pool;
+  /// Configurations rule 4 dropped from their source alone in some context (the screen).
+  std::unordered_set<std::size_t> screened;
   long default_index = -1;  ///< the default configuration's space index (-1: not in the space)
   /// The first compiled variant's cubin showed the job's arguments fit the kernel (later ones
   /// that differ fail alone).

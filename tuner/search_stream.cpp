@@ -14,13 +14,45 @@ SearchStream::SearchStream(Strategy& strategy, ModelGuided* guide, Settings sett
   std::stable_sort(by_best_case_.begin(), by_best_case_.end(), [&](std::size_t a, std::size_t b) {
     return s_.best_case[a] > s_.best_case[b];
   });
+  by_best_case_up_.assign(by_best_case_.rbegin(), by_best_case_.rend());
   cover(s_.best_case.empty() ? 0 : s_.best_case.size() - 1);
+}
+
+double SearchStream::lowest_best() {
+  while (by_best_case_up_at_ < by_best_case_up_.size() &&
+         (resolved_[by_best_case_up_[by_best_case_up_at_]] ||
+          given_[by_best_case_up_[by_best_case_up_at_]]))
+    ++by_best_case_up_at_;
+  double low = best_;
+  if (by_best_case_up_at_ < by_best_case_up_.size()) {
+    const double next = s_.best_case[by_best_case_up_[by_best_case_up_at_]];
+    if (!(next >= low)) low = next;
+  }
+  return low;
+}
+
+void SearchStream::release() {
+  if (!s_.exact || deferred_.empty()) return;
+  const double low = lowest_best();
+  std::vector<std::pair<std::size_t, double>> still;
+  for (const auto& [pos, prediction] : deferred_) {
+    if (std::isfinite(best_) && prediction > s_.margin * best_) {
+      flying_[pos] = 0;
+      drop(pos);  // rule 4 prunes it: the best fell below what it needs
+    } else if (!(prediction > s_.margin * low)) {
+      ready_.push_back(pos);  // rule 4 keeps it whatever is compiled next
+      ++in_flight_;
+    } else {
+      still.emplace_back(pos, prediction);
+    }
+  }
+  deferred_ = std::move(still);
 }
 
 void SearchStream::cover(std::size_t pos) {
   if (pos < seen_.size()) return;
   const std::size_t n = std::max(pos + 1, seen_.size() * 2);
-  for (auto* v : {&seen_, &given_, &flying_, &dropped_flag_}) v->resize(n, 0);
+  for (auto* v : {&seen_, &given_, &flying_, &dropped_flag_, &resolved_}) v->resize(n, 0);
 }
 
 bool SearchStream::seen(std::size_t pos) const { return pos < seen_.size() && seen_[pos]; }
@@ -32,6 +64,7 @@ bool SearchStream::beyond(std::size_t pos) const {
 
 void SearchStream::drop(std::size_t pos) {
   cover(pos);
+  resolved_[pos] = 1;
   if (!dropped_flag_[pos]) dropped_.push_back(pos);
   dropped_flag_[pos] = 1;
 }
@@ -48,6 +81,7 @@ void SearchStream::offer_best(double prediction) {
     best_ = prediction;
     apply_best();
   }
+  release();
 }
 
 void SearchStream::apply_best() {
@@ -74,6 +108,7 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
     const std::optional<std::size_t> next = strategy_.next();
     if (!next) {
       dry_ = true;
+      release();
       return std::nullopt;
     }
     const std::size_t pos = *next;
@@ -84,6 +119,7 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
     if (!again) ++proposed_;
     if (!guide_ && beyond(pos)) {  // rule 4 from the best case: never compiled
       drop(pos);
+      release();
       continue;
     }
     flying_[pos] = 1;
@@ -96,8 +132,12 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
 bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, bool sets_best) {
   cover(pos);
   if (flying_[pos]) flying_[pos] = 0, --in_flight_;
+  resolved_[pos] = 1;
   if (sets_best) offer_best(prediction);
-  if (!usable) return false;
+  if (!usable) {
+    release();
+    return false;
+  }
   // Rule 4 on the real prediction, once: a configuration a refit readmitted is not judged again
   // by the calibration it started with.
   if (s_.margin > 0 && !dropped_flag_[pos] && std::isfinite(prediction) && std::isfinite(best_) &&
@@ -114,9 +154,26 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
     return false;
   }
   flying_[pos] = 1;  // ready: still in flight until measured
+  if (s_.exact && s_.margin > 0 && std::isfinite(prediction)) {
+    // Measured once rule 4 surely keeps it; until then outside the look-ahead, so that what
+    // settles the best is compiled meanwhile.
+    deferred_.emplace_back(pos, prediction);
+    release();
+    return true;
+  }
   ++in_flight_;
   ready_.push_back(pos);
   return true;
+}
+
+void SearchStream::known(std::size_t pos, std::optional<double> ms, double prediction) {
+  cover(pos);
+  if (flying_[pos]) flying_[pos] = 0, --in_flight_;
+  resolved_[pos] = 1;
+  offer_best(prediction);
+  ++measured_;
+  dry_ = false;
+  strategy_.report(pos, ms);
 }
 
 std::optional<std::size_t> SearchStream::next_to_measure() {
@@ -138,7 +195,7 @@ void SearchStream::stop() { stopped_ = true; }
 
 bool SearchStream::done() const {
   if (stopped_) return true;
-  if (in_flight_ > 0 || !ready_.empty()) return false;
+  if (in_flight_ > 0 || !ready_.empty() || !deferred_.empty()) return false;
   return measured_ >= s_.budget || dry_;
 }
 

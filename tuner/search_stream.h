@@ -44,6 +44,14 @@ class SearchStream {
     /// Per position (may be empty): drawn from what the model's search left out, for the regret
     /// sample: rule 4 excludes it rather than holding it back, so that it stays a random draw.
     std::vector<char> left_out;
+    /// Rule 4 exactly as over the whole plan compiled (strategies without feedback, which
+    /// measure everything rule 4 keeps): a compiled configuration is measured only once rule 4
+    /// surely keeps it, i.e. its prediction is within margin x every best the configurations not
+    /// compiled yet could still set (their best cases bound their predictions from below); it
+    /// waits until then, outside the look-ahead. Give the strategy the plan in order of best case
+    /// so that the bound settles early. Without it (model_guided), what the stream compiled
+    /// before the best fell is measured: a search, which holds back and readmits.
+    bool exact = false;
   };
 
   /// `guide`: the same object as `strategy` when it is model_guided (rule 4 holds back through
@@ -69,6 +77,11 @@ class SearchStream {
   /// Returns true when it is to be measured (next_to_measure will give it); false when it is not
   /// usable or rule 4 drops it on its real prediction (held back under model_guided).
   bool compiled(std::size_t pos, bool usable, double prediction, bool sets_best);
+
+  /// A compiled configuration whose outcome is known without measuring it (the same binary and
+  /// launch as one measured): counted as a measurement and reported to the strategy.
+  /// `prediction` as compiled() takes it (rule 4's best counts it).
+  void known(std::size_t pos, std::optional<double> ms, double prediction);
 
   /// The compiled configuration to measure next: the first to become ready.
   std::optional<std::size_t> next_to_measure();
@@ -108,6 +121,11 @@ class SearchStream {
   /// Grows the per-position flags to hold `pos`.
   void cover(std::size_t pos);
 
+  /// The lowest best rule 4 can still reach: its best, or the lowest best case not compiled yet.
+  double lowest_best();
+  /// exact: moves what rule 4 now surely keeps to the ready queue, drops what it prunes.
+  void release();
+
   Strategy& strategy_;
   ModelGuided* guide_;
   Settings s_;
@@ -118,6 +136,12 @@ class SearchStream {
   std::vector<std::size_t> by_best_case_;  // positions with a best case, highest first
   std::size_t by_best_case_at_ = 0;        // those before it are beyond margin x best_
   std::deque<std::size_t> ready_;
+  // exact: compiled, usable, waiting for rule 4 to be sure (position, real prediction); and the
+  // positions with a best case, lowest first, with how many of them are compiled or dropped.
+  std::vector<std::pair<std::size_t, double>> deferred_;
+  std::vector<std::size_t> by_best_case_up_;
+  std::size_t by_best_case_up_at_ = 0;
+  std::vector<char> resolved_;  // per position: compiled or dropped
   std::size_t in_flight_ = 0, measured_ = 0, proposed_ = 0;
   double best_ = std::numeric_limits<double>::quiet_NaN();
   bool dry_ = false;  // the strategy had nothing the last time it was asked

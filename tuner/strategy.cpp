@@ -67,6 +67,10 @@ std::unique_ptr<Strategy> make_brute_force(size_t n) {
   return std::make_unique<Ordered>(std::move(order), "brute_force");
 }
 
+std::unique_ptr<Strategy> make_list(std::vector<size_t> order) {
+  return std::make_unique<Ordered>(std::move(order), "list");
+}
+
 std::unique_ptr<Strategy> make_random(size_t n, std::uint64_t seed) {
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});

@@ -31,6 +31,8 @@ class Strategy {
 
 /// Every configuration in space order.
 std::unique_ptr<Strategy> make_brute_force(size_t space_size);
+/// These indices, in this order (a plan ordered by something else than the space).
+std::unique_ptr<Strategy> make_list(std::vector<size_t> order);
 /// A uniformly random permutation (seeded: the same seed gives the same order).
 std::unique_ptr<Strategy> make_random(size_t space_size, std::uint64_t seed);
 /// What the model misses, learned from what was measured: log(measured / predicted) fitted as an

@@ -51,6 +51,59 @@ TEST(Store, UpsertsAreIdempotentByContentHash) {
             f.store.upsert_job("m", "other", "{}"));
 }
 
+// A run names its fastest first pass as it goes (provisional), so a run stopped early has a
+// winner; its re-measured winner then takes that place, compared with the winner the provisional
+// one replaced, which comes back when the re-measured time does not beat it.
+TEST(Store, AProvisionalWinnerGivesWayToItsRunsReMeasuredOne) {
+  Fixture f;
+  const std::int64_t earlier = f.measure(f.v1, "correct", 5.0);  // an earlier run's winner
+  ASSERT_TRUE(f.store.offer_winner(f.context, earlier));
+  const std::int64_t job = f.store.upsert_job("matmul", "/x/matmul.json", "{}");
+  const std::int64_t first_run = f.run;
+  f.run = f.store.begin_run(job, "random", 2);
+  auto winner = [&] {
+    auto w = f.store.winners("matmul");
+    EXPECT_EQ(w.size(), 1u);
+    return w.empty() ? WinnerRow{} : w[0];
+  };
+  // A first pass at 4.0 replaces it provisionally; a slower one changes nothing, a faster one
+  // replaces the provisional one.
+  EXPECT_TRUE(f.store.offer_winner(f.context, f.measure(f.v2, "correct", 4.0), true));
+  EXPECT_TRUE(winner().provisional);
+  EXPECT_FALSE(f.store.offer_winner(f.context, f.measure(f.v1, "correct", 4.5), true));
+  const std::int64_t fast = f.measure(f.v2, "correct", 3.5);
+  EXPECT_TRUE(f.store.offer_winner(f.context, fast, true));
+  EXPECT_EQ(winner().measurement_id, fast);
+  // Its re-measurement, 4.2 (slower than the 3.5 first pass, faster than the earlier run's 5.0),
+  // is the winner, no longer provisional.
+  const std::int64_t fresh = f.measure(f.v2, "correct", 4.2);
+  EXPECT_TRUE(f.store.offer_winner(f.context, fresh));
+  EXPECT_EQ(winner().measurement_id, fresh);
+  EXPECT_FALSE(winner().provisional);
+  // Another run's provisional first pass at 4.1 and its re-measurement at 6.0: the 4.2 winner
+  // it replaced comes back.
+  f.run = f.store.begin_run(job, "random", 2);
+  EXPECT_TRUE(f.store.offer_winner(f.context, f.measure(f.v1, "correct", 4.1), true));
+  EXPECT_FALSE(f.store.offer_winner(f.context, f.measure(f.v1, "correct", 6.0)));
+  EXPECT_EQ(winner().measurement_id, fresh);
+  EXPECT_FALSE(winner().provisional);
+  EXPECT_EQ(winner().run_id, f.run - 1);
+  (void)first_run;
+}
+
+// A run that stored nothing can be discarded (bad input found once it had begun); one with
+// measurements cannot.
+TEST(Store, OnlyARunWithoutMeasurementsIsDiscarded) {
+  Fixture f;
+  EXPECT_TRUE(f.store.discard_run(f.run));
+  EXPECT_FALSE(f.store.run(f.run).has_value());
+  const std::int64_t job = f.store.upsert_job("matmul", "/x/matmul.json", "{}");
+  f.run = f.store.begin_run(job, "brute_force", 2);
+  f.measure(f.v1, "correct", 1.0);
+  EXPECT_FALSE(f.store.discard_run(f.run));
+  EXPECT_TRUE(f.store.run(f.run).has_value());
+}
+
 TEST(Store, WinnerIsTheFastestCorrectMeasurement) {
   Fixture f;
   auto slow = f.measure(f.v1, "correct", 2.0);

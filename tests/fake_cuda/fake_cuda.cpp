@@ -11,7 +11,8 @@
 //   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored);
 //   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
 //   driver);
-//   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel);
+//   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel); with
+//     FAKE_CUDA_HANG_MARK=PATH it first creates PATH, so a test knows the hang has begun;
 //   - FAKE_CUDA_SLOW_MS=M: every launch takes M real milliseconds;
 //   - FAKE_CUDA_TIME_SCALE=F: the fake clock's costs are multiplied by F (a slower "driver");
 //   - FAKE_CUDA_TOTAL_MEM=BYTES: the device has that much memory (default 80 GiB), and an
@@ -259,8 +260,11 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
     return v ? std::atol(v) : -1L;
   };
   if (static_cast<long>(bx) == knob("FAKE_CUDA_CRASH_BLOCK")) std::abort();
-  if (static_cast<long>(bx) == knob("FAKE_CUDA_HANG_BLOCK"))
+  if (static_cast<long>(bx) == knob("FAKE_CUDA_HANG_BLOCK")) {
+    if (const char* mark = std::getenv("FAKE_CUDA_HANG_MARK"))
+      if (FILE* f = std::fopen(mark, "w")) std::fclose(f);
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   if (long ms = knob("FAKE_CUDA_SLOW_MS"); ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   if (bx == 1024) {

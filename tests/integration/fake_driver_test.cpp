@@ -317,7 +317,8 @@ TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
   ASSERT_TRUE(std::regex_search(
       r.out, held,
       std::regex("model_guided: refits on this run's measurements readmitted ([0-9]+) of the "
-                 "([0-9]+) variants the model rule held back \\(([0-9]+) of them measured\\)")))
+                 "([0-9]+) variants the model rule held back \\(([0-9]+) of them measured by "
+                 "the search\\)")))
       << r.out;
   int readmitted_measured = 0;
   for (auto& m : ms) readmitted_measured += m.reason.find("readmitted: pruned by rule model") == 0;
@@ -843,11 +844,12 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
 
 // Ctrl-C while the model's search or the screen analyses a large naive space (576,460 variants
 // of mm: the whole analysis takes hours on two cores) stops `run` within seconds: before, the
-// stop waited for every analysis. Nothing was compiled, nothing failed, no run is stored.
+// stop waited for every analysis. The default configuration was compiled and measured at once
+// beside the analysis; the run is stored as interrupted with it, nothing else compiled.
 TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
   // mm's 576,460 variants: by default the model's search analyses them (its limit, 20,000, is
   // far below the space); with --model-analyses 0 the screen analyses the whole space. Either
-  // way a Ctrl-C stops the analysis at once and stores no run.
+  // way a Ctrl-C stops the analysis at once, and the run keeps what it measured.
   for (const bool search : {true, false}) {
     SCOPED_TRACE(search ? "the model's search" : "the screen, --model-analyses 0");
     test::TempDir dir;
@@ -871,28 +873,31 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
     ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
     ASSERT_TRUE(WIFEXITED(*status)) << out;
     EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
-    EXPECT_NE(out.find("space 576460 configurations, planned 576460, compiled 0 (0 from cache), "
+    EXPECT_NE(out.find(std::string("space 576460 configurations, planned ") +
+                       (search ? "0" : "576460") + ", compiled 1 (0 from cache), " +
                        "compile failures 0"),
               std::string::npos)
         << out;
-    EXPECT_NE(out.find(search ? "interrupted while the model searched the space: the analyses "
-                                "made are in the cache; no run was stored"
-                              : "interrupted while compiling: 0 of 576460 configurations compiled"),
+    EXPECT_NE(out.find("interrupted after 1 measurements; run 1 can be resumed"),
               std::string::npos)
         << out;
     EXPECT_EQ(out.find("gputune: screen:"), std::string::npos) << out;
     EXPECT_EQ(out.find("it searched it"), std::string::npos) << out;
     EXPECT_LT(analyses(), before + 50) << "the analysis went on after the stop";
-    if (fs::exists(db)) {
-      EXPECT_TRUE(db::Store(db).runs().empty());
-    }
+    db::Store store(db);
+    ASSERT_EQ(store.runs().size(), 1u);
+    EXPECT_EQ(store.runs()[0].status, "interrupted");
+    const auto rows = store.measurements(0);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_TRUE(rows[0].is_default) << "the default configuration, measured at once";
   }
 }
 
-// Ctrl-C while the model analyses the compiled variants (`run` without the screen: a clang parse
-// per variant, minutes for a large space) stops the analysis at once: the run is stored as
-// interrupted with nothing measured and no decision of the partial model (no pruned rows), and a
-// resume analyses the rest (reading what was analysed from the cache) and finishes the run.
+// Ctrl-C while the model analyses the variants (a clang parse per variant, minutes for a large
+// space) stops the analysis at once: the run is stored as interrupted with the default
+// configuration measured (at once, beside the analysis) and no decision of the partial model (no
+// pruned rows), and a resume analyses the rest (reading what was analysed from the cache) and
+// finishes the run.
 TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinishes) {
   test::TempDir dir;
   const fs::path cache = dir / "cache";
@@ -932,7 +937,7 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("gputune: pruner:"), std::string::npos) << "the partial model pruned: " << out;
-  EXPECT_NE(out.find("interrupted after 0 measurements; run 1 can be resumed"), std::string::npos)
+  EXPECT_NE(out.find("interrupted after 1 measurements; run 1 can be resumed"), std::string::npos)
       << out;
   const size_t stopped_at = analyses();
   EXPECT_LT(stopped_at, 24u) << "the analysis went on after the stop: " << out;
@@ -942,14 +947,15 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
     const auto runs = store.runs();
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "interrupted") << runs[0].message;
-    EXPECT_TRUE(store.measurements(0).empty()) << "rows stored from a partial model";
+    const auto rows = store.measurements(0);
+    ASSERT_EQ(rows.size(), 1u) << "rows stored from a partial model";
+    EXPECT_TRUE(rows[0].is_default);
   }
   // The resume reads the analyses made before the stop and finishes with the whole model.
   auto resumed = sh(with_fake() + "run '" + job_path + "' --db '" + db + "' --cache-dir '" +
                     cache.string() + "' -j 1 --no-screen --resume 1");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
-  EXPECT_NE(resumed.out.find("gputune: model: 24 of 24 variants predicted (" +
-                             std::to_string(stopped_at) + " analyses from the cache)"),
+  EXPECT_NE(resumed.out.find("; " + std::to_string(stopped_at) + " analyses from the cache)"),
             std::string::npos)
       << resumed.out;
   EXPECT_NE(resumed.out.find("gputune: pruner:"), std::string::npos) << resumed.out;
@@ -1290,8 +1296,9 @@ TEST(FakeDriver, PruneForADescribedDeviceUsesTheCalibrationItsRunsFitted) {
 
 // Starts `gputune ARGS` with the fake driver hanging 512-thread launches, in a process group of
 // its own, output to `log`.
-pid_t start_hanging_run(const std::vector<std::string>& args, const std::string& log) {
-  return start_in_group(log, args, {{"FAKE_CUDA_HANG_BLOCK", "512"}});
+pid_t start_hanging_run(const std::vector<std::string>& args, const std::string& log,
+                        const std::string& mark = "") {
+  return start_in_group(log, args, {{"FAKE_CUDA_HANG_BLOCK", "512"}, {"FAKE_CUDA_HANG_MARK", mark}});
 }
 
 // Waits up to `seconds` for `pid`; false if it is still running.
@@ -1314,21 +1321,18 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
   const std::string file = hang_job(dir);
   const std::string cache = (dir / "cache").string(), log = (dir / "out.txt").string();
   auto hung_in = [&](const std::string& db) {
+    const std::string mark = db + ".hung";
     const pid_t pid = start_hanging_run(
-        {"run", file, "--db", db, "--kernel-timeout", "3", "--cache-dir", cache}, log);
-    // The 512-thread variant's measurement has begun (and will not return) once the run stored
-    // the four variants before it.
-    for (int i = 0; i < 1200; ++i) {
+        {"run", file, "--db", db, "--kernel-timeout", "3", "--cache-dir", cache}, log, mark);
+    // The fake driver marks the 512-thread variant's launch, which will not return, as it begins
+    // (compiles and measurements overlap: how many were stored by then varies).
+    for (int i = 0; i < 1200 && !std::filesystem::exists(mark); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
         ADD_FAILURE() << "the run ended before its hang: " << test::read_file(log);
         return pid_t{-1};
       }
-      if (std::filesystem::exists(db)) try {
-          if (db::Store(db).measurements(1).size() >= 4) break;
-        } catch (const std::exception&) {  // the schema is still being created
-        }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return pid;

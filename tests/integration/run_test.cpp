@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -512,9 +513,11 @@ TEST(Cli, StartsAndExplainsWithoutADriver) {
   EXPECT_EQ(run_gputune("frobnicate").exit_code, 2);
 }
 
-// Ctrl-C while `run` compiles: no further variant is compiled, what compiled stays in the cubin
-// cache, no run is stored, and the exit code is 5; running again reuses the cache.
-TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
+// Ctrl-C while `run` compiles (the stream compiles and stores as it goes): no further variant is
+// compiled, the run is stored as interrupted with what it decided, each of those in the cubin
+// cache, and the exit code is 5; `--resume` goes on from there and decides each configuration of
+// each context exactly once.
+TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndTheResumeDecidesEachConfigurationOnce) {
   test::TempDir dir;
   const fs::path cache = dir / "cache";
   const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
@@ -546,17 +549,30 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndStoresNoRun) {
   ASSERT_TRUE(WIFEXITED(*status)) << out;
   EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
   std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(out, m,
-                        std::regex("interrupted while compiling: (\\d+) of 726 "
-                                   "configurations compiled \\(kept in the cubin cache\\)")))
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("interrupted after (\\d+) measurements; run 1 can be resumed")))
       << out;
-  const size_t compiled = std::stoul(m[1]);
-  EXPECT_LT(compiled, 726u);
-  EXPECT_EQ(cached(), compiled);  // each compiled configuration is in the cache, no other
-  if (fs::exists(db)) {
-    EXPECT_TRUE(db::Store(db).runs().empty());
+  const size_t stored = std::stoul(m[1]);
+  {
+    db::Store store(db);
+    EXPECT_EQ(store.run(1)->status, "interrupted");
+    EXPECT_EQ(store.measurements(1).size(), stored);
   }
+  EXPECT_LT(stored, 726u * 2);
+  // Each stored configuration is in the cache; beyond them, at most the look-ahead (two per
+  // compile worker) compiled and was not stored yet.
+  EXPECT_GE(cached(), std::min<size_t>(stored, 726));
+  EXPECT_LE(cached(), stored + 4) << out;
+  // The resume decides the rest, each (context, configuration) once, the cache serving the rest.
+  auto resumed = run_gputune("run '" + job + "' --db '" + db + "' --cache-dir '" +
+                             cache.string() + "' -j 2 --no-gpu --resume 1");
+  EXPECT_EQ(resumed.exit_code, 3) << resumed.out;
+  db::Store store(db);
+  std::map<std::pair<std::int64_t, std::string>, int> seen;
+  for (const auto& row : store.measurements(1)) ++seen[{row.context_id, row.config_key}];
+  EXPECT_EQ(seen.size(), 726u * 2);
+  for (const auto& [pair, n] : seen) EXPECT_EQ(n, 1) << pair.second;
+  EXPECT_EQ(store.run(1)->status, "no_device");
 }
 
 // A naive space of 576,460 variants (mm) compiled by brute force: each variant's source is
@@ -611,9 +627,9 @@ TEST(Cli, ALargeNaiveSpaceStartsCompilingAtOnceAndStopsOnCtrlC) {
   EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
-      out, m, std::regex("interrupted while compiling: (\\d+) of 576460 configurations compiled")))
+      out, m, std::regex("interrupted after (\\d+) measurements; run 1 can be resumed")))
       << out;
-  EXPECT_EQ(std::stoul(m[1]), cached());
+  EXPECT_LE(std::stoul(m[1]), cached());  // what was decided was compiled, and is in the cache
   EXPECT_NE(out.find("compile failures 0"), std::string::npos) << out;
 }
 
@@ -621,7 +637,8 @@ TEST(Cli, ALargeNaiveSpaceStartsCompilingAtOnceAndStopsOnCtrlC) {
 // front end); one that catches a signal ends the process with exit code 4, which in gputune's table
 // means "no correct variant". A kernel whose compile-time evaluation keeps NVRTC's front end busy
 // (about 1 s, tests/data/slow_compile) makes that window wide: a SIGTERM
-// 0.3 s in ends `prune` as the signal does, and stops `run` cleanly (exit 5, nothing stored).
+// 0.3 s in ends `prune` as the signal does, and stops `run` cleanly (exit 5, the run stored as
+// interrupted with nothing measured).
 TEST(Cli, AStopSignalDuringNvrtcsFirstCompileIsGputunesNotNvrtcs) {
   test::TempDir dir;
   const std::string file = (test::source_dir() / "tests/data/slow_compile/slow.json").string();
@@ -652,7 +669,8 @@ TEST(Cli, AStopSignalDuringNvrtcsFirstCompileIsGputunesNotNvrtcs) {
   status = stopped({"run", file, "--no-gpu", "--db", db, "--cache-dir", "-"});
   ASSERT_TRUE(WIFEXITED(status)) << test::read_file(log);
   EXPECT_EQ(WEXITSTATUS(status), 5) << test::read_file(log);
-  EXPECT_NE(test::read_file(log).find("interrupted while compiling"), std::string::npos)
+  EXPECT_NE(test::read_file(log).find("interrupted after 0 measurements; run 1 can be resumed"),
+            std::string::npos)
       << test::read_file(log);
 }
 
