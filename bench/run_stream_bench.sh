@@ -101,7 +101,7 @@ else:
 m = re.search(r"compiled (\d+) \((\d+) from cache\), compile failures (\d+)", text)
 compiled = str(int(m.group(1)) + int(m.group(3))) if m else "?"
 stage = lambda pat: sum(float(x) for x in re.findall(r"stage " + pat + r" took ([0-9.e+]+) ms", text)) / 1000
-analysis = stage(r"(?:model search|model [^ ]+|analysis[^ ]*)")
+analysis = stage(r"(?:model search|model [^ ]+|analysis [^ ]+)")
 compile_s = stage(r"compile[^ ]*")
 wall = end - start
 fmt = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"

@@ -321,15 +321,17 @@ class ContextRun {
     std::vector<std::size_t> walk = std::move(from_left_out);
     const std::size_t always = walk.size();
     walk.insert(walk.end(), pick.begin(), pick.end());
-    const std::size_t ahead = 2 * static_cast<std::size_t>(s_.pool->threads());
+    const std::size_t workers = static_cast<std::size_t>(s_.pool->threads());
     for (std::size_t w = 0; w < walk.size() && (w < always || timed - left_out_timed < wanted);
          ++w) {
       if (s_.opt.should_stop && s_.opt.should_stop()) {
         s_.rep.interrupted = true;
         break;
       }
-      // Compiled a little ahead of the walk.
-      for (std::size_t a = w; a < std::min(walk.size(), w + ahead); ++a)
+      // Compiled a little ahead of the walk: no further than what is still wanted, one per
+      // worker at most (the sample costs what it times, and what turns out no sample).
+      const std::size_t still = (w < always ? always - w : 0) + (wanted - (timed - left_out_timed));
+      for (std::size_t a = w; a < std::min({walk.size(), w + workers, w + still}); ++a)
         if (Candidate& c = s_.candidate(plan_->index[walk[a]]);
             c.state == Candidate::Compile::kNot)
           s_.pool->submit(c);
@@ -851,6 +853,11 @@ class ContextRun {
       s_.log << ")\n";
     }
     if (!guide_) return;
+    if (stream_->parked() > 0)
+      s_.log << "gputune: model_guided: " << stream_->parked()
+             << " times a compiled variant waited, its real prediction behind the best case of "
+                "one not compiled yet, which was compiled first (it is measured in the order of "
+                "real predictions)\n";
     if (!guide_->stop_reason().empty())
       s_.log << "gputune: model_guided stopped after " << steps_ << " of " << plan_->index.size()
              << " variants: " << guide_->stop_reason() << "\n";

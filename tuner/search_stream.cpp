@@ -135,6 +135,11 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
   resolved_[pos] = 1;
   if (sets_best) offer_best(prediction);
   if (!usable) {
+    // It cost a compile and was decided without a launch: it counts against the budget, and the
+    // strategy learns that it failed.
+    ++measured_;
+    dry_ = false;
+    strategy_.report(pos, std::nullopt);
     release();
     return false;
   }
@@ -151,6 +156,12 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
       }
     }
     drop(pos);
+    return false;
+  }
+  // model_guided measures in the order of real predictions: one that an open variant's best
+  // case may still beat goes back, compiled (not counted: it is measured when its turn comes).
+  if (guide_ && !guide_->confirm(pos)) {
+    ++parked_;
     return false;
   }
   flying_[pos] = 1;  // ready: still in flight until measured

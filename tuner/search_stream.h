@@ -33,8 +33,10 @@ class SearchStream {
   struct Settings {
     /// Configurations compiling, or compiled and not measured, at most (at least 1).
     std::size_t look_ahead = 4;
-    /// Measurements at most (one that failed counts; one a rule pruned, or that did not compile,
-    /// does not).
+    /// Configurations decided at most: measured (one that failed counts), or compiled and then
+    /// not launchable (it did not compile, rules 1-3 pruned it, or its outcome is known as a
+    /// duplicate's). What rule 4 drops is not counted (model_guided may readmit it). So what is
+    /// compiled is bounded by the budget plus the look-ahead.
     std::size_t budget = std::numeric_limits<std::size_t>::max();
     /// Rule 4's margin; 0: rule 4 off.
     double margin = 0;
@@ -72,7 +74,8 @@ class SearchStream {
   std::optional<std::size_t> next_to_compile();
 
   /// Its compile came back. `usable`: it compiled, has a launch in this context and rules 1-3
-  /// keep it. `prediction`: with its real occupancy (NaN: none). `sets_best`: rule 4's best
+  /// keep it (one that is not is decided: it counts against the budget and is reported to the
+  /// strategy as failed). `prediction`: with its real occupancy (NaN: none). `sets_best`: rule 4's best
   /// counts it (rules 1-2 keep it, or it is a duplicate of one they keep), usable or not.
   /// Returns true when it is to be measured (next_to_measure will give it); false when it is not
   /// usable or rule 4 drops it on its real prediction (held back under model_guided).
@@ -107,6 +110,9 @@ class SearchStream {
   const std::vector<std::size_t>& left_out_excluded() const { return left_out_excluded_; }
   std::size_t measurements() const { return measured_; }
   std::size_t in_flight() const { return in_flight_; }
+  /// model_guided: compiled configurations put back because an open one's best case was ordered
+  /// before their real prediction (ModelGuided::confirm); each is measured when its turn comes.
+  std::size_t parked() const { return parked_; }
   /// Configurations proposed so far (those measured before the stream included).
   std::size_t proposed() const { return proposed_; }
   /// Whether the strategy proposed (or the stream was given) this position.
@@ -142,7 +148,7 @@ class SearchStream {
   std::vector<std::size_t> by_best_case_up_;
   std::size_t by_best_case_up_at_ = 0;
   std::vector<char> resolved_;  // per position: compiled or dropped
-  std::size_t in_flight_ = 0, measured_ = 0, proposed_ = 0;
+  std::size_t in_flight_ = 0, measured_ = 0, proposed_ = 0, parked_ = 0;
   double best_ = std::numeric_limits<double>::quiet_NaN();
   bool dry_ = false;  // the strategy had nothing the last time it was asked
   bool stopped_ = false;

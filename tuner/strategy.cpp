@@ -356,6 +356,9 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
   order_by_ = predicted_;
   const bool with_configs = configs.size() == features_.size() && !configs.empty();
   if (with_configs) effects_.emplace(configs);
+  if (with_configs && std::any_of(best_case_blocks_.begin(), best_case_blocks_.end(),
+                                  [](int b) { return b > 0; }))
+    occupancy_.emplace(configs);
   // The unpredicted variants, in a seeded random order until some are measured.
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] < 0) unpredicted_order_.push_back(i);
@@ -403,10 +406,19 @@ double ModelGuided::predict(size_t i) const {
 
 void ModelGuided::refine(size_t i, const pruner::ModelFeatures& features) {
   if (i >= features_.size()) return;
+  const double best_case = best_case_blocks_[i] > 0 ? predict(i) : -1;
   features_[i] = features;
   best_case_blocks_[i] = 0;
   const bool had = predicted_[i] > 0;
   predicted_[i] = predict(i);
+  // How far its registers and static shared memory put it above its best case: learned per
+  // parameter value (the values that cost registers show it in every variant with them), and
+  // used to order the variants not compiled yet.
+  if (occupancy_ && best_case > 0 && predicted_[i] > 0) {
+    refined_.emplace_back(i, std::log(predicted_[i] / best_case));
+    occupancy_->fit(refined_);
+    reorder();
+  }
   // A variant ordered by its best case that has no prediction now (an infeasible occupancy) is
   // not proposed by the model any more; one with a prediction keeps its place in the order.
   if (had && predicted_[i] <= 0 && (state_[i] == 0 || state_[i] == 3)) {
@@ -417,6 +429,11 @@ void ModelGuided::refine(size_t i, const pruner::ModelFeatures& features) {
     order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->order_factor(i)) : -1;
   else
     order_by_[i] = predicted_[i];
+}
+
+double ModelGuided::occupancy_factor(size_t i) const {
+  if (!occupancy_ || best_case_blocks_[i] <= 0) return 1.0;
+  return std::exp(std::max(0.0, occupancy_->log_factor(i)));
 }
 
 std::optional<double> ModelGuided::predicted_ms(size_t i) const {
@@ -525,9 +542,22 @@ std::optional<size_t> ModelGuided::next() {
 }
 
 size_t ModelGuided::propose(size_t i) {
-  state_[i] = 1;
-  if (effects_) effects_->note_tried(i);
+  state_[i] = 1;  // its values count as tried once it is reported (measured or failed)
   return i;
+}
+
+bool ModelGuided::confirm(size_t i) {
+  if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0) return true;
+  // The open variants not compiled yet are ordered by their best case, a bound no compile can
+  // lower: if one of them is ordered before i's compiled prediction, it could be faster, and it
+  // goes first (i stays compiled and open, its prediction now its real one).
+  for (size_t j = 0; j < state_.size(); ++j)
+    if (state_[j] == 0 && predicted_[j] > 0 && best_case_blocks_[j] > 0 &&
+        order_by_[j] < order_by_[i]) {
+      state_[i] = 0;
+      return false;
+    }
+  return true;
 }
 
 void ModelGuided::report(size_t index, std::optional<double> ms) {
@@ -579,12 +609,11 @@ void ModelGuided::refit_effects() {
 }
 
 void ModelGuided::reorder() {
-  if (!effects_) {
-    order_by_ = predicted_;
-    return;
-  }
   for (size_t i = 0; i < predicted_.size(); ++i)
-    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->order_factor(i)) : -1;
+    order_by_[i] = predicted_[i] <= 0 ? -1
+                   : effects_     ? predicted_[i] * std::exp(effects_->order_factor(i)) *
+                                    occupancy_factor(i)
+                                  : predicted_[i];
 }
 
 void ModelGuided::refit() {

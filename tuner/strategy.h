@@ -197,6 +197,12 @@ class ModelGuided : public Strategy {
   void hold_back(const std::vector<size_t>& which, double margin);
   /// Never proposes these (open or held ones; what was proposed stays so).
   void exclude(const std::vector<size_t>& which);
+  /// Proposed variant i was compiled (refine() gave its real prediction): true when it is still
+  /// to be measured now, false when an open variant not compiled yet is ordered before it by
+  /// its best case (a bound its compile cannot beat): i goes back to the open variants, compiled,
+  /// and that one is proposed first. So the variants are measured in the order of their real
+  /// predictions, as if everything had been compiled, while only what could come first is.
+  bool confirm(size_t i);
   /// Whether variant i is held back now.
   bool held_back(size_t i) const { return i < state_.size() && state_[i] == 3; }
   /// Variant i was compiled: `features` with its real occupancy replace the best-case ones it was
@@ -236,6 +242,12 @@ class ModelGuided : public Strategy {
   /// Variant i's prediction under the current calibration (its best case while not compiled);
   /// < 0: none.
   double predict(size_t i) const;
+  /// For a variant not compiled yet: how far the compiled ones with its parameter values came
+  /// out above their best case (registers and static shared memory cost occupancy), as a factor
+  /// of at least 1 for its order; 1 once it is compiled.
+  double occupancy_factor(size_t i) const;
+  std::optional<ParameterEffects> occupancy_;            // log(real / best case), per value
+  std::vector<std::pair<size_t, double>> refined_;       // what occupancy_ is fitted to
   std::vector<pruner::ModelFeatures> features_;
   std::vector<int> best_case_blocks_;  // per variant: > 0 while predicted by its best case
   pruner::DeviceRates rates_;
