@@ -135,9 +135,8 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
   resolved_[pos] = 1;
   if (sets_best) offer_best(prediction);
   if (!usable) {
-    // It cost a compile and was decided without a launch: it counts against the budget, and the
-    // strategy learns that it failed.
-    ++measured_;
+    // Decided without a launch (it did not compile, or rules 1-3 pruned it): the strategy learns
+    // that it failed; the budget is for measurements.
     dry_ = false;
     strategy_.report(pos, std::nullopt);
     release();
@@ -160,7 +159,7 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
   }
   // model_guided measures in the order of real predictions: one that an open variant's best
   // case may still beat goes back, compiled (not counted: it is measured when its turn comes).
-  if (guide_ && !guide_->confirm(pos)) {
+  if (guide_ && parked_ < s_.budget && !guide_->confirm(pos)) {
     ++parked_;
     return false;
   }
@@ -182,7 +181,6 @@ void SearchStream::known(std::size_t pos, std::optional<double> ms, double predi
   if (flying_[pos]) flying_[pos] = 0, --in_flight_;
   resolved_[pos] = 1;
   offer_best(prediction);
-  ++measured_;
   dry_ = false;
   strategy_.report(pos, ms);
 }

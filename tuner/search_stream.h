@@ -33,10 +33,9 @@ class SearchStream {
   struct Settings {
     /// Configurations compiling, or compiled and not measured, at most (at least 1).
     std::size_t look_ahead = 4;
-    /// Configurations decided at most: measured (one that failed counts), or compiled and then
-    /// not launchable (it did not compile, rules 1-3 pruned it, or its outcome is known as a
-    /// duplicate's). What rule 4 drops is not counted (model_guided may readmit it). So what is
-    /// compiled is bounded by the budget plus the look-ahead.
+    /// Measurements at most (one that failed counts). What compiled and cannot be launched (it
+    /// did not compile, rules 1-3 pruned it, its outcome is known as a duplicate's) is not one,
+    /// nor what rule 4 drops (model_guided may readmit it).
     std::size_t budget = std::numeric_limits<std::size_t>::max();
     /// Rule 4's margin; 0: rule 4 off.
     double margin = 0;
@@ -82,7 +81,7 @@ class SearchStream {
   bool compiled(std::size_t pos, bool usable, double prediction, bool sets_best);
 
   /// A compiled configuration whose outcome is known without measuring it (the same binary and
-  /// launch as one measured): counted as a measurement and reported to the strategy.
+  /// launch as one measured): reported to the strategy (not a measurement of the budget).
   /// `prediction` as compiled() takes it (rule 4's best counts it).
   void known(std::size_t pos, std::optional<double> ms, double prediction);
 
@@ -112,6 +111,8 @@ class SearchStream {
   std::size_t in_flight() const { return in_flight_; }
   /// model_guided: compiled configurations put back because an open one's best case was ordered
   /// before their real prediction (ModelGuided::confirm); each is measured when its turn comes.
+  /// With a budget, at most as many as the budget (then each compiled one is measured as it
+  /// comes): the ordering costs at most as many compiles again as the budget measures.
   std::size_t parked() const { return parked_; }
   /// Configurations proposed so far (those measured before the stream included).
   std::size_t proposed() const { return proposed_; }
