@@ -177,8 +177,7 @@ class Store {
   /// provisional) replace its provisional winner whatever its time, and a re-measured winner
   /// slower than the one the provisional replaced gives that one back. Returns true when the
   /// measurement became the winner.
-  bool offer_winner(std::int64_t context_id, std::int64_t measurement_id,
-                    bool provisional = false);
+  bool offer_winner(std::int64_t context_id, std::int64_t measurement_id, bool provisional = false);
   /// The model's prediction for a stored measurement, known only after it was stored (the
   /// default configuration is measured before the model has analysed it).
   void set_predicted_ms(std::int64_t measurement_id, double ms);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -133,5 +134,31 @@ inline CommandResult run_command(const std::string& command) {
 inline CommandResult run_gputune(const std::string& args) {
   return run_command(std::string("'") + GPUTUNE_BINARY + "' " + args);
 }
+
+/// The vector_add example (the kernel the fake driver runs) in `dir`, in one context of 1M, its
+/// source behind a header of `helpers` device functions (10,000 make each compile and analysis
+/// take about 0.1 s on the development VM); returns the job, to be changed and written by the
+/// caller.
+inline nlohmann::json vector_add_job_in(const TempDir& dir, int helpers) {
+  std::string filler;
+  for (int i = 0; i < helpers; ++i)
+    filler += "__device__ inline float filler_" + std::to_string(i) + "(float x) { return x * " +
+              std::to_string(i) + ".0f; }\n";
+  write_file(dir / "filler.h", filler);
+  write_file(dir / "vector_add.cu",
+             "#include \"filler.h\"\n" + read_file(examples_dir() / "vector_add.cu"));
+  auto job = nlohmann::json::parse(read_file(examples_dir() / "vector_add.json"));
+  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  return job;
+}
+
+#ifdef FAKE_CUDA_DIR
+/// The start of a shell command that runs the gputune binary on the fake driver (tests/fake_cuda),
+/// with `env` (its switches, `NAME=value ...`) set: append the arguments.
+inline std::string with_fake(const std::string& env = {}) {
+  return std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env + " '" + GPUTUNE_BINARY +
+         "' ";
+}
+#endif
 
 }  // namespace gputune::test

@@ -83,9 +83,9 @@ class ContextRun {
     Stage stage(s_.log, "context " + ctx_.name);
     ctx_id_ = s_.store->upsert_context(s_.context_record(ctx_));
     if (s_.gpu)
-      measurer_ = std::make_unique<Measurer>(*s_.gpu, *s_.dev, make_arguments(s_.job, ctx_),
-                                             s_.job.measure, s_.job.abs_tolerance,
-                                             s_.job.rel_tolerance);
+      measurer_ =
+          std::make_unique<Measurer>(*s_.gpu, *s_.dev, make_arguments(s_.job, ctx_), s_.job.measure,
+                                     s_.job.abs_tolerance, s_.job.rel_tolerance);
     if (measurer_)
       for (auto& a : measurer_->arguments())
         need_reference_ = need_reference_ || (a.output && a.reference.empty());
@@ -158,8 +158,8 @@ class ContextRun {
       best_case_.assign(n, kNaN);
       for (std::size_t pos = 0; pos < n; ++pos)
         if (model_->max_blocks[pos] > 0 && model_->run.features[pos].ok)
-          if (auto p = pruner::best_case(model_->run.features[pos], *s_.rates.rates,
-                                         s_.calibration, model_->max_blocks[pos]);
+          if (auto p = pruner::best_case(model_->run.features[pos], *s_.rates.rates, s_.calibration,
+                                         model_->max_blocks[pos]);
               p.ok)
             best_case_[pos] = p.ms;
     }
@@ -235,8 +235,7 @@ class ContextRun {
 
   /// The search: compiles overlap measurements; the GPU waits only for a compile it needs.
   void search() {
-    Progress prog("measure " + ctx_.name,
-                  guided_total(), s_.opt.progress && measurer_ != nullptr);
+    Progress prog("measure " + ctx_.name, guided_total(), s_.opt.progress && measurer_ != nullptr);
     std::size_t steps = 0;
     for (;;) {
       if (s_.opt.should_stop && s_.opt.should_stop()) {
@@ -257,12 +256,12 @@ class ContextRun {
         Candidate& c = s_.candidate(plan_->index[*pos]);
         const bool readmitted = guide_ && dropped_before(*pos);
         readmitted_measured_ += readmitted;
-        std::optional<double> t = measure(
-            c, trial(c),
-            readmitted ? "readmitted: pruned by rule model under the starting calibration, "
-                         "predicted within the margin by the model refitted on this run's "
-                         "measurements"
-                       : "");
+        std::optional<double> t =
+            measure(c, trial(c),
+                    readmitted ? "readmitted: pruned by rule model under the starting calibration, "
+                                 "predicted within the margin by the model refitted on this run's "
+                                 "measurements"
+                               : "");
         stream_->measured(*pos, t);
         prog.update(++steps, failures_, best_ms_);
         if (s_.out_of_time) {
@@ -332,8 +331,7 @@ class ContextRun {
       // worker at most (the sample costs what it times, and what turns out no sample).
       const std::size_t still = (w < always ? always - w : 0) + (wanted - (timed - left_out_timed));
       for (std::size_t a = w; a < std::min({walk.size(), w + workers, w + still}); ++a)
-        if (Candidate& c = s_.candidate(plan_->index[walk[a]]);
-            c.state == Candidate::Compile::kNot)
+        if (Candidate& c = s_.candidate(plan_->index[walk[a]]); c.state == Candidate::Compile::kNot)
           s_.pool->submit(c);
       const std::size_t pos = walk[w];
       Candidate& c = s_.candidate(plan_->index[pos]);
@@ -443,8 +441,8 @@ class ContextRun {
   void name_winner() {
     if (!measurer_ || correct_.empty()) return;
     std::sort(correct_.begin(), correct_.end());
-    const std::size_t top =
-        std::min<std::size_t>(correct_.size(), static_cast<std::size_t>(s_.job.measure.remeasure_top));
+    const std::size_t top = std::min<std::size_t>(
+        correct_.size(), static_cast<std::size_t>(s_.job.measure.remeasure_top));
     // Until a fresh median exists, the first pass's fastest is the winner.
     std::size_t winner = correct_[0].second;
     std::int64_t winner_mid = trials_.at(winner).measurement_id;
@@ -502,15 +500,13 @@ class ContextRun {
       }
     }
     if (t.launch && c.usable() && t.occupancy.blocks_per_sm == 0 && t.occupancy.feasible)
-      t.occupancy =
-          pruner::compute_occupancy(c.inspected.res, t.launch->geometry.grid,
-                                    t.launch->geometry.block, t.launch->geometry.dynamic_smem,
-                                    s_.limits);
+      t.occupancy = pruner::compute_occupancy(c.inspected.res, t.launch->geometry.grid,
+                                              t.launch->geometry.block,
+                                              t.launch->geometry.dynamic_smem, s_.limits);
     if (t.launch && c.usable() && model_ && !t.prediction.ok)
       if (const long pos = plan_ ? plan_->position(c.index) : -1; pos >= 0) {
-        t.prediction =
-            pruner::predict(real_features(static_cast<std::size_t>(pos), t), *s_.rates.rates,
-                            s_.calibration);
+        t.prediction = pruner::predict(real_features(static_cast<std::size_t>(pos), t),
+                                       *s_.rates.rates, s_.calibration);
         t.best_case_ms = best_case_[static_cast<std::size_t>(pos)];
       }
     return t;
@@ -587,8 +583,7 @@ class ContextRun {
         stream_->known(pos, twin->second.time_ms, t.prediction.ok ? t.prediction.ms : kNaN);
         return;
       }
-    stream_->compiled(pos, t.decision.kept, t.prediction.ok ? t.prediction.ms : kNaN,
-                      sets_best(t));
+    stream_->compiled(pos, t.decision.kept, t.prediction.ok ? t.prediction.ms : kNaN, sets_best(t));
   }
 
   /// Rules 1-3 (pruner/rules.h) on one compiled configuration, in this context: its launch
@@ -744,8 +739,8 @@ class ContextRun {
   void store_plan() {
     s_.rep.planned = plan_->index.size();
     s_.rep.model_search = plan_->summary;
-    s_.store->set_run_total(s_.run_id,
-                            static_cast<std::int64_t>(plan_->index.size() * s_.job.contexts.size()));
+    s_.store->set_run_total(
+        s_.run_id, static_cast<std::int64_t>(plan_->index.size() * s_.job.contexts.size()));
     if (!s_.guided) return;
     db::RunPlan rp;
     rp.searched = plan_->searched;
@@ -801,8 +796,8 @@ class ContextRun {
   /// this device learned about its parameters, until its own measurements take over.
   void learn_from_the_past() {
     if (!measurer_) return;
-    auto past = past_measurements(*s_.store, s_.device_id, s_.job.kernel_name, s_.run_id, ctx_id_,
-                                  true);
+    auto past =
+        past_measurements(*s_.store, s_.device_id, s_.job.kernel_name, s_.run_id, ctx_id_, true);
     if (!past.empty()) {
       auto before = ParameterEffects::from_past(past);
       guide_->set_prior(before.learned());
@@ -861,8 +856,8 @@ class ContextRun {
     if (!guide_->stop_reason().empty())
       s_.log << "gputune: model_guided stopped after " << steps_ << " of " << plan_->index.size()
              << " variants: " << guide_->stop_reason() << "\n";
-    const std::size_t held = stream_->dropped_by_model().size() -
-                             stream_->left_out_excluded().size();
+    const std::size_t held =
+        stream_->dropped_by_model().size() - stream_->left_out_excluded().size();
     if (held > 0) {
       s_.log << "gputune: model_guided: refits on this run's measurements readmitted "
              << guide_->readmitted().size() << " of the " << held
@@ -924,15 +919,15 @@ class ContextRun {
   ModelGuided* guide_ = nullptr;
   std::optional<SearchStream> stream_;
   std::size_t budget_ = std::numeric_limits<std::size_t>::max();
-  std::unordered_map<std::size_t, Trial> trials_;        // by space index
-  std::unordered_set<std::size_t> waiting_;              // space indices the stream waits for
+  std::unordered_map<std::size_t, Trial> trials_;  // by space index
+  std::unordered_set<std::size_t> waiting_;        // space indices the stream waits for
   std::list<std::size_t> in_order_;  // positions proposed and not judged yet, in proposal order
-  std::unordered_set<std::size_t> stored_;               // space indices with a row here
-  std::unordered_set<std::size_t> judged_;               // space indices rules 1-3 judged
+  std::unordered_set<std::size_t> stored_;                 // space indices with a row here
+  std::unordered_set<std::size_t> judged_;                 // space indices rules 1-3 judged
   std::unordered_map<std::string, std::size_t> binaries_;  // cubin + launch -> first kept
   std::unordered_set<std::string> measured_binaries_;      // cubin + launch measured here
   std::map<std::string, std::size_t> removed_;             // per rule 1-3
-  std::map<std::int64_t, double> resumed_ms_;             // by variant id
+  std::map<std::int64_t, double> resumed_ms_;              // by variant id
   std::map<std::int64_t, std::int64_t> resumed_mid_;
   std::vector<std::pair<double, std::size_t>> correct_;  // (first-pass median, space index)
   std::optional<double> best_ms_, default_ms_;

@@ -22,9 +22,9 @@
 #include "tuner/generate.h"
 #include "tuner/inspect.h"
 #include "tuner/job_files.h"
+#include "tuner/measurement_row.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
-#include "tuner/measurement_row.h"
 #include "variants/hash.h"
 #include "web/server.h"
 

@@ -668,9 +668,10 @@ int cmd_best(int argc, char** argv) {
   for (auto& w : ws) {
     if (r.count("json")) {
       nlohmann::json j = {
-          {"kernel", w.kernel},   {"context", w.context_label},
-          {"device", w.device},   {"configuration", nlohmann::json::parse(w.params_json)},
-          {"time_ms", w.time_ms}, {"run", w.run_id}, {"provisional", w.provisional}};
+          {"kernel", w.kernel},          {"context", w.context_label},
+          {"device", w.device},          {"configuration", nlohmann::json::parse(w.params_json)},
+          {"time_ms", w.time_ms},        {"run", w.run_id},
+          {"provisional", w.provisional}};
       std::cout << j.dump() << "\n";
     } else {
       std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms

@@ -124,9 +124,7 @@ ModelWork::~ModelWork() {
   thread_.join();
 }
 
-bool ModelWork::stopping() const {
-  return cancel_ || (s_.opt.should_stop && s_.opt.should_stop());
-}
+bool ModelWork::stopping() const { return cancel_ || (s_.opt.should_stop && s_.opt.should_stop()); }
 
 void ModelWork::say(const std::string& line) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -165,9 +163,8 @@ void ModelWork::work() {
       mo.progress = s_.opt.progress, mo.should_stop = should_stop;
       std::vector<const ContextSpec*> ctxs;
       for (const ContextSpec& c : job.contexts) ctxs.push_back(&c);
-      const ModelSearch found =
-          search_by_model(job, s_.source, s_.space, ctxs, s_.limits, s_.rates, s_.calibration,
-                          cache_for(s_.opt.cache_dir), mo);
+      const ModelSearch found = search_by_model(job, s_.source, s_.space, ctxs, s_.limits, s_.rates,
+                                                s_.calibration, cache_for(s_.opt.cache_dir), mo);
       Plan p;
       if (!found.interrupted) {
         p.searched = true;

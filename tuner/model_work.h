@@ -26,7 +26,7 @@ namespace gputune::tuner {
 
 /// One context's model of the plan before compiling.
 struct ContextModel {
-  ModelRun run;                  ///< per plan position: traffic reports, best-case features
+  ModelRun run;                   ///< per plan position: traffic reports, best-case features
   std::vector<double> best_case;  ///< per position: the best case in ms (NaN: none)
   std::vector<int> max_blocks;    ///< per position: blocks per SM its launch allows (0: none)
   std::vector<std::int64_t> threads_per_block;  ///< per position (0: no launch)

@@ -102,7 +102,8 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     // baseline, compiled and measured while the model plans and analyses on the other cores.
     s.pool = std::make_unique<CompilePool>(opt.threads ? opt.threads : s.job.compile_threads,
                                            [&s](Candidate& c) { compile_candidate(s, c); });
-    if (s.default_index >= 0) s.pool->submit(s.candidate(static_cast<std::size_t>(s.default_index)));
+    if (s.default_index >= 0)
+      s.pool->submit(s.candidate(static_cast<std::size_t>(s.default_index)));
     bool search = false;
     Plan plan = plan_without_search(s, search);
     ModelWork model(s, std::move(plan), search);
@@ -110,9 +111,9 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
       s.gpu = std::make_unique<PrimaryContext>(s.dev->index);
       // A launch that never returns ends the process (a kernel cannot be interrupted in it).
       if (opt.hang_limit_s > 0)
-        s.hang_watch = std::make_unique<HangWatch>(rep.db_path, s.run_id, opt.hang_limit_s,
-                                                   s.resume_command, opt.hang_report_fd,
-                                                   opt.should_stop, s.spent_before);
+        s.hang_watch =
+            std::make_unique<HangWatch>(rep.db_path, s.run_id, opt.hang_limit_s, s.resume_command,
+                                        opt.hang_report_fd, opt.should_stop, s.spent_before);
     }
     // The time budget, as a deadline (max() when the job sets none).
     s.measuring_since = Clock::now();
@@ -141,8 +142,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
           const std::int64_t measured = s.store->stop_run(
               s.run_id, "failed", std::string("stopped by an error: ") + e.what());
           s.log << "gputune: run " << s.run_id << " stopped by the error below; its " << measured
-                << " measurements are stored, and `" << s.resume_command
-                << "` measures the rest\n";
+                << " measurements are stored, and `" << s.resume_command << "` measures the rest\n";
         }
       }
     } catch (const std::exception&) {  // the database itself failed: the first error matters

@@ -110,8 +110,8 @@ struct RunReport {
   std::size_t regret_sampled = 0;
   // How the run used its time (the stage log prints them with GPUTUNE_TIME_STAGES).
   std::optional<double> first_measurement_s;  ///< from the start to the first GPU outcome stored
-  double gpu_s = 0;   ///< in the measurer: launches, copies, verification
-  double wall_s = 0;  ///< the whole run
+  double gpu_s = 0;                           ///< in the measurer: launches, copies, verification
+  double wall_s = 0;                          ///< the whole run
 };
 
 /// Runs the whole pipeline. Throws JobError (bad input) and db::DbError (bad database) before

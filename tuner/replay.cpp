@@ -11,8 +11,8 @@
 #include "db/interchange.h"
 #include "db/store.h"
 #include "pruner/model.h"
-#include "tuner/model_stage.h"
 #include "tuner/compile.h"
+#include "tuner/model_stage.h"
 #include "tuner/prune.h"
 #include "tuner/search_stream.h"
 #include "tuner/strategy.h"
@@ -321,8 +321,11 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       }
       if (!reached)
         simulate_stream(
-            stream, [](size_t) { return CompileVerdict{true, NAN, false}; }, measure,
-            [&] { return reached; });
+            stream,
+            [](size_t) {
+              return CompileVerdict{true, NAN, false};
+            },
+            measure, [&] { return reached; });
       per_seed.push_back(reach_all(order));
     }
     rep.strategies.push_back(score("model_guided", per_seed));
@@ -466,8 +469,8 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
           g.refine(i, pr.features[i]);
         }
         v.sets_best = true;  // kept by rules 1-2, or the same binary as one they keep
-        v.usable = binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i))
-                       .second;
+        v.usable =
+            binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i)).second;
         return v;
       };
       std::vector<size_t> order;

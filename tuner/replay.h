@@ -90,8 +90,9 @@ struct ReplayReport {
   std::size_t predicted_and_measured = 0;
   double spearman = 0;  ///< predicted vs recorded time, over the configurations with both
   std::size_t guided_stopped_after = 0;  ///< model_guided: measurements before its stop rule
-  std::size_t guided_compiled = 0;       ///< model_guided: configurations it compiled (the default's too)
-  double guided_best_ratio = 0;          ///< its best / the optimum when it stopped
+  std::size_t guided_compiled =
+      0;                         ///< model_guided: configurations it compiled (the default's too)
+  double guided_best_ratio = 0;  ///< its best / the optimum when it stopped
   std::map<std::string, std::size_t> removed_by_rule;
   /// Rule 4 at other margins over the same predictions: what each keeps and the regret it costs
   /// (issue #3's target: at least 90% pruned with one kept within 10% of the optimum).

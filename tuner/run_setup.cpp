@@ -261,7 +261,6 @@ bool prepare_run(RunState& s) {
                           "use a smaller problem size in this context, or a GPU with more memory");
   }
 
-
   // The device's record and the model's calibration for it (fitted by earlier runs).
   db::DeviceRecord dr;
   if (dev) {
@@ -410,8 +409,8 @@ void finish_run(RunState& s) {
     store.finish_run(s.run_id, "no_device", rep.message);
   } else if (rep.correct == 0) {
     rep.exit_code = kExitNoCorrect;
-    rep.message = "no variant produced a correct result; see `gputune show " +
-                  std::to_string(s.run_id) + "`";
+    rep.message =
+        "no variant produced a correct result; see `gputune show " + std::to_string(s.run_id) + "`";
     store.finish_run(s.run_id, "failed", rep.message);
   } else {
     rep.message = "tuned " + std::to_string(s.job.contexts.size()) + " context(s) on " +

@@ -81,8 +81,8 @@ struct RunState {
   std::string source;
   Space space;
   std::unique_ptr<db::Store> store;
-  bool guided = false;     ///< model_guided
-  bool use_model = false;  ///< model_guided, or the pruner on
+  bool guided = false;      ///< model_guided
+  bool use_model = false;   ///< model_guided, or the pruner on
   double spent_before = 0;  ///< seconds of the time budget earlier processes of the run spent
 
   // Device (none: everything up to timing runs, nothing is timed).
@@ -117,7 +117,7 @@ struct RunState {
   Clock::time_point measuring_since = Clock::now();
   Clock::time_point deadline = Clock::time_point::max();
   bool out_of_time = false;
-  double gpu_seconds = 0;  ///< in the measurer (launches, copies, verification)
+  double gpu_seconds = 0;                     ///< in the measurer (launches, copies, verification)
   std::optional<double> first_measurement_s;  ///< after the start, for the stage log
   std::optional<double> seconds_spent() const;  ///< of the time budget, all processes
   std::unique_ptr<HangWatch> hang_watch;

@@ -11,9 +11,8 @@ SearchStream::SearchStream(Strategy& strategy, ModelGuided* guide, Settings sett
   if (s_.margin > 0)
     for (std::size_t i = 0; i < s_.best_case.size(); ++i)
       if (std::isfinite(s_.best_case[i])) by_best_case_.push_back(i);
-  std::stable_sort(by_best_case_.begin(), by_best_case_.end(), [&](std::size_t a, std::size_t b) {
-    return s_.best_case[a] > s_.best_case[b];
-  });
+  std::stable_sort(by_best_case_.begin(), by_best_case_.end(),
+                   [&](std::size_t a, std::size_t b) { return s_.best_case[a] > s_.best_case[b]; });
   by_best_case_up_.assign(by_best_case_.rbegin(), by_best_case_.rend());
   cover(s_.best_case.empty() ? 0 : s_.best_case.size() - 1);
 }
@@ -113,7 +112,7 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
     }
     const std::size_t pos = *next;
     cover(pos);
-    if (given_[pos]) continue;  // measured before the stream (the default)
+    if (given_[pos]) continue;      // measured before the stream (the default)
     const bool again = seen_[pos];  // readmitted after rule 4 held it back
     seen_[pos] = 1;
     if (!again) ++proposed_;

@@ -74,8 +74,8 @@ class SearchStream {
 
   /// Its compile came back. `usable`: it compiled, has a launch in this context and rules 1-3
   /// keep it (one that is not is decided: it counts against the budget and is reported to the
-  /// strategy as failed). `prediction`: with its real occupancy (NaN: none). `sets_best`: rule 4's best
-  /// counts it (rules 1-2 keep it, or it is a duplicate of one they keep), usable or not.
+  /// strategy as failed). `prediction`: with its real occupancy (NaN: none). `sets_best`: rule 4's
+  /// best counts it (rules 1-2 keep it, or it is a duplicate of one they keep), usable or not.
   /// Returns true when it is to be measured (next_to_measure will give it); false when it is not
   /// usable or rule 4 drops it on its real prediction (held back under model_guided).
   bool compiled(std::size_t pos, bool usable, double prediction, bool sets_best);

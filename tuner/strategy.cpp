@@ -356,8 +356,8 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
   order_by_ = predicted_;
   const bool with_configs = configs.size() == features_.size() && !configs.empty();
   if (with_configs) effects_.emplace(configs);
-  if (with_configs && std::any_of(best_case_blocks_.begin(), best_case_blocks_.end(),
-                                  [](int b) { return b > 0; }))
+  if (with_configs &&
+      std::any_of(best_case_blocks_.begin(), best_case_blocks_.end(), [](int b) { return b > 0; }))
     occupancy_.emplace(configs);
   // The unpredicted variants, in a seeded random order until some are measured.
   for (size_t i = 0; i < state_.size(); ++i)
@@ -611,9 +611,9 @@ void ModelGuided::refit_effects() {
 void ModelGuided::reorder() {
   for (size_t i = 0; i < predicted_.size(); ++i)
     order_by_[i] = predicted_[i] <= 0 ? -1
-                   : effects_     ? predicted_[i] * std::exp(effects_->order_factor(i)) *
-                                    occupancy_factor(i)
-                                  : predicted_[i];
+                   : effects_
+                       ? predicted_[i] * std::exp(effects_->order_factor(i)) * occupancy_factor(i)
+                       : predicted_[i];
 }
 
 void ModelGuided::refit() {

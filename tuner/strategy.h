@@ -246,8 +246,8 @@ class ModelGuided : public Strategy {
   /// out above their best case (registers and static shared memory cost occupancy), as a factor
   /// of at least 1 for its order; 1 once it is compiled.
   double occupancy_factor(size_t i) const;
-  std::optional<ParameterEffects> occupancy_;            // log(real / best case), per value
-  std::vector<std::pair<size_t, double>> refined_;       // what occupancy_ is fitted to
+  std::optional<ParameterEffects> occupancy_;       // log(real / best case), per value
+  std::vector<std::pair<size_t, double>> refined_;  // what occupancy_ is fitted to
   std::vector<pruner::ModelFeatures> features_;
   std::vector<int> best_case_blocks_;  // per variant: > 0 while predicted by its best case
   pruner::DeviceRates rates_;
@@ -255,10 +255,10 @@ class ModelGuided : public Strategy {
   std::vector<double> predicted_;  // < 0: none
   std::vector<double> order_by_;   // predicted_ times the learned effects: the order of next()
   std::optional<ParameterEffects> effects_;
-  std::vector<char> state_;  // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
+  std::vector<char> state_;     // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
   std::vector<char> reported_;  // per variant: report() was called for it
-  double margin_ = 0;        // of the held variants' model rule
-  size_t held_ = 0;          // variants in state 3
+  double margin_ = 0;           // of the held variants' model rule
+  size_t held_ = 0;             // variants in state 3
   std::vector<size_t> readmitted_;
   std::vector<std::pair<size_t, double>> measured_;
   /// Per measurement: the learned effect (log factor) of its variant before it was measured, so

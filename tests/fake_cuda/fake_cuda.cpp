@@ -76,8 +76,7 @@ struct Busy {
 struct BusyScope {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   ~BusyScope() {
-    g_busy.seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g_busy.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
 struct FakeEvent {

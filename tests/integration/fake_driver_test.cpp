@@ -27,10 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string with_fake(const std::string& env = {}) {
-  return std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env + " '" + GPUTUNE_BINARY +
-         "' ";
-}
+using test::with_fake;
 
 test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); }
 
@@ -873,13 +870,12 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
     ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
     ASSERT_TRUE(WIFEXITED(*status)) << out;
     EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
-    EXPECT_NE(out.find(std::string("space 576460 configurations, planned ") +
-                       (search ? "0" : "576460") + ", compiled 1 (0 from cache), " +
-                       "compile failures 0"),
-              std::string::npos)
+    EXPECT_NE(
+        out.find(std::string("space 576460 configurations, planned ") + (search ? "0" : "576460") +
+                 ", compiled 1 (0 from cache), " + "compile failures 0"),
+        std::string::npos)
         << out;
-    EXPECT_NE(out.find("interrupted after 1 measurements; run 1 can be resumed"),
-              std::string::npos)
+    EXPECT_NE(out.find("interrupted after 1 measurements; run 1 can be resumed"), std::string::npos)
         << out;
     EXPECT_EQ(out.find("gputune: screen:"), std::string::npos) << out;
     EXPECT_EQ(out.find("it searched it"), std::string::npos) << out;
@@ -904,16 +900,7 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
   const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
   // 10,000 helper functions make each analysis (and compile) take ~0.1 s, so the stop lands
   // while the model is at work whatever the machine's load.
-  std::string filler;
-  for (int i = 0; i < 10000; ++i)
-    filler += "__device__ inline float filler_" + std::to_string(i) + "(float x) { return x * " +
-              std::to_string(i) + ".0f; }\n";
-  test::write_file(dir / "filler.h", filler);
-  test::write_file(
-      dir / "vector_add.cu",
-      "#include \"filler.h\"\n" + test::read_file(test::examples_dir() / "vector_add.cu"));
-  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
-  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  auto job = test::vector_add_job_in(dir, 10000);
   job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
   job["GPUTune"]["Pruner"] = {{"ModelMargin", 1.0}};  // a finished model prunes
   test::write_file(dir / "job.json", job.dump());
@@ -1298,7 +1285,8 @@ TEST(FakeDriver, PruneForADescribedDeviceUsesTheCalibrationItsRunsFitted) {
 // its own, output to `log`.
 pid_t start_hanging_run(const std::vector<std::string>& args, const std::string& log,
                         const std::string& mark = "") {
-  return start_in_group(log, args, {{"FAKE_CUDA_HANG_BLOCK", "512"}, {"FAKE_CUDA_HANG_MARK", mark}});
+  return start_in_group(log, args,
+                        {{"FAKE_CUDA_HANG_BLOCK", "512"}, {"FAKE_CUDA_HANG_MARK", mark}});
 }
 
 // Waits up to `seconds` for `pid`; false if it is still running.

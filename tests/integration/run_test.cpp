@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <map>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -564,8 +564,8 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndTheResumeDecidesEachConfigurationOnce
   EXPECT_GE(cached(), std::min<size_t>(stored, 726));
   EXPECT_LE(cached(), stored + 4) << out;
   // The resume decides the rest, each (context, configuration) once, the cache serving the rest.
-  auto resumed = run_gputune("run '" + job + "' --db '" + db + "' --cache-dir '" +
-                             cache.string() + "' -j 2 --no-gpu --resume 1");
+  auto resumed = run_gputune("run '" + job + "' --db '" + db + "' --cache-dir '" + cache.string() +
+                             "' -j 2 --no-gpu --resume 1");
   EXPECT_EQ(resumed.exit_code, 3) << resumed.out;
   db::Store store(db);
   std::map<std::pair<std::int64_t, std::string>, int> seen;

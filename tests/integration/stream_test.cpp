@@ -24,10 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string with_fake(const std::string& env = {}) {
-  return std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR + "' " + env + " '" + GPUTUNE_BINARY +
-         "' ";
-}
+using test::with_fake;
 
 /// The cubins in a cache folder, with the time each was written.
 std::vector<fs::file_time_type> cubins(const fs::path& cache) {
@@ -46,9 +43,17 @@ fs::file_time_type file_time_of(const std::string& created_at) {
   std::sscanf(created_at.c_str(), "%d-%d-%dT%d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms);
   tm.tm_year -= 1900, tm.tm_mon -= 1;
-  const auto sys = std::chrono::system_clock::from_time_t(timegm(&tm)) +
-                   std::chrono::milliseconds(ms);
+  const auto sys =
+      std::chrono::system_clock::from_time_t(timegm(&tm)) + std::chrono::milliseconds(ms);
   return std::chrono::file_clock::from_sys(sys);
+}
+
+/// `gputune run` of dir/job.json on the fake driver, into dir/g.db, with 2 compile workers and
+/// the cubin and analysis cache dir/cache (empty at first).
+test::CommandResult run_job(const test::TempDir& dir) {
+  return test::run_command(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+                           (dir / "g.db").string() + "' -j 2 --cache-dir '" +
+                           (dir / "cache").string() + "'");
 }
 
 bool is_timed(const std::string& status) {
@@ -59,15 +64,7 @@ bool is_timed(const std::string& status) {
 /// vector_add, one context of 1M, with `extra` values of a parameter that changes nothing (more
 /// configurations), and a header of helper functions that makes each compile take a while.
 nlohmann::json job_in(const test::TempDir& dir, int extra = 1, bool slow_compiles = true) {
-  std::string filler;
-  for (int i = 0; i < (slow_compiles ? 4000 : 0); ++i)
-    filler += "__device__ inline float filler_" + std::to_string(i) + "(float x) { return x * " +
-              std::to_string(i) + ".0f; }\n";
-  test::write_file(dir / "filler.h", filler);
-  test::write_file(dir / "vector_add.cu", "#include \"filler.h\"\n" +
-                                              test::read_file(test::examples_dir() / "vector_add.cu"));
-  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
-  job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
+  auto job = test::vector_add_job_in(dir, slow_compiles ? 4000 : 0);
   if (extra > 1) {
     std::string values = "[";
     for (int v = 0; v < extra; ++v) values += (v ? ", " : "") + std::to_string(v);
@@ -87,8 +84,7 @@ TEST(Stream, TheFirstMeasurementComesBeforeTheBulkOfTheCompiles) {
   test::write_file(dir / "job.json", job.dump());
   const fs::path cache = dir / "cache";
   const std::string db = (dir / "g.db").string();
-  auto r = test::run_command(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
-                             db + "' -j 2 --cache-dir '" + cache.string() + "'");
+  auto r = run_job(dir);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   db::Store store(db);
   std::string first;
@@ -120,8 +116,7 @@ TEST(Stream, TheBudgetBoundsTheCompilesAndTheStreamStopsExactlyAtIt) {
   test::write_file(dir / "job.json", job.dump());
   const fs::path cache = dir / "cache";
   const std::string db = (dir / "g.db").string();
-  auto r = test::run_command(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
-                             db + "' -j 2 --cache-dir '" + cache.string() + "'");
+  auto r = run_job(dir);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const size_t lookahead = 4, regret = 2;
   db::Store store(db);
@@ -159,16 +154,16 @@ TEST(Stream, ASlowCompileDoesNotStallTheMeasurementsOfReadyCubins) {
   job["GPUTune"]["Search"] = {{"Strategy", "brute_force"}};
   test::write_file(dir / "job.json", job.dump());
   // 32,2 (the second configuration of the plan after the default).
-  std::string slow = "#if block_size_x == 32 && tile_size_x == 2\n"
-                     "extern \"C\" __global__ void slow_extra(float* a) {\n"
-                     "  float acc = a[threadIdx.x];\n";
+  std::string slow =
+      "#if block_size_x == 32 && tile_size_x == 2\n"
+      "extern \"C\" __global__ void slow_extra(float* a) {\n"
+      "  float acc = a[threadIdx.x];\n";
   for (int k = 0; k < 150; ++k)
     slow += "  acc = sinf(acc * 1.0001f + a[(threadIdx.x + " + std::to_string(k) + ") % 64]);\n";
   slow += "  a[threadIdx.x] = acc;\n}\n#endif\n";
   test::write_file(dir / "vector_add.cu", test::read_file(dir / "vector_add.cu") + slow);
   const std::string db = (dir / "g.db").string();
-  auto r = test::run_command(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
-                             db + "' -j 2 --cache-dir '" + (dir / "cache").string() + "'");
+  auto r = run_job(dir);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   db::Store store(db);
   std::map<std::string, std::int64_t> row;  // configuration -> its first-pass row id
@@ -201,8 +196,8 @@ TEST(Stream, AStoppedRunHasAProvisionalWinnerThatItsResumeSettles) {
     signal(SIGINT, SIG_DFL);
     if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
       _exit(126);
-    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", file.c_str(), "--db", db.c_str(),
-          "--cache-dir", cache.c_str(), "-j", "2", static_cast<char*>(nullptr));
+    execl(GPUTUNE_BINARY, GPUTUNE_BINARY, "run", file.c_str(), "--db", db.c_str(), "--cache-dir",
+          cache.c_str(), "-j", "2", static_cast<char*>(nullptr));
     _exit(127);
   }
   auto correct = [&] {
@@ -245,8 +240,8 @@ TEST(Stream, AStoppedRunHasAProvisionalWinnerThatItsResumeSettles) {
   EXPECT_FALSE(settled[0].provisional);
   bool remeasured = false;
   for (const auto& m : store.measurements(1))
-    remeasured = remeasured || (m.id == settled[0].measurement_id &&
-                                m.reason.rfind("re-measurement", 0) == 0);
+    remeasured = remeasured ||
+                 (m.id == settled[0].measurement_id && m.reason.rfind("re-measurement", 0) == 0);
   EXPECT_TRUE(remeasured) << "the winner is a re-measured time";
 }
 

@@ -187,8 +187,8 @@ TEST(SearchStream, ExactRule4MeasuresWhatTheWholePlanKeepsInAnyCompileOrder) {
 
 /// Every combination of a, b and c's values (30 configurations).
 std::vector<Config> configurations() {
-  auto names = std::make_shared<const std::vector<std::string>>(
-      std::vector<std::string>{"a", "b", "c"});
+  auto names =
+      std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"a", "b", "c"});
   std::vector<Config> out;
   for (int a = 0; a < 5; ++a)
     for (int b = 0; b < 3; ++b)
@@ -216,7 +216,10 @@ TEST(SearchStream, ALookAheadOfOneIsTheSequentialSearch) {
   settings.look_ahead = 1;
   SearchStream stream(streamed, &streamed, settings);
   const std::vector<size_t> order = simulate_stream(
-      stream, [](size_t) { return CompileVerdict{true, kNaN, false}; },
+      stream,
+      [](size_t) {
+        return CompileVerdict{true, kNaN, false};
+      },
       [&](size_t i) { return std::optional<double>(truth[i]); });
   EXPECT_EQ(order, expected);
   EXPECT_GT(sequential.unpredicted_measured(), 0u) << "the search learned from the times";
