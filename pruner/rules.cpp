@@ -1,8 +1,42 @@
 #include "pruner/rules.h"
 
+#include <sstream>
 #include <unordered_map>
 
 namespace gputune::pruner {
+
+std::string launch_key(const std::array<std::int64_t, 3>& grid,
+                       const std::array<std::int64_t, 3>& block, std::int64_t dynamic_smem) {
+  std::ostringstream key;
+  key << grid[0] << "," << grid[1] << "," << grid[2] << "/" << block[0] << "," << block[1] << ","
+      << block[2] << "/" << dynamic_smem;
+  return key.str();
+}
+
+Decision judge_variant(const RuleInput& v, long index, const DeviceLimits& limits,
+                       const PruneOptions& o, std::unordered_map<std::string, long>& kept) {
+  Decision d;
+  d.occupancy = compute_occupancy(v.res, v.grid, v.block, v.dynamic_smem, limits);
+  if (!d.occupancy.feasible) {
+    d.kept = false, d.rule = "resources", d.reason = d.occupancy.infeasible_reason;
+    return d;
+  }
+  int spills = v.res.spill_stores >= 0 ? v.res.spill_stores + v.res.spill_loads : 0;
+  if (o.max_spill_bytes >= 0 && spills > o.max_spill_bytes) {
+    d.kept = false, d.rule = "spills";
+    d.reason = std::to_string(spills) + " bytes of spill stores and loads > limit " +
+               std::to_string(o.max_spill_bytes);
+    return d;
+  }
+  if (o.collapse_duplicates && !v.cubin_hash.empty()) {
+    auto [it, inserted] = kept.emplace(v.cubin_hash + "|" + v.geometry, index);
+    if (!inserted && it->second != index) {
+      d.kept = false, d.rule = "duplicate", d.duplicate_of = it->second;
+      d.reason = "same cubin and launch geometry as variant " + std::to_string(it->second);
+    }
+  }
+  return d;
+}
 
 PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& limits,
                         const PruneOptions& o) {
@@ -11,38 +45,16 @@ PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& li
   r.counts = {{"resources", 0}, {"spills", 0}, {"duplicate", 0}};
   std::unordered_map<std::string, long> first_of;  // cubin + geometry -> kept index
   for (size_t i = 0; i < in.size(); ++i) {
-    const RuleInput& v = in[i];
     Decision& d = r.decisions[i];
-    if (!v.inspected) {
+    if (!in[i].inspected) {
       d.kept = false;
       d.reason = "not compiled";
       continue;
     }
     ++r.judged;
-    d.occupancy = compute_occupancy(v.res, v.grid, v.block, v.dynamic_smem, limits);
-    if (!d.occupancy.feasible) {
-      d.kept = false, d.rule = "resources", d.reason = d.occupancy.infeasible_reason;
-      ++r.counts[0].removed;
-      continue;
-    }
-    int spills = v.res.spill_stores >= 0 ? v.res.spill_stores + v.res.spill_loads : 0;
-    if (o.max_spill_bytes >= 0 && spills > o.max_spill_bytes) {
-      d.kept = false, d.rule = "spills";
-      d.reason = std::to_string(spills) + " bytes of spill stores and loads > limit " +
-                 std::to_string(o.max_spill_bytes);
-      ++r.counts[1].removed;
-      continue;
-    }
-    if (o.collapse_duplicates && !v.cubin_hash.empty()) {
-      auto [it, inserted] = first_of.emplace(v.cubin_hash + "|" + v.geometry, static_cast<long>(i));
-      if (!inserted) {
-        d.kept = false, d.rule = "duplicate", d.duplicate_of = it->second;
-        d.reason = "same cubin and launch geometry as variant " + std::to_string(it->second);
-        ++r.counts[2].removed;
-        continue;
-      }
-    }
-    ++r.kept;
+    d = judge_variant(in[i], static_cast<long>(i), limits, o, first_of);
+    for (auto& c : r.counts) c.removed += c.rule == d.rule;
+    r.kept += d.kept;
   }
   return r;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "pruner/cubin.h"
@@ -53,5 +54,16 @@ struct PruneResult {
 
 PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& limits,
                         const PruneOptions& options);
+
+/// Rules 1-3 for one inspected variant, in order (apply_rules applies this to each in turn; a
+/// run that streams, to each as it compiles): `kept` maps the binary and launch of each variant
+/// kept so far to its `index`, and gets this one's when it is kept. A variant judged before (the
+/// same index) is not its own duplicate.
+Decision judge_variant(const RuleInput& in, long index, const DeviceLimits& limits,
+                       const PruneOptions& options, std::unordered_map<std::string, long>& kept);
+
+/// The launch part of a variant's duplicate key: grid, block and dynamic shared memory.
+std::string launch_key(const std::array<std::int64_t, 3>& grid,
+                       const std::array<std::int64_t, 3>& block, std::int64_t dynamic_smem);
 
 }  // namespace gputune::pruner

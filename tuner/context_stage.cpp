@@ -254,7 +254,7 @@ class ContextRun {
       while (Candidate* done = s_.pool->poll()) on_compiled(*done);
       if (auto pos = stream_->next_to_measure()) {
         Candidate& c = s_.candidate(plan_->index[*pos]);
-        const bool readmitted = guide_ && dropped_before(*pos);
+        const bool readmitted = guide_ && stream_->dropped(*pos);
         readmitted_measured_ += readmitted;
         std::optional<double> t =
             measure(c, trial(c),
@@ -353,10 +353,10 @@ class ContextRun {
       const bool from_search = plan_->left_out[pos] != 0;
       left_out_timed += from_search;
       ++timed;
-      const std::string why = dropped_before(pos) ? "pruned by rule model"
-                              : !t.decision.kept  ? "pruned by rule " + t.decision.rule
-                              : guide_            ? std::string("skipped by model_guided")
-                                                  : std::string("pruned by rule model");
+      const std::string why = stream_->dropped(pos) ? "pruned by rule model"
+                              : !t.decision.kept    ? "pruned by rule " + t.decision.rule
+                              : guide_              ? std::string("skipped by model_guided")
+                                                    : std::string("pruned by rule model");
       if (auto ms = measure(c, t, "regret sample (" + why + ")");
           ms && (!best_sample || *ms < *best_sample))
         best_sample = ms;
@@ -452,14 +452,7 @@ class ContextRun {
       Candidate& c = s_.candidate(correct_[r].second);
       Trial& t = trial(c);
       db::MeasurementRecord row = measurement_row(keys(c), c, t);
-      row.status = "timeout", row.reason = "hung while being re-measured";
-      if (s_.opt.on_measure_start) s_.opt.on_measure_start(ctx_id_, row.variant_id);
-      if (s_.hang_watch) s_.hang_watch->begin(row, "configuration " + c.config.key());
-      const Clock::time_point t0 = Clock::now();
-      Outcome o = measurer_->run(c.compiled, *t.launch, reference_.empty() ? nullptr : &reference_,
-                                 nullptr, s_.job.measure.repeats);
-      s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-      if (s_.hang_watch) s_.hang_watch->end();
+      Outcome o = launch(c, t, row, reference_.empty() ? nullptr : &reference_, nullptr);
       set_outcome(row, o, t);
       row.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
                    (o.reason.empty() ? "" : ": " + o.reason);
@@ -517,20 +510,15 @@ class ContextRun {
                                  model_->threads_per_block[pos]);
   }
 
-  /// The binary and launch of a compiled configuration: equal ones compute and time the same.
+  /// The binary and launch of a compiled configuration, as rule 3 keys it: equal ones compute
+  /// and time the same.
   static std::string binary(const Candidate& c, const Trial& t) {
-    const auto& g = t.launch->geometry;
-    return c.compiled.cubin_hash + "|" + dims(g.grid) + "/" + dims(g.block) + "/" +
-           std::to_string(g.dynamic_smem);
+    const LaunchGeometry& g = t.launch->geometry;
+    return c.compiled.cubin_hash + "|" + pruner::launch_key(g.grid, g.block, g.dynamic_smem);
   }
 
   static bool sets_best(const Trial& t) {
     return t.decision.kept || t.decision.rule == "duplicate";
-  }
-
-  bool dropped_before(std::size_t pos) const {
-    const auto& d = stream_->dropped_by_model();
-    return std::find(d.begin(), d.end(), pos) != d.end();
   }
 
   void on_compiled(Candidate& c) {
@@ -576,7 +564,7 @@ class ContextRun {
       store(c, t, row);
     }
     // The same binary and launch as one measured here: its outcome is known without a launch,
-    // and it counts against the budget as a measurement (the search learns it too).
+    // and the search learns it (it is no measurement of the budget).
     if (t.decision.rule == "duplicate" && t.decision.duplicate_of >= 0)
       if (auto twin = trials_.find(static_cast<std::size_t>(t.decision.duplicate_of));
           twin != trials_.end() && twin->second.measured) {
@@ -586,30 +574,24 @@ class ContextRun {
     stream_->compiled(pos, t.decision.kept, t.prediction.ok ? t.prediction.ms : kNaN, sets_best(t));
   }
 
-  /// Rules 1-3 (pruner/rules.h) on one compiled configuration, in this context: its launch
-  /// would fail, it spills beyond the limit, or it is the same binary and launch as one kept.
+  /// Rules 1-3 (pruner::judge_variant) on one compiled configuration, in this context: its
+  /// launch would fail, it spills beyond the limit, or it is the same binary and launch as one
+  /// kept before it here.
   void apply_rules(Candidate& c, Trial& t) {
-    pruner::Decision& d = t.decision;
-    d.occupancy = t.occupancy;
-    const auto& res = c.inspected.res;
-    const int spills = res.spill_stores >= 0 ? res.spill_stores + res.spill_loads : 0;
-    if (!t.occupancy.feasible) {
-      d.kept = false, d.rule = "resources", d.reason = t.occupancy.infeasible_reason;
-    } else if (s_.rule_options.max_spill_bytes >= 0 && spills > s_.rule_options.max_spill_bytes) {
-      d.kept = false, d.rule = "spills";
-      d.reason = std::to_string(spills) + " bytes of spill stores and loads > limit " +
-                 std::to_string(s_.rule_options.max_spill_bytes);
-    } else if (!c.compiled.cubin_hash.empty()) {
-      const auto& g = t.launch->geometry;
-      (void)g;
-      auto [it, first] = binaries_.emplace(binary(c, t), c.index);
-      if (!first && it->second != c.index) {
-        d.kept = false, d.rule = "duplicate", d.duplicate_of = static_cast<long>(it->second);
-        d.reason = "same cubin and launch geometry as configuration " +
-                   s_.candidate(it->second).config.key();
-      }
-    }
-    if (!d.kept) ++removed_[d.rule];
+    pruner::RuleInput in;
+    in.inspected = true;
+    in.res = c.inspected.res;
+    in.cubin_hash = c.compiled.cubin_hash;
+    const LaunchGeometry& g = t.launch->geometry;
+    in.grid = g.grid, in.block = g.block, in.dynamic_smem = g.dynamic_smem;
+    in.geometry = pruner::launch_key(g.grid, g.block, g.dynamic_smem);
+    t.decision = pruner::judge_variant(in, static_cast<long>(c.index), s_.limits, s_.rule_options,
+                                       binaries_);
+    if (t.decision.rule == "duplicate")  // named by its configuration, not its space index
+      t.decision.reason =
+          "same cubin and launch geometry as configuration " +
+          s_.candidate(static_cast<std::size_t>(t.decision.duplicate_of)).config.key();
+    if (!t.decision.kept) ++removed_[t.decision.rule];
   }
 
   /// Measures (or, without a GPU, records) a configuration; its time when correct.
@@ -630,16 +612,8 @@ class ContextRun {
         row.reason = "not run: the job's time budget was spent";
       } else {
         const bool is_ref = need_reference_ && reference_.empty();
-        if (s_.opt.on_measure_start) s_.opt.on_measure_start(ctx_id_, k.variant_id);
-        if (s_.hang_watch) {
-          db::MeasurementRecord hung = row;
-          s_.hang_watch->begin(hung, "configuration " + c.config.key());
-        }
-        const Clock::time_point t0 = Clock::now();
-        Outcome o = measurer_->run(c.compiled, *t.launch, is_ref ? nullptr : &reference_,
-                                   is_ref ? &reference_ : nullptr, s_.job.measure.repeats);
-        s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-        if (s_.hang_watch) s_.hang_watch->end();
+        Outcome o =
+            launch(c, t, row, is_ref ? nullptr : &reference_, is_ref ? &reference_ : nullptr);
         set_outcome(row, o, t);
         if (o.status == "correct") {
           result = o.median_ms;
@@ -673,6 +647,21 @@ class ContextRun {
     if (result && *result <= *best_ms_)  // the fastest so far: the provisional winner
       s_.store->offer_winner(ctx_id_, t.measurement_id, /*provisional=*/true);
     return result;
+  }
+
+  /// Runs a configuration on the GPU (Measurer::run, the job's repeats), watched: the daemon is
+  /// told which variant is in flight, and a launch that never returns stores `row` as timeout
+  /// (HangWatch). Counts the GPU's time.
+  Outcome launch(Candidate& c, Trial& t, const db::MeasurementRecord& row,
+                 const std::vector<std::vector<unsigned char>>* expected,
+                 std::vector<std::vector<unsigned char>>* capture) {
+    if (s_.opt.on_measure_start) s_.opt.on_measure_start(ctx_id_, row.variant_id);
+    if (s_.hang_watch) s_.hang_watch->begin(row, "configuration " + c.config.key());
+    const Clock::time_point t0 = Clock::now();
+    Outcome o = measurer_->run(c.compiled, *t.launch, expected, capture, s_.job.measure.repeats);
+    s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s_.hang_watch) s_.hang_watch->end();
+    return o;
   }
 
   /// A configuration measured before an interruption: what it measured then counts now (the
@@ -922,12 +911,12 @@ class ContextRun {
   std::unordered_map<std::size_t, Trial> trials_;  // by space index
   std::unordered_set<std::size_t> waiting_;        // space indices the stream waits for
   std::list<std::size_t> in_order_;  // positions proposed and not judged yet, in proposal order
-  std::unordered_set<std::size_t> stored_;                 // space indices with a row here
-  std::unordered_set<std::size_t> judged_;                 // space indices rules 1-3 judged
-  std::unordered_map<std::string, std::size_t> binaries_;  // cubin + launch -> first kept
-  std::unordered_set<std::string> measured_binaries_;      // cubin + launch measured here
-  std::map<std::string, std::size_t> removed_;             // per rule 1-3
-  std::map<std::int64_t, double> resumed_ms_;              // by variant id
+  std::unordered_set<std::size_t> stored_;             // space indices with a row here
+  std::unordered_set<std::size_t> judged_;             // space indices rules 1-3 judged
+  std::unordered_map<std::string, long> binaries_;     // cubin + launch -> first kept (space index)
+  std::unordered_set<std::string> measured_binaries_;  // cubin + launch measured here
+  std::map<std::string, std::size_t> removed_;         // per rule 1-3
+  std::map<std::int64_t, double> resumed_ms_;          // by variant id
   std::map<std::int64_t, std::int64_t> resumed_mid_;
   std::vector<std::pair<double, std::size_t>> correct_;  // (first-pass median, space index)
   std::optional<double> best_ms_, default_ms_;

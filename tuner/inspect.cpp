@@ -130,10 +130,7 @@ std::vector<pruner::RuleInput> rule_inputs(const Job& job, const std::vector<Con
       in.dynamic_smem = g.dynamic_smem;
       in.grid = g.grid;
       in.block = g.block;
-      std::ostringstream key;
-      key << g.grid[0] << "," << g.grid[1] << "," << g.grid[2] << "/" << g.block[0] << ","
-          << g.block[1] << "," << g.block[2] << "/" << g.dynamic_smem;
-      in.geometry = key.str();
+      in.geometry = pruner::launch_key(g.grid, g.block, g.dynamic_smem);
     } catch (const JobError&) {
       in.inspected = false;  // no valid launch: reported as not judged
     }

@@ -16,26 +16,6 @@ namespace gputune::tuner {
 
 namespace {
 
-/// Times a stage of the work for the log (with GPUTUNE_TIME_STAGES set), through `say`: the work's
-/// thread never writes to the log itself.
-class TimedStage {
- public:
-  TimedStage(std::function<void(const std::string&)> say, std::string name)
-      : say_(std::move(say)), name_(std::move(name)) {}
-  ~TimedStage() {
-    if (!std::getenv("GPUTUNE_TIME_STAGES")) return;
-    std::ostringstream line;
-    line << "gputune: stage " << name_ << " took "
-         << std::chrono::duration<double, std::milli>(Clock::now() - t0_).count() << " ms";
-    say_(line.str());
-  }
-
- private:
-  std::function<void(const std::string&)> say_;
-  std::string name_;
-  Clock::time_point t0_ = Clock::now();
-};
-
 void index_plan(Plan& p) {
   p.position_of.clear();
   p.position_of.reserve(p.index.size());
@@ -156,7 +136,7 @@ void ModelWork::work() {
   auto should_stop = [this] { return stopping(); };
   try {
     if (search_) {
-      TimedStage st([this](const std::string& l) { say(l); }, "model search");
+      Stage st([this](const std::string& l) { say(l); }, "model search");
       ModelSearchOptions mo;
       mo.limit = static_cast<std::size_t>(job.model_analyses);
       mo.threads = threads;
@@ -218,7 +198,7 @@ void ModelWork::work() {
       std::optional<ContextModel> cm;
       if (models_ && !stopping()) {
         const ContextSpec& ctx = job.contexts[k];
-        TimedStage st([this](const std::string& l) { say(l); }, "analysis " + ctx.name);
+        Stage st([this](const std::string& l) { say(l); }, "analysis " + ctx.name);
         const std::size_t n = configs.size();
         cm.emplace();
         cm->best_case.assign(n, std::numeric_limits<double>::quiet_NaN());

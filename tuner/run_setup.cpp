@@ -23,16 +23,17 @@
 namespace gputune::tuner {
 
 Stage::Stage(std::ostream& log, std::string name)
-    : log_(log), name_(std::move(name)), t0_(Clock::now()) {}
+    : Stage([&log](const std::string& line) { log << line << "\n"; }, std::move(name)) {}
+
+Stage::Stage(std::function<void(const std::string&)> say, std::string name)
+    : say_(std::move(say)), name_(std::move(name)), t0_(Clock::now()) {}
 
 Stage::~Stage() {
-  if (std::getenv("GPUTUNE_TIME_STAGES"))
-    log_ << "gputune: stage " << name_ << " took "
-         << std::chrono::duration<double, std::milli>(Clock::now() - t0_).count() << " ms\n";
-}
-
-std::string dims(const std::array<std::int64_t, 3>& d) {
-  return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
+  if (!std::getenv("GPUTUNE_TIME_STAGES")) return;
+  std::ostringstream line;
+  line << "gputune: stage " << name_ << " took "
+       << std::chrono::duration<double, std::milli>(Clock::now() - t0_).count() << " ms";
+  say_(line.str());
 }
 
 long Plan::position(std::size_t space_index) const {

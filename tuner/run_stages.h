@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -48,10 +49,12 @@ using Clock = std::chrono::steady_clock;
 class Stage {
  public:
   Stage(std::ostream& log, std::string name);
+  /// The line goes to `say` instead (ModelWork's thread never writes to the log itself).
+  Stage(std::function<void(const std::string&)> say, std::string name);
   ~Stage();
 
  private:
-  std::ostream& log_;
+  std::function<void(const std::string&)> say_;
   std::string name_;
   Clock::time_point t0_;
 };
@@ -146,8 +149,5 @@ bool wait_compiled(RunState& s, Candidate& c, const std::function<void(Candidate
 void tune_context(RunState& s, ModelWork& model, std::size_t context_index);
 /// The run's status, message and exit code.
 void finish_run(RunState& s);
-
-/// "4,16,1"
-std::string dims(const std::array<std::int64_t, 3>& d);
 
 }  // namespace gputune::tuner

@@ -104,6 +104,8 @@ class SearchStream {
   /// Configurations rule 4 held back or skipped (ever), in the order it did: by their best case
   /// before compiling, or by their real prediction.
   const std::vector<std::size_t>& dropped_by_model() const { return dropped_; }
+  /// Whether rule 4 held back or skipped this position (ever).
+  bool dropped(std::size_t pos) const { return pos < dropped_flag_.size() && dropped_flag_[pos]; }
   /// Positions excluded because they were drawn from what the search left out (rule 4 would
   /// have held them back).
   const std::vector<std::size_t>& left_out_excluded() const { return left_out_excluded_; }

@@ -425,10 +425,13 @@ void ModelGuided::refine(size_t i, const pruner::ModelFeatures& features) {
     if (state_[i] == 3) --held_;
     state_[i] = 2;
   }
-  if (effects_)
-    order_by_[i] = predicted_[i] > 0 ? predicted_[i] * std::exp(effects_->order_factor(i)) : -1;
-  else
-    order_by_[i] = predicted_[i];
+  order_by_[i] = order_of(i);
+}
+
+double ModelGuided::order_of(size_t i) const {
+  if (predicted_[i] <= 0) return -1;
+  if (!effects_) return predicted_[i];
+  return predicted_[i] * std::exp(effects_->order_factor(i)) * occupancy_factor(i);
 }
 
 double ModelGuided::occupancy_factor(size_t i) const {
@@ -609,11 +612,7 @@ void ModelGuided::refit_effects() {
 }
 
 void ModelGuided::reorder() {
-  for (size_t i = 0; i < predicted_.size(); ++i)
-    order_by_[i] = predicted_[i] <= 0 ? -1
-                   : effects_
-                       ? predicted_[i] * std::exp(effects_->order_factor(i)) * occupancy_factor(i)
-                       : predicted_[i];
+  for (size_t i = 0; i < predicted_.size(); ++i) order_by_[i] = order_of(i);
 }
 
 void ModelGuided::refit() {

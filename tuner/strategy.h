@@ -246,6 +246,9 @@ class ModelGuided : public Strategy {
   /// out above their best case (registers and static shared memory cost occupancy), as a factor
   /// of at least 1 for its order; 1 once it is compiled.
   double occupancy_factor(size_t i) const;
+  /// What next() orders variant i by: its prediction times the learned effects (and, not
+  /// compiled yet, the occupancy factor); -1 without a prediction.
+  double order_of(size_t i) const;
   std::optional<ParameterEffects> occupancy_;       // log(real / best case), per value
   std::vector<std::pair<size_t, double>> refined_;  // what occupancy_ is fitted to
   std::vector<pruner::ModelFeatures> features_;
