@@ -30,6 +30,7 @@ constexpr std::uint8_t EIATTR_FRAME_SIZE = 0x11;
 constexpr std::uint8_t EIATTR_KPARAM_INFO = 0x17;
 constexpr std::uint8_t EIATTR_PARAM_CBANK_SIZE = 0x19;
 constexpr std::uint8_t EIATTR_REGCOUNT = 0x2f;
+constexpr std::uint8_t EIATTR_NUM_BARRIERS = 0x4c;  // a byte: barriers 0..N-1 in use
 constexpr std::uint8_t EIFMT_NVAL = 0x01, EIFMT_BVAL = 0x02, EIFMT_HVAL = 0x03, EIFMT_SVAL = 0x04;
 
 struct Elf {
@@ -143,6 +144,7 @@ Resources read_cubin_resources(std::string_view b, const std::string& kernel) {
               static_cast<int>(rd<std::uint32_t>(b, off) * rd<std::uint32_t>(b, off + 4) *
                                rd<std::uint32_t>(b, off + 8));
         if (attr == EIATTR_PARAM_CBANK_SIZE && sz >= 2) r.param_bytes = rd<std::uint16_t>(b, off);
+        if (attr == EIATTR_NUM_BARRIERS && sz >= 1) r.barriers = static_cast<std::uint8_t>(b[off]);
         // index (4 bytes), ordinal (2), offset (2), then a word whose top 14 bits are the size.
         if (attr == EIATTR_KPARAM_INFO && sz >= 12) {
           const size_t ordinal = rd<std::uint16_t>(b, off + 4);

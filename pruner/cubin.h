@@ -1,10 +1,10 @@
 /** \file pruner/cubin.h
  * Owns: reading a kernel's resource usage from a cubin (CUDA ELF) without a GPU: registers per
  * thread, static shared memory, the per-block system reserve, local memory (stack frame), the
- * __launch_bounds__ thread limit, the size of each parameter, and spill counts from a ptxas log.
- * Consumes: cubin bytes and the kernel's (lowered) symbol name. Produces: Resources.
- * Runs after tuner/compile; occupancy.h runs after it.
- * Must not: include cuda.h, create a CUDA context, or touch the database. */
+ * __launch_bounds__ thread limit, the named barriers, the size of each parameter, and spill counts
+ * from a ptxas log. Consumes: cubin bytes and the kernel's (lowered) symbol name. Produces:
+ * Resources. Runs after tuner/compile; occupancy.h runs after it. Must not: include cuda.h, create
+ * a CUDA context, or touch the database. */
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ struct Resources {
   int local_bytes = 0;           ///< stack frame per thread (spills and local arrays)
   int max_threads = 0;           ///< __launch_bounds__ / maxntid product; 0 when not set
   int param_bytes = 0;           ///< kernel parameter block size
+  int barriers = 0;              ///< named barriers the kernel uses (EIATTR_NUM_BARRIERS)
   std::vector<int> param_sizes;  ///< bytes of each parameter in order (EIATTR_KPARAM_INFO)
   int spill_stores = -1;         ///< bytes, from the ptxas log; -1 when unknown
   int spill_loads = -1;

@@ -25,6 +25,12 @@ extern "C" __global__ void __launch_bounds__(128) bounded(float* c, int n) {
   c[threadIdx.x] = s;
 }
 extern "C" __global__ void plain(float* c) { c[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void named_barriers(float* c) {
+  c[threadIdx.x] = 1.0f;
+  asm volatile("bar.sync 5, 64;");
+  c[threadIdx.x + 1] = 2.0f;
+  __syncthreads();
+}
 template <int N> __global__ void templated(float* c) { c[threadIdx.x] += N; }
 struct Three { float a, b, c; };
 extern "C" __global__ void mixed(float* c, double d, int unused, char ch, float4 v, Three t,
@@ -35,7 +41,7 @@ template __global__ void templated<3>(float*);
 )";
 
 struct PtxasReport {
-  int registers = -1, smem = 0, stack = -1;
+  int registers = -1, smem = 0, stack = -1, barriers = 0;
 };
 
 // Parses ptxas -v output for one entry function, independently of the code under test.
@@ -52,6 +58,8 @@ PtxasReport ptxas_report(const std::string& log, const std::string& kernel) {
   if (std::regex_search(part, m, std::regex(R"((\d+) bytes smem)"))) r.smem = std::stoi(m[1]);
   if (std::regex_search(part, m, std::regex(R"((\d+) bytes stack frame)")))
     r.stack = std::stoi(m[1]);
+  if (std::regex_search(part, m, std::regex(R"(used (\d+) barriers)")))
+    r.barriers = std::stoi(m[1]);
   return r;
 }
 
@@ -75,6 +83,7 @@ TEST_P(CubinVsPtxas, ResourcesEqualWhatPtxasReports) {
   EXPECT_EQ(r.registers, p.registers) << c.log;
   EXPECT_EQ(r.static_smem, p.smem) << c.log;
   EXPECT_EQ(r.local_bytes, p.stack) << c.log;
+  EXPECT_EQ(r.barriers, p.barriers) << c.log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CubinVsPtxas,
@@ -86,7 +95,19 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CubinVsPtxas,
                                            std::make_tuple("bounded", "sm_86", 256),
                                            std::make_tuple("bounded", "sm_80", 256),
                                            std::make_tuple("plain", "sm_90", 256),
-                                           std::make_tuple("plain", "sm_75", 256)));
+                                           std::make_tuple("plain", "sm_75", 256),
+                                           std::make_tuple("named_barriers", "sm_90", 256),
+                                           std::make_tuple("named_barriers", "sm_80", 256)));
+
+// bar.sync 5 uses barriers 0 to 5: six, which on sm_90 hold 64 / 6 = 10 blocks per SM.
+TEST(Cubin, NamedBarriersAreCounted) {
+  auto c = compile("named_barriers", "sm_90");
+  EXPECT_EQ(read_cubin_resources(c.cubin, "named_barriers").barriers, 6);
+  auto p = compile("plain", "sm_90");
+  EXPECT_EQ(read_cubin_resources(p.cubin, "plain").barriers, 0);
+  auto s = compile("with_smem", "sm_90");
+  EXPECT_EQ(read_cubin_resources(s.cubin, "with_smem").barriers, 1);
+}
 
 TEST(Cubin, LaunchBoundsAndReserve) {
   auto c = compile("bounded", "sm_90");
