@@ -12,8 +12,9 @@
 #   bench/device_kit.sh unpack     there: unpacks into build-kit/, checks that every binary loads,
 #                                  writes build-kit/kit-env.sh (source it) and prints the GPU
 #   bench/device_kit.sh collect [PATH...]
-#                                  there: bench/results files written since the unpack, plus the
-#                                  PATHs, into $OUT/results.tar.gz (the tool brings 8 files at most)
+#                                  there: bench/results files written since the unpack (since the
+#                                  file COLLECT_SINCE names, where set: on_device's dry run), plus
+#                                  the PATHs, into $OUT/results.tar.gz (the tool brings 8 files at most)
 #   bench/device_kit.sh selftest   here, as root: unpack and use the kit where its build tree and
 #                                  clang are hidden (a private mount namespace), as the GPU machine is
 #
@@ -166,10 +167,11 @@ unpack() {
 
 collect() {
   [[ -n ${OUT:-} ]] || die "\$OUT is not set (collect runs on the GPU machine)"
-  [[ -f $build/unpacked ]] || die "nothing unpacked here"
+  local since=${COLLECT_SINCE:-$build/unpacked}
+  [[ -f $since ]] || die "nothing unpacked here"
   local files=()
   while IFS= read -r f; do files+=("${f#"$root"/}"); done \
-    < <(find "$root/bench/results" -type f -newer "$build/unpacked")
+    < <(find "$root/bench/results" -type f -newer "$since")
   for p in "$@"; do [[ -e $root/$p ]] && files+=("$p"); done
   ((${#files[@]})) || {
     echo "device_kit: nothing new to collect"

@@ -6,7 +6,10 @@
 // markdown table. Usage: naive_gpu_bench [--budget N] [--keep DIR] [JOB.json ...] (default: the
 // kernels the issue names; mm through configs/naive/mm_sgemm.json, conv2d through
 // conv2d_bench.json). --keep DIR keeps the naive-as-written jobs and each run's database there
-// (`gputune export --t4 --db DIR/K.db` then feeds `gputune replay`).
+// (`gputune export --t4 --db DIR/K.db` then feeds `gputune replay`). Relative job paths are from
+// the working folder. SIGINT or SIGTERM (bench/on_device.sh's step limit) stops the run in hand as
+// `gputune run` stops (what it measured stays stored, its best so far is provisional), starts no
+// other job, prints the table of what was measured, and exits 5.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
 #include "tuner/pipeline.h"
+#include "tuner/stop_signals.h"
 
 using namespace gputune;
 namespace fs = std::filesystem;
@@ -29,13 +33,29 @@ namespace {
 
 const fs::path kNaive = fs::path(GPUTUNE_SOURCE_DIR) / "configs" / "naive";
 
+/// `path` of a job field as the job loader resolves it (relative to the job's folder), made
+/// absolute, so that it still names the same file from a job written into another folder.
+std::string from_job_folder(const fs::path& job_file, const std::string& path) {
+  const fs::path p(path);
+  return (p.is_absolute() ? p : fs::absolute(job_file).parent_path() / p)
+      .lexically_normal()
+      .string();
+}
+
 /// The naive job's kernel as written, as a plain T1 job over one block shape: GPUTune.Naive
-/// dropped, LocalSize block_size_x/y, brute force over that single configuration.
+/// dropped, LocalSize block_size_x/y, brute force over that single configuration. The job is
+/// written into `dir`, so every path the loader resolves against the job's folder (KernelFile,
+/// the BinaryRaw DataSources) is written absolute, resolved against `job_file`'s folder.
 fs::path naive_as_written(const fs::path& job_file, const fs::path& dir) {
   std::ifstream in(job_file);
   nlohmann::json j = nlohmann::json::parse(in);
   auto& spec = j["KernelSpecification"];
-  spec["KernelFile"] = (job_file.parent_path() / spec["KernelFile"].get<std::string>()).string();
+  spec["KernelFile"] = from_job_folder(job_file, spec["KernelFile"].get<std::string>());
+  for (const char* list : {"Arguments", "ReferenceArguments"})
+    if (spec.contains(list) && spec[list].is_array())
+      for (auto& a : spec[list])
+        if (a.is_object() && a.contains("DataSource") && a["DataSource"].is_string())
+          a["DataSource"] = from_job_folder(job_file, a["DataSource"].get<std::string>());
   const bool two_d = spec["GlobalSize"].value("Y", "1") != "1";
   spec["LocalSize"] = {{"X", "block_size_x"}, {"Y", "block_size_y"}, {"Z", "1"}};
   auto param = [](const char* name, int v) {
@@ -69,6 +89,7 @@ std::optional<tuner::BestRow> tune(const Job& job, const fs::path& dir, const st
   tuner::RunOptions opt;
   opt.db_path = (dir / (tag + ".db")).string();
   opt.cache_dir = dir / "cache";
+  opt.should_stop = [] { return tuner::stop_requested(); };
   tuner::RunReport rep = tuner::run_job(job, opt);
   if (report) *report = rep;
   if (rep.best.empty()) {
@@ -88,6 +109,10 @@ std::string fmt(double v, const char* f = "%.3f") {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread starts (the compile pool's inherit the blocked mask).
+  tuner::watch_stop_signals(
+      "\nnaive_gpu_bench: stopping the run in hand (what it measured stays stored); no further "
+      "job starts (again to quit now)\n");
   std::optional<std::uint64_t> budget;
   std::vector<fs::path> jobs;
   fs::path keep;  // --keep DIR: the naive-as-written jobs and every run's database stay there
@@ -98,7 +123,7 @@ int main(int argc, char** argv) {
     else if (a == "--keep" && i + 1 < argc)
       keep = fs::absolute(argv[++i]);
     else
-      jobs.emplace_back(a);
+      jobs.push_back(fs::absolute(a).lexically_normal());  // as given, from this folder
   }
   if (jobs.empty())
     for (const char* k : {"mm_sgemm", "mv", "tmv", "transpose", "outer", "conv2d_bench", "jacobi",
@@ -135,6 +160,7 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   for (auto& [job, plain] : loaded) {
+    if (tuner::stop_requested()) break;
     const auto t0 = std::chrono::steady_clock::now();
     const std::string tag = job.file.stem().string();
     Row r;
@@ -148,7 +174,7 @@ int main(int argc, char** argv) {
     r.best_ms = best->time_ms;
     r.best_gbps = best->gbps;
     r.best_gflops = best->gflops;
-    r.best_params = best->params_json;
+    r.best_params = best->params_json + (best->provisional ? " (provisional: stopped)" : "");
     r.measured = rep.correct + rep.failed;
     r.space = rep.space_size;
     std::fprintf(stderr, "naive_gpu_bench: %s done in %.0f s\n", tag.c_str(),
@@ -200,5 +226,9 @@ int main(int argc, char** argv) {
                 vs_copy.c_str(), r.measured, r.space, r.best_params.c_str());
   }
   if (keep.empty()) fs::remove_all(dir);
+  if (tuner::stop_requested()) {
+    std::printf("\nstopped by a signal after %zu of %zu kernels\n", rows.size(), jobs.size());
+    return tuner::kExitInterrupted;
+  }
   return rows.size() == jobs.size() ? 0 : 4;
 }

@@ -8,7 +8,11 @@
 # Appends to bench/results/model-gpu-<device>-<date>.md; the databases and T4 exports (for outside
 # tools) stay in bench/out/model-proof/.
 # Usage: bench/run_model_proof.sh [BUILD_DIR] [JOB[:N] ...]
+# SIGINT (bench/on_device.sh's step limit) stops the run in hand (it stores what it measured), and
+# the script writes that job's section without the replay and starts no other job.
 set -euo pipefail
+stopped=0
+trap 'stopped=1' INT
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 if [[ $# -gt 0 && -d $1 ]]; then build=$1; shift; fi
@@ -46,6 +50,10 @@ for c in json.load(open(sys.argv[1])).get("GPUTune", {}).get("Contexts", []): pr
     "$job" 2>/dev/null || true)
   [[ ${#contexts[@]} -gt 0 ]] || contexts=("")
   : > "$keep/$name.replay.txt"
+  if ((stopped)); then
+    contexts=()
+    echo "not replayed: stopped by a signal; the measurements are in $db" > "$keep/$name.replay.txt"
+  fi
   for ctx in "${contexts[@]}"; do
     ctx_opt=()
     [[ -n $ctx ]] && ctx_opt=(--context "$ctx")
@@ -74,5 +82,9 @@ for c in json.load(open(sys.argv[1])).get("GPUTune", {}).get("Contexts", []): pr
     echo '```'
   } >> "$out"
   echo "run_model_proof: $spec done"
+  if ((stopped)); then
+    echo "run_model_proof: stopped by a signal: no further job"
+    break
+  fi
 done
 echo "wrote $out"

@@ -16,8 +16,13 @@
 # the stored measurements' samples. After `--`: other runs, each `JOB ARGS...;` (a literal `;`).
 # Each run is limited to STREAM_BENCH_TIMEOUT seconds (default 1800), or to N with a last word @N
 # (`configs/examples/matmul.json --strategy brute_force @90`); a run cut off (SIGINT: it stores what
-# it measured and its provisional winner) keeps its row, with exit code 5.
+# it measured and its provisional winner) keeps its row, with exit code 5 (124 when `timeout`
+# stopped it). With BENCH_DEADLINE (seconds since the epoch; bench/on_device.sh sets it to the end
+# of its step's limit) no run is given a limit that ends later than 5 s before it, and a run with
+# less than 10 s left is skipped (its row says so). A SIGINT to this script starts no further run.
 set -uo pipefail
+stopped=0
+trap 'stopped=1' INT
 root=$(cd "$(dirname "$0")/.." && pwd)
 gputune=${1:?usage: run_stream_bench.sh GPUTUNE [LIBCUDA_DIR] [OUT_DIR]}
 gputune=$(cd "$(dirname "$gputune")" && pwd)/$(basename "$gputune")
@@ -48,10 +53,25 @@ n=0
 for spec in "${runs[@]}"; do
   n=$((n + 1))
   read -r -a words <<<"$spec"
-  run_limit=$limit
+  run_limit=$limit capped=""
   if [[ ${words[-1]} == @* ]]; then  # JOB ARGS... @SECONDS: this run's own limit
     run_limit=${words[-1]#@}
     unset 'words[-1]'
+  fi
+  if ((stopped)); then
+    echo "| $spec | not run: stopped by a signal | | | | | | | | | |"
+    continue
+  fi
+  if [[ -n ${BENCH_DEADLINE:-} ]]; then
+    left=$((BENCH_DEADLINE - $(date +%s) - 5))
+    if ((left < 5)); then
+      echo "| $spec | not run: $((left + 5)) s left of the step's limit | | | | | | | | | |"
+      continue
+    fi
+    if ((run_limit > left)); then
+      run_limit=$left
+      capped=" (limit cut to $left s)"
+    fi
   fi
   job=${words[0]}
   [[ $job = /* ]] || job=$root/$job
@@ -67,10 +87,12 @@ for spec in "${runs[@]}"; do
   fi
   start=$(date +%s.%N)
   rc=0
-  (cd "$root" && env "${env_args[@]}" timeout -s INT "$run_limit" "$gputune" run "$job" "${words[@]:1}" \
-    --db "$db" --cache-dir "$cache" >"$log" 2>&1) || rc=$?
+  # timeout signals its child and then its process group: the child is a shell, so that gputune
+  # (its supervisor) gets one SIGINT, not two (a second one means "quit now", losing the report).
+  (cd "$root" && env "${env_args[@]}" timeout -s INT "$run_limit" bash -c '"$@"; exit $?' run \
+    "$gputune" run "$job" "${words[@]:1}" --db "$db" --cache-dir "$cache" >"$log" 2>&1) || rc=$?
   end=$(date +%s.%N)
-  python3 - "$db" "$log" "$busy" "$start" "$end" "$name ${words[*]:1}" "$rc" "$fake" <<'EOF'
+  python3 - "$db" "$log" "$busy" "$start" "$end" "$name ${words[*]:1}$capped" "$rc" "$fake" <<'EOF'
 import datetime, os, re, sqlite3, sys
 db, log, busy, start, end, name, rc, fake = sys.argv[1:]
 start, end = float(start), float(end)
