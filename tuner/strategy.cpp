@@ -349,6 +349,7 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
   best_case_blocks_.resize(features_.size(), 0);
   state_.assign(features_.size(), 0);
   reported_.assign(features_.size(), 0);
+  covering_.assign(features_.size(), 0);
   for (size_t i = 0; i < excluded.size() && i < state_.size(); ++i)
     if (excluded[i]) state_[i] = 2;
   predicted_.assign(features_.size(), -1);
@@ -521,7 +522,10 @@ std::optional<size_t> ModelGuided::next() {
         if (state_[i] == 0 && predicted_[i] > 0 && effects_->has_untried_value(i) &&
             (!cover || order_by_[i] < order_by_[*cover]))
           cover = i;
-      if (cover) return propose(*cover);
+      if (cover) {
+        covering_[*cover] = 1;  // confirm() keeps it: the value, not the order, is why it runs
+        return propose(*cover);
+      }
     }
     const Evidence e = evidence();
     double fastest = INFINITY;  // the lowest prediction of an open variant, as can_stop saw it
@@ -550,7 +554,8 @@ size_t ModelGuided::propose(size_t i) {
 }
 
 bool ModelGuided::confirm(size_t i) {
-  if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0) return true;
+  if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0 || covering_[i])
+    return true;
   // The open variants not compiled yet are ordered by their best case, a bound no compile can
   // lower: if one of them is ordered before i's compiled prediction, it could be faster, and it
   // goes first (i stays compiled and open, its prediction now its real one).

@@ -202,6 +202,8 @@ class ModelGuided : public Strategy {
   /// its best case (a bound its compile cannot beat): i goes back to the open variants, compiled,
   /// and that one is proposed first. So the variants are measured in the order of their real
   /// predictions, as if everything had been compiled, while only what could come first is.
+  /// A variant proposed to try a parameter value before the search stops is always measured
+  /// (putting it back would propose it again: the stream would never end).
   bool confirm(size_t i);
   /// Whether variant i is held back now.
   bool held_back(size_t i) const { return i < state_.size() && state_[i] == 3; }
@@ -260,6 +262,7 @@ class ModelGuided : public Strategy {
   std::optional<ParameterEffects> effects_;
   std::vector<char> state_;     // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
   std::vector<char> reported_;  // per variant: report() was called for it
+  std::vector<char> covering_;  // proposed to try a parameter value before the search stops
   double margin_ = 0;           // of the held variants' model rule
   size_t held_ = 0;             // variants in state 3
   std::vector<size_t> readmitted_;
