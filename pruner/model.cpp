@@ -56,6 +56,9 @@ ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
   f.shared_wavefronts = t.shared_wavefronts;
   f.flops = t.flops;
   for (const Access& a : t.accesses) f.requests += a.requests;
+  f.load_rounds = t.load_rounds;
+  if (t.load_sectors > 0)
+    f.dram_load_share = std::min(1.0, t.compulsory_load_bytes / (32.0 * t.load_sectors));
   f.control = t.control_instructions;
   f.conversions = t.conversion_instructions;
   f.blocks = t.blocks;
@@ -69,7 +72,8 @@ std::string Calibration::json() const {
   nlohmann::json j{
       {"overhead_us", overhead_us}, {"dram", dram},       {"l2", l2},
       {"shared", shared},           {"flops", flops},     {"saturating_warps", saturating_warps},
-      {"overlap", overlap},         {"samples", samples}, {"rms_log_error", rms_log_error}};
+      {"overlap", overlap},         {"samples", samples}, {"rms_log_error", rms_log_error},
+      {"latency_ns", latency_ns}};
   if (rates.valid())
     j["rates"] = {{"sm_count", rates.sm_count},
                   {"clock_ghz", rates.clock_ghz},
@@ -88,7 +92,7 @@ Calibration Calibration::from_json(const std::string& text) {
   };
   get("overhead_us", c.overhead_us), get("dram", c.dram), get("l2", c.l2);
   get("shared", c.shared), get("flops", c.flops), get("saturating_warps", c.saturating_warps);
-  get("overlap", c.overlap);
+  get("overlap", c.overlap), get("latency_ns", c.latency_ns);
   // A fit stored before the terms overlapped as a p-norm was fitted to their max.
   if (!j.contains("overlap") && j.contains("samples")) c.overlap = kMaxOverlap;
   if (j.contains("samples") && j["samples"].is_number_integer()) c.samples = j["samples"];
@@ -133,23 +137,28 @@ Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibrati
   p.flops_ms = c.flops *
                (f.flops + 64.0 * (f.requests + f.control + d.conversion_slots * f.conversions)) /
                (d.fp32_gflops * 1e9) * 1e3;
+  // Resident warps per SM: limited by occupancy and by how many blocks each SM gets.
+  double blocks_per_sm_used =
+      std::min<double>(f.blocks_per_sm, std::ceil(static_cast<double>(f.blocks) / d.sm_count));
+  double warps = std::min<double>(f.active_warps, blocks_per_sm_used * f.warps_per_block);
+  // Little's law: each resident warp has one round of loads in flight at a time.
+  p.latency_ms =
+      c.latency_ns * 1e-6 * f.dram_load_share * f.load_rounds / (std::max(1.0, warps) * d.sm_count);
   double top = p.dram_ms;
   p.bound = "dram";
   if (p.l2_ms > top) top = p.l2_ms, p.bound = "l2";
   if (p.shared_ms > top) top = p.shared_ms, p.bound = "shared";
   if (p.flops_ms > top) top = p.flops_ms, p.bound = "flops";
+  if (p.latency_ms > top) top = p.latency_ms, p.bound = "latency";
   // The roofline's corner, rounded: the terms overlap, but not perfectly (a p-norm; its limit
   // for a large exponent is the plain max).
   double t = 0;
   if (top > 0) {
     const double q = c.overlap;
-    for (double x : {p.dram_ms, p.l2_ms, p.shared_ms, p.flops_ms}) t += std::pow(x / top, q);
+    for (double x : {p.dram_ms, p.l2_ms, p.shared_ms, p.flops_ms, p.latency_ms})
+      t += std::pow(x / top, q);
     t = top * std::pow(t, 1.0 / q);
   }
-  // Resident warps per SM: limited by occupancy and by how many blocks each SM gets.
-  double blocks_per_sm_used =
-      std::min<double>(f.blocks_per_sm, std::ceil(static_cast<double>(f.blocks) / d.sm_count));
-  double warps = std::min<double>(f.active_warps, blocks_per_sm_used * f.warps_per_block);
   p.hiding = std::min(1.0, std::max(1.0, warps) / c.saturating_warps);
   double capacity = static_cast<double>(f.blocks_per_sm) * d.sm_count;
   double b = static_cast<double>(f.blocks);
@@ -202,11 +211,14 @@ Calibration calibrate(const std::vector<ModelFeatures>& f, const std::vector<dou
     double Calibration::*field;
     double lo, hi;
   };
-  const Param params[] = {
-      {&Calibration::overhead_us, 0.5, 200},  {&Calibration::dram, 0.05, 50},
-      {&Calibration::l2, 0.05, 50},           {&Calibration::shared, 0.05, 50},
-      {&Calibration::flops, 0.05, 50},        {&Calibration::saturating_warps, 1, 64},
-      {&Calibration::overlap, 1, kMaxOverlap}};
+  const Param params[] = {{&Calibration::overhead_us, 0.5, 200},
+                          {&Calibration::dram, 0.05, 50},
+                          {&Calibration::l2, 0.05, 50},
+                          {&Calibration::shared, 0.05, 50},
+                          {&Calibration::flops, 0.05, 50},
+                          {&Calibration::saturating_warps, 1, 64},
+                          {&Calibration::overlap, 1, kMaxOverlap},
+                          {&Calibration::latency_ns, 100, 5000}};
   double best = loss(f, measured, d, c);
   for (double step : {4.0, 2.0, 1.41, 1.19, 1.09, 1.04}) {
     for (int round = 0; round < 6; ++round) {

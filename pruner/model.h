@@ -16,6 +16,12 @@
  *            (issue: a load, a store or a loop's counter/compare/branch takes the slot of a
  *            warp FMA, 64 flops, so unrolling shows up here; a conversion runs on fewer lanes
  *            and takes FP32 lanes / conversion lanes slots, 8 from 8.6 on)
+ *   latency = memory latency x load rounds / resident warps x DRAM share of the loads
+ *            (Little's law: a warp waits a latency per round of global loads it issues before
+ *            it needs one of them, and only the resident warps' rounds are in flight at once;
+ *            the DRAM share is compulsory load bytes / loaded sector bytes, as L2 hits return
+ *            sooner. One element per thread of a copy leaves too few bytes in flight to reach
+ *            the DRAM bandwidth: this term is what says so)
  *   hiding = min(1, resident warps per SM / saturating warps)
  *   waves  = ceil(blocks / (blocks per SM x SMs)) x capacity / blocks (tail effect)
  * Calibration scales each term and fits the overhead, the saturating warp count and p by minimising
@@ -56,8 +62,10 @@ struct ModelFeatures {
   std::string reason;  ///< why there is no prediction (parse failure, infeasible launch)
   double sectors = 0, compulsory_bytes = 0, shared_wavefronts = 0, flops = 0;
   double requests = 0;     ///< warp-level memory instructions (global and shared) over the grid
-  double control = 0;      ///< warp-level loop-control instructions over the grid
-  double conversions = 0;  ///< warp-level conversions (I2F, F2I, F2F) over the grid
+  double load_rounds = 0;  ///< rounds of global loads over the grid (TrafficReport::load_rounds)
+  double dram_load_share = 0;  ///< compulsory load bytes / loaded sector bytes (0 to 1)
+  double control = 0;          ///< warp-level loop-control instructions over the grid
+  double conversions = 0;      ///< warp-level conversions (I2F, F2I, F2F) over the grid
   std::int64_t blocks = 0;
   int warps_per_block = 0, blocks_per_sm = 0, active_warps = 0;
 };
@@ -65,11 +73,19 @@ struct ModelFeatures {
 ModelFeatures features_from(const TrafficReport& t, const Occupancy& occ,
                             std::int64_t threads_per_block);
 
+/// The memory latency of the latency term for a calibration that has none: fitted on the H100's
+/// transpose 4096x4096 measurements (../shared/data/h100-2026-11-26) and checked on its
+/// transpose 1000x3000 and matmul 4096 measurements
+/// (bench/results/model-latency-h100-2026-11-27.md).
+inline constexpr double kDefaultLatencyNs = 650;
+
 /// The largest p a calibration fits: at most 4^(1/64) (2.2%) above the terms' max.
 inline constexpr double kMaxOverlap = 64;
 
 struct Calibration {
   double overhead_us = 4, dram = 1, l2 = 1, shared = 1, flops = 1, saturating_warps = 16;
+  /// What a round of global loads waits, under load (ns).
+  double latency_ns = kDefaultLatencyNs;
   double overlap = 4;  ///< the exponent p of the terms' p-norm (kMaxOverlap: nearly their max)
   int samples = 0;     ///< measurements it was fitted on (0: the defaults)
   double rms_log_error = 0;  ///< of the fit, natural log
@@ -88,9 +104,9 @@ Calibration rebased(const Calibration& c, const DeviceRates& to);
 struct Prediction {
   bool ok = false;
   double ms = 0;
-  double dram_ms = 0, l2_ms = 0, shared_ms = 0, flops_ms = 0;
+  double dram_ms = 0, l2_ms = 0, shared_ms = 0, flops_ms = 0, latency_ms = 0;
   double hiding = 1, waves = 1;
-  std::string bound;  ///< dram, l2, shared, flops
+  std::string bound;  ///< dram, l2, shared, flops, latency
 };
 
 Prediction predict(const ModelFeatures& f, const DeviceRates& d, const Calibration& c);

@@ -211,6 +211,7 @@ class Sim {
             bind_params();
             weight_ = base;
             active_ = m;
+            end_round(1);
             frames_.assign(1, Frame{});
             loops_.clear();
             exec(kernel->getBody());
@@ -253,6 +254,19 @@ class Sim {
   std::vector<const FunctionDecl*> call_stack_;
   double weight_ = 1;
   Mask active_ = 0;
+  // ------------------------------------------------------- memory-level parallelism
+  // A warp's global loads come in rounds: loads the warp can issue before it must wait for one
+  // of them. A round ends at a barrier and at each iteration a loop keeps after unrolling (a
+  // loop unrolled by U batches the loads of U iterations: each iteration then counts 1/U of a
+  // round); a fully unrolled loop's loads stay in their round. load_rounds_ sums rounds over the
+  // grid as the other totals do (the model's latency term: rounds x latency / resident warps).
+  double load_rounds_ = 0;
+  bool round_open_ = false;
+  double round_scale_ = 1;  ///< what the next round counts: 1, or 1/U after a loop's iteration
+  void end_round(double next_scale) {
+    round_open_ = false;
+    round_scale_ = next_scale;
+  }
   long steps_ = 0;
   static constexpr long kMaxSteps = 4'000'000;
   static constexpr int kMaxIterations = 4096;
@@ -746,6 +760,10 @@ class Sim {
     }
     int n = std::popcount(active_);
     double w = weight_;
+    if (d.space == "global" && !store && !round_open_) {
+      load_rounds_ += w * round_scale_;
+      round_open_ = true;
+    }
     acc.requests += w;
     acc.bytes += w * n * static_cast<double>(bytes);
     if (d.space == "global") {
@@ -1360,6 +1378,8 @@ class Sim {
   Val call(const CallExpr* c) {
     const FunctionDecl* f = c->getDirectCallee();
     std::string name = f ? f->getNameAsString() : "";
+    if (name.rfind("__syncthreads", 0) == 0 || name == "__syncwarp" || name == "gt_cp_wait")
+      end_round(1);  // the warp waits here: loads after it start a new round
     auto args = [&]() {
       std::vector<Val> v;
       for (const Expr* a : c->arguments()) v.push_back(eval(a));
@@ -1440,8 +1460,12 @@ class Sim {
       const FunctionDecl* def = nullptr;
       f->hasBody(def);
       std::vector<Val> v = args();
-      for (unsigned i = 0; i < def->getNumParams() && i < v.size(); ++i)
-        vars_[def->getParamDecl(i)] = v[i];
+      // A call of an operator method (a lambda's operator()) passes the object as argument 0.
+      const auto* method = dyn_cast<CXXMethodDecl>(def);
+      const unsigned first =
+          isa<CXXOperatorCallExpr>(c) && method && !method->isStatic() && !v.empty() ? 1 : 0;
+      for (unsigned i = 0; i < def->getNumParams() && i + first < v.size(); ++i)
+        vars_[def->getParamDecl(i)] = v[i + first];
       call_stack_.push_back(def);
       frames_.push_back(Frame{});
       Mask saved = active_;
@@ -1692,7 +1716,7 @@ class Sim {
           auto t = trip_count(*p);
           if (t && *t > 8) {
             count_control(*t, unroll, weight_);
-            sampled(*p, *t, body, assigned, declared, varying);
+            sampled(*p, *t, body, assigned, declared, varying, unroll);
             return;
           }
         }
@@ -1731,6 +1755,7 @@ class Sim {
           if (!active_) break;
         }
       }
+      if (unroll != kFull) end_round(1.0 / unroll);
       exec(body);
       active_ |= loops_.back().cont;
       loops_.back().cont = 0;
@@ -1747,7 +1772,7 @@ class Sim {
   void sampled(const Pattern& p, std::int64_t trips, const Stmt* body,
                const std::unordered_set<const VarDecl*>& assigned,
                const std::unordered_set<const VarDecl*>& declared,
-               const std::unordered_set<const VarDecl*>* varying) {
+               const std::unordered_set<const VarDecl*>* varying, int unroll) {
     Val v0 = var_value(p.iv);
     Val st = p.step ? eval(p.step) : Val::constant(1);
     Mask entry = active_;
@@ -1762,6 +1787,7 @@ class Sim {
       for (int l = 0; l < W; ++l) iv.v[l] = wrap(p.iv->getType(), v0.v[l] + p.sign * t * st.v[l]);
       vars_[p.iv] = iv;
       active_ = entry;
+      if (unroll != kFull) end_round(1.0 / unroll);
       exec(body);
     }
     loops_.pop_back();
@@ -1779,13 +1805,14 @@ class Sim {
 
   void finish(TrafficReport& rep) {
     std::vector<Access> out;
-    std::map<std::string, double> requested;  // per global array: sector bytes
+    std::map<std::string, double> requested, loaded;  // per global array: sector bytes
     for (auto& [k, a] : accesses_) {
       out.push_back(a);
       if (a.space == "global") {
         (a.kind == "load" ? rep.load_sectors : rep.store_sectors) += a.sectors;
         rep.requested_bytes += a.bytes;
         requested[a.array] += 32.0 * a.sectors;  // DRAM moves whole sectors
+        if (a.kind == "load") loaded[a.array] += 32.0 * a.sectors;
       } else {
         rep.shared_wavefronts += a.wavefronts;
         rep.shared_ideal += a.ideal;
@@ -1798,6 +1825,9 @@ class Sim {
         if (d.name == name && d.space == "global") alloc = d.bytes;
       rep.compulsory_bytes +=
           alloc > 0 ? std::min<double>(static_cast<double>(alloc), bytes) : bytes;
+      if (auto l = loaded.find(name); l != loaded.end())
+        rep.compulsory_load_bytes +=
+            alloc > 0 ? std::min<double>(static_cast<double>(alloc), l->second) : l->second;
     }
     std::sort(out.begin(), out.end(), [](const Access& a, const Access& b) {
       return std::tie(a.line, a.column, a.kind) < std::tie(b.line, b.column, b.kind);
@@ -1805,6 +1835,7 @@ class Sim {
     rep.accesses = std::move(out);
     rep.flops = flops_;
     rep.control_instructions = control_;
+    rep.load_rounds = load_rounds_;
     rep.conversion_instructions = conversions_;
     rep.notes.assign(notes_.begin(), notes_.end());
   }

@@ -91,6 +91,11 @@ struct TrafficReport {
   double load_sectors = 0, store_sectors = 0;  ///< global, 32-byte sectors
   double requested_bytes = 0;                  ///< global bytes the lanes asked for
   double compulsory_bytes = 0;                 ///< per array: min(allocated bytes, bytes requested)
+  double compulsory_load_bytes = 0;            ///< the same for what is loaded
+  /// Rounds of global loads over the grid: per warp, the loads it issues before it must wait
+  /// for one (a barrier, or an iteration of a loop the compiler keeps, ends a round; a loop
+  /// unrolled by U batches U iterations' loads into one round).
+  double load_rounds = 0;
   double shared_wavefronts = 0, shared_ideal = 0;
   double flops = 0;
   /// Warp instructions that keep the loops going (counter, compare, branch per iteration left

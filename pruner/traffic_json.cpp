@@ -10,7 +10,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Access, line, column, array, space, kind, ele
                                    analysed, note, requests, sectors, wavefronts, ideal, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrafficReport, parsed, error, accesses, notes, unanalysed,
                                    load_sectors, store_sectors, requested_bytes, compulsory_bytes,
-                                   shared_wavefronts, shared_ideal, flops, control_instructions,
+                                   compulsory_load_bytes, load_rounds, shared_wavefronts,
+                                   shared_ideal, flops, control_instructions,
                                    conversion_instructions, blocks, warps_per_block,
                                    warps_simulated)
 

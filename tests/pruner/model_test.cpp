@@ -148,6 +148,36 @@ TEST(Model, ConversionsTakeTheSlotsOfSeveralFmas) {
   EXPECT_NEAR(predict(f, fast, c).flops_ms, 2 * fma, 1e-9);
 }
 
+// Little's law (issue #45): a copy whose warps each load one 128-byte row per round keeps too
+// few bytes in flight to reach the DRAM bandwidth; four rows per round do. The latency term is
+// latency x rounds / resident warps x the DRAM share of the loads, and it enters the p-norm.
+TEST(Model, TooFewLoadsInFlightMakeACopyLatencyBound) {
+  Calibration c;
+  c.overhead_us = 0;
+  c.latency_ns = 1000;
+  ModelFeatures f = copy_features(1e9);
+  const double warps = 0.5e9 / 128;  // the loaded half, a 128-byte row per warp
+  f.load_rounds = warps;
+  f.dram_load_share = 1;
+  const Prediction one = predict(f, h100(), c);
+  EXPECT_NEAR(one.latency_ms, 1000e-6 * warps / (64 * 132), 1e-12);
+  EXPECT_EQ(one.bound, "latency");
+  f.load_rounds = warps / 4;  // four rows per round
+  const Prediction four = predict(f, h100(), c);
+  EXPECT_NEAR(four.latency_ms, one.latency_ms / 4, 1e-12);
+  EXPECT_EQ(four.bound, "dram");
+  EXPECT_GT(one.ms, 1.4 * four.ms);
+  EXPECT_LT(four.ms, 1.01 * predict(copy_features(1e9), h100(), c).ms);
+  // Fewer resident warps keep fewer rounds in flight; loads served from L2 do not count.
+  f.active_warps = 16;
+  EXPECT_NEAR(predict(f, h100(), c).latency_ms, 4 * four.latency_ms, 1e-12);
+  f.dram_load_share = 0;
+  EXPECT_EQ(predict(f, h100(), c).latency_ms, 0);
+  // The latency travels in a calibration's JSON form.
+  EXPECT_DOUBLE_EQ(Calibration::from_json(c.json()).latency_ns, 1000);
+  EXPECT_DOUBLE_EQ(Calibration::from_json("{}").latency_ns, kDefaultLatencyNs);
+}
+
 TEST(Model, LowOccupancyAndTinyGridsAreSlower) {
   Calibration c;
   c.overhead_us = 0;

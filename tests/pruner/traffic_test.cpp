@@ -54,6 +54,47 @@ extern "C" __global__ void copy(float* out, const float* __restrict__ in, int n)
   EXPECT_EQ(r.unanalysed, 0u);
 }
 
+// Issue #45 (the transpose at 4096x4096 on the H100): a warp's global loads come in rounds, the
+// loads it issues before it must wait for one. Unrolled loads share a round, a barrier ends
+// one, and a loop the compiler keeps ends one per iteration it keeps (unrolled by 4: a quarter
+// round per iteration). Only loads count; compulsory load bytes leave the stores out.
+TEST(Traffic, GlobalLoadsComeInRounds) {
+  const std::string src = R"(
+extern "C" __global__ void rows(float* out, const float* __restrict__ in, int n) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < TILE; i++) out[i * n + x] = in[i * n + x];
+#if STAGED
+  __shared__ float s[256];
+  s[threadIdx.x] = in[x];
+  __syncthreads();
+  out[x] = s[255 - threadIdx.x] + in[n + x];
+#endif
+#if LOOP
+  float acc = 0.0f;
+  for (int k = 0; k < n; k++) acc += in[k * n + x];
+  out[x] = acc;
+#endif
+})";
+  auto rounds_per_warp = [&](int tile, bool staged, bool loop) {
+    auto in = input(src, "rows", 256, 16);
+    in.options = {"-DTILE=" + std::to_string(tile), "-DSTAGED=" + std::to_string(staged),
+                  "-DLOOP=" + std::to_string(loop)};
+    in.scalars["n"] = 4096;
+    in.array_bytes = {{"out", 4096 * 4096 * 4}, {"in", 4096 * 4096 * 4}};
+    TrafficReport r = analyse_traffic(in);
+    EXPECT_TRUE(r.parsed && r.error.empty()) << r.error;
+    EXPECT_GT(r.compulsory_load_bytes, 0);
+    EXPECT_LT(r.compulsory_load_bytes, r.compulsory_bytes);  // the stores are not loads
+    return r.load_rounds / (16 * 8);
+  };
+  EXPECT_DOUBLE_EQ(rounds_per_warp(1, false, false), 1);
+  EXPECT_DOUBLE_EQ(rounds_per_warp(4, false, false), 1);  // four loads in flight at once
+  EXPECT_DOUBLE_EQ(rounds_per_warp(4, true, false), 2);   // the barrier ends the first round
+  // The k loop has no compile-time trip count: unrolled by 4, 4096 iterations are 1024 rounds.
+  EXPECT_DOUBLE_EQ(rounds_per_warp(1, false, true), 1 + 4096 / 4);
+}
+
 TEST(Traffic, StridedAccessTouchesOneSectorPerLaneAndBroadcastOne) {
   auto in = input(R"(
 #define STRIDE 32
@@ -326,6 +367,28 @@ __global__ void copy(float* out, const float* in, int n) {
   EXPECT_DOUBLE_EQ(r.requested_bytes, 2 * 4 * 40.0);  // n is known: 40 lanes pass
   EXPECT_DOUBLE_EQ(r.compulsory_bytes, 2 * 160.0);    // and the allocations bound DRAM
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+}
+
+// A lambda's call passes the lambda object first: its parameters take the arguments after it
+// (found by the sgemm example, whose lambda version read shared memory at unknown addresses:
+// 32 wavefronts per access, a prediction 7x too slow).
+TEST(Traffic, ALambdaTakesItsArgumentsAfterItsObject) {
+  auto in = input(R"(
+__global__ void k(float* out, const float* in) {
+  __shared__ float s[64];
+  auto at = [&](int row, int col) { return s[row * 32 + col]; };
+  s[threadIdx.x] = in[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = at(1, threadIdx.x);
+})",
+                  "k", 32, 1);
+  in.array_bytes = {{"out", 128}, {"in", 128}};
+  TrafficReport r = analyse_traffic(in);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  const Access* ld = find(r, "s", "load");
+  ASSERT_TRUE(ld);
+  EXPECT_TRUE(ld->analysed) << ld->note;
+  EXPECT_DOUBLE_EQ(ld->wavefronts, 1);  // 32 consecutive words: no conflict
 }
 
 // Dedispersion's pattern: each row y adds a data-dependent shift (`shifts[c]` times a function of

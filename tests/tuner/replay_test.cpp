@@ -646,51 +646,78 @@ TEST(Replay, MeasurementsOfAnotherSpaceAreRefused) {
 namespace gputune::tuner {
 namespace {
 
-// model_guided as `run` streams it, scored on what gputune measured on an H100 (the matmul
-// example at 4096, 609 configurations; the transpose example, 171 in each of two contexts;
-// ../shared/data/h100-2026-11-26): with a look-ahead of 1 the streamed search is the search that
-// waits for each outcome, which needed 4, 8 and 2 measurements to get within 5% of the optimum
-// before streaming; with the look-ahead of a 16-core host (32) it needs no more. Each variant
-// is ordered by its best case until compiled, and measured in the order of real predictions.
-TEST(Replay, TheStreamedSearchNeedsNoMoreMeasurementsOnTheH100DataThanBefore) {
-  test::TempDir dir;
-  const auto data = test::shared_dir() / "data/h100-2026-11-26";
+/// What gputune measured on an H100 (tests/data/h100-2026-11-26, copied from
+/// ../shared/data/h100-2026-11-26): the matmul example at 4096 (609 configurations) and the
+/// transpose example (171 in each of two contexts).
+struct H100Case {
+  std::string name;
+  Job job;
+  std::string file, context;
+};
+
+std::vector<H100Case> h100_cases(const std::filesystem::path& dir) {
+  const std::filesystem::path data = test::source_dir() / "tests/data/h100-2026-11-26";
   auto matmul = json::parse(test::read_file(data / "matmul_4096_r7.json"));
   matmul["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "matmul.cu").string();
   test::write_file(dir / "matmul.json", matmul.dump());
-  struct Case {
-    std::string name;
-    Job job;
-    std::string file, context;
-    double before;  // measurements to 5% before streaming (commit 8489edb)
+  return {{"matmul 4096", load_job(dir / "matmul.json"),
+           (data / "matmul_4096_r7.4096.t4.json").string(), ""},
+          {"transpose 4096x4096", load_job(test::examples_dir() / "transpose.json"),
+           (data / "transpose.4096x4096.t4.json").string(), "4096x4096"},
+          {"transpose 1000x3000", load_job(test::examples_dir() / "transpose.json"),
+           (data / "transpose.1000x3000.t4.json").string(), "1000x3000"}};
+}
+
+// The model on the H100's measurements, with floors at what it achieves (issue #45). Before the
+// latency term (commit 5c74e3d) the figures were: Spearman 0.806 / 0.602 / 0.509; model_guided
+// to 5% after 4 / 10 / 2 measurements; the pruning target (90% pruned, one kept within 10%) met
+// on matmul and transpose 1000x3000, not on transpose 4096x4096 (regret 1.447 at 90% pruned).
+// The latency term (one round of loads in flight per warp, Little's law) is what the transposes
+// with one element per thread lacked; its latency was fitted on transpose 4096x4096 alone, and
+// the other two contexts are held out (bench/results/model-latency-h100-2026-11-27.md).
+TEST(Replay, TheModelRanksTheH100MeasurementsAtLeastAsWellAsItDid) {
+  test::TempDir dir;
+  struct Floor {
+    double spearman;
+    double guided_to_5;    // model_guided's measurements to within 5% (look-ahead 1)
+    double streamed_to_5;  // the same as `run` streams it on a 16-core host (look-ahead 32)
+    double regret_at_90;   // the best kept / the optimum with 90% pruned
   };
-  const std::vector<Case> cases = {
-      {"matmul 4096", load_job(dir / "matmul.json"), "matmul_4096_r7.4096.t4.json", "", 4},
-      {"transpose 4096x4096", load_job(test::examples_dir() / "transpose.json"),
-       "transpose.4096x4096.t4.json", "4096x4096", 8},
-      {"transpose 1000x3000", load_job(test::examples_dir() / "transpose.json"),
-       "transpose.1000x3000.t4.json", "1000x3000", 2}};
-  for (const Case& c : cases)
+  const std::map<std::string, Floor> floors = {{"matmul 4096", {0.80, 4, 4, 1.0}},
+                                               {"transpose 4096x4096", {0.75, 2, 2, 1.0}},
+                                               {"transpose 1000x3000", {0.62, 2, 5, 1.0}}};
+  for (const H100Case& c : h100_cases(dir.path())) {
+    // model_guided as `run` streams it: look-ahead 1 waits for each outcome; the look-ahead of a
+    // 16-core host asks for 32 compiles before their outcomes are known (on transpose 1000x3000
+    // that costs 3 measurements: 5 where waiting needs 2, of 54 for random search). Either way
+    // it compiles only what could come first.
+    const Floor& f = floors.at(c.name);
     for (const std::size_t look_ahead : {1, 32}) {
       SCOPED_TRACE(c.name + ", look-ahead " + std::to_string(look_ahead));
       ReplayOptions o;
       o.device = "NVIDIA H100 80GB HBM3";
-      o.cache_dir = dir / "cache";
+      o.cache_dir = dir / "cache";  // shared: the second look-ahead compiles nothing again
       o.seeds = 1;
       o.within = {1.05};
       o.context = c.context;
       o.look_ahead = look_ahead;
-      const ReplayReport r = replay(c.job, (data / c.file).string(), o);
+      const ReplayReport r = replay(c.job, c.file, o);
       ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
       const auto guided = std::find_if(r.strategies.begin(), r.strategies.end(),
                                        [](const auto& s) { return s.strategy == "model_guided"; });
       ASSERT_NE(guided, r.strategies.end());
-      if (look_ahead == 1)
-        EXPECT_EQ(guided->median_to[0], c.before);
-      else
-        EXPECT_LE(guided->median_to[0], c.before);
       EXPECT_LT(r.guided_compiled, r.space_size) << "it compiles only what could come first";
+      if (look_ahead != 1) {
+        EXPECT_LE(guided->median_to[0], f.streamed_to_5);
+        continue;
+      }
+      EXPECT_GE(r.spearman, f.spearman);
+      EXPECT_LE(guided->median_to[0], f.guided_to_5);
+      ASSERT_TRUE(r.at_target_pruned.has_value()) << "no margin prunes 90%";
+      EXPECT_LE(r.at_target_pruned->regret, f.regret_at_90 + 1e-9);
+      EXPECT_LE(r.at_target_pruned->regret, kTargetRegret) << "the pruning target is met";
     }
+  }
 }
 
 }  // namespace
