@@ -62,7 +62,8 @@ TEST_P(Examples, TunesEndToEndAndEveryCorrectVariantIsVerified) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, Examples,
-                         ::testing::Values("vector_add", "matmul", "transpose", "convolution"));
+                         ::testing::Values("vector_add", "matmul", "transpose", "convolution",
+                                           "sgemm"));
 
 TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
   REQUIRE_GPU();

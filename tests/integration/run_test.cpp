@@ -354,7 +354,7 @@ TEST(Cli, ImportBestShowAndExport) {
 
 TEST(Examples, EveryVariantOfEveryExampleCompiles) {
   test::TempDir dir;
-  for (const char* ex : {"vector_add", "matmul", "transpose", "convolution"}) {
+  for (const char* ex : {"vector_add", "matmul", "transpose", "convolution", "sgemm"}) {
     auto r = run_gputune(
         std::string("prune '") + (test::examples_dir() / (std::string(ex) + ".json")).string() +
         "' --device h100-sxm --no-store --cache-dir '" + (dir / "cache").string() + "'");
