@@ -1,9 +1,14 @@
 // The dashboard in a real headless Chromium (Debian chromium + chromium-driver, driven over
 // WebDriver): pages load with data from a test database, tables sort, a submitted job appears,
-// strings from the database stay text, and each page is saved as a screenshot
-// (build/screenshots/*.png).
+// strings from the database stay text, numbers read in their units, and each page visited is
+// saved as a screenshot: $GPUTUNE_SCREENSHOT_DIR/*.png when set, else build/screenshots/*.png.
 #include <gtest/gtest.h>
 #include <httplib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <regex>
 
 #include "daemon_util.h"
 #include "webdriver.h"
@@ -55,8 +60,42 @@ class Dashboard : public ::testing::Test {
     if (auto why = test::browser_missing(); !why.empty()) GTEST_SKIP() << why;
   }
 
-  static std::string shot(const std::string& name) {
-    return std::string(GPUTUNE_SCREENSHOT_DIR) + "/" + name;
+  /// Where the screenshots go: $GPUTUNE_SCREENSHOT_DIR, else the build's screenshots/ folder.
+  static std::filesystem::path shot_dir() {
+    const char* env = std::getenv("GPUTUNE_SCREENSHOT_DIR");
+    return env && *env ? std::filesystem::path(env) : std::filesystem::path(GPUTUNE_SCREENSHOT_DIR);
+  }
+  /// Saves the page in the browser as `name`.png and checks that it is a picture of a page: a
+  /// PNG of the window's width, of some KB (a blank page compresses to about 1).
+  static void snap(test::WebDriver& wd, const std::string& name) {
+    const std::filesystem::path file = shot_dir() / (name + ".png");
+    std::filesystem::remove(file);
+    wd.screenshot(file);
+    const std::string png = test::read_file(file);
+    ASSERT_GE(png.size(), 24u) << file;
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << file;
+    EXPECT_EQ(png.substr(12, 4), "IHDR") << file;
+    auto be32 = [&](size_t at) {
+      std::uint32_t v = 0;
+      for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(png[at + i]);
+      return v;
+    };
+    EXPECT_GE(be32(16), 1000u) << file << ": width";
+    EXPECT_GE(be32(20), 500u) << file << ": height";
+    EXPECT_GT(png.size(), 8000u) << file;
+  }
+  /// A time as the dashboard writes it ("5.591 ms", "512.0 µs", "1.500 s"), in ms.
+  static double ms_of(std::string text) {
+    text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+    size_t end = 0;
+    const double v = std::stod(text, &end);
+    const std::string unit = text.substr(end);
+    if (unit == " s") return v * 1e3;
+    if (unit == " ms") return v;
+    if (unit == " \u00b5s") return v * 1e-3;
+    if (unit == " ns") return v * 1e-6;
+    ADD_FAILURE() << "not a time: '" << text << "'";
+    return v;
   }
 
   static test::TempDir* dir_;
@@ -85,7 +124,7 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#1");
   wd.click("#runs th:nth-child(1)");
   EXPECT_EQ(wd.text("#runs tbody tr:first-child td:first-child"), "#4");
-  wd.screenshot(shot("overview.png"));
+  snap(wd, "overview");
 
   // A submitted job appears in the queue.
   auto r = test::run_gputune("submit '" + (test::examples_dir() / "vector_add.json").string() +
@@ -96,6 +135,7 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
   std::string queue = wd.text("#queue");
   EXPECT_NE(queue.find("vector_add"), std::string::npos) << queue;
   EXPECT_NE(queue.find("queued"), std::string::npos) << queue;
+  snap(wd, "overview-queued");
 
   // Kernel page: contexts x devices with winner and speedup over the default configuration.
   wd.go(d.url() + "/kernel.html?id=1");
@@ -124,20 +164,20 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
             std::string::npos)
       << header->body;
   EXPECT_EQ(api.Get("/api/kernels/999/header")->status, 404);
-  wd.screenshot(shot("kernel.png"));
+  snap(wd, "kernel");
 
   // Run page: a large run, paged and sorted by the server.
   wd.go(d.url() + "/run.html?id=2");
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_EQ(wd.text("#page-info"), "1-50 of 11130");
-  double fastest = std::stod(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
+  double fastest = ms_of(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
   wd.click("#variants th[data-sort=time_ms]");  // now descending
   for (int i = 0;
        i < 50 &&
        wd.script("return document.querySelector('#variants th.sorted-desc') !== null;") != true;
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  double slowest = std::stod(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
+  double slowest = ms_of(wd.text("#variants tbody tr:first-child td:nth-child(3)"));
   EXPECT_GT(slowest, fastest);
   wd.click("#next");
   for (int i = 0; i < 50 && wd.text("#page-info") != "51-100 of 11130"; ++i)
@@ -152,10 +192,10 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
                         "document.documentElement.clientWidth;")
                   .get<bool>())
       << wd.script("return document.documentElement.scrollWidth;").dump();
-  wd.screenshot(shot("run.png"));
+  snap(wd, "run");
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());
-  wd.screenshot(shot("run-vector_add.png"));
+  snap(wd, "run-vector_add");
   EXPECT_FALSE(wd.script("return document.getElementById('model-search') !== null;").get<bool>())
       << "run 1 searched nothing";
   // Each context's results as a T4 file: the run's two contexts, one link each.
@@ -190,17 +230,19 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
                        0),
             0u)
       << wd.text("#model-search");
+  snap(wd, "run-model_guided");
 
   // History of a context.
   wd.go(d.url() + "/history.html?context=1");
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_NE(wd.text("#history").find("#1"), std::string::npos);
-  wd.screenshot(shot("history.png"));
+  snap(wd, "history");
 
   // A bad id shows an error, not a blank page.
   wd.go(d.url() + "/run.html?id=999");
   EXPECT_FALSE(wd.wait_loaded(5));
   EXPECT_NE(wd.text("#error").find("no such run"), std::string::npos);
+  snap(wd, "run-missing");
 }
 
 // A naive kernel's winner is generated code: its kernel page shows the command that writes its
@@ -236,7 +278,7 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
                            (dir / "generated" / "add.json").string() + " --config "),
             std::string::npos)
       << generated;
-  wd.screenshot(shot("kernel-naive.png"));
+  snap(wd, "kernel-naive");
   wd.go(d.url() + "/kernel.html?id=2");
   ASSERT_TRUE(wd.wait_loaded());
   const std::string as_written = wd.text("#winner-sources");
@@ -245,13 +287,103 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
             std::string::npos)
       << as_written;
   EXPECT_EQ(as_written.find("gputune generate"), std::string::npos) << as_written;
+  snap(wd, "kernel-as_written");
   wd.go(d.url() + "/run.html?id=2");
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_EQ(wd.text("#naive-fallback").rfind("block shape only: add.cu:4: local array 't'", 0), 0u)
       << wd.text("#naive-fallback");
+  snap(wd, "run-naive-fallback");
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_FALSE(wd.script("return document.getElementById('naive-fallback') !== null;").get<bool>());
+  snap(wd, "run-naive-generated");
+}
+
+// The dashboard read as a user, on a real run: the H100 matmul of 2026-11-26
+// (tests/data/h100-2026-11-26, from shared/data: 609 configurations measured, default 85.46 ms, best 5.591 ms at
+// 24,582 GFLOP/s). Numbers carry their units in a readable prefix ("24.6 TFLOP/s", never
+// "2.458e+4"), numeric columns align right in tabular figures, and the best-so-far chart's time
+// axis is logarithmic: its labels run from below the best to above the default.
+TEST_F(Dashboard, ARealRunReadsInUnitsWithItsBestOnALogAxis) {
+  const auto source = test::source_dir() / "tests/data/h100-2026-11-26/matmul_4096_r7.db";
+  ASSERT_TRUE(std::filesystem::exists(source)) << source;
+  test::TempDir dir;
+  std::filesystem::copy_file(source, dir / "h100.db");  // the daemon writes to its database
+  test::Daemon d((dir / "h100.db").string(), {"--no-gpu"});
+  ASSERT_FALSE(d.url().empty()) << d.output();
+  test::WebDriver wd;
+  // Every number on a page is free of exponents; every numeric cell and its header align right
+  // in tabular figures.
+  auto check_numbers = [&](const std::string& page) {
+    const std::string text = wd.script("return document.body.innerText;").get<std::string>();
+    static const std::regex exponent("[0-9]e[-+][0-9]");  // 2.458e+4, 1e-05
+    EXPECT_FALSE(std::regex_search(text, exponent)) << page << ":\n" << text;
+    const json cells = wd.script(
+        "return [...document.querySelectorAll('td.num, th.num')].filter(e => {"
+        "  const s = getComputedStyle(e);"
+        "  return s.textAlign !== 'right' || s.fontVariantNumeric !== 'tabular-nums';"
+        "}).map(e => e.tagName + ' ' + e.textContent);");
+    EXPECT_TRUE(cells.empty()) << page << ": " << cells.dump();
+  };
+
+  wd.go(d.url() + "/run.html?id=1");
+  ASSERT_TRUE(wd.wait_loaded()) << wd.script("return document.body.innerText;");
+  EXPECT_EQ(wd.text("#best-times"), "best: 4096 5.591 ms");
+  // The fastest configuration (the table sorts by time): 5.591 ms, 24,582.6 GFLOP/s, 36.01 GB/s.
+  auto cell = [&](int column) {
+    return wd.text("#variants tbody tr:first-child td:nth-child(" + std::to_string(column) + ")");
+  };
+  EXPECT_EQ(cell(3), "5.591 ms");
+  EXPECT_EQ(cell(4), "24.6 TFLOP/s");
+  EXPECT_EQ(cell(5), "36.0 GB/s");
+  EXPECT_EQ(cell(6), "54");
+  EXPECT_EQ(cell(7), "50%");
+  EXPECT_EQ(wd.text("#variants th[data-sort=time_ms]"), "time");
+  check_numbers("run");
+  EXPECT_TRUE(wd.script("return [...document.querySelectorAll('.charts img')].every(i => "
+                        "i.complete && i.naturalWidth > 0);")
+                  .get<bool>());
+  snap(wd, "h100-run");
+  // The best-so-far chart (an SVG drawn by the server): 5, 10, 20, 50, 100 ms, equally far apart
+  // for equal ratios.
+  httplib::Client api(d.url());
+  auto chart = api.Get("/api/runs/1/best.svg");
+  ASSERT_TRUE(chart);
+  ASSERT_EQ(chart->status, 200);
+  std::vector<std::string> ticks;
+  std::vector<double> heights;
+  static const std::regex tick_re(
+      R"re(<text class="tick-y" x="[^"]*" y="([^"]+)"[^>]*>([^<]*)<)re");
+  for (std::sregex_iterator it(chart->body.begin(), chart->body.end(), tick_re), end; it != end;
+       ++it)
+    heights.push_back(std::stod((*it)[1])), ticks.push_back((*it)[2]);
+  EXPECT_EQ(ticks, (std::vector<std::string>{"5 ms", "10 ms", "20 ms", "50 ms", "100 ms"}))
+      << chart->body;
+  ASSERT_EQ(heights.size(), 5u);
+  EXPECT_NEAR(heights[0] - heights[1], heights[1] - heights[2], 0.01) << "5-10 as 10-20 ms";
+  EXPECT_NE(chart->body.find("<title>4096: 5.591 ms</title>"), std::string::npos);
+  EXPECT_NE(chart->body.find("<title>4096: 85.46 ms</title>"), std::string::npos);
+  auto bars = api.Get("/api/runs/1/parameters.svg");
+  ASSERT_TRUE(bars);
+  EXPECT_NE(bars->body.find("<title>block_size_x=64: 5.591 ms</title>"), std::string::npos);
+
+  wd.go(d.url() + "/kernel.html?id=1");
+  ASSERT_TRUE(wd.wait_loaded());
+  EXPECT_EQ(wd.text("#contexts tbody tr:first-child td:nth-child(5)"), "85.46 ms") << "default";
+  check_numbers("kernel");
+  snap(wd, "h100-kernel");
+
+  wd.go(d.url() + "/");
+  ASSERT_TRUE(wd.wait_loaded());
+  EXPECT_EQ(wd.text("#runs tbody tr:first-child td:nth-child(5)"), "5.591 ms");
+  EXPECT_EQ(wd.text("#devices tbody tr:first-child td:nth-child(4)"), "79.2 GiB");
+  check_numbers("overview");
+  snap(wd, "h100-overview");
+
+  wd.go(d.url() + "/history.html?context=1");
+  ASSERT_TRUE(wd.wait_loaded());
+  check_numbers("history");
+  snap(wd, "h100-history");
 }
 
 }  // namespace

@@ -133,22 +133,120 @@ TEST(Charts, AxesAreLabelledWithRoundNumbers) {
 // The legend (one name per series, top right) sits above every point: two contexts whose best
 // times end at the top right corner once drew their names over the lines.
 TEST(Charts, TheLegendSitsAboveTheData) {
-  for (size_t n : {1u, 2u, 3u, 8u}) {
-    std::vector<Series> series;
-    for (size_t k = 0; k < n; ++k)
-      series.push_back({"context " + std::to_string(k), {1, 10, 20}, {1.0, 1.1, 1.2 + 0.01 * k}});
-    const std::string svg = line_chart("best", series, "measurements", "ms", true);
-    double legend_bottom = 0;
-    for (const auto& t : svg_texts(svg))
-      if (t.text.rfind("context ", 0) == 0) legend_bottom = std::max(legend_bottom, t.y);
-    ASSERT_GT(legend_bottom, 0) << svg;
-    static const std::regex cy_re("<circle cx=\"[^\"]*\" cy=\"([^\"]+)\"");
-    size_t points = 0;
-    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cy_re);
-         it != std::sregex_iterator(); ++it, ++points)
-      EXPECT_GT(std::stod((*it)[1]) - 2.5, legend_bottom + 3) << n << " series";  // r 2.5
-    EXPECT_EQ(points, 3 * n);
-  }
+  for (Axis axis : {Axis::linear, Axis::log_ms})
+    for (size_t n : {1u, 2u, 3u, 8u}) {
+      std::vector<Series> series;
+      for (size_t k = 0; k < n; ++k)
+        series.push_back({"context " + std::to_string(k), {1, 10, 20}, {1.0, 1.1, 1.2 + 0.01 * k}});
+      const std::string svg = line_chart("best", series, "measurements", "ms", true, axis);
+      double legend_bottom = 0;
+      for (const auto& t : svg_texts(svg))
+        if (t.text.rfind("context ", 0) == 0) legend_bottom = std::max(legend_bottom, t.y);
+      ASSERT_GT(legend_bottom, 0) << svg;
+      static const std::regex cy_re("<circle cx=\"[^\"]*\" cy=\"([^\"]+)\"");
+      size_t points = 0;
+      for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cy_re);
+           it != std::sregex_iterator(); ++it, ++points)
+        EXPECT_GT(std::stod((*it)[1]) - 2.5, legend_bottom + 3) << n << " series";  // r 2.5
+      EXPECT_EQ(points, 3 * n);
+    }
+}
+
+// Times read in the unit that keeps them between 1 and 1000, to 3 significant digits by default.
+TEST(Charts, TimesAreWrittenInTheirUnit) {
+  EXPECT_EQ(format_ms(85.4595), "85.5 ms");
+  EXPECT_EQ(format_ms(5.5909), "5.59 ms");
+  EXPECT_EQ(format_ms(5.5909, 4), "5.591 ms");
+  EXPECT_EQ(format_ms(5), "5 ms");
+  EXPECT_EQ(format_ms(5.6), "5.6 ms");  // trailing zeros dropped
+  EXPECT_EQ(format_ms(0.512), "512 \u00b5s");
+  EXPECT_EQ(format_ms(0.05323, 4), "53.23 \u00b5s");
+  EXPECT_EQ(format_ms(0.0001234), "123 ns");
+  EXPECT_EQ(format_ms(1500), "1.5 s");
+  EXPECT_EQ(format_ms(187692.67), "188 s");
+  EXPECT_EQ(format_ms(999.96), "1 s");  // rounded before the unit is picked
+  EXPECT_EQ(format_ms(0.99996), "1 ms");
+  EXPECT_EQ(format_ms(0), "0 ms");
+  EXPECT_EQ(format_ms(std::nan("")), "-");
+}
+
+/// The y axis's tick labels of a chart and their heights, top to bottom reversed (bottom first).
+std::vector<std::pair<std::string, double>> y_ticks_of(const std::string& svg) {
+  std::vector<std::pair<std::string, double>> out;
+  const std::regex re(R"re(<text class="tick-y" x="[^"]*" y="([-0-9.e]+)"[^>]*>([^<]*)</text>)re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), re), end; it != end; ++it)
+    out.push_back({(*it)[2], std::stod((*it)[1])});
+  return out;
+}
+std::vector<double> point_heights(const std::string& svg) {
+  std::vector<double> out;
+  static const std::regex cy_re("<circle cx=\"[^\"]*\" cy=\"([^\"]+)\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), cy_re), end; it != end; ++it)
+    out.push_back(std::stod((*it)[1]));
+  return out;
+}
+
+// The best-so-far curve of the H100 matmul run (shared/data/h100-2026-11-26): from the default's
+// 85.46 ms to 5.591 ms. On a linear axis from 0 the region where tuning happens (6.7 to 5.6 ms)
+// was 3 px tall; on the log axis, labelled 5, 10, 20, 50, 100 ms, it is 14.
+TEST(Charts, TimesSpanningDecadesAreOnALogAxis) {
+  const Series run{"4096",
+                   {1, 2, 3, 4, 5, 80, 95, 130, 285, 548},
+                   {85.46, 43.9, 18.9, 9.93, 6.71, 6.62, 6.42, 5.90, 5.66, 5.591}};
+  const std::string svg = line_chart("Best time so far", {run}, "correct measurements", "best time",
+                                     true, Axis::log_ms);
+  const auto ticks = y_ticks_of(svg);
+  std::vector<std::string> labels;
+  for (const auto& [text, y] : ticks) labels.push_back(text);
+  EXPECT_EQ(labels, (std::vector<std::string>{"5 ms", "10 ms", "20 ms", "50 ms", "100 ms"}));
+  ASSERT_EQ(ticks.size(), 5u);
+  // Equal ratios, equal distances: 5 -> 10 as 10 -> 20; 20 -> 50 as log 2.5 / log 2 of that.
+  const double octave = ticks[0].second - ticks[1].second;
+  EXPECT_GT(octave, 40);
+  EXPECT_NEAR(ticks[1].second - ticks[2].second, octave, 0.01);
+  EXPECT_NEAR(ticks[2].second - ticks[3].second, octave * std::log(2.5) / std::log(2), 0.01);
+  const auto points = point_heights(svg);
+  ASSERT_EQ(points.size(), run.y.size());
+  EXPECT_GT(points.back() - points[4], 10) << "6.71 ms to 5.591 ms";        // y grows downwards
+  EXPECT_NE(svg.find("<title>4096: 5.591 ms</title>"), std::string::npos);  // the tooltip
+  // The linear axis it replaces.
+  const auto flat = point_heights(line_chart("b", {run}, "x", "ms", true));
+  EXPECT_LT(flat.back() - flat[4], 4);
+
+  // Six decades: only the powers of ten are labelled, in their units.
+  labels.clear();
+  for (const auto& [text, y] :
+       y_ticks_of(line_chart("b", {{"c", {1, 2}, {1000, 0.001}}}, "x", "t", true, Axis::log_ms)))
+    labels.push_back(text);
+  EXPECT_EQ(labels, (std::vector<std::string>{"1 \u00b5s", "10 \u00b5s", "100 \u00b5s", "1 ms",
+                                              "10 ms", "100 ms", "1 s"}));
+  // Within a factor of 1.4: round linear steps, still in ms, around the data.
+  const std::string narrow_svg =
+      line_chart("b", {{"c", {1, 2, 3}, {200, 160, 150}}}, "x", "t", true, Axis::log_ms);
+  const auto narrow = y_ticks_of(narrow_svg);
+  ASSERT_GE(narrow.size(), 3u);
+  for (const auto& [text, y] : narrow) EXPECT_EQ(text.substr(text.size() - 3), " ms") << text;
+  const auto narrow_points = point_heights(narrow_svg);
+  EXPECT_GE(narrow.front().second - 4, narrow_points.back()) << narrow.front().first;  // 150 ms
+  EXPECT_LE(narrow.back().second - 4, narrow_points.front()) << narrow.back().first;   // 200 ms
+  // One value: a range around it.
+  EXPECT_GE(y_ticks_of(line_chart("b", {{"c", {1}, {5.591}}}, "x", "t", true, Axis::log_ms)).size(),
+            3u);
+  // Zero cannot be on a log axis: linear from zero.
+  const auto zero =
+      y_ticks_of(line_chart("b", {{"c", {1, 2}, {0, 5}}}, "x", "t", true, Axis::log_ms));
+  ASSERT_FALSE(zero.empty());
+  EXPECT_EQ(zero.front().first, "0 ms");
+  // The measured-vs-predicted scatter: both axes log, the diagonal from corner to corner.
+  const std::string s = scatter_chart("s", {"p", {0.5, 5, 50}, {0.6, 4, 80}}, "predicted",
+                                      "measured", true, Axis::log_ms);
+  labels.clear();
+  for (const auto& [text, y] : y_ticks_of(s)) labels.push_back(text);
+  EXPECT_EQ(labels, (std::vector<std::string>{"500 \u00b5s", "1 ms", "2 ms", "5 ms", "10 ms",
+                                              "20 ms", "50 ms", "100 ms"}));
+  EXPECT_NE(s.find("<line x1=\"70\" y1=\"270\" x2=\"620\" y2=\"36\" stroke=\"#999\""),
+            std::string::npos)
+      << s;
 }
 
 // The parameter chart of a real space (dedispersion: 30 values of block_size_y, two-valued

@@ -27,11 +27,48 @@ async function api(path) {
   return body;
 }
 
+// `digits` significant digits, trailing zeros kept so that a column's digits line up, never in
+// exponent notation: 5.60, 24.6, 1,234.
+function sig(v, digits) {
+  return v.toLocaleString('en-US', {minimumSignificantDigits: digits, maximumSignificantDigits: digits});
+}
+
 function fmt(v, digits) {
   if (v === null || v === undefined) return '-';
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toPrecision(digits || 4);
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : sig(v, digits || 4);
   return String(v);
 }
+
+// A quantity in the SI prefix that keeps it between 1 and 1000, with its unit: 24,580 GFLOP/s is
+// "24.6 TFLOP/s", 36.01 GB/s "36.0 GB/s". Rounded first, so 999.96 GB/s is "1.00 TB/s".
+const prefixes = [[1e18, 'E'], [1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'], [1, '']];
+function withPrefix(v, unit, digits) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '-';
+  if (v === 0) return '0 ' + unit;
+  const r = Number(Math.abs(v).toPrecision(digits || 3));
+  const [scale, p] = prefixes.find(([s]) => r >= s) || prefixes[prefixes.length - 1];
+  return (v < 0 ? '-' : '') + sig(r / scale, digits || 3) + ' ' + p + unit;
+}
+function fmtFlops(gflops) { return gflops == null ? '-' : withPrefix(gflops * 1e9, 'FLOP/s'); }
+function fmtBandwidth(gbps) { return gbps == null ? '-' : withPrefix(gbps * 1e9, 'B/s'); }
+// A time given in ms, 4 significant digits, in s, ms, µs or ns: "85.46 ms", "5.591 ms", "512.0 µs".
+function fmtTime(ms, digits) {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '-';
+  if (ms === 0) return '0 ms';
+  const d = digits || 4;
+  const r = Number(Math.abs(ms).toPrecision(d));
+  const [scale, unit] = r >= 1000 ? [1e3, 's'] : r >= 1 ? [1, 'ms'] : r >= 1e-3 ? [1e-3, '\u00b5s'] : [1e-6, 'ns'];
+  return (ms < 0 ? '-' : '') + sig(r / scale, d) + ' ' + unit;
+}
+function fmtBytes(bytes) {  // binary prefixes, as memory sizes are given
+  if (bytes == null) return '-';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (i < units.length - 1 && bytes >= 1024 ** (i + 1)) ++i;
+  return sig(bytes / 1024 ** i, 3) + ' ' + units[i];
+}
+function fmtSpeedup(x) { return x ? sig(x, 3) + 'x' : '-'; }
+function fmtPercent(f) { return f == null ? '-' : Math.round(f * 100) + '%'; }
 
 // A configuration as `name=value` pairs separated by spaces, so a long one wraps in its cell.
 function config(c) { return c ? Object.entries(c).map(([k, v]) => k + '=' + v).join(' ') : '-'; }
@@ -59,7 +96,7 @@ function sortableTable(id, columns, rows) {
   }
   const tr = el('tr');
   columns.forEach((c, i) => {
-    const th = el('th', {onclick: () => {
+    const th = el('th', {class: c.num ? 'num' : '', onclick: () => {
       asc = sortCol === i ? !asc : true;
       sortCol = i;
       rows.sort((a, b) => {
@@ -69,8 +106,8 @@ function sortableTable(id, columns, rows) {
         if (y === null || y === undefined) return -1;
         return (x < y ? -1 : 1) * (asc ? 1 : -1);
       });
-      for (const h of thead.querySelectorAll('th')) h.className = '';
-      th.className = asc ? 'sorted-asc' : 'sorted-desc';
+      for (const h of thead.querySelectorAll('th')) h.classList.remove('sorted-asc', 'sorted-desc');
+      th.classList.add(asc ? 'sorted-asc' : 'sorted-desc');
       fill();
     }}, c.title);
     tr.appendChild(th);
@@ -94,7 +131,7 @@ async function overview(main) {
     section('Devices', sortableTable('devices', [
       {title: 'name', value: d => d.name}, {title: 'compute capability', value: d => d.compute_capability},
       {title: 'SMs', value: d => d.sm_count, num: true},
-      {title: 'memory (GiB)', value: d => d.total_mem / 2 ** 30, render: d => fmt(d.total_mem / 2 ** 30, 3), num: true},
+      {title: 'memory', value: d => d.total_mem, render: d => fmtBytes(d.total_mem), num: true},
       {title: 'source', value: d => d.source}, {title: 'contexts', value: d => d.contexts, num: true}], devices)),
     section('Queue', sortableTable('queue', [
       {title: 'job', value: q => q.id, num: true}, {title: 'name', value: q => q.name},
@@ -105,11 +142,12 @@ async function overview(main) {
       {title: 'run', value: r => r.id, render: r => runLink(r.id), num: true}, {title: 'job', value: r => r.job},
       {title: 'status', value: r => r.status, render: r => statusCell(r.status)},
       {title: 'progress', value: r => r.done, render: r => r.done + '/' + r.total, num: true},
-      {title: 'best (ms)', value: r => r.best_ms, num: true}, {title: 'started', value: r => r.started_at}], runs)),
+      {title: 'best time', value: r => r.best_ms, render: r => fmtTime(r.best_ms), num: true},
+      {title: 'started', value: r => r.started_at}], runs)),
     section('Latest winners', sortableTable('winners', [
       {title: 'kernel', value: w => w.kernel, render: w => link('/kernel.html?id=' + w.kernel_id, w.kernel)},
       {title: 'context', value: w => w.context, render: w => link('/history.html?context=' + w.context_id, w.context)},
-      {title: 'device', value: w => w.device}, {title: 'time (ms)', value: w => w.time_ms, num: true},
+      {title: 'device', value: w => w.device}, {title: 'time', value: w => w.time_ms, render: w => fmtTime(w.time_ms), num: true},
       {title: 'configuration', value: w => config(w.configuration)}, {title: 'run', value: w => w.run_id, render: w => runLink(w.run_id)}],
       winners)),
     section('Kernels', sortableTable('kernels', [
@@ -138,10 +176,11 @@ async function kernelPage(main) {
     sortableTable('contexts', [
       {title: 'context', value: c => c.context, render: c => link('/history.html?context=' + c.context_id, c.context)},
       {title: 'device', value: c => c.device}, {title: 'arch', value: c => c.arch},
-      {title: 'winner (ms)', value: c => c.time_ms, num: true},
-      {title: 'default (ms)', value: c => c.default_ms, num: true},
-      {title: 'speedup', value: c => c.speedup, render: c => c.speedup ? fmt(c.speedup, 3) + 'x' : '-', num: true},
-      {title: 'GFLOP/s', value: c => c.gflops, num: true}, {title: 'GB/s', value: c => c.gbps, num: true},
+      {title: 'winner', value: c => c.time_ms, render: c => fmtTime(c.time_ms), num: true},
+      {title: 'default', value: c => c.default_ms, render: c => fmtTime(c.default_ms), num: true},
+      {title: 'speedup', value: c => c.speedup, render: c => fmtSpeedup(c.speedup), num: true},
+      {title: 'throughput', value: c => c.gflops, render: c => fmtFlops(c.gflops), num: true},
+      {title: 'bandwidth', value: c => c.gbps, render: c => fmtBandwidth(c.gbps), num: true},
       {title: 'configuration', value: c => config(c.configuration)},
       {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts), sources));
 }
@@ -161,8 +200,9 @@ async function runPage(main) {
       el('p', {}, statusCell(run.status), ' ', el('span', {class: 'progress'}, el('div', {style: 'width:' + pct + '%'})),
          ' ' + run.done + '/' + run.total + ' (' + pct + '%)',
          run.budget != null ? ', budget ' + run.budget + ' configurations' : '',
-         run.seconds_spent != null ? ', ' + fmt(run.seconds_spent, 3) + ' s measuring' : ''),
+         run.seconds_spent != null ? ', ' + fmtTime(run.seconds_spent * 1000, 3) + ' measuring' : ''),
       el('p', {id: 'counts'}, counts || 'no measurements yet'),
+      bestTimes(run),
       run.model_search ? el('p', {id: 'model-search'}, 'plan: ' + run.model_search) : null,
       run.naive_fallback ? el('p', {id: 'naive-fallback'}, 'block shape only: ' + run.naive_fallback +
         ' (the naive kernel is outside the generator\'s subset; its variants are the kernel as written, launched at each block shape)') : null,
@@ -176,6 +216,12 @@ async function runPage(main) {
     section('Variants', measurementControls(run), el('div', {id: 'measurements'})));
   await loadMeasurements(run);
   if (run.status === 'running') setTimeout(() => runPage(main).catch(showError), 2000);
+}
+
+// Each timed context's best time so far.
+function bestTimes(run) {
+  const timed = (run.contexts || []).filter(c => c.best_ms != null);
+  return timed.length ? el('p', {id: 'best-times'}, 'best: ' + timed.map(c => c.label + ' ' + fmtTime(c.best_ms)).join(', ')) : null;
 }
 
 // The run's timed contexts (one kernel on one device), each as a T4 results file: a T4 file
@@ -209,16 +255,18 @@ async function loadMeasurements(run) {
   if (runState.status) q.set('status', runState.status);
   if (runState.q) q.set('q', runState.q);
   const page = await api('/api/runs/' + run.id + '/measurements?' + q);
+  // [title, server sort key, render, numeric (right-aligned, units in the cell)]
   const columns = [
     ['context', null, m => m.context], ['status', 'status', m => statusCell(m.status)],
-    ['time (ms)', 'time_ms', m => fmt(m.time_ms)], ['GFLOP/s', null, m => fmt(m.gflops)], ['GB/s', null, m => fmt(m.gbps)],
-    ['regs', 'registers', m => fmt(m.registers)], ['occupancy', 'occupancy', m => fmt(m.occupancy, 3)],
-    ['predicted (ms)', null, m => fmt(m.predicted_ms)], ['configuration', null, m => el('code', {}, config(m.configuration))],
+    ['time', 'time_ms', m => fmtTime(m.time_ms), true], ['throughput', null, m => fmtFlops(m.gflops), true],
+    ['bandwidth', null, m => fmtBandwidth(m.gbps), true],
+    ['regs', 'registers', m => fmt(m.registers), true], ['occupancy', 'occupancy', m => fmtPercent(m.occupancy), true],
+    ['predicted', null, m => fmtTime(m.predicted_ms), true], ['configuration', null, m => el('code', {}, config(m.configuration))],
     ['reason', null, m => m.reason]];
   const table = el('table', {id: 'variants'});
   const head = el('tr');
-  for (const [title, key] of columns) {
-    const cls = key === runState.sort ? (runState.order === 'asc' ? 'sorted-asc' : 'sorted-desc') : '';
+  for (const [title, key, , num] of columns) {
+    const cls = (num ? 'num ' : '') + (key === runState.sort ? (runState.order === 'asc' ? 'sorted-asc' : 'sorted-desc') : '');
     head.appendChild(el('th', {class: cls, 'data-sort': key || '', onclick: () => {
       if (!key) return;
       runState.order = runState.sort === key && runState.order === 'asc' ? 'desc' : 'asc';
@@ -230,7 +278,7 @@ async function loadMeasurements(run) {
   const body = el('tbody');
   for (const m of page.items) {
     const tr = el('tr');
-    columns.forEach(([, key, render], i) => tr.appendChild(el('td', {class: i >= 2 && i <= 7 ? 'num' : ''}, render(m))));
+    for (const [, , render, num] of columns) tr.appendChild(el('td', {class: num ? 'num' : ''}, render(m)));
     body.appendChild(tr);
   }
   table.append(el('thead', {}, head), body);
@@ -252,7 +300,7 @@ async function historyPage(main) {
     el('div', {class: 'charts'}, el('img', {src: '/api/contexts/' + encodeURIComponent(id) + '/history.svg', alt: 'history'})),
     sortableTable('history', [
       {title: 'run', value: r => r.run_id, render: r => runLink(r.run_id), num: true},
-      {title: 'started', value: r => r.started_at}, {title: 'best (ms)', value: r => r.best_ms, num: true},
+      {title: 'started', value: r => r.started_at}, {title: 'best time', value: r => r.best_ms, render: r => fmtTime(r.best_ms), num: true},
       {title: 'status', value: r => r.status, render: r => statusCell(r.status)}], h.runs)));
 }
 
