@@ -300,10 +300,10 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
 }
 
 // The dashboard read as a user, on a real run: the H100 matmul of 2026-11-26
-// (tests/data/h100-2026-11-26, from shared/data: 609 configurations measured, default 85.46 ms, best 5.591 ms at
-// 24,582 GFLOP/s). Numbers carry their units in a readable prefix ("24.6 TFLOP/s", never
-// "2.458e+4"), numeric columns align right in tabular figures, and the best-so-far chart's time
-// axis is logarithmic: its labels run from below the best to above the default.
+// (tests/data/h100-2026-11-26, from shared/data: 609 configurations measured, default 85.46 ms,
+// best 5.591 ms at 24,582 GFLOP/s). Numbers carry their units in a readable prefix ("24.6 TFLOP/s",
+// never "2.458e+4"), numeric columns align right in tabular figures, and the best-so-far chart's
+// time axis is logarithmic: its labels run from below the best to above the default.
 TEST_F(Dashboard, ARealRunReadsInUnitsWithItsBestOnALogAxis) {
   const auto source = test::source_dir() / "tests/data/h100-2026-11-26/matmul_4096_r7.db";
   ASSERT_TRUE(std::filesystem::exists(source)) << source;
