@@ -21,11 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace gputune::tuner {
+#include "tuner/exit_codes.h"
 
-/// Exit code of `gputune batch` when every job ran but a winner got slower than the previous
-/// run's by more than the threshold (a job that failed gives its own code).
-constexpr int kExitRegression = 7;
+namespace gputune::tuner {
 
 /// A job of a suite, and where it was named (the suite file or folder, or "command line").
 struct SuiteJob {

@@ -18,7 +18,7 @@
 
 #include "db/store.h"
 #include "tuner/command_line.h"
-#include "tuner/pipeline.h"
+#include "tuner/exit_codes.h"
 #include "tuner/stop_signals.h"
 
 namespace gputune::tuner {

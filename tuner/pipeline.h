@@ -18,22 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "tuner/exit_codes.h"
 #include "variants/job.h"
 
 namespace gputune::tuner {
 
 struct DeviceInfo;  // tuner/cuda_driver.h
-
-/// Exit codes of `gputune run` (documented in the README).
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitInternal = 1,
-  kExitBadInput = 2,
-  kExitNoDevice = 3,     ///< everything compiled, inspected and stored; nothing timed
-  kExitNoCorrect = 4,    ///< timed, but no variant produced a correct result
-  kExitInterrupted = 5,  ///< stopped early (cancelled, or the daemon is shutting down)
-  kExitCheckFailed = 6,  ///< `check`: some configurations differ from the reference on the CPU
-};
 
 struct RunOptions {
   std::string db_path;              ///< empty: job's GPUTune.Database, else the default
