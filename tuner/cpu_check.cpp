@@ -18,8 +18,8 @@
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
-#include "tuner/generate.h"
 #include "tuner/exit_codes.h"
+#include "tuner/generate.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {
