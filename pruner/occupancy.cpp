@@ -100,8 +100,8 @@ std::int64_t smem_per_sm_for(std::int64_t per_block, int carveout_percent, const
 }
 }  // namespace
 
-bool needs_smem_opt_in(const Resources& r, std::int64_t dynamic_smem, const DeviceLimits& d) {
-  return r.static_smem + dynamic_smem > d.smem_per_block;
+bool needs_smem_opt_in(std::int64_t static_smem, std::int64_t dynamic_smem, const DeviceLimits& d) {
+  return static_smem + dynamic_smem > d.smem_per_block;
 }
 
 Occupancy compute_occupancy(const Resources& r, std::int64_t threads, std::int64_t dynamic_smem,
@@ -151,7 +151,8 @@ Occupancy compute_occupancy(const Resources& r, std::int64_t threads, std::int64
                 std::to_string(d.smem_per_block) + " (static allocations cannot opt in)");
   const std::int64_t smem_block = round_up(smem + d.smem_reserved_per_block, d.smem_alloc_unit);
   const std::int64_t block_limit =
-      (needs_smem_opt_in(r, dynamic_smem, d) ? d.smem_per_block_optin : d.smem_per_block) +
+      (needs_smem_opt_in(r.static_smem, dynamic_smem, d) ? d.smem_per_block_optin
+                                                         : d.smem_per_block) +
       d.smem_reserved_per_block;
   if (smem_block > block_limit)
     return fail(std::to_string(smem) + " bytes of shared memory > " +

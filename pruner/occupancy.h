@@ -5,7 +5,7 @@
  * limited per SM sub-partition, shared memory per block with the driver's reserve rounded to its
  * allocation unit against the carve-out the function prefers, warps, blocks and named barriers
  * per SM; plus the resource-feasibility check (would this launch fail for resources, or for its
- * shape?). tests/pruner/occupancy_test.cpp compares it with cuda_occupancy.h for every
+ * shape?). tests/pruner/occupancy_driver_test.cpp compares it with cuda_occupancy.h for every
  * architecture of the tables.
  * Consumes: Resources (cubin.h), block size, dynamic shared memory, DeviceLimits. Produces:
  * Occupancy. Must not: include cuda.h, launch anything, or touch the database. */
@@ -78,9 +78,9 @@ Occupancy compute_occupancy(const Resources& r, std::int64_t threads_per_block,
                             std::int64_t dynamic_smem, const DeviceLimits& d,
                             int carveout_percent = kDefaultCarveout);
 
-/// Whether a launch of `r` with this much dynamic shared memory must opt in to more than the
+/// Whether a launch with this much static and dynamic shared memory must opt in to more than the
 /// default shared memory per block (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) to run.
-bool needs_smem_opt_in(const Resources& r, std::int64_t dynamic_smem, const DeviceLimits& d);
+bool needs_smem_opt_in(std::int64_t static_smem, std::int64_t dynamic_smem, const DeviceLimits& d);
 
 /// Why cuLaunchKernel refuses this grid and block for their shape alone (a dimension below 1 or
 /// beyond the device's per-dimension limit, e.g. gridDim.y 70000 > 65535), or "" when it does not.

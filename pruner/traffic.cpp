@@ -1823,11 +1823,13 @@ class Sim {
       std::int64_t alloc = -1;
       for (auto& d : arrays_)
         if (d.name == name && d.space == "global") alloc = d.bytes;
-      rep.compulsory_bytes +=
-          alloc > 0 ? std::min<double>(static_cast<double>(alloc), bytes) : bytes;
+      // DRAM moves an array's bytes at most once: the allocation bounds what it reads.
+      auto compulsory = [&](double b) {
+        return alloc > 0 ? std::min<double>(static_cast<double>(alloc), b) : b;
+      };
+      rep.compulsory_bytes += compulsory(bytes);
       if (auto l = loaded.find(name); l != loaded.end())
-        rep.compulsory_load_bytes +=
-            alloc > 0 ? std::min<double>(static_cast<double>(alloc), l->second) : l->second;
+        rep.compulsory_load_bytes += compulsory(l->second);
     }
     std::sort(out.begin(), out.end(), [](const Access& a, const Access& b) {
       return std::tie(a.line, a.column, a.kind) < std::tie(b.line, b.column, b.kind);

@@ -56,9 +56,9 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
     o.driver_local_bytes = mod.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
     o.driver_max_threads = mod.attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     const auto& g = v.geometry;
-    pruner::Resources res;  // what the occupancy model takes: opt in as it assumes
-    res.static_smem = o.driver_static_smem;
-    if (g.dynamic_smem > 0 && pruner::needs_smem_opt_in(res, g.dynamic_smem, dev_.limits))
+    // Opted in as the occupancy model assumes.
+    if (g.dynamic_smem > 0 &&
+        pruner::needs_smem_opt_in(o.driver_static_smem, g.dynamic_smem, dev_.limits))
       d.check(d.cuFuncSetAttribute(mod.function(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    static_cast<int>(g.dynamic_smem)),
               "cuFuncSetAttribute");

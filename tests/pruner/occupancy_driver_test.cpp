@@ -46,8 +46,8 @@ int driver_blocks(const DeviceLimits& d, const Resources& r, int threads, int dy
   f.numRegs = r.registers;
   f.sharedSizeBytes = static_cast<size_t>(r.static_smem);
   f.partitionedGCConfig = PARTITIONED_GC_OFF;
-  f.shmemLimitConfig =
-      needs_smem_opt_in(r, dynamic, d) ? FUNC_SHMEM_LIMIT_OPTIN : FUNC_SHMEM_LIMIT_DEFAULT;
+  f.shmemLimitConfig = needs_smem_opt_in(r.static_smem, dynamic, d) ? FUNC_SHMEM_LIMIT_OPTIN
+                                                                    : FUNC_SHMEM_LIMIT_DEFAULT;
   f.maxDynamicSharedSizeBytes = static_cast<size_t>(dynamic);
   f.numBlockBarriers = r.barriers;
   cudaOccDeviceState s;
