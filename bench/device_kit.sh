@@ -28,7 +28,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kit_dir=$root/.devkit
 archive=$kit_dir/kit.tar.xz
 build=$root/build-kit
-targets=(tuner/gputune tests/gpu_test bench/gpu_bench bench/naive_gpu_bench)
+targets=(gputune tests/gpu_test bench/gpu_bench bench/naive_gpu_bench)
 max_bytes=$((60 * 1024 * 1024))
 
 die() {
@@ -64,7 +64,7 @@ pack() {
     done < <(ldd "$build/$t" | grep '=>')
   done
   local interp
-  interp=$(patchelf --print-interpreter "$build/tuner/gputune")
+  interp=$(patchelf --print-interpreter "$build/gputune")
   cp -L "$interp" "$kb/kit-lib/$(basename "$interp")"
   for l in $(printf '%s\n' "${libs[@]}" | sort -u); do
     [[ -e $kb/kit-lib/${l%%=*} ]] || cp -L "${l#*=}" "$kb/kit-lib/${l%%=*}"
@@ -162,7 +162,7 @@ unpack() {
     fi
   done
   ((bad == 0)) || die "a binary of the kit does not load here"
-  "$build/tuner/gputune" devices || true
+  "$build/gputune" devices || true
 }
 
 collect() {
@@ -210,13 +210,13 @@ selftest() {
     bash bench/device_kit.sh unpack
     . build-kit/kit-env.sh
     build-kit/tests/gpu_test --gtest_brief=1
-    build-kit/tuner/gputune prune configs/examples/transpose.json --device h100-sxm --no-store \
+    build-kit/gputune prune configs/examples/transpose.json --device h100-sxm --no-store \
       --cache-dir - | tail -n 3
     # A header only clang'"'"'s resource directory has: found in the kit'"'"'s copy.
     printf "#include <__stddef_max_align_t.h>\n__global__ void k(float* o, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) o[i] = sizeof(max_align_t);\n}\n" >"$sim/k.cu"
-    build-kit/tuner/gputune generate "$sim/k.cu" --kernel k --out "$sim/gen" --limit 1 | tail -n 1
+    build-kit/gputune generate "$sim/k.cu" --kernel k --out "$sim/gen" --limit 1 | tail -n 1
     if [[ -n $fake ]]; then
-      LD_LIBRARY_PATH=$fake build-kit/tuner/gputune run configs/examples/vector_add.json \
+      LD_LIBRARY_PATH=$fake build-kit/gputune run configs/examples/vector_add.json \
         --db "$sim/v.db" --cache-dir - | tail -n 4
     fi
     bash bench/device_kit.sh collect build-kit/KIT

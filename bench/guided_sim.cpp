@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "tuner/prune.h"
 #include "tuner/strategy.h"
 

@@ -19,7 +19,7 @@
 
 #include "pruner/device_spec.h"
 #include "tuner/arguments.h"
-#include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "tuner/model_search.h"
 #include "tuner/screen.h"
 

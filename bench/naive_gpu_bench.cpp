@@ -22,7 +22,7 @@
 
 #include "baselines.h"
 #include "tuner/cuda_driver.h"
-#include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
 

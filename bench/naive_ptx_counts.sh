@@ -3,13 +3,13 @@
 # global loads, shared loads and FMAs per variant. Shows what thread merge's once-per-thread
 # loads and the shared-memory paths do to the code, before any measurement.
 #   bench/naive_ptx_counts.sh configs/naive/mm_sgemm.json [LIMIT] [ARCH]
-# Needs build/tuner/gputune and nvcc (CUDA toolkit at /usr/local/cuda).
+# Needs build/gputune and nvcc (CUDA toolkit at /usr/local/cuda).
 set -euo pipefail
 job=${1:?usage: $0 JOB.json [LIMIT] [ARCH]}
 limit=${2:-12}
 arch=${3:-sm_90}
 root=$(cd "$(dirname "$0")/.." && pwd)
-gputune=${GPUTUNE:-$root/build/tuner/gputune}
+gputune=${GPUTUNE:-$root/build/gputune}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 kernel=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['KernelSpecification']['KernelName'])" "$job")
 file=$(python3 -c "import json,sys,os; j=json.load(open(sys.argv[1])); print(os.path.join(os.path.dirname(sys.argv[1]), j['KernelSpecification']['KernelFile']))" "$job")

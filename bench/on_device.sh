@@ -60,7 +60,7 @@ step_stream() {
     echo "- commit: $GPUTUNE_COMMIT; $(nproc) host cores; each run with an empty cubin and analysis"
     echo "  cache and a new database; GPU busy: the seconds gputune spent in its measurer"
     echo
-    bash bench/run_stream_bench.sh "$kit/tuner/gputune" system "$logs/stream" "${args[@]}"
+    bash bench/run_stream_bench.sh "$kit/gputune" system "$logs/stream" "${args[@]}"
   } | tee -i -a "$out"
   for f in "$logs"/stream/run-*.log; do cp "$f" "$logs/stream-$(basename "$f")"; done
 }
@@ -86,7 +86,7 @@ step_screen() {
     rm -rf "$cache" "$db" "$db"-wal "$db"-shm
     local start rc=0
     start=$(date +%s%N)
-    "$kit/tuner/gputune" run "$job" --db "$db" --cache-dir "$cache" -q "${extra[@]}" "$@" \
+    "$kit/gputune" run "$job" --db "$db" --cache-dir "$cache" -q "${extra[@]}" "$@" \
       >"$logs/screen-$mode.log" 2>&1 || rc=$?
     local ms=$((($(date +%s%N) - start) / 1000000))
     local wall

@@ -11,7 +11,7 @@ build=${1:-$root/build}
 shift || true
 jobs=("$@")
 [ ${#jobs[@]} -gt 0 ] || jobs=(configs/naive/transpose.json configs/naive/jacobi.json configs/examples/matmul.json)
-gputune=$build/tuner/gputune
+gputune=$build/gputune
 date=$(date -u +%Y-%m-%d)
 out=$root/bench/results/analysis-cache-$(hostname -s)-$date.md
 if [ -n "${CACHE:-}" ]; then

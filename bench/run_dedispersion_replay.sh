@@ -53,6 +53,6 @@ args[2].update({"Size": "1536", "FillType": "BinaryRaw", "DataSource": "shifts.b
 args[2].pop("FillValue", None)
 json.dump(job, open(sys.argv[2], "w"), indent=1)
 PY
-"$build/tuner/gputune" replay "$work/dedispersion.T1.json" \
+"$build/gputune" replay "$work/dedispersion.T1.json" \
   --measurements "$data/dedispersion_A4000.json.gz" --device A4000 --seeds "$seeds" \
   --within 0,1,5,10 --cache-dir - 2>&1 | grep -v '^gputune: note'

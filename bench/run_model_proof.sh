@@ -22,7 +22,7 @@ if [[ ${#jobs[@]} -eq 0 ]]; then
         configs/examples/transpose.json configs/naive/transpose.json:1500
         configs/naive/mm_sgemm.json:1000 configs/naive/jacobi.json:1500)
 fi
-gputune=$build/tuner/gputune
+gputune=$build/gputune
 device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 if [[ -z $device ]]; then
   echo "run_model_proof: no NVIDIA GPU (nvidia-smi found none); nothing measured"

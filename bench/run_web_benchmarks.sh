@@ -13,7 +13,7 @@ if [ ! -f "$db" ]; then
   "$build/bench/make_big_db" "$db" 1000000
 fi
 port=18123
-"$build/tuner/gputune" serve --db "$db" --port $port --no-gpu > "$out_dir/serve.log" 2>&1 &
+"$build/gputune" serve --db "$db" --port $port --no-gpu > "$out_dir/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/api/devices" >/dev/null && break; sleep 0.2; done

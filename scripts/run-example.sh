@@ -5,7 +5,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh" || exit $?
 cd "$root"
-./build/tuner/gputune run configs/examples/matmul.json "$@"
+./build/gputune run configs/examples/matmul.json "$@"
 rc=$?
 [ $rc -eq 3 ] && echo "(exit code 3: compiled and stored, not timed, because this machine has no CUDA device)"
 exit $rc

@@ -19,7 +19,7 @@
 #include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/exit_codes.h"
-#include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "variants/instantiate.h"
 
 namespace gputune::tuner {

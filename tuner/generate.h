@@ -1,7 +1,5 @@
 /** \file tuner/generate.h
- * Owns: the naive-kernel entry points of the tuner: loading a job whose kernel is naive
- * (GPUTune.Naive: analyse it, generate its space and geometry, or fall back to block shape only
- * with the reason), and `gputune generate` (analysis report, variant files, a CPU check of every
+ * Owns: `gputune generate` (analysis report, variant files, a CPU check of every
  * written variant against the naive kernel). The analysis and the code are variants/naive.h's;
  * the CPU check is cpu_check.h's.
  * Must not: launch on a GPU or touch the database. */
@@ -17,14 +15,6 @@
 #include "variants/naive.h"
 
 namespace gputune::tuner {
-
-/// For a naive job: analyses the kernel and applies the generated space (naive::apply_to_job);
-/// for a kernel outside the subset, sets job.naive_fallback and tunes block shape only.
-/// Nothing for other jobs.
-void prepare_naive(Job& job);
-
-/// load_job + prepare_naive: what every command that tunes uses.
-Job load_tuning_job(const std::filesystem::path& file);
 
 struct GenerateOptions {
   std::filesystem::path kernel_file;

@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
-#include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "tuner/pipeline.h"
 
 namespace gputune {

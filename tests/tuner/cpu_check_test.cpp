@@ -17,6 +17,7 @@
 #include "tuner/command_line.h"
 #include "tuner/compile.h"
 #include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "variants/instantiate.h"
 #include "variants/naive.h"
 #include "variants/space.h"

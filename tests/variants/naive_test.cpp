@@ -17,6 +17,7 @@
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
+#include "tuner/tuning_job.h"
 #include "variants/space.h"
 
 namespace gputune {

@@ -1,5 +1,5 @@
-// tuner/job_files: what a submitted job takes along, and how the worker's copies are found.
-#include "tuner/job_files.h"
+// app/job_files: what a submitted job takes along, and how the worker's copies are found.
+#include "app/job_files.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,8 @@
 
 namespace gputune::tuner {
 namespace {
+
+using namespace gputune::app;  // batch and job files moved from tuner/ to app/
 
 namespace fs = std::filesystem;
 

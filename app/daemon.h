@@ -1,4 +1,4 @@
-/** \file tuner/daemon.h
+/** \file app/daemon.h
  * Owns: the daemon's process model. `serve` runs the HTTP server (web/) and supervises one worker
  * process per visible GPU; `run_worker` is such a process: it takes jobs from the queue in the
  * database and runs the pipeline on its GPU. A kernel that crashes or hangs kills at most its
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 struct ServeOptions {
   std::string db_path;
@@ -40,4 +40,4 @@ int run_worker(const WorkerOptions& options);
 /// `created` tells whether it was made now (it is printed only then).
 std::string load_or_create_token(const std::string& db_path, bool& created);
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

@@ -1,7 +1,7 @@
-// tuner/batch: which jobs a suite names, what is refused, and how the suite's exit code and stop
+// app/batch: which jobs a suite names, what is refused, and how the suite's exit code and stop
 // follow from its jobs (the runs themselves are tests/integration/batch_test.cpp's, with the fake
 // driver).
-#include "tuner/batch.h"
+#include "app/batch.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +13,8 @@
 
 namespace gputune::tuner {
 namespace {
+
+using namespace gputune::app;  // batch and job files moved from tuner/ to app/
 
 namespace fs = std::filesystem;
 

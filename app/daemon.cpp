@@ -1,4 +1,4 @@
-#include "tuner/daemon.h"
+#include "app/daemon.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,19 +16,20 @@
 #include <sstream>
 #include <thread>
 
+#include "app/job_files.h"
 #include "db/store.h"
 #include "tuner/cache_admin.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
 #include "tuner/inspect.h"
-#include "tuner/job_files.h"
 #include "tuner/measurement_row.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
+#include "tuner/tuning_job.h"
 #include "variants/hash.h"
 #include "web/server.h"
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 namespace {
 
@@ -82,7 +83,7 @@ int run_worker(const WorkerOptions& o) {
   // SIGTERM (the server stopping) or SIGINT (Ctrl-C on its terminal; the server's SIGTERM follows):
   // finish the measurement in hand, then stop. Taken by a watcher thread, so the handlers NVRTC
   // installs during its first compile do not decide (tuner/stop_signals.h).
-  watch_stop_signals(
+  tuner::watch_stop_signals(
       "", [] { g_stop = true; }, /*second_quits=*/false);
   std::string name = "gpu" + std::to_string(o.device);
   db::Store store(o.db_path);
@@ -107,9 +108,9 @@ int run_worker(const WorkerOptions& o) {
       for (auto& f : store.queue_files(item->id)) sub.files.push_back({f.path, f.bytes});
       Job job = load_job(write_out(root, sub));
       use_copies(job, root, item->client_cwd);
-      prepare_naive(job);
+      tuner::prepare_naive(job);
       job.device_index = o.device;
-      RunOptions ro;
+      tuner::RunOptions ro;
       ro.db_path = o.db_path;
       ro.cache_dir = o.cache_dir;
       ro.resume_run = item->run_id;
@@ -118,16 +119,16 @@ int run_worker(const WorkerOptions& o) {
         store.set_in_flight(item->id, ctx, var);
       };
       ro.should_stop = [&] { return g_stop.load() || store.cancel_requested(item->id); };
-      RunReport rep = run_job(job, ro);
+      tuner::RunReport rep = run_job(job, ro);
       message = rep.message;
       switch (rep.exit_code) {
-        case kExitOk:
+        case tuner::kExitOk:
           status = "done";
           break;
-        case kExitNoDevice:
+        case tuner::kExitNoDevice:
           status = "no_device";
           break;
-        case kExitInterrupted:
+        case tuner::kExitInterrupted:
           status = store.cancel_requested(item->id) ? "cancelled" : "queued";
           break;
         default:
@@ -148,7 +149,7 @@ int run_worker(const WorkerOptions& o) {
     std::filesystem::remove_all(root, ec);
     std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
               << message << "\n";
-    trim_cache_after_use(cache_for(o.cache_dir).dir(), std::cerr);
+    tuner::trim_cache_after_use(tuner::cache_for(o.cache_dir).dir(), std::cerr);
   }
   return 0;
 }
@@ -195,9 +196,9 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
   for (auto& item : store.queue(1000, false)) {
     if (item.status != "running" || item.worker != w.name) continue;
     if (item.run_id && item.inflight_context_id && item.inflight_variant_id) {
-      store.add_measurement(
-          measurement_row({*item.run_id, *item.inflight_context_id, *item.inflight_variant_id},
-                          status, why + " while measuring this variant"));
+      store.add_measurement(tuner::measurement_row(
+          {*item.run_id, *item.inflight_context_id, *item.inflight_variant_id}, status,
+          why + " while measuring this variant"));
     }
     if (item.attempts >= max_attempts) {
       store.finish_queue(
@@ -235,7 +236,7 @@ int serve(const ServeOptions& o) {
   std::string gpu_note;
   if (o.no_gpu) {
     gpu_note = "no workers (--no-gpu)";
-  } else if (const Driver& d = Driver::instance(); !d.available()) {
+  } else if (const tuner::Driver& d = tuner::Driver::instance(); !d.available()) {
     gpu_note = "no workers: " + d.unavailable_reason() + "; jobs stay queued";
   } else {
     for (int i = 0; i < d.device_count(); ++i)
@@ -317,4 +318,4 @@ int serve(const ServeOptions& o) {
   return 0;
 }
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

@@ -1,4 +1,4 @@
-/** \file tuner/job_files.h
+/** \file app/job_files.h
  * Owns: the files a job reads besides its JSON and its kernel (its own headers, BinaryRaw
  * inputs), gathered where the job is submitted and written out, each at its submitting
  * machine's path under a folder of the daemon's worker, where the job then loads as it did there.
@@ -11,7 +11,7 @@
 
 #include "variants/job.h"
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 struct JobFile {
   std::string path;  ///< absolute and normal, on the machine that submitted the job
@@ -51,4 +51,4 @@ std::filesystem::path write_out(const std::filesystem::path& root, const Submitt
 /// compares the job as it was submitted.
 void use_copies(Job& job, const std::filesystem::path& root, const std::string& client_cwd);
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

@@ -1,4 +1,4 @@
-#include "tuner/batch.h"
+#include "app/batch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,12 +11,12 @@
 #include "db/browse.h"
 #include "db/store.h"
 #include "tuner/command_line.h"
-#include "tuner/generate.h"
 #include "tuner/hang_watch.h"
 #include "tuner/pipeline.h"
+#include "tuner/tuning_job.h"
 #include "variants/job.h"
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -154,13 +154,15 @@ std::string fixed(double v, int digits) {
 /// The suite's exit code: interrupted 5; else the most serious of the jobs' own codes (internal
 /// error, bad input, no correct variant, no device); else 7 for a regression; else 0.
 int suite_exit_code(const BatchReport& r) {
-  if (r.interrupted) return kExitInterrupted;
-  for (int code : {kExitInternal, kExitBadInput, kExitNoCorrect, kExitInterrupted, kExitNoDevice})
+  if (r.interrupted) return tuner::kExitInterrupted;
+  for (int code : {tuner::kExitInternal, tuner::kExitBadInput, tuner::kExitNoCorrect,
+                   tuner::kExitInterrupted, tuner::kExitNoDevice})
     for (const BatchItem& item : r.items)
       if (item.ran && item.exit_code == code) return code;
   for (const BatchItem& item : r.items)
-    if (item.ran && item.exit_code != kExitOk) return kExitInternal;  // a code `run` never gives
-  return r.regressions ? kExitRegression : kExitOk;
+    if (item.ran && item.exit_code != tuner::kExitOk)
+      return tuner::kExitInternal;  // a code `run` never gives
+  return r.regressions ? tuner::kExitRegression : tuner::kExitOk;
 }
 
 }  // namespace
@@ -177,7 +179,7 @@ Suite collect_suite(const std::vector<std::string>& args) {
   Collector c;
   for (const std::string& a : args) c.add(a, "command line", false, 0);
   // Every job must load now: a broken one is found in seconds, not after hours of tuning.
-  for (SuiteJob& j : c.suite.jobs) j.strategy = load_tuning_job(j.file).strategy;
+  for (SuiteJob& j : c.suite.jobs) j.strategy = tuner::load_tuning_job(j.file).strategy;
   return std::move(c.suite);
 }
 
@@ -187,7 +189,7 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
   db::Store store(o.db_path);  // a file that is not ours is refused before anything runs
   db::Browser browser(store);
   auto run = o.run ? o.run : [&](const std::vector<std::string>& words) {
-    return run_restarting(words, o.max_restarts, log, true);
+    return tuner::run_restarting(words, o.max_restarts, log, true);
   };
   for (size_t i = 0; i < jobs.size(); ++i) {
     BatchItem& item = rep.items.emplace_back();
@@ -226,8 +228,9 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
       const int sig = item.exit_code - 128;
       store.stop_run(item.run_id, "failed",
                      "the tuning process was killed by signal " + std::to_string(sig) + " (" +
-                         strsignal(sig) + "); `gputune run " + shell_quote(jobs[i].file.string()) +
-                         " --db " + shell_quote(o.db_path) + " --resume " +
+                         strsignal(sig) + "); `gputune run " +
+                         tuner::shell_quote(jobs[i].file.string()) + " --db " +
+                         tuner::shell_quote(o.db_path) + " --resume " +
                          std::to_string(item.run_id) + "` goes on from what it stored");
       item.run_status = "failed";
       if (auto ended = store.run(item.run_id)) item.run_message = ended->message;
@@ -323,4 +326,4 @@ void print_batch_report(const BatchReport& r, std::ostream& out) {
   out << "batch: exit " << r.exit_code << "\n";
 }
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

@@ -1,4 +1,4 @@
-#include "tuner/job_files.h"
+#include "app/job_files.h"
 
 #include <fstream>
 #include <map>
@@ -10,7 +10,7 @@
 #include "tuner/compile.h"
 #include "variants/instantiate.h"
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 namespace fs = std::filesystem;
 
@@ -62,7 +62,7 @@ std::vector<JobFile> job_files(const Job& job, const std::string& kernel_source)
   std::map<std::string, std::string> files;  // path -> bytes: sorted, each once
   const fs::path kernel = absolute_normal(job.kernel_file);
   // The headers, searched as NVRTC will search them.
-  for (const fs::path& header : own_header_files(kernel_source, job_options(job))) {
+  for (const fs::path& header : tuner::own_header_files(kernel_source, job_options(job))) {
     if (header == kernel) continue;
     if (auto bytes = read_bytes(header)) files[header.string()] = std::move(*bytes);
   }
@@ -145,7 +145,7 @@ void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
       if (auto m = copy_of(r.data_source)) r.data_source = m->string();
   // Include folders: the copies first, then the folder named (for headers that were not sent:
   // the toolkit's and the system's). From the back, so that inserting keeps earlier indices.
-  auto opts = include_options(job.compiler_options);
+  auto opts = tuner::include_options(job.compiler_options);
   for (auto it = opts.rbegin(); it != opts.rend(); ++it) {
     fs::path folder(it->folder);
     if (!folder.is_absolute()) {
@@ -164,4 +164,4 @@ void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
   }
 }
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

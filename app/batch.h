@@ -1,4 +1,4 @@
-/** \file tuner/batch.h
+/** \file app/batch.h
  * Owns: `gputune batch`, tuning a suite of jobs one after another (a nightly re-tune of a
  * benchmark suite): which jobs a suite names (suite files, folders of jobs, job files), running
  * each as its own `gputune run` process (run_restarting: a hung kernel restarts that job, a
@@ -23,7 +23,7 @@
 
 #include "tuner/exit_codes.h"
 
-namespace gputune::tuner {
+namespace gputune::app {
 
 /// A job of a suite, and where it was named (the suite file or folder, or "command line").
 struct SuiteJob {
@@ -103,4 +103,4 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& opt
 /// The report's table and its one-line verdict.
 void print_batch_report(const BatchReport& report, std::ostream& out);
 
-}  // namespace gputune::tuner
+}  // namespace gputune::app

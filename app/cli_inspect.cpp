@@ -1,0 +1,360 @@
+/** \file app/cli_inspect.cpp
+ * Owns: the commands that look at what is stored or present: best, show, runs, cache, devices.
+ * Must not: write measurements (they only read the database, except `best --header`'s file and
+ * `cache`'s trimming).
+ */
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "app/cli.h"
+#include "db/tuned_header.h"
+#include "tuner/cache_admin.h"
+#include "tuner/compile.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/generate.h"
+#include "tuner/inspect.h"
+
+namespace gputune::app {
+namespace {
+
+std::string local_time(std::int64_t seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%d %H:%M", &tm);
+  return out;
+}
+
+}  // namespace
+
+int cmd_best(int argc, char** argv) {
+  auto o = command_options("gputune best", "Look up the stored winner of a kernel");
+  o.add_options()("kernel", "kernel name or hash prefix", cxxopts::value<std::string>())(
+      "context", "context label, e.g. 4096x4096", cxxopts::value<std::string>())(
+      "device", "device name", cxxopts::value<std::string>())(
+      "db", "database file", cxxopts::value<std::string>())("json", "print JSON")(
+      "header", "write a C/C++ header of the winners to FILE ('-': stdout)",
+      cxxopts::value<std::string>())("h,help", "help");
+  o.parse_positional({"kernel"});
+  o.positional_help("KERNEL");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
+  db::Store store = existing_store(r);
+  std::string kernel = r["kernel"].as<std::string>();
+  auto ws = store.winners(kernel, string_option(r, "context"), string_option(r, "device"));
+  // A naive kernel's winner is generated code: the command that writes its source. A run that
+  // fell back to block shape only tuned the kernel as written: why, and no command.
+  struct NaiveWinner {
+    std::optional<std::string> command;
+    std::string fallback;
+  };
+  auto naive_winner = [&](const db::WinnerRow& w) {
+    NaiveWinner n;
+    if (auto run = store.run(w.run_id); run && !run->naive_fallback.empty())
+      n.fallback = run->naive_fallback;
+    else if (run)
+      n.command =
+          tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
+    return n;
+  };
+  if (r.count("header")) {
+    db::HeaderOptions h{string_option(r, "context"), string_option(r, "device"), db_of(r),
+                        today_utc()};
+    std::string text;
+    try {
+      text = db::tuned_header(store, kernel, h);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gputune: " << e.what() << "\n";
+      return tuner::kExitBadInput;
+    }
+    // A naive kernel's winners are generated code: the #defines name what was chosen, and the
+    // naive source ignores them.
+    for (const db::WinnerRow& w : ws)
+      if (auto cmd = naive_winner(w).command) {
+        std::cerr << "gputune: note: kernel '" << w.kernel
+                  << "' was tuned as a naive kernel: its winners are generated variants, which "
+                     "these #defines do not make of its source; `"
+                  << *cmd << "` writes the source of the winner for " << w.context_label << " on "
+                  << w.device << " (`gputune best` shows every winner's command)\n";
+        break;
+      }
+    const std::string file = r["header"].as<std::string>();
+    if (file == "-") {
+      std::cout << text;
+      return 0;
+    }
+    if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
+    std::cerr << "gputune: wrote " << file << "\n";
+    return 0;
+  }
+  if (ws.empty()) {
+    std::cerr << "gputune: no winner stored for kernel '" << kernel << "'";
+    auto ctxs = store.contexts(kernel);
+    if (!ctxs.empty()) {
+      std::cerr << "; its contexts are:";
+      for (auto& c : ctxs) std::cerr << " " << c.label << " (" << c.device << ")";
+    }
+    std::cerr << "\n";
+    return 2;
+  }
+  for (auto& w : ws) {
+    if (r.count("json")) {
+      nlohmann::json j = {
+          {"kernel", w.kernel},          {"context", w.context_label},
+          {"device", w.device},          {"configuration", nlohmann::json::parse(w.params_json)},
+          {"time_ms", w.time_ms},        {"run", w.run_id},
+          {"provisional", w.provisional}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << w.kernel << "  " << w.context_label << "  " << w.device << "  " << w.time_ms
+                << " ms  " << w.params_json << "\n";
+      if (w.provisional)
+        std::cout
+            << "  provisional: the fastest first pass of run " << w.run_id
+            << ", which stopped before re-measuring its top variants (`gputune run ... --resume "
+            << w.run_id << "` finishes it)\n";
+      if (const NaiveWinner n = naive_winner(w); n.command)
+        std::cout << "  a generated variant of the naive kernel; its source: " << *n.command
+                  << "\n";
+      else if (!n.fallback.empty())
+        std::cout << "  the naive kernel as written, launched at this block shape (tuned over "
+                     "block shape only: "
+                  << n.fallback << ")\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_show(int argc, char** argv) {
+  auto o = command_options("gputune show", "Show a run and its measurements");
+  o.add_options()("run", "run id", cxxopts::value<long>())("db", "database file",
+                                                           cxxopts::value<std::string>())(
+      "n,limit", "measurements to list per context", cxxopts::value<int>()->default_value("10"))(
+      "failures", "list failures with their reasons")("h,help", "help");
+  o.parse_positional({"run"});
+  o.positional_help("RUN");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "run")) return *rc;
+  db::Store store = existing_store(r);
+  auto run = store.run(r["run"].as<long>());
+  if (!run) {
+    std::cerr << "gputune: no run " << r["run"].as<long>() << " in " << db_of(r)
+              << " (see `gputune runs`)\n";
+    return 2;
+  }
+  std::cout << "run " << run->id << " (" << run->uid << ") job " << run->job_name << " ["
+            << run->job_file << "]\n"
+            << "status " << run->status << ", strategy " << run->strategy << ", " << run->done
+            << "/" << run->total << " done, " << store.timed_pairs(run->id) << " timed, started "
+            << run->started_at << ", finished " << run->finished_at;
+  if (run->seconds_spent) {  // what the job's time budget counts, over all the run's processes
+    std::ostringstream spent;
+    spent << std::fixed << std::setprecision(1) << *run->seconds_spent;
+    std::cout << ", " << spent.str() << " s measuring";
+  }
+  if (run->budget) std::cout << ", budget " << *run->budget << " configurations";
+  std::cout << "\n" << run->message << "\n";
+  if (const auto plan = store.run_plan(run->id); plan && plan->searched)
+    std::cout << "plan: " << plan->summary << "\n";
+  if (!run->naive_fallback.empty())
+    std::cout << "block shape only: " << run->naive_fallback
+              << " (the naive kernel is outside the generator's subset; its variants are the "
+                 "kernel as written, launched at each block shape)\n";
+  auto ms = store.measurements(run->id);
+  // Per outcome; what the pruner removed, per rule.
+  std::map<std::string, int> counts;
+  for (auto& m : ms) {
+    if (m.status == "constraints" && m.reason.rfind("pruned by rule ", 0) == 0) {
+      counts[m.reason.substr(0, m.reason.find(':'))]++;  // "pruned by rule spills"
+    } else {
+      counts[m.status]++;
+    }
+  }
+  for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
+  // The timed variants, fastest first; with --failures what failed or was removed. A run that
+  // timed nothing (no GPU, a prune) lists what it compiled, fastest predicted first.
+  const size_t limit = static_cast<size_t>(std::max(r["limit"].as<int>(), 0));
+  const bool failures = r.count("failures") > 0;
+  std::vector<const db::MeasurementRow*> list;
+  for (const auto& m : ms)
+    if (failures ? m.status != "correct" && m.status != "compiled" : m.status == "correct")
+      list.push_back(&m);
+  if (!failures && list.empty()) {
+    for (const auto& m : ms)
+      if (m.status == "compiled") list.push_back(&m);
+    const auto predicted = [](const db::MeasurementRow* m) {
+      return m->predicted_ms.value_or(std::numeric_limits<double>::infinity());
+    };
+    std::stable_sort(list.begin(), list.end(), [&](auto* a, auto* b) {
+      return a->context_label != b->context_label ? a->context_label < b->context_label
+                                                  : predicted(a) < predicted(b);
+    });
+    if (!list.empty())
+      std::cout << "nothing was timed; the compiled variants"
+                << (list.front()->predicted_ms ? ", fastest predicted first" : "") << ":\n";
+  }
+  // Each context in the order the run measured them (its job's), each with its first `limit`.
+  std::map<std::int64_t, std::vector<const db::MeasurementRow*>> by_context;
+  for (const auto* m : list) by_context[m->context_id].push_back(m);
+  for (const auto& [context, rows] : by_context) {
+    for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+      const auto& m = *rows[i];
+      std::cout << "  " << m.context_label << "  " << m.status << "  ";
+      if (m.time_ms) std::cout << *m.time_ms << " ms  ";
+      if (m.predicted_ms && !m.time_ms) std::cout << "predicted " << *m.predicted_ms << " ms  ";
+      if (m.registers) std::cout << *m.registers << " regs  ";
+      if (m.occupancy) std::cout << "occ " << *m.occupancy << "  ";
+      std::cout << m.params_json;
+      if (!m.reason.empty()) std::cout << "  (" << m.reason << ")";
+      std::cout << "\n";
+    }
+    if (rows.size() > limit)
+      std::cout << "  (" << rows.size() - limit << " more in " << rows.front()->context_label
+                << "; -n N lists more)\n";
+  }
+  return 0;
+}
+
+int cmd_runs(int argc, char** argv) {
+  auto o = command_options("gputune runs", "List recent runs");
+  o.add_options()("db", "database file", cxxopts::value<std::string>())(
+      "n,limit", "how many", cxxopts::value<int>()->default_value("20"))("h,help", "help");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
+  const int limit = r["limit"].as<int>();
+  if (limit < 1) {
+    std::cerr << "gputune runs: --limit " << limit << ": give a positive number of runs\n";
+    return tuner::kExitBadInput;
+  }
+  db::Store store = existing_store(r);
+  const auto runs = store.runs(limit);
+  if (runs.empty()) {
+    std::cout << "no runs in " << db_of(r) << "\n";
+    return 0;
+  }
+  // Columns as wide as their widest entry; the message (why a run failed or stopped) last.
+  // progress: (context, variant) pairs decided of those planned; timed: those with a verified
+  // time (none without a GPU, none for `prune`).
+  std::vector<std::array<std::string, 6>> rows{
+      {"run", "status", "job", "progress", "timed", "started"}};
+  for (const auto& run : runs)
+    rows.push_back({std::to_string(run.id), run.status, run.job_name,
+                    std::to_string(run.done) + "/" + std::to_string(run.total),
+                    std::to_string(store.timed_pairs(run.id)), run.started_at});
+  std::array<size_t, 6> width{};
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t c = 0; c < rows[i].size(); ++c)
+      std::cout << (c == 0 || c == 4 ? std::string(width[c] - rows[i][c].size(), ' ') + rows[i][c]
+                                     : rows[i][c] + std::string(width[c] - rows[i][c].size(), ' '))
+                << "  ";
+    std::string message = i == 0 ? "message" : runs[i - 1].message;
+    if (const size_t nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+    if (message.size() > 100) message = message.substr(0, 97) + "...";
+    std::cout << message << "\n";
+  }
+  if (runs.size() == static_cast<size_t>(limit))
+    std::cout << "(the " << limit << " most recent; -n N lists more)\n";
+  return 0;
+}
+
+int cmd_cache(int argc, char** argv) {
+  auto o = command_options("gputune cache",
+                           "What the cache of compiled variants and traffic analyses holds, and "
+                           "its size limit. After a command that wrote to it, a cache over its "
+                           "limit loses its least recently used entries down to 90% of the limit.");
+  o.add_options()("cache-dir",
+                  "the cache folder (default: $GPUTUNE_CACHE_DIR, else ~/.cache/gputune)",
+                  cxxopts::value<std::string>())(
+      "max-size", "set the size limit (10G, 500M; 0: none; default 10G) and trim to it now",
+      cxxopts::value<std::string>())(
+      "clear", "remove every entry (the limit stays; other files are never touched)")("h,help",
+                                                                                      "help");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
+  if (!r.unmatched().empty())
+    throw JobError("command line", r.unmatched().front(),
+                   "an argument `gputune cache` does not take", "see `gputune cache --help`");
+  const std::string option = r.count("cache-dir") ? r["cache-dir"].as<std::string>() : "";
+  if (option == "-")
+    throw JobError("command line", "--cache-dir", "'-' (no cache) has nothing to show or trim",
+                   "name the cache folder, or leave --cache-dir out for the default one");
+  const std::filesystem::path dir = tuner::cache_for(option).dir();
+  auto print_removed = [](const tuner::TrimResult& t) {
+    std::cout << "removed " << t.removed_entries
+              << (t.removed_entries == 1 ? " entry (" : " entries (")
+              << tuner::format_size(t.removed_bytes) << ")\n";
+  };
+  if (r.count("clear") && r.count("max-size"))
+    throw JobError("command line", "--clear", "given with --max-size",
+                   "give one: --clear empties the cache, --max-size limits it");
+  std::optional<tuner::TrimResult> trimmed;  // its `after` is what the folder holds now
+  if (r.count("clear")) {
+    trimmed = tuner::trim_cache(dir, 0);
+    print_removed(*trimmed);
+  } else if (r.count("max-size")) {
+    const std::uint64_t bytes =
+        tuner::size_of(r["max-size"].as<std::string>(), "command line", "--max-size");
+    tuner::set_cache_limit(dir, bytes);
+    if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
+      std::cout << "note: GPUTUNE_CACHE_MAX_SIZE=" << env
+                << " is set and overrides this limit while it is\n";
+    if (bytes > 0) {
+      trimmed = tuner::trim_cache(dir, bytes);
+      print_removed(*trimmed);
+    }
+  }
+  const tuner::CacheUsage u = trimmed ? trimmed->after : tuner::cache_usage(dir);
+  const tuner::CacheLimit limit = tuner::cache_limit(dir);
+  std::error_code ec;
+  std::cout << "cache folder   " << dir.string()
+            << (std::filesystem::exists(dir, ec) ? "" : " (not created yet: nothing cached)")
+            << "\n"
+            << "cubins         " << u.cubins.entries << " compiled variants, "
+            << tuner::format_size(u.cubins.bytes) << "\n"
+            << "traffic        " << u.traffic.entries << " analysis reports, "
+            << tuner::format_size(u.traffic.bytes) << "\n";
+  if (u.abandoned.entries > 0)
+    std::cout << "unfinished     " << u.abandoned.entries << " writes abandoned over an hour ago, "
+              << tuner::format_size(u.abandoned.bytes) << " (the next trim removes them)\n";
+  std::cout << "total          " << tuner::format_size(u.bytes()) << " on disk of "
+            << (limit.bytes ? tuner::format_size(limit.bytes) : std::string("no limit")) << " ("
+            << (limit.source == "default" ? "the default" : limit.source) << ")\n";
+  if (u.oldest_use > 0)
+    std::cout << "last used      " << local_time(u.oldest_use) << " (least recently used entry) to "
+              << local_time(u.newest_use) << "\n";
+  if (u.other_files > 0)
+    std::cout << "other files    " << u.other_files
+              << " not written by gputune's caches (never removed)\n";
+  return 0;
+}
+
+int cmd_devices() {
+  const auto& d = tuner::Driver::instance();
+  std::cout << "NVRTC " << tuner::nvrtc_version() << "\n";
+  if (!d.available()) {
+    std::cout << "no CUDA device: " << d.unavailable_reason() << "\n"
+              << "gputune can still build spaces, compile and inspect variants (`gputune run` "
+                 "stores them and exits with code 3), import and export results.\n";
+    return tuner::kExitNoDevice;
+  }
+  std::cout << "driver " << d.version() << "\n";
+  for (int i = 0; i < d.device_count(); ++i) {
+    auto info = tuner::query_device(i);
+    std::cout << i << ": " << info.name << "  " << info.limits.arch() << "  "
+              << info.limits.sm_count << " SMs  " << info.total_mem / (1 << 20) << " MiB\n";
+  }
+  return 0;
+}
+
+}  // namespace gputune::app

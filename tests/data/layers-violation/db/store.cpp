@@ -1,0 +1,1 @@
+#include "tuner/pipeline.h"

@@ -1,0 +1,1 @@
+int pipeline() { return 0; }
