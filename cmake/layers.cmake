@@ -16,6 +16,8 @@ set(GPUTUNE_LAYER_web db variants)
 set(GPUTUNE_LAYER_tuner pruner db variants)
 set(GPUTUNE_LAYER_app tuner web pruner db variants)
 set(GPUTUNE_LAYERS variants pruner db web tuner app)
+# Headers only their own folder may include: SQL stays in db/ (db/sqlite.h is its RAII layer).
+set(GPUTUNE_PRIVATE_HEADERS db/sqlite.h)
 
 # True in OUT when code of folder FROM may use folder TO.
 function(gputune_layer_allows FROM TO OUT)

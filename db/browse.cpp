@@ -291,6 +291,12 @@ std::int64_t Browser::run_version(std::int64_t run_id) {
   return s.int64(0);
 }
 
+std::int64_t Browser::measurements_version() {
+  Statement s(s_.db(), "SELECT coalesce(max(max_id),0) FROM measurement_counts");
+  s.step();
+  return s.int64(0);
+}
+
 json Browser::best_over_time(std::int64_t run_id) {
   Statement s(s_.db(),
               "SELECT m.id, m.created_at, m.time_ms, m.context_id FROM measurements m "

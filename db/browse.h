@@ -70,6 +70,9 @@ class Browser {
   nlohmann::json queue(int limit);
   /// Changes whenever a measurement is added to the run (for caching derived results).
   std::int64_t run_version(std::int64_t run_id);
+  /// Changes whenever a measurement is added to any run (for caching what spans runs, such as a
+  /// context's history).
+  std::int64_t measurements_version();
 
  private:
   Store& s_;

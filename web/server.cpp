@@ -12,7 +12,6 @@
 
 #include "db/browse.h"
 #include "db/interchange.h"
-#include "db/sqlite.h"
 #include "db/store.h"
 #include "db/tuned_header.h"
 #include "variants/hash.h"
@@ -172,11 +171,7 @@ struct Server::Impl {
     cache[key] = {version, body};
     return body;
   }
-  std::int64_t global_version() {
-    db::Statement s(store().db(), "SELECT coalesce(max(max_id),0) FROM measurement_counts");
-    s.step();
-    return s.int64(0);
-  }
+  std::int64_t global_version() { return db::Browser(store()).measurements_version(); }
 
   enum Cache { kNoCache, kRunCache, kGlobalCache };
   /// Derived results (series, aggregates, charts) are served from memory while the run (or, for a
