@@ -173,10 +173,10 @@ int cmd_show(int argc, char** argv) {
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;
   for (auto& m : ms) {
-    if (m.status == "constraints" && m.reason.rfind("pruned by rule ", 0) == 0) {
+    if (m.status == db::Status::kConstraints && m.reason.rfind("pruned by rule ", 0) == 0) {
       counts[m.reason.substr(0, m.reason.find(':'))]++;  // "pruned by rule spills"
     } else {
-      counts[m.status]++;
+      counts[m.status.str()]++;
     }
   }
   for (auto& [k, v] : counts) std::cout << "  " << k << ": " << v << "\n";
@@ -186,11 +186,10 @@ int cmd_show(int argc, char** argv) {
   const bool failures = r.count("failures") > 0;
   std::vector<const db::MeasurementRow*> list;
   for (const auto& m : ms)
-    if (failures ? m.status != "correct" && m.status != "compiled" : m.status == "correct")
-      list.push_back(&m);
+    if (failures ? m.status.failed() : m.status == db::Status::kCorrect) list.push_back(&m);
   if (!failures && list.empty()) {
     for (const auto& m : ms)
-      if (m.status == "compiled") list.push_back(&m);
+      if (m.status == db::Status::kCompiled) list.push_back(&m);
     const auto predicted = [](const db::MeasurementRow* m) {
       return m->predicted_ms.value_or(std::numeric_limits<double>::infinity());
     };

@@ -192,7 +192,7 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
       : WIFSIGNALED(wait_status)
           ? "worker process killed by signal " + std::to_string(WTERMSIG(wait_status))
           : "worker process exited with code " + std::to_string(WEXITSTATUS(wait_status));
-  std::string status = w.kill_reason.empty() ? "runtime" : "timeout";
+  const db::Status status = w.kill_reason.empty() ? db::Status::kRuntime : db::Status::kTimeout;
   for (auto& item : store.queue(1000, false)) {
     if (item.status != "running" || item.worker != w.name) continue;
     if (item.run_id && item.inflight_context_id && item.inflight_variant_id) {

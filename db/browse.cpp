@@ -202,8 +202,7 @@ json Browser::measurements(const MeasurementQuery& q) {
                                  "' (use time_ms, registers, occupancy, compile_ms, status or id)");
   if (q.limit < 1 || q.limit > 1000) throw QueryError("limit", "limit must be between 1 and 1000");
   if (q.offset < 0) throw QueryError("offset", "offset must be >= 0");
-  if (!q.status.empty() && std::none_of(std::begin(kStatuses), std::end(kStatuses),
-                                        [&](const char* st) { return q.status == st; }))
+  if (!q.status.empty() && !Status::parse(q.status))
     throw QueryError("status", "unknown status '" + q.status + "'");
   // Only the active filters go into the SQL, so SQLite can pick the index for each combination.
   std::string where = "WHERE m.run_id=?1";

@@ -38,18 +38,18 @@ std::string kernel_tuner_key_text(const json& value) { return json_to_value(valu
 
 namespace {
 
-std::string status_of_error(const std::string& e) {
-  if (e == "CompilationFailedConfig") return "compile";
-  if (e == "RuntimeFailedConfig") return "runtime";
-  if (e == "InvalidConfig") return "constraints";
-  return "runtime";
+Status status_of_error(const std::string& e) {
+  if (e == "CompilationFailedConfig") return Status::kCompile;
+  if (e == "RuntimeFailedConfig") return Status::kRuntime;
+  if (e == "InvalidConfig") return Status::kConstraints;
+  return Status::kRuntime;
 }
 
 /// A T4 invalidity (or "no time") as a measurement status.
-std::string status_of_invalidity(const std::string& e) {
-  for (const char* s : {"compile", "runtime", "correctness", "timeout", "constraints"})
-    if (e == s) return e;
-  return "runtime";
+Status status_of_invalidity(const std::string& e) {
+  const std::optional<Status> s = Status::parse(e);
+  if (s && *s != Status::kCorrect && *s != Status::kCompiled) return *s;
+  return Status::kRuntime;
 }
 
 /// Field-by-field checks of a measurement file; every error names the file and the field.
@@ -146,8 +146,9 @@ struct FileReader {
       std::sort(rt.begin(), rt.end());
       r.time_ms = rt[rt.size() / 2];
     }
-    if (inv != "correct") r.time_ms.reset();
-    if (!r.time_ms) r.failure = inv == "correct" ? "no time" : inv;
+    const bool correct = Status::parse(inv) == Status(Status::kCorrect);
+    if (!correct) r.time_ms.reset();
+    if (!r.time_ms) r.failure = correct ? "no time" : inv;
     return r;
   }
 };
@@ -340,7 +341,7 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
     MeasurementRecord m;
     m.run_id = sum.run_id, m.context_id = context_id, m.variant_id = variant_id;
     if (e.time_ms) {
-      m.status = "correct";
+      m.status = Status::kCorrect;
       m.time_ms = e.time_ms;
       m.samples_ms = e.samples_ms;
       m.gbps = e.gbps, m.gflops = e.gflops;
@@ -353,7 +354,7 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
     m.compile_ms = e.compile_ms;
     std::int64_t mid = store.add_measurement(m);
     ++sum.measurements;
-    if (m.status == "correct" && (best_id == 0 || *m.time_ms < sum.best_ms))
+    if (m.status == Status::kCorrect && (best_id == 0 || *m.time_ms < sum.best_ms))
       best_id = mid, sum.best_ms = *m.time_ms, sum.best_key = key;
   }
   if (best_id) store.offer_winner(context_id, best_id);
@@ -404,7 +405,8 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
   std::map<std::tuple<std::string, std::string, std::string>, T4Problem> problems;
   const std::vector<MeasurementRow> rows = store.measurements(run_id);
   for (const MeasurementRow& m : rows) {
-    if (m.status == "compiled") continue;  // compiled and inspected, never timed: not a T4 result
+    if (m.status == Status::kCompiled)
+      continue;  // compiled and inspected, never timed: not a T4 result
     T4Problem*& p = of_context[m.context_id];
     if (!p) {
       T4Problem q;
@@ -458,7 +460,7 @@ std::string export_t4(Store& store, std::int64_t run_id, const std::string& cont
     json times = {{"runtimes", m.samples_ms}};
     if (m.compile_ms) times["compilation_time"] = *m.compile_ms;
     r["times"] = times;
-    bool ok = m.status == "correct";
+    bool ok = m.status == Status::kCorrect;
     r["invalidity"] = m.status;
     r["correctness"] = ok ? 1 : 0;
     json meas = json::array();

@@ -30,6 +30,13 @@ std::string DeviceRecord::uid() const {
 
 namespace {
 
+/// A stored measurement's status; a text no version of gputune wrote is a damaged database.
+Status status_of(const std::string& text) {
+  if (auto st = Status::parse(text)) return *st;
+  throw DbError("a measurement has the unknown status '" + text +
+                "'; the database was changed outside gputune");
+}
+
 // Each entry migrates from version i to i+1. Never edit a shipped entry: append a new one.
 const char* const kMigrations[] = {
     R"SQL(
@@ -493,17 +500,15 @@ std::int64_t Store::stop_run(std::int64_t run_id, const std::string& status,
 }
 
 std::int64_t Store::add_measurement(const MeasurementRecord& m) {
-  bool known = false;
-  for (auto* st : kStatuses) known = known || m.status == st;
-  if (!known) throw DbError("unknown measurement status '" + m.status + "'");
+  if (m.status == Status::kUnset) throw DbError("a measurement without a status");
   Statement s(
       db_,
       "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
       "compile_ms,registers,static_smem,local_bytes,spill_bytes,occupancy,gflops,gbps,"
       "cubin_hash,grid,block,predicted_ms,is_default) "
       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  std::string samples = nlohmann::json(m.samples_ms).dump();
-  s.bind(1, m.run_id).bind(2, m.context_id).bind(3, m.variant_id).bind(4, m.status);
+  const std::string samples = nlohmann::json(m.samples_ms).dump(), status = m.status.str();
+  s.bind(1, m.run_id).bind(2, m.context_id).bind(3, m.variant_id).bind(4, status);
   s.bind(5, m.reason).bind(6, m.log).bind(7, m.time_ms).bind(8, samples).bind(9, m.compile_ms);
   s.bind(10, m.registers).bind(11, m.static_smem).bind(12, m.local_bytes).bind(13, m.spill_bytes);
   s.bind(14, m.occupancy).bind(15, m.gflops).bind(16, m.gbps).bind(17, m.cubin_hash);
@@ -515,7 +520,7 @@ std::int64_t Store::add_measurement(const MeasurementRecord& m) {
 bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id, bool provisional) {
   Statement m(db_, "SELECT status, time_ms, run_id FROM measurements WHERE id=?");
   m.bind(1, measurement_id);
-  if (!m.step() || m.text(0) != "correct") return false;
+  if (!m.step() || status_of(m.text(0)) != Status::kCorrect) return false;
   const double t = m.real(1);
   const std::int64_t run = m.int64(2);
   // The current winner: its time, whether a run named it provisionally (and which run), and
@@ -534,7 +539,7 @@ bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id, b
     if (!cur.is_null(3)) {
       Statement before(db_, "SELECT time_ms, status FROM measurements WHERE id=?");
       before.bind(1, cur.int64(3));
-      if (before.step() && before.text(1) == "correct") {
+      if (before.step() && status_of(before.text(1)) == Status::kCorrect) {
         if (!provisional && before.real(0) <= t) {
           // The winner before this run stays: the re-measured time does not beat it.
           Statement back(db_,
@@ -746,7 +751,8 @@ std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_
   while (s.step()) {
     MeasurementRow m;
     m.id = s.int64(0), m.run_id = s.int64(1), m.context_id = s.int64(2), m.variant_id = s.int64(3);
-    m.status = s.text(4), m.reason = s.text(5), m.log = s.text(6), m.time_ms = opt_real(7);
+    m.status = status_of(s.text(4)), m.reason = s.text(5), m.log = s.text(6),
+    m.time_ms = opt_real(7);
     m.samples_ms = nlohmann::json::parse(s.text(8)).get<std::vector<double>>();
     m.compile_ms = opt_real(9), m.registers = opt_int(10), m.static_smem = opt_int(11);
     m.local_bytes = opt_int(12), m.spill_bytes = opt_int(13), m.occupancy = opt_real(14);

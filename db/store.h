@@ -15,13 +15,9 @@
 #include <vector>
 
 #include "db/sqlite.h"
+#include "db/status.h"
 
 namespace gputune::db {
-
-/// T4 failure categories, plus "compiled" for a variant compiled and inspected but not timed.
-/// Only "correct" measurements can win.
-inline constexpr const char* kStatuses[] = {"correct", "compile",     "runtime", "correctness",
-                                            "timeout", "constraints", "compiled"};
 
 struct DeviceRecord {
   std::string name;
@@ -45,7 +41,7 @@ struct ContextRecord {
 
 struct MeasurementRecord {
   std::int64_t run_id = 0, context_id = 0, variant_id = 0;
-  std::string status;             ///< one of kStatuses
+  Status status;                  ///< db/status.h
   std::string reason;             ///< failure reason or note
   std::string log;                ///< compile log for failures
   std::optional<double> time_ms;  ///< median

@@ -74,7 +74,7 @@ struct Measured {
 Measured measured_in(Store& store, std::int64_t context_id) {
   Measured m;
   for (const MeasurementRow& r : store.measurements(0, context_id)) {
-    if (r.status != "correct" || !r.time_ms) continue;
+    if (r.status != Status::kCorrect || !r.time_ms) continue;
     auto [it, fresh] = m.best_ms.emplace(r.config_key, *r.time_ms);
     if (!fresh) it->second = std::min(it->second, *r.time_ms);
     m.params_json.emplace(r.config_key, r.params_json);

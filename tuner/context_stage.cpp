@@ -68,12 +68,6 @@ std::vector<ParameterEffects::Past> past_measurements(db::Store& store, std::int
   return out;
 }
 
-/// The stored statuses that are GPU outcomes (first measurement, time to it).
-bool is_timed(const std::string& status) {
-  return status == "correct" || status == "runtime" || status == "correctness" ||
-         status == "timeout";
-}
-
 class ContextRun {
  public:
   ContextRun(RunState& s, ModelWork& work, std::size_t k)
@@ -286,7 +280,7 @@ class ContextRun {
       Trial& t = trial(c, /*launch=*/false);
       if (t.measured || stored_.count(c.index)) continue;
       db::MeasurementRecord row = measurement_row(keys(c), c, t);
-      row.status = "timeout";
+      row.status = db::Status::kTimeout;
       row.reason = "not run: the job's time budget was spent";
       ++failures_;
       store(c, t, row);
@@ -401,7 +395,7 @@ class ContextRun {
       t.decision.kept = false, t.decision.rule = "model", t.decision.reason = why.str();
       if (!t.prediction.ok) t.best_case_ms = best_case_[pos];
       db::MeasurementRecord row = measurement_row(keys(c), c, t);
-      row.status = "constraints";
+      row.status = db::Status::kConstraints;
       row.reason = "pruned by rule model: " + why.str();
       store(c, t, row);
     }
@@ -457,7 +451,7 @@ class ContextRun {
       row.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
                    (o.reason.empty() ? "" : ": " + o.reason);
       const std::int64_t mid = s_.store->add_measurement(row);
-      if (o.status == "correct" && (!fresh || o.median_ms < winner_ms)) {
+      if (o.status == db::Status::kCorrect && (!fresh || o.median_ms < winner_ms)) {
         winner_ms = o.median_ms, winner_mid = mid, winner = c.index;
         fresh = true;
       }
@@ -559,7 +553,7 @@ class ContextRun {
     if (guide_ && t.prediction.ok) guide_->refine(pos, real_features(pos, t));
     if (!t.decision.kept) {
       db::MeasurementRecord row = measurement_row(keys(c), c, t);
-      row.status = "constraints";
+      row.status = db::Status::kConstraints;
       row.reason = "pruned by rule " + t.decision.rule + ": " + t.decision.reason;
       store(c, t, row);
     }
@@ -602,20 +596,20 @@ class ContextRun {
     std::optional<double> result;
     if (!set_unlaunchable(row, c, t)) {
       if (!measurer_) {
-        row.status = "compiled";
+        row.status = db::Status::kCompiled;
         row.reason = "not timed: no CUDA device (" + s_.no_device_reason + ")";
         if (!t.occupancy.feasible)
           row.reason += "; predicted launch failure: " + t.occupancy.infeasible_reason;
       } else if (s_.out_of_time || Clock::now() > s_.deadline) {
         s_.out_of_time = true;
-        row.status = "timeout";
+        row.status = db::Status::kTimeout;
         row.reason = "not run: the job's time budget was spent";
       } else {
         const bool is_ref = need_reference_ && reference_.empty();
         Outcome o =
             launch(c, t, row, is_ref ? nullptr : &reference_, is_ref ? &reference_ : nullptr);
         set_outcome(row, o, t);
-        if (o.status == "correct") {
+        if (o.status == db::Status::kCorrect) {
           result = o.median_ms;
           correct_.emplace_back(o.median_ms, c.index);
           if (!best_ms_ || o.median_ms < *best_ms_) best_ms_ = o.median_ms;
@@ -635,14 +629,14 @@ class ContextRun {
         }
       }
     }
-    if (row.status != "correct" && row.status != "compiled") ++failures_;
+    if (row.status.failed()) ++failures_;
     if (!note.empty()) row.reason += (row.reason.empty() ? "" : "; ") + note;
     t.time_ms = result;
     store(c, t, row);
     t.measured = true;
     if (c.usable() && t.launch && !c.compiled.cubin_hash.empty())
       measured_binaries_.insert(binary(c, t));
-    if (is_timed(row.status) && !s_.first_measurement_s)
+    if (row.status.timed() && !s_.first_measurement_s)
       s_.first_measurement_s = std::chrono::duration<double>(Clock::now() - s_.started).count();
     if (result && *result <= *best_ms_)  // the fastest so far: the provisional winner
       s_.store->offer_winner(ctx_id_, t.measurement_id, /*provisional=*/true);
@@ -674,7 +668,7 @@ class ContextRun {
     t.measurement_id = resumed_mid_[c.variant_id];
     if (measurer_ && need_reference_ && reference_.empty() && c.usable() && t.launch) {
       Outcome o = measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1);
-      if (o.status != "correct") reference_.clear();
+      if (o.status != db::Status::kCorrect) reference_.clear();
     }
     return t.time_ms;
   }
@@ -683,7 +677,8 @@ class ContextRun {
   void load_resumed() {
     if (s_.already.empty()) return;
     for (auto& m : s_.store->measurements(s_.run_id, ctx_id_))
-      if (m.status == "correct" && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms) {
+      if (m.status == db::Status::kCorrect && m.reason.rfind("re-measurement", 0) != 0 &&
+          m.time_ms) {
         const long i = s_.space.find(m.config_key);
         if (i < 0) continue;
         Candidate& c = s_.candidate(static_cast<std::size_t>(i));

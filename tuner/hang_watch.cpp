@@ -85,7 +85,7 @@ void HangWatch::stop_the_run() {
   try {
     db::Store store(db_path_);
     db::MeasurementRecord m = row_;  // as `run` built it (tuner/measurement_row.h)
-    m.status = "timeout", m.reason = hung;
+    m.status = db::Status::kTimeout, m.reason = hung;
     m.samples_ms.clear(), m.time_ms.reset(), m.gflops.reset(), m.gbps.reset();
     store.add_measurement(m);
     store.stop_run(run_id_, "interrupted", message);

@@ -94,7 +94,7 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       if (const std::vector<unsigned char>* ref = expected_output(args_, i, expected)) {
         Comparison c = compare_output(args_[i], out, *ref, abs_tol_, rel_tol_);
         if (!c.ok) {
-          o.status = "correctness";
+          o.status = db::Status::kCorrectness;
           o.reason = c.describe(args_[i].name);
           return o;
         }
@@ -105,7 +105,7 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       }
     }
     if (first_s > settings_.timeout_seconds) {
-      o.status = "timeout";
+      o.status = db::Status::kTimeout;
       o.reason = "one launch took " + std::to_string(first_s) + " s > TimeoutSeconds " +
                  std::to_string(settings_.timeout_seconds);
       return o;
@@ -130,10 +130,10 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       if (spent > settings_.timeout_seconds) break;  // keep what was measured; fewer samples
     }
     o.median_ms = median(o.samples_ms);
-    o.status = "correct";
+    o.status = db::Status::kCorrect;
     return o;
   } catch (const CudaError& e) {
-    o.status = "runtime";
+    o.status = db::Status::kRuntime;
     o.reason = e.what();
     if (e.sticky()) {
       // The context is unusable: reset it and rebuild this context's buffers for the next variant.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "db/status.h"
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
@@ -18,10 +19,9 @@
 
 namespace gputune::tuner {
 
-/// What happened to one variant on the GPU. status is a T4 category ("correct", "runtime",
-/// "correctness", "timeout").
+/// What happened to one variant on the GPU: correct, runtime, correctness or timeout.
 struct Outcome {
-  std::string status;
+  db::Status status;
   std::string reason;
   std::vector<double> samples_ms;
   double median_ms = 0;

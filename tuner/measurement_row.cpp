@@ -12,7 +12,7 @@ std::string dims(const std::array<std::int64_t, 3>& d) {
 
 }  // namespace
 
-db::MeasurementRecord measurement_row(const RowKeys& keys, const std::string& status,
+db::MeasurementRecord measurement_row(const RowKeys& keys, db::Status status,
                                       const std::string& reason) {
   db::MeasurementRecord m;
   m.run_id = keys.run_id, m.context_id = keys.context_id, m.variant_id = keys.variant_id;
@@ -21,7 +21,7 @@ db::MeasurementRecord measurement_row(const RowKeys& keys, const std::string& st
 }
 
 db::MeasurementRecord measurement_row(const RowKeys& keys, const Candidate& c, const Trial& t) {
-  db::MeasurementRecord m = measurement_row(keys, "", "");
+  db::MeasurementRecord m = measurement_row(keys, db::Status::kUnset, "");
   if (c.state == Candidate::Compile::kDone) {
     m.compile_ms = c.compiled.compile_ms;
     m.cubin_hash = c.compiled.cubin_hash;
@@ -43,7 +43,7 @@ db::MeasurementRecord measurement_row(const RowKeys& keys, const Candidate& c, c
 
 void set_outcome(db::MeasurementRecord& m, const Outcome& o, const Trial& t) {
   m.status = o.status, m.reason = o.reason, m.samples_ms = o.samples_ms;
-  if (o.status != "correct") return;
+  if (o.status != db::Status::kCorrect) return;
   m.time_ms = o.median_ms;
   if (t.launch && t.launch->flops) m.gflops = *t.launch->flops / (o.median_ms * 1e-3) / 1e9;
   if (t.launch && t.launch->bytes) m.gbps = *t.launch->bytes / (o.median_ms * 1e-3) / 1e9;
@@ -51,15 +51,15 @@ void set_outcome(db::MeasurementRecord& m, const Outcome& o, const Trial& t) {
 
 bool set_unlaunchable(db::MeasurementRecord& m, const Candidate& c, const Trial& t) {
   if (c.state == Candidate::Compile::kDone && !c.compiled.ok) {
-    m.status = "compile", m.reason = "NVRTC compile failed", m.log = c.compiled.log;
+    m.status = db::Status::kCompile, m.reason = "NVRTC compile failed", m.log = c.compiled.log;
     return true;
   }
   if (c.state == Candidate::Compile::kDone && !c.inspected.ok) {
-    m.status = "compile", m.reason = c.inspected.reason;
+    m.status = db::Status::kCompile, m.reason = c.inspected.reason;
     return true;
   }
   if (!t.geometry_error.empty()) {
-    m.status = "constraints", m.reason = t.geometry_error;
+    m.status = db::Status::kConstraints, m.reason = t.geometry_error;
     return true;
   }
   return false;

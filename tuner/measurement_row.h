@@ -22,7 +22,7 @@ struct RowKeys {
 };
 
 /// The row of a variant known by its keys alone.
-db::MeasurementRecord measurement_row(const RowKeys& keys, const std::string& status,
+db::MeasurementRecord measurement_row(const RowKeys& keys, db::Status status,
                                       const std::string& reason);
 
 /// A candidate's row in a context, status and reason unset: its compile time and cubin hash;

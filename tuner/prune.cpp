@@ -220,11 +220,13 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
           c, tr);
       if (row.compiled) m.occupancy = row.decision.occupancy.occupancy;
       if (screened) {
-        m.status = "constraints", m.reason = "pruned by rule model: " + row.decision.reason;
+        m.status = db::Status::kConstraints,
+        m.reason = "pruned by rule model: " + row.decision.reason;
       } else if (!row.compiled) {
-        m.status = "compile", m.reason = cr.inspected[i].reason, m.log = cr.compiled[i].log;
+        m.status = db::Status::kCompile, m.reason = cr.inspected[i].reason,
+        m.log = cr.compiled[i].log;
       } else {
-        m.status = row.decision.kept ? "compiled" : "constraints";
+        m.status = row.decision.kept ? db::Status::kCompiled : db::Status::kConstraints;
         m.reason = row.decision.kept
                        ? "kept by the pruner"
                        : "pruned by rule " + row.decision.rule + ": " + row.decision.reason;

@@ -95,14 +95,16 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
   for (const db::MeasurementRow& m : store.measurements(run->id)) {
     labels.insert(m.context_label);
     // Compiled but never launched, or left out by a rule: nothing was measured.
-    if (m.context_label != label || m.status == "compiled" || m.status == "constraints") continue;
+    if (m.context_label != label || m.status == db::Status::kCompiled ||
+        m.status == db::Status::kConstraints)
+      continue;
     db::RecordedEntry e;
     e.id = "measurement " + std::to_string(m.id);
     e.params = nlohmann::json::parse(m.params_json);
-    if (m.status == "correct")
+    if (m.status == db::Status::kCorrect)
       e.time_ms = m.time_ms;
     else
-      e.failure = m.status;
+      e.failure = m.status.str();
     auto [it, fresh] = at.emplace(m.config_key, recorded.size());
     if (fresh) {
       recorded.push_back(std::move(e));
