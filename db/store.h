@@ -19,6 +19,10 @@
 
 namespace gputune::db {
 
+/// A random identity (32 hex digits) for a run or a queued job: unique across machines, so shards
+/// of several machines can be merged.
+std::string random_uid();
+
 struct DeviceRecord {
   std::string name;
   int cc_major = 0, cc_minor = 0;

@@ -40,6 +40,62 @@ std::string ModelSearch::summary(std::size_t space_size, std::size_t limit) cons
   return out.str();
 }
 
+namespace {
+
+/// A configuration reached from another by a move: how far, where, and whether two parameters
+/// moved.
+struct Reach {
+  std::uint32_t distance;
+  std::size_t pos;
+  bool coupled;  // two parameters moved
+};
+
+/// The configurations one move away from position `i`, nearest first: each parameter to each of
+/// its other values (distance: how many values along). With `coupled_moves`, a move the conditions
+/// forbid is repaired by one step of one other parameter, one step further away.
+std::vector<Reach> neighbours(const Space& space, std::size_t i, bool coupled_moves) {
+  const std::size_t params = space.names->size();
+  std::vector<std::uint32_t> idx(params);
+  for (std::size_t p = 0; p < params; ++p) idx[p] = space.value_index(i, p);
+  // Nearest values first, so that a round cut short by the limit keeps the closest moves.
+  // A move the conditions forbid (block x up under `bx*by <= 1024`, `use_shared == 1 or
+  // tile_k == 16`) is repaired by one step of one other parameter, one step further away:
+  // the space's boundary is walked along, not stopped at.
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> moves;
+  for (std::size_t p = 0; p < params; ++p)
+    for (std::uint32_t v = 0; v < space.values[p].size(); ++v)
+      if (v != idx[p]) {
+        std::vector<std::uint32_t> to = idx;
+        to[p] = v;
+        moves.push_back({v > idx[p] ? v - idx[p] : idx[p] - v, std::move(to)});
+      }
+  std::stable_sort(moves.begin(), moves.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Reach> reach;
+  for (const auto& [d, to] : moves) {
+    if (const long j = space.find(to); j >= 0) {
+      reach.push_back({d, static_cast<std::size_t>(j), false});
+      continue;
+    }
+    if (!coupled_moves) continue;
+    for (std::size_t q = 0; q < params; ++q) {
+      if (to[q] != idx[q]) continue;  // the parameter moved
+      for (const int step : {-1, 1}) {
+        if ((step < 0 && to[q] == 0) || (step > 0 && to[q] + 1 >= space.values[q].size())) continue;
+        std::vector<std::uint32_t> fixed = to;
+        fixed[q] = static_cast<std::uint32_t>(static_cast<int>(fixed[q]) + step);
+        if (const long j = space.find(fixed); j >= 0)
+          reach.push_back({d + 1, static_cast<std::size_t>(j), true});
+      }
+    }
+  }
+  std::stable_sort(reach.begin(), reach.end(),
+                   [](const Reach& a, const Reach& b) { return a.distance < b.distance; });
+  return reach;
+}
+
+}  // namespace
+
 ModelSearch search_by_model(const Job& job, const std::string& source, const Space& space,
                             const std::vector<const ContextSpec*>& contexts,
                             const pruner::DeviceLimits& limits, const Rates& rates,
@@ -124,7 +180,6 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
       if (std::isfinite(score[evaluated[k]])) open.push({score[evaluated[k]], evaluated[k]});
   };
   push_judged(0);
-  const std::size_t params = space.names->size();
   while (evaluated.size() < limit && !r.interrupted) {
     std::vector<std::size_t> batch;
     std::unordered_map<std::size_t, char> queued;
@@ -132,48 +187,7 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
     while (!open.empty() && batch.size() < std::min(round_target, room)) {
       const std::size_t i = open.top().second;
       open.pop();
-      std::vector<std::uint32_t> idx(params);
-      for (std::size_t p = 0; p < params; ++p) idx[p] = space.value_index(i, p);
-      // Nearest values first, so that a round cut short by the limit keeps the closest moves.
-      // A move the conditions forbid (block x up under `bx*by <= 1024`, `use_shared == 1 or
-      // tile_k == 16`) is repaired by one step of one other parameter, one step further away:
-      // the space's boundary is walked along, not stopped at.
-      std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> moves;
-      for (std::size_t p = 0; p < params; ++p)
-        for (std::uint32_t v = 0; v < space.values[p].size(); ++v)
-          if (v != idx[p]) {
-            std::vector<std::uint32_t> to = idx;
-            to[p] = v;
-            moves.push_back({v > idx[p] ? v - idx[p] : idx[p] - v, std::move(to)});
-          }
-      std::stable_sort(moves.begin(), moves.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      struct Reach {
-        std::uint32_t distance;
-        std::size_t pos;
-        bool coupled;  // two parameters moved
-      };
-      std::vector<Reach> reach;
-      for (const auto& [d, to] : moves) {
-        if (const long j = space.find(to); j >= 0) {
-          reach.push_back({d, static_cast<std::size_t>(j), false});
-          continue;
-        }
-        if (!o.coupled_moves) continue;
-        for (std::size_t q = 0; q < params; ++q) {
-          if (to[q] != idx[q]) continue;  // the parameter moved
-          for (const int step : {-1, 1}) {
-            if ((step < 0 && to[q] == 0) || (step > 0 && to[q] + 1 >= space.values[q].size()))
-              continue;
-            std::vector<std::uint32_t> fixed = to;
-            fixed[q] = static_cast<std::uint32_t>(static_cast<int>(fixed[q]) + step);
-            if (const long j = space.find(fixed); j >= 0)
-              reach.push_back({d + 1, static_cast<std::size_t>(j), true});
-          }
-        }
-      }
-      std::stable_sort(reach.begin(), reach.end(),
-                       [](const Reach& a, const Reach& b) { return a.distance < b.distance; });
+      const std::vector<Reach> reach = neighbours(space, i, o.coupled_moves);
       for (const Reach& m : reach) {
         if (batch.size() >= room) break;
         if (score.count(m.pos) || queued.count(m.pos)) continue;

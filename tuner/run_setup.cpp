@@ -104,100 +104,86 @@ std::string changed_sections(const std::string& before, const std::string& now) 
 
 }  // namespace
 
-bool prepare_run(RunState& s) {
+/// --resume RUN: the run must be one of this job's, searched the same way, with the same space,
+/// arguments and kernel source; it goes on with the budgets it planned with.
+void check_resume(RunState& s) {
   Job& job = s.job;
+  const RunOptions& opt = s.opt;
+  const RunReport& rep = s.rep;
+  std::ostream& log = s.log;
+  const Space& space = s.space;
+  db::Store& store = *s.store;
+  double& spent_before = s.spent_before;
+  const std::string what = "cannot resume run " + std::to_string(*opt.resume_run);
+  auto prev = store.run(*opt.resume_run);
+  if (!prev)
+    throw JobError("command line", "--resume", what + ": " + rep.db_path + " has no such run",
+                   "see `gputune runs --db " + shell_quote(rep.db_path) + "`");
+  if (prev->job_name != job.name)
+    throw JobError("command line", "--resume",
+                   what + ": it ran job '" + prev->job_name + "', not '" + job.name + "'",
+                   "give the job file of that run, or leave out --resume");
+  if (prev->strategy == "prune" || prev->strategy == "import")
+    throw JobError("command line", "--resume",
+                   what + ": it is " + (prev->strategy == "prune" ? "a prune" : "an import") +
+                       ", which measured nothing that a run could go on with",
+                   "leave out --resume");
+  if (prev->strategy != job.strategy)
+    throw JobError(
+        "command line", "--resume",
+        what + ": it searched with strategy " + prev->strategy + ", this job with " + job.strategy,
+        "add --strategy " + prev->strategy);
+  // The same space, arguments and sizes: a job edited since would mix two jobs in one run.
+  const std::string before = store.run_job_document(*opt.resume_run);
+  if (const std::string changed = changed_sections(before, job.document); !changed.empty())
+    throw JobError(job.file.string(), changed,
+                   what + ": the job changed since that run started (" + changed + " differ)",
+                   "leave out --resume to start a new run (what run " +
+                       std::to_string(*opt.resume_run) +
+                       " measured stays stored), or restore the job as it was");
+  const std::vector<std::string> kernels = store.run_kernel_hashes(*opt.resume_run);
+  if (!kernels.empty() &&
+      std::find(kernels.begin(), kernels.end(), kernel_hash(job, s.source)) == kernels.end())
+    throw JobError(job.kernel_file.string(), "KernelSpecification.KernelFile",
+                   what + ": the kernel's source changed since that run measured it",
+                   "leave out --resume to start a new run, or restore the kernel as it was");
+  // The budget it planned with, unless the command line gives another.
+  const std::optional<std::int64_t> now = planned_budget(job.budget, space.size());
+  if (prev->budget != now) {
+    const auto text = [](std::optional<std::int64_t> b) {
+      return b ? std::to_string(*b) + " configurations" : std::string("no budget");
+    };
+    if (opt.budget_given) {
+      log << "gputune: note: run " << *opt.resume_run << " planned with " << text(prev->budget)
+          << "; it goes on with --budget " << text(now) << "\n";
+    } else if (prev->budget) {
+      job.budget.max_configurations = static_cast<std::uint64_t>(*prev->budget);
+      job.budget.fraction.reset();
+      log << "gputune: note: run " << *opt.resume_run << " goes on with the budget it planned "
+          << "with: " << text(prev->budget) << " (the job says " << text(now) << ")\n";
+    }
+  }
+  // The time budget counts every process of the run: what it spent before goes on counting.
+  if (prev->seconds_spent) spent_before = std::max(spent_before, *prev->seconds_spent);
+  if (job.budget.max_seconds && spent_before > 0) {
+    std::ostringstream note;
+    note.precision(3);
+    note << "gputune: note: run " << *opt.resume_run << " has spent " << spent_before
+         << " s measuring; it goes on with the "
+         << std::max(0.0, *job.budget.max_seconds - spent_before) << " s left of its "
+         << *job.budget.max_seconds << " s time budget (GPUTune.Budget.Seconds)\n";
+    log << note.str();
+  }
+}
+
+/// The device: the driver is loaded at run time; without it everything up to timing still runs
+/// (the target architecture then comes from --arch, the job or sm_90).
+void choose_device(RunState& s) {
+  const Job& job = s.job;
   const RunOptions& opt = s.opt;
   RunReport& rep = s.rep;
   std::ostream& log = s.log;
-
-  // Inputs: source and space. Bad input stops here, before the database is touched.
-  s.source = load_kernel_source(job);
-  const std::string& source = s.source;
-  s.space = [&] {
-    Stage st(log, "space");
-    return build_space(job);
-  }();
   const Space& space = s.space;
-  rep.space_size = space.size();
-  if (space.empty())
-    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", space.explain_empty(),
-                   "relax the conditions or widen the parameter values");
-  s.default_index = space.find(default_key(job));
-
-  // Database (fails fast on a file that is not ours, before any work).
-  rep.db_path = !opt.db_path.empty()    ? opt.db_path
-                : !job.database.empty() ? (job.file.parent_path() / job.database).string()
-                                        : db::default_database_path();
-  s.store = std::make_unique<db::Store>(rep.db_path);
-  db::Store& store = *s.store;
-  // Seconds of the job's time budget already spent measuring by this run (resumed).
-  double& spent_before = s.spent_before;
-  spent_before = opt.budget_spent_s;
-  // A run to resume must be one of this job's, searched the same way: said before compiling.
-  if (opt.resume_run) {
-    const std::string what = "cannot resume run " + std::to_string(*opt.resume_run);
-    auto prev = store.run(*opt.resume_run);
-    if (!prev)
-      throw JobError("command line", "--resume", what + ": " + rep.db_path + " has no such run",
-                     "see `gputune runs --db " + shell_quote(rep.db_path) + "`");
-    if (prev->job_name != job.name)
-      throw JobError("command line", "--resume",
-                     what + ": it ran job '" + prev->job_name + "', not '" + job.name + "'",
-                     "give the job file of that run, or leave out --resume");
-    if (prev->strategy == "prune" || prev->strategy == "import")
-      throw JobError("command line", "--resume",
-                     what + ": it is " + (prev->strategy == "prune" ? "a prune" : "an import") +
-                         ", which measured nothing that a run could go on with",
-                     "leave out --resume");
-    if (prev->strategy != job.strategy)
-      throw JobError("command line", "--resume",
-                     what + ": it searched with strategy " + prev->strategy + ", this job with " +
-                         job.strategy,
-                     "add --strategy " + prev->strategy);
-    // The same space, arguments and sizes: a job edited since would mix two jobs in one run.
-    const std::string before = store.run_job_document(*opt.resume_run);
-    if (const std::string changed = changed_sections(before, job.document); !changed.empty())
-      throw JobError(job.file.string(), changed,
-                     what + ": the job changed since that run started (" + changed + " differ)",
-                     "leave out --resume to start a new run (what run " +
-                         std::to_string(*opt.resume_run) +
-                         " measured stays stored), or restore the job as it was");
-    const std::vector<std::string> kernels = store.run_kernel_hashes(*opt.resume_run);
-    if (!kernels.empty() &&
-        std::find(kernels.begin(), kernels.end(), kernel_hash(job, source)) == kernels.end())
-      throw JobError(job.kernel_file.string(), "KernelSpecification.KernelFile",
-                     what + ": the kernel's source changed since that run measured it",
-                     "leave out --resume to start a new run, or restore the kernel as it was");
-    // The budget it planned with, unless the command line gives another.
-    const std::optional<std::int64_t> now = planned_budget(job.budget, space.size());
-    if (prev->budget != now) {
-      const auto text = [](std::optional<std::int64_t> b) {
-        return b ? std::to_string(*b) + " configurations" : std::string("no budget");
-      };
-      if (opt.budget_given) {
-        log << "gputune: note: run " << *opt.resume_run << " planned with " << text(prev->budget)
-            << "; it goes on with --budget " << text(now) << "\n";
-      } else if (prev->budget) {
-        job.budget.max_configurations = static_cast<std::uint64_t>(*prev->budget);
-        job.budget.fraction.reset();
-        log << "gputune: note: run " << *opt.resume_run << " goes on with the budget it planned "
-            << "with: " << text(prev->budget) << " (the job says " << text(now) << ")\n";
-      }
-    }
-    // The time budget counts every process of the run: what it spent before goes on counting.
-    if (prev->seconds_spent) spent_before = std::max(spent_before, *prev->seconds_spent);
-    if (job.budget.max_seconds && spent_before > 0) {
-      std::ostringstream note;
-      note.precision(3);
-      note << "gputune: note: run " << *opt.resume_run << " has spent " << spent_before
-           << " s measuring; it goes on with the "
-           << std::max(0.0, *job.budget.max_seconds - spent_before) << " s left of its "
-           << *job.budget.max_seconds << " s time budget (GPUTune.Budget.Seconds)\n";
-      log << note.str();
-    }
-  }
-
-  // 3. Device: the driver is loaded at run time; without it everything up to timing still runs.
   std::optional<DeviceInfo> dev;
   std::string no_device_reason;
   if (opt.no_gpu) {
@@ -238,10 +224,14 @@ bool prepare_run(RunState& s) {
   s.rates = rates;
   s.guided = job.strategy == "model_guided";
   s.use_model = s.guided || job.pruner.enabled;
+}
 
-  // Every context's arguments are sized, and checked against the memory they will take (this
-  // machine's; the GPU's, less the L2 flush buffer and what the CUDA context itself takes),
-  // before anything is compiled: bad sizes are the job's fault, found in seconds.
+/// Every context's arguments are sized, and checked against the memory they will take (this
+/// machine's; the GPU's, less the L2 flush buffer and what the CUDA context itself takes),
+/// before anything is compiled: bad sizes are the job's fault, found in seconds.
+void check_argument_sizes(const RunState& s) {
+  const Job& job = s.job;
+  const std::optional<DeviceInfo>& dev = s.dev;
   std::vector<std::vector<HostArgument>> sized_args;  // per context; the model reads them too
   for (const ContextSpec& ctx : job.contexts) {
     const std::vector<HostArgument>& sized =
@@ -261,8 +251,17 @@ bool prepare_run(RunState& s) {
                               std::to_string(kContextReserve) + " are kept for the CUDA context)",
                           "use a smaller problem size in this context, or a GPU with more memory");
   }
+}
 
-  // The device's record and the model's calibration for it (fitted by earlier runs).
+/// The device's record and the model's calibration for it (fitted by earlier runs); a resumed
+/// model_guided run's stored plan.
+void record_device(RunState& s) {
+  const Job& job = s.job;
+  const RunOptions& opt = s.opt;
+  const RunReport& rep = s.rep;
+  const std::optional<DeviceInfo>& dev = s.dev;
+  const pruner::DeviceLimits& limits = s.limits;
+  db::Store& store = *s.store;
   db::DeviceRecord dr;
   if (dev) {
     dr.name = dev->name, dr.cc_major = dev->limits.cc_major, dr.cc_minor = dev->limits.cc_minor;
@@ -277,31 +276,66 @@ bool prepare_run(RunState& s) {
       s.calibration = pruner::Calibration::from_json(*c);
   s.rule_options.max_spill_bytes = job.pruner.max_spill_bytes;
   if (s.guided && opt.resume_run) s.stored_plan = store.run_plan(*opt.resume_run);
-  auto context_record = [&](const ContextSpec& c, std::int64_t) { return s.context_record(c); };
+}
 
-  // --skip-unchanged: a finished run of this job already measured every context as it is now.
-  if (opt.skip_unchanged && !opt.resume_run) {
-    if (!dev) {
-      log << "gputune: --skip-unchanged: no device (" << no_device_reason
+/// --skip-unchanged: true (the report says so) when a finished run of this job already measured
+/// every context as it is now.
+bool unchanged_since_last_run(RunState& s) {
+  const Job& job = s.job;
+  const RunOptions& opt = s.opt;
+  RunReport& rep = s.rep;
+  if (!opt.skip_unchanged || opt.resume_run) return false;
+  if (!s.dev) {
+    s.log << "gputune: --skip-unchanged: no device (" << s.no_device_reason
           << "), so no earlier run's times can stand for this one's; compiling as usual\n";
-    } else {
-      std::vector<db::ContextRecord> now;
-      for (const ContextSpec& c : job.contexts) now.push_back(context_record(c, 0));
-      if (auto prev =
-              store.unchanged_run(job.document, job.strategy, kernel_hash(job, source), now)) {
-        rep.run_id = prev->id;
-        rep.unchanged = true;
-        rep.message = "unchanged since run " + std::to_string(prev->id) + " (finished " +
-                      prev->finished_at +
-                      "): the same job, strategy, kernel source, device, driver, toolkit and "
-                      "contexts, so nothing was re-tuned (--skip-unchanged); `gputune show " +
-                      std::to_string(prev->id) + "` has its results";
-        return false;  // print_report says so
-      }
-    }
+    return false;
   }
+  std::vector<db::ContextRecord> now;
+  for (const ContextSpec& c : job.contexts) now.push_back(s.context_record(c));
+  auto prev = s.store->unchanged_run(job.document, job.strategy, kernel_hash(job, s.source), now);
+  if (!prev) return false;
+  rep.run_id = prev->id;
+  rep.unchanged = true;
+  rep.message = "unchanged since run " + std::to_string(prev->id) + " (finished " +
+                prev->finished_at +
+                "): the same job, strategy, kernel source, device, driver, toolkit and "
+                "contexts, so nothing was re-tuned (--skip-unchanged); `gputune show " +
+                std::to_string(prev->id) + "` has its results";
+  return true;  // print_report says so
+}
 
-  return true;
+bool prepare_run(RunState& s) {
+  Job& job = s.job;
+  const RunOptions& opt = s.opt;
+  RunReport& rep = s.rep;
+  std::ostream& log = s.log;
+
+  // Inputs: source and space. Bad input stops here, before the database is touched.
+  s.source = load_kernel_source(job);
+  s.space = [&] {
+    Stage st(log, "space");
+    return build_space(job);
+  }();
+  const Space& space = s.space;
+  rep.space_size = space.size();
+  if (space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", space.explain_empty(),
+                   "relax the conditions or widen the parameter values");
+  s.default_index = space.find(default_key(job));
+
+  // Database (fails fast on a file that is not ours, before any work).
+  rep.db_path = !opt.db_path.empty()    ? opt.db_path
+                : !job.database.empty() ? (job.file.parent_path() / job.database).string()
+                                        : db::default_database_path();
+  s.store = std::make_unique<db::Store>(rep.db_path);
+  // Seconds of the job's time budget already spent measuring by this run (resumed).
+  s.spent_before = opt.budget_spent_s;
+  // A run to resume must be one of this job's, searched the same way: said before compiling.
+  if (opt.resume_run) check_resume(s);
+  choose_device(s);
+  check_argument_sizes(s);
+  record_device(s);
+  return !unchanged_since_last_run(s);
 }
 
 void open_run(RunState& s) {

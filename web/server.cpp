@@ -215,7 +215,11 @@ struct Server::Impl {
         }));
   }
 
-  void routes();
+  void routes();  ///< every route, by group:
+  void kernel_routes();
+  void run_routes();
+  void chart_routes();
+  void write_routes();
   void static_files();
 };
 
@@ -235,6 +239,14 @@ void Server::Impl::static_files() {
 }
 
 void Server::Impl::routes() {
+  kernel_routes();
+  run_routes();
+  chart_routes();
+  write_routes();
+}
+
+/// The kernels, their devices, contexts and tuned headers.
+void Server::Impl::kernel_routes() {
   get("/api/devices", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, db::Browser(store()).devices());
   });
@@ -275,6 +287,10 @@ void Server::Impl::routes() {
                      {"arch", c.arch}});
     send_json(res, 200, out);
   });
+}
+
+/// Runs, their measurements and what is derived from them (JSON), winners, the queue.
+void Server::Impl::run_routes() {
   get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
     send_json(res, 200,
               db::Browser(store()).runs(static_cast<int>(int_param(req, "limit", 20, 1, 1000)),
@@ -362,8 +378,10 @@ void Server::Impl::routes() {
     send_json(res, 200,
               db::Browser(store()).queue(static_cast<int>(int_param(req, "limit", 50, 1, 1000))));
   });
+}
 
-  // Charts (SVG).
+/// Charts (SVG).
+void Server::Impl::chart_routes() {
   auto svg = [](httplib::Response& res, const std::string& body) {
     res.set_header("Cache-Control", "no-store");
     res.set_content(body, "image/svg+xml");
@@ -435,8 +453,10 @@ void Server::Impl::routes() {
         svg(res, line_chart("Winning time per run: " + (*h)["kernel"].get<std::string>(), {s},
                             "run", "winning time (log scale)", false, Axis::log_ms));
       });
+}
 
-  // Writes: the queue.
+/// Writes: the queue.
+void Server::Impl::write_routes() {
   http.Post(
       "/api/jobs", wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
         if (req.body.size() > kMaxJobRequestBytes)
