@@ -59,4 +59,37 @@ PruneResult apply_rules(const std::vector<RuleInput>& in, const DeviceLimits& li
   return r;
 }
 
+double model_rule_best(const std::vector<Decision>& decisions,
+                       const std::vector<Prediction>& predictions) {
+  // The best over every variant rules 1-2 keep: a duplicate is the same binary as a kept one,
+  // so its prediction counts too (and the screen, which cannot know which of a group of
+  // identical binaries will represent it, gets the same best).
+  double best = -1;
+  for (size_t i = 0; i < decisions.size(); ++i)
+    if ((decisions[i].kept || decisions[i].rule == "duplicate") && predictions[i].ok &&
+        (best < 0 || predictions[i].ms < best))
+      best = predictions[i].ms;
+  return best;
+}
+
+std::size_t apply_model_rule(std::vector<Decision>& decisions,
+                             const std::vector<Prediction>& predictions, double margin) {
+  const double best = model_rule_best(decisions, predictions);
+  if (best <= 0) return 0;
+  std::size_t removed = 0;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    auto& d = decisions[i];
+    if (!d.kept || !predictions[i].ok || predictions[i].ms <= margin * best) continue;
+    d.kept = false;
+    d.rule = "model";
+    std::ostringstream r;
+    r.precision(3);
+    r << "predicted " << predictions[i].ms << " ms (" << predictions[i].bound
+      << "-bound), more than " << margin << " x the best prediction " << best << " ms";
+    d.reason = r.str();
+    ++removed;
+  }
+  return removed;
+}
+
 }  // namespace gputune::pruner

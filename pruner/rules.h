@@ -3,8 +3,11 @@
  * removed: (1) resources: the launch would fail (threads, registers, shared memory against the
  * device, with the allocation granularities the hardware uses); (2) spills: local-memory spill
  * traffic above a threshold; (3) duplicates: identical cubin and launch geometry as a variant kept
- * earlier (a parameter with no effect on the code), so equal variants are timed once.
- * Consumes: Resources, cubin hashes, launch geometry, DeviceLimits. Produces: PruneResult.
+ * earlier (a parameter with no effect on the code), so equal variants are timed once; (4) model:
+ * predicted slower than a margin x the best prediction (apply_model_rule; the predictions are
+ * pruner/model.h's, which tuner/model_stage.h computes over a context's variants, in parallel).
+ * Consumes: Resources, cubin hashes, launch geometry, DeviceLimits, Predictions. Produces:
+ * PruneResult, Decisions.
  * Must not: include cuda.h, launch anything, or touch the database. */
 #pragma once
 
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "pruner/cubin.h"
+#include "pruner/model.h"
 #include "pruner/occupancy.h"
 
 namespace gputune::pruner {
@@ -35,7 +39,7 @@ struct PruneOptions {
 
 struct Decision {
   bool kept = true;
-  std::string rule;  ///< "resources", "spills", "duplicate"; empty when kept
+  std::string rule;  ///< "resources", "spills", "duplicate", "model"; empty when kept
   std::string reason;
   long duplicate_of = -1;  ///< index of the identical variant kept
   Occupancy occupancy;
@@ -65,5 +69,18 @@ Decision judge_variant(const RuleInput& in, long index, const DeviceLimits& limi
 /// The launch part of a variant's duplicate key: grid, block and dynamic shared memory.
 std::string launch_key(const std::array<std::int64_t, 3>& grid,
                        const std::array<std::int64_t, 3>& block, std::int64_t dynamic_smem);
+
+/// Rule 4: among kept decisions with a prediction (predictions[i] is decisions[i]'s), drop those
+/// predicted slower than margin x the best prediction of the variants rules 1-2 keep (duplicates
+/// included: the same binary as a kept one): kept false, rule "model", the prediction in the
+/// reason. Returns how many it removed. `prune` applies it after the model stage, replay sweeps it
+/// over margins. (`run` applies the same margin as it streams, tuner/search_stream.h, and the
+/// screen, tuner/screen.h, before compiling: to best cases from the source alone, which no real
+/// prediction undercuts.)
+std::size_t apply_model_rule(std::vector<Decision>& decisions,
+                             const std::vector<Prediction>& predictions, double margin);
+/// The prediction rule 4 measures its margin from (-1 when no kept variant has one).
+double model_rule_best(const std::vector<Decision>& decisions,
+                       const std::vector<Prediction>& predictions);
 
 }  // namespace gputune::pruner

@@ -2,10 +2,10 @@
  * Owns: running the pruner's performance model over the compiled variants of one context: the
  * libTooling traffic analysis (in parallel, its reports cached on disk: TrafficCache), features,
  * and predictions with the device's rates and calibration; finding those rates (a device file by
- * --device or by the driver's device name, else the driver's attributes); rule 4 (the model margin)
- * over a set of decisions.
- * Consumes: Job, source, Configs, occupancies. Produces: ModelRun.
- * Must not: launch anything or write SQL. */
+ * --device or by the driver's device name, else the driver's attributes).
+ * Consumes: Job, source, Configs, occupancies. Produces: ModelRun, whose predictions rule 4
+ * (pruner::apply_model_rule, pruner/rules.h) judges: what it decides is not decided here.
+ * Must not: launch anything, write SQL, or decide what is pruned. */
 #pragma once
 
 #include <cstdint>
@@ -87,17 +87,5 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
 
 /// Recomputes predictions with another calibration (after a fit).
 void repredict(ModelRun& m, const Rates& rates, const pruner::Calibration& calibration);
-
-/// Rule 4: among kept decisions with a prediction, drop those predicted slower than
-/// margin x the best prediction of the variants rules 1-2 keep (duplicates included: the same
-/// binary as a kept one). Returns how many it removed.
-std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions, const ModelRun& m,
-                             double margin);
-/// The same rule over predictions alone (replay's sweep over margins).
-std::size_t apply_model_rule(std::vector<pruner::Decision>& decisions,
-                             const std::vector<pruner::Prediction>& predictions, double margin);
-/// The prediction rule 4 measures its margin from (-1 when no kept variant has one).
-double model_rule_best(const std::vector<pruner::Decision>& decisions,
-                       const std::vector<pruner::Prediction>& predictions);
 
 }  // namespace gputune::tuner

@@ -162,7 +162,7 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     rep.features = model.features;
     rep.rates = rates.rates;
     rep.calibration = calibration;
-    std::size_t removed = apply_model_rule(pr.decisions, model, rep.margin);
+    std::size_t removed = pruner::apply_model_rule(pr.decisions, model.predictions, rep.margin);
     pr.counts.push_back({"model", removed + mark_screened(pr.decisions, screen)});
     pr.kept -= removed;
   }

@@ -383,7 +383,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       std::sort(margins.begin(), margins.end());
       auto point_at = [&](double margin) {
         std::vector<pruner::Decision> d = before_rule4;
-        apply_model_rule(d, predictions, margin);
+        pruner::apply_model_rule(d, predictions, margin);
         ReplayReport::MarginPoint point{margin, 0, 0, INFINITY};
         double best = INFINITY;
         for (size_t i = 0; i < space.size(); ++i) {
@@ -400,7 +400,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
       // best (rule 4 keeps what is predicted at most margin x the best; the tiny excess keeps
       // the variant that sets the margin against rounding). What a margin prunes falls as it
       // grows, so the widest kept set that still prunes enough is found by bisection.
-      const double best_prediction = model_rule_best(before_rule4, predictions);
+      const double best_prediction = pruner::model_rule_best(before_rule4, predictions);
       std::vector<double> steps;
       for (size_t i = 0; i < space.size(); ++i)
         if (before_rule4[i].kept && predictions[i].ok && best_prediction > 0)
