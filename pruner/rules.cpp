@@ -72,6 +72,18 @@ double model_rule_best(const std::vector<Decision>& decisions,
   return best;
 }
 
+std::string model_rule_reason(const Prediction* prediction, double best_case_ms, double margin,
+                              double best_ms) {
+  std::ostringstream r;
+  r.precision(3);
+  if (prediction && prediction->ok)
+    r << "predicted " << prediction->ms << " ms (" << prediction->bound << "-bound)";
+  else
+    r << "not compiled: at best " << best_case_ms << " ms at any occupancy its launch allows";
+  r << ", more than " << margin << " x the best prediction " << best_ms << " ms";
+  return r.str();
+}
+
 std::size_t apply_model_rule(std::vector<Decision>& decisions,
                              const std::vector<Prediction>& predictions, double margin) {
   const double best = model_rule_best(decisions, predictions);
@@ -79,14 +91,11 @@ std::size_t apply_model_rule(std::vector<Decision>& decisions,
   std::size_t removed = 0;
   for (size_t i = 0; i < decisions.size(); ++i) {
     auto& d = decisions[i];
-    if (!d.kept || !predictions[i].ok || predictions[i].ms <= margin * best) continue;
+    if (!d.kept || !predictions[i].ok || !model_rule_drops(predictions[i].ms, best, margin))
+      continue;
     d.kept = false;
     d.rule = "model";
-    std::ostringstream r;
-    r.precision(3);
-    r << "predicted " << predictions[i].ms << " ms (" << predictions[i].bound
-      << "-bound), more than " << margin << " x the best prediction " << best << " ms";
-    d.reason = r.str();
+    d.reason = model_rule_reason(&predictions[i], 0, margin, best);
     ++removed;
   }
   return removed;

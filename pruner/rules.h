@@ -79,6 +79,19 @@ std::string launch_key(const std::array<std::int64_t, 3>& grid,
 /// prediction undercuts.)
 std::size_t apply_model_rule(std::vector<Decision>& decisions,
                              const std::vector<Prediction>& predictions, double margin);
+/// Rule 4's test, wherever it is applied (here on a context's compiled variants; before compiling
+/// on best cases in tuner/screen.cpp; as the stream compiles in tuner/search_stream.cpp): a
+/// variant predicted (or at best) slower than `margin` x the best prediction cannot win. False
+/// when either time is unknown (NaN).
+constexpr bool model_rule_drops(double predicted_ms, double best_ms, double margin) {
+  return predicted_ms > margin * best_ms;
+}
+
+/// Why rule 4 dropped a variant, as every rule-4 decision says it: its prediction (or, not
+/// compiled, its best case at any occupancy), the margin and the best prediction.
+std::string model_rule_reason(const Prediction* prediction, double best_case_ms, double margin,
+                              double best_ms);
+
 /// The prediction rule 4 measures its margin from (-1 when no kept variant has one).
 double model_rule_best(const std::vector<Decision>& decisions,
                        const std::vector<Prediction>& predictions);

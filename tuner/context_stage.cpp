@@ -21,6 +21,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "pruner/rules.h"
 #include "tuner/arguments.h"
 #include "tuner/hang_watch.h"
 #include "tuner/measure.h"
@@ -383,20 +384,13 @@ class ContextRun {
       Candidate& c = s_.candidate(plan_->index[pos]);
       Trial& t = trial(c, /*launch=*/false);
       if (t.measured || stored_.count(c.index)) continue;
-      std::ostringstream why;
-      why.precision(3);
-      if (t.prediction.ok)
-        why << "predicted " << t.prediction.ms << " ms (" << t.prediction.bound << "-bound)";
-      else
-        why << "not compiled: at best " << best_case_[pos]
-            << " ms at any occupancy its launch allows";
-      why << ", more than " << s_.job.pruner.model_margin << " x the best prediction " << best
-          << " ms";
-      t.decision.kept = false, t.decision.rule = "model", t.decision.reason = why.str();
+      const std::string why = pruner::model_rule_reason(&t.prediction, best_case_[pos],
+                                                        s_.job.pruner.model_margin, best);
+      t.decision.kept = false, t.decision.rule = "model", t.decision.reason = why;
       if (!t.prediction.ok) t.best_case_ms = best_case_[pos];
       db::MeasurementRecord row = measurement_row(keys(c), c, t);
       row.status = db::Status::kConstraints;
-      row.reason = "pruned by rule model: " + why.str();
+      row.reason = "pruned by rule model: " + why;
       store(c, t, row);
     }
   }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "pruner/rules.h"
 #include "tuner/arguments.h"
 #include "tuner/compile.h"
 #include "tuner/progress.h"
@@ -176,7 +177,8 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
   std::vector<double> best(models.size(), kNone);
   auto hopeless = [&](size_t i) {
     for (size_t c = 0; c < models.size(); ++c)
-      if (std::isnan(best[c]) || !(models[c].best_ms[i] > o.margin * best[c])) return false;
+      if (std::isnan(best[c]) || !pruner::model_rule_drops(models[c].best_ms[i], best[c], o.margin))
+        return false;
     return true;
   };
   // One progress line over the rounds: compiled so far of compiled plus what could still come

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pruner/rules.h"
+
 namespace gputune::tuner {
 
 SearchStream::SearchStream(Strategy& strategy, ModelGuided* guide, Settings settings)
@@ -35,10 +37,10 @@ void SearchStream::release() {
   const double low = lowest_best();
   std::vector<std::pair<std::size_t, double>> still;
   for (const auto& [pos, prediction] : deferred_) {
-    if (std::isfinite(best_) && prediction > s_.margin * best_) {
+    if (std::isfinite(best_) && pruner::model_rule_drops(prediction, best_, s_.margin)) {
       flying_[pos] = 0;
       drop(pos);  // rule 4 prunes it: the best fell below what it needs
-    } else if (!(prediction > s_.margin * low)) {
+    } else if (!pruner::model_rule_drops(prediction, low, s_.margin)) {
       ready_.push_back(pos);  // rule 4 keeps it whatever is compiled next
       ++in_flight_;
     } else {
@@ -58,7 +60,7 @@ bool SearchStream::seen(std::size_t pos) const { return pos < seen_.size() && se
 
 bool SearchStream::beyond(std::size_t pos) const {
   return s_.margin > 0 && pos < s_.best_case.size() && std::isfinite(best_) &&
-         s_.best_case[pos] > s_.margin * best_;
+         pruner::model_rule_drops(s_.best_case[pos], best_, s_.margin);
 }
 
 void SearchStream::drop(std::size_t pos) {
@@ -88,7 +90,7 @@ void SearchStream::apply_best() {
   std::vector<std::size_t> hold, exclude;
   for (; by_best_case_at_ < by_best_case_.size(); ++by_best_case_at_) {
     const std::size_t pos = by_best_case_[by_best_case_at_];
-    if (!(s_.best_case[pos] > s_.margin * best_)) break;
+    if (!pruner::model_rule_drops(s_.best_case[pos], best_, s_.margin)) break;
     // Measured, or dropped already; one compiling is judged by its real prediction when it is
     // back. Other strategies skip the rest when they propose it (beyond()).
     if (!guide_ || given_[pos] || dropped_flag_[pos] || flying_[pos]) continue;
@@ -144,7 +146,7 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
   // Rule 4 on the real prediction, once: a configuration a refit readmitted is not judged again
   // by the calibration it started with.
   if (s_.margin > 0 && !dropped_flag_[pos] && std::isfinite(prediction) && std::isfinite(best_) &&
-      prediction > s_.margin * best_) {
+      pruner::model_rule_drops(prediction, best_, s_.margin)) {
     if (guide_) {
       if (pos < s_.left_out.size() && s_.left_out[pos]) {
         guide_->exclude({pos});
