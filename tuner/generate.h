@@ -2,8 +2,8 @@
  * Owns: the naive-kernel entry points of the tuner: loading a job whose kernel is naive
  * (GPUTune.Naive: analyse it, generate its space and geometry, or fall back to block shape only
  * with the reason), and `gputune generate` (analysis report, variant files, a CPU check of every
- * written variant against the naive kernel). The analysis and the code are variants/naive.h's;
- * the CPU check is cpu_check.h's.
+ * written variant against the naive kernel). The analysis and the code are
+ * variants/naive/naive.h's; the CPU check is cpu_check.h's.
  * Must not: launch on a GPU or touch the database. */
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "variants/job.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune::tuner {
 

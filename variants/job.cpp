@@ -668,7 +668,7 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
     job.naive = nv.get<bool>();
   }
   if (job.naive && !doc.contains("ConfigurationSpace")) {
-    // The space is generated from the kernel (variants/naive.h).
+    // The space is generated from the kernel (variants/naive/naive.h).
   } else {
     const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
     if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");

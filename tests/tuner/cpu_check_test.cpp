@@ -18,7 +18,7 @@
 #include "tuner/compile.h"
 #include "tuner/generate.h"
 #include "variants/instantiate.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 #include "variants/space.h"
 
 using namespace gputune;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "variants/expr.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune::naive {
 

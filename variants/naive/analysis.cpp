@@ -13,7 +13,7 @@
 #include <unordered_set>
 
 #include "variants/cuda_parse.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune::naive {
 
