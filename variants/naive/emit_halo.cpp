@@ -56,8 +56,17 @@ std::string Emitter::halo_read(const HaloPlan& h, size_t n) const {
 /// no valid thread reads stays zero and is never loaded, so no load leaves the kernel's range.
 void Emitter::stage_halos(std::ostringstream& o) {
   const std::string elem = k_.params[static_cast<size_t>(halos_[0].param)].element;
-  const std::string nthreads = std::to_string(c_.block_x * c_.block_y);
   line(o, "extern __shared__ " + elem + " gt_halo[];  // halo windows, sized at launch");
+  const std::string always = halo_valid_outputs(o);
+  std::string offset = "0";
+  for (const HaloPlan& h : halos_) offset = stage_halo(o, h, always, offset);
+  line(o, "__syncthreads();");
+}
+
+/// Declares the block's outputs that pass the bounds check, columns [gt_vx0, gt_vx1] (and rows
+/// [gt_vy0, gt_vy1]): the block clipped to the check's interval bounds. Returns the conjuncts of
+/// the check on neither index (" && (c)" each): they hold for the whole block or for none of it.
+std::string Emitter::halo_valid_outputs(std::ostringstream& o) const {
   line(o, "// The outputs of this block that pass the bounds check: columns [gt_vx0, gt_vx1]" +
               std::string(k_.dims == 2 ? ", rows [gt_vy0, gt_vy1]." : "."));
   std::string always;
@@ -79,144 +88,173 @@ void Emitter::stage_halos(std::ostringstream& o) {
   for (size_t g = 0; g < k_.guard.size(); ++g)
     if (!k_.guard_depends[g].count("x") && !k_.guard_depends[g].count("y"))
       always += " && (" + render(k_.guard[g]) + ")";
-  std::string offset = "0";
-  for (const HaloPlan& h : halos_) {
-    const Param& prm = k_.params[static_cast<size_t>(h.param)];
-    const int ref = h.sites[0];
-    const std::string a = prm.name, hw = halo_name(h, "w"), hp = halo_name(h, "p"),
-                      hh = halo_name(h, "h"), ho = halo_name(h, "o"), run = halo_name(h, "run");
-    line(o, "// halo window of " + a + "[" + index_text(ref) +
-                "]: " + std::to_string(h.sites.size()) +
-                " read(s), the block's outputs widened by their offsets" +
-                (h.loops[0].empty() && h.loops[1].empty() ? "" : " and loops") +
-                (c_.pad ? ", padded pitch" : ""));
-    // How far the loops move a read along each axis: the sum of their trip counts - 1.
-    std::string trips;
-    std::array<std::string, 2> reach{"", ""};
-    for (size_t d = 0; d < 2; ++d) {
-      std::string sum;
-      for (int id : h.loops[d]) {
-        const Stmt* l = find_loop(k_.body, id);
-        sum += std::string(sum.empty() ? "" : " + ") + "max(" + trip_text(*l) + ", 1) - 1";
-        if (trips.find(trip_text(*l) + " > 0 && ") == std::string::npos)
-          trips += trip_text(*l) + " > 0 && ";
-      }
-      if (sum.empty()) continue;
-      reach[d] = halo_name(h, d == 0 ? "lx" : "ly");
-      line(o,
-           "const int " + reach[d] + " = " + sum + ";  // loop reach along " + k_.index_names[d]);
+  return always;
+}
+
+/// One halo window, `offset` elements into gt_halo: its loops' reach, its columns, pitch and
+/// rows, whether the block reads it at all (`always`: the block-wide part of the bounds check),
+/// then its load. Returns the offset of the next window.
+std::string Emitter::stage_halo(std::ostringstream& o, const HaloPlan& h, const std::string& always,
+                                const std::string& offset) {
+  const Param& prm = k_.params[static_cast<size_t>(h.param)];
+  const int ref = h.sites[0];
+  const std::string a = prm.name, hw = halo_name(h, "w"), hp = halo_name(h, "p"),
+                    hh = halo_name(h, "h"), ho = halo_name(h, "o"), run = halo_name(h, "run");
+  line(o, "// halo window of " + a + "[" + index_text(ref) +
+              "]: " + std::to_string(h.sites.size()) +
+              " read(s), the block's outputs widened by their offsets" +
+              (h.loops[0].empty() && h.loops[1].empty() ? "" : " and loops") +
+              (c_.pad ? ", padded pitch" : ""));
+  std::string trips;
+  const std::array<std::string, 2> reach = halo_reach(o, h, trips);
+  auto widen = [&](long long base, size_t d) {
+    std::string e = std::to_string(base + h.span[d]);
+    return reach[d].empty() ? e : e + " + " + reach[d];
+  };
+  line(o, "const int " + hw + " = " + widen(tx_, 0) + ";  // columns");
+  line(o, "const int " + hp + " = " + hw + (c_.pad ? " + 1" : "") + ";  // pitch");
+  line(o, "const int " + hh + " = " + (k_.dims == 2 ? widen(ty_, 1) : std::string("1")) +
+              ";  // rows");
+  line(o, "const int " + ho + " = " + offset + ";  // first element in gt_halo");
+  line(o, "const bool " + run + " = " + trips + "gt_vx0 <= gt_vx1" +
+              (k_.dims == 2 ? " && gt_vy0 <= gt_vy1" : "") + always + ";");
+  load_halo(o, h, halo_needed(h, reach, run));
+  return ho + " + " + hh + " * " + hp;
+}
+
+/// How far the loops move a read of window h along each axis: the sum of their trip counts - 1,
+/// declared along the axes some loop advances ("" along the others). Appends "trip > 0 && " to
+/// `trips` once per distinct trip count (a loop that never runs reads nothing).
+std::array<std::string, 2> Emitter::halo_reach(std::ostringstream& o, const HaloPlan& h,
+                                               std::string& trips) const {
+  std::array<std::string, 2> reach{"", ""};
+  for (size_t d = 0; d < 2; ++d) {
+    std::string sum;
+    for (int id : h.loops[d]) {
+      const Stmt* l = find_loop(k_.body, id);
+      sum += std::string(sum.empty() ? "" : " + ") + "max(" + trip_text(*l) + ", 1) - 1";
+      if (trips.find(trip_text(*l) + " > 0 && ") == std::string::npos)
+        trips += trip_text(*l) + " > 0 && ";
     }
-    auto widen = [&](long long base, size_t d) {
-      std::string e = std::to_string(base + h.span[d]);
-      return reach[d].empty() ? e : e + " + " + reach[d];
-    };
-    line(o, "const int " + hw + " = " + widen(tx_, 0) + ";  // columns");
-    line(o, "const int " + hp + " = " + hw + (c_.pad ? " + 1" : "") + ";  // pitch");
-    line(o, "const int " + hh + " = " + (k_.dims == 2 ? widen(ty_, 1) : std::string("1")) +
-                ";  // rows");
-    line(o, "const int " + ho + " = " + offset + ";  // first element in gt_halo");
-    offset = ho + " + " + hh + " * " + hp;
-    line(o, "const bool " + run + " = " + trips + "gt_vx0 <= gt_vx1" +
-                (k_.dims == 2 ? " && gt_vy0 <= gt_vy1" : "") + always + ";");
-    // Needed when some valid thread reads it through some read: thread x reads column c
-    // through read n for x in [bx + c - off_n - loops, bx + c - off_n].
-    std::set<std::array<long long, 2>> seen;
-    std::vector<std::string> need;
-    for (size_t n = 0; n < h.sites.size(); ++n) {
-      if (!seen.insert(h.off[n]).second) continue;
-      std::string t;
-      for (int d = 0; d < k_.dims; ++d) {
-        const std::string hi = std::string(d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
-                               (h.off[n][static_cast<size_t>(d)]
-                                    ? " - " + std::to_string(h.off[n][static_cast<size_t>(d)])
-                                    : std::string());
-        const std::string& r = reach[static_cast<size_t>(d)];
-        const std::string lo = r.empty() ? hi : hi + " - " + r;
-        const std::string v = d == 0 ? "gt_vx" : "gt_vy";
-        t += std::string(t.empty() ? "" : " && ") + lo + " <= " + v + "1 && " + hi + " >= " + v +
-             "0";
-      }
-      need.push_back("(" + t + ")");
+    if (sum.empty()) continue;
+    reach[d] = halo_name(h, d == 0 ? "lx" : "ly");
+    line(o, "const int " + reach[d] + " = " + sum + ";  // loop reach along " + k_.index_names[d]);
+  }
+  return reach;
+}
+
+/// Whether element (gt_r, gt_c) of window h is needed: the window is used (`run`) and some valid
+/// thread reads it through some read: thread x reads column c through read n for x in
+/// [bx + c - off_n - loops, bx + c - off_n].
+std::string Emitter::halo_needed(const HaloPlan& h, const std::array<std::string, 2>& reach,
+                                 const std::string& run) const {
+  std::set<std::array<long long, 2>> seen;
+  std::vector<std::string> need;
+  for (size_t n = 0; n < h.sites.size(); ++n) {
+    if (!seen.insert(h.off[n]).second) continue;
+    std::string t;
+    for (int d = 0; d < k_.dims; ++d) {
+      const std::string hi = std::string(d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
+                             (h.off[n][static_cast<size_t>(d)]
+                                  ? " - " + std::to_string(h.off[n][static_cast<size_t>(d)])
+                                  : std::string());
+      const std::string& r = reach[static_cast<size_t>(d)];
+      const std::string lo = r.empty() ? hi : hi + " - " + r;
+      const std::string v = d == 0 ? "gt_vx" : "gt_vy";
+      t += std::string(t.empty() ? "" : " && ") + lo + " <= " + v + "1 && " + hi + " >= " + v + "0";
     }
-    std::string needed = run + " && (";  // some valid thread reads (gt_r, gt_c)
-    for (size_t n = 0; n < need.size(); ++n) needed += (n ? " || " : "") + need[n];
-    needed += ")";
-    // The kernel's indices and loop counters at column gt_c (plus `shift`) of row gt_r.
-    auto bind = [&](const std::string& shift) {
-      if (!shift.empty()) line(o, "const int gt_c = gt_c0" + shift + ";");
-      for (int d = 0; d < k_.dims; ++d)
-        line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
-                    (d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
-                    (h.off[0][static_cast<size_t>(d)]
-                         ? " - " + std::to_string(h.off[0][static_cast<size_t>(d)])
-                         : std::string()) +
-                    ";");
-      for (size_t d = 0; d < 2; ++d)
-        for (int id : h.loops[d]) {
-          const Stmt* l = find_loop(k_.body, id);
-          line(o, "const int " + l->var + " = " + literal_text(l->lo) + ";");
-        }
-    };
-    const std::string slot = "gt_halo[" + ho + " + gt_r * " + hp + " + gt_c";
-    const std::string load = "__ldg(&" + a + "[" + render_index(ref) + "])";
-    const int v = halo_vector(h);
-    if (v == 1) {
-      line(o,
-           "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
-      ++ind_;
-      line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
-      line(o, "const bool gt_need = " + needed + ";");
-      line(o, elem + " gt_v = " + elem + "(0);");
-      line(o, "if (gt_need) {");
-      ++ind_;
-      bind("");
-      line(o, "gt_v = " + load + ";");
-      --ind_;
-      line(o, "}");
-      line(o, slot + "] = gt_v;");
-    } else {
-      // Groups of v columns that start where the row's address is a multiple of v elements
-      // (rows of odd length start anywhere), so every group inside the needed part is one
-      // aligned vector load; the groups at the edges go element by element.
-      const std::string vs = std::to_string(v), groups = halo_name(h, "g");
-      line(o, "// " + vs + " columns per load: groups aligned to the row's addresses");
-      line(o, "const int " + groups + " = (" + hw + " + " + std::to_string(2 * v - 2) + ") / " +
-                  vs + ";  // groups per row");
-      line(o, "for (int gt_e = gt_tid; gt_e < " + hh + " * " + groups + "; gt_e += " + nthreads +
-                  ") {");
-      ++ind_;
-      line(o, "const int gt_r = gt_e / " + groups + ";");
-      line(o, "int gt_c0;");
-      line(o, "{");
-      ++ind_;
-      line(o, "const int gt_c = 0;");
-      bind("");
-      line(o, "// the first column's offset from a " + std::to_string(4 * v) + "-byte boundary");
-      line(o, "gt_c0 = (gt_e % " + groups + ") * " + vs +
-                  " - static_cast<int>((reinterpret_cast<unsigned long long>(" + a + ") / 4 + " +
-                  "static_cast<unsigned long long>(static_cast<long long>(" + render_index(ref) +
-                  "))) % " + vs + ");");
-      --ind_;
-      line(o, "}");
-      const std::string cond = "gt_c >= 0 && gt_c < " + hw + " && " + needed;
-      const std::string vt = elem + vs;
-      vector_or_elements(
-          o, v, cond, [&](const std::string& shift) { bind(shift.empty() ? " + 0" : shift); },
-          "const " + elem + "* gt_p = &" + a + "[" + render_index(ref) + "];", 4 * v,
-          [&] {
-            line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
-            for (int j = 0; j < v; ++j)
-              line(o, slot + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
-          },
-          [&] {
-            line(o, "if (gt_c >= 0 && gt_c < " + hw + ")");
-            line(o, "  " + slot + "] = (" + cond + ") ? " + load + " : " + elem + "(0);");
-          });
+    need.push_back("(" + t + ")");
+  }
+  std::string needed = run + " && (";  // some valid thread reads (gt_r, gt_c)
+  for (size_t n = 0; n < need.size(); ++n) needed += (n ? " || " : "") + need[n];
+  needed += ")";
+  return needed;
+}
+
+/// The kernel's indices and loop counters at column gt_c (plus `shift`) of row gt_r of window h,
+/// for its reference read.
+void Emitter::halo_bind(std::ostringstream& o, const HaloPlan& h, const std::string& shift) const {
+  if (!shift.empty()) line(o, "const int gt_c = gt_c0" + shift + ";");
+  for (int d = 0; d < k_.dims; ++d)
+    line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
+                (d == 0 ? "gt_bx + gt_c" : "gt_by + gt_r") +
+                (h.off[0][static_cast<size_t>(d)]
+                     ? " - " + std::to_string(h.off[0][static_cast<size_t>(d)])
+                     : std::string()) +
+                ";");
+  for (size_t d = 0; d < 2; ++d)
+    for (int id : h.loops[d]) {
+      const Stmt* l = find_loop(k_.body, id);
+      line(o, "const int " + l->var + " = " + literal_text(l->lo) + ";");
     }
+}
+
+/// The cooperative load of window h by the block's threads: each element that is `needed`, zero
+/// elsewhere; `vector` columns per load where the rows are contiguous (halo_vector).
+void Emitter::load_halo(std::ostringstream& o, const HaloPlan& h, const std::string& needed) {
+  const std::string elem = k_.params[static_cast<size_t>(halos_[0].param)].element;
+  const std::string nthreads = std::to_string(c_.block_x * c_.block_y);
+  const int ref = h.sites[0];
+  const std::string a = k_.params[static_cast<size_t>(h.param)].name, hw = halo_name(h, "w"),
+                    hp = halo_name(h, "p"), hh = halo_name(h, "h"), ho = halo_name(h, "o");
+  const std::string slot = "gt_halo[" + ho + " + gt_r * " + hp + " + gt_c";
+  const std::string load = "__ldg(&" + a + "[" + render_index(ref) + "])";
+  const int v = halo_vector(h);
+  if (v == 1) {
+    line(o, "for (int gt_e = gt_tid; gt_e < " + hh + " * " + hw + "; gt_e += " + nthreads + ") {");
+    ++ind_;
+    line(o, "const int gt_r = gt_e / " + hw + ", gt_c = gt_e % " + hw + ";");
+    line(o, "const bool gt_need = " + needed + ";");
+    line(o, elem + " gt_v = " + elem + "(0);");
+    line(o, "if (gt_need) {");
+    ++ind_;
+    halo_bind(o, h, "");
+    line(o, "gt_v = " + load + ";");
     --ind_;
     line(o, "}");
+    line(o, slot + "] = gt_v;");
+  } else {
+    // Groups of v columns that start where the row's address is a multiple of v elements
+    // (rows of odd length start anywhere), so every group inside the needed part is one
+    // aligned vector load; the groups at the edges go element by element.
+    const std::string vs = std::to_string(v), groups = halo_name(h, "g");
+    line(o, "// " + vs + " columns per load: groups aligned to the row's addresses");
+    line(o, "const int " + groups + " = (" + hw + " + " + std::to_string(2 * v - 2) + ") / " + vs +
+                ";  // groups per row");
+    line(o,
+         "for (int gt_e = gt_tid; gt_e < " + hh + " * " + groups + "; gt_e += " + nthreads + ") {");
+    ++ind_;
+    line(o, "const int gt_r = gt_e / " + groups + ";");
+    line(o, "int gt_c0;");
+    line(o, "{");
+    ++ind_;
+    line(o, "const int gt_c = 0;");
+    halo_bind(o, h, "");
+    line(o, "// the first column's offset from a " + std::to_string(4 * v) + "-byte boundary");
+    line(o, "gt_c0 = (gt_e % " + groups + ") * " + vs +
+                " - static_cast<int>((reinterpret_cast<unsigned long long>(" + a + ") / 4 + " +
+                "static_cast<unsigned long long>(static_cast<long long>(" + render_index(ref) +
+                "))) % " + vs + ");");
+    --ind_;
+    line(o, "}");
+    const std::string cond = "gt_c >= 0 && gt_c < " + hw + " && " + needed;
+    const std::string vt = elem + vs;
+    vector_or_elements(
+        o, v, cond,
+        [&](const std::string& shift) { halo_bind(o, h, shift.empty() ? " + 0" : shift); },
+        "const " + elem + "* gt_p = &" + a + "[" + render_index(ref) + "];", 4 * v,
+        [&] {
+          line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+          for (int j = 0; j < v; ++j)
+            line(o, slot + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+        },
+        [&] {
+          line(o, "if (gt_c >= 0 && gt_c < " + hw + ")");
+          line(o, "  " + slot + "] = (" + cond + ") ? " + load + " : " + elem + "(0);");
+        });
   }
-  line(o, "__syncthreads();");
+  --ind_;
+  line(o, "}");
 }
 
 /// Reads of a halo window that slide along loop `s`: with merged outputs in runs of

@@ -155,6 +155,15 @@ class Emitter {
   int halo_vector(const HaloPlan& h) const;
   std::string halo_read(const HaloPlan& h, size_t n) const;
   void stage_halos(std::ostringstream& o);
+  std::string halo_valid_outputs(std::ostringstream& o) const;
+  std::string stage_halo(std::ostringstream& o, const HaloPlan& h, const std::string& always,
+                         const std::string& offset);
+  std::array<std::string, 2> halo_reach(std::ostringstream& o, const HaloPlan& h,
+                                        std::string& trips) const;
+  std::string halo_needed(const HaloPlan& h, const std::array<std::string, 2>& reach,
+                          const std::string& run) const;
+  void halo_bind(std::ostringstream& o, const HaloPlan& h, const std::string& shift) const;
+  void load_halo(std::ostringstream& o, const HaloPlan& h, const std::string& needed);
   std::vector<int> sliding_sites(const Stmt& s) const;
   enum class Slide { Before, Newest, Shift };
   void slide_window(std::ostringstream& o, const Stmt& s, int site, Slide part);
