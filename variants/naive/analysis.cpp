@@ -1,861 +1,487 @@
 // Naive-kernel analysis with clang libTooling: see naive.h. Compiled with -fno-rtti (LLVM 14).
-#include <clang/AST/ASTContext.h>
-#include <clang/AST/Expr.h>
-#include <clang/AST/ExprCXX.h>
-#include <clang/AST/Stmt.h>
+// analyse_naive and the Analyser's view of the kernel (declared in analyser.h): its parameters,
+// thread indices and bounds check, and what an expression depends on (its affine and symbolic
+// forms). The body's text and statements are analysis_body.cpp's.
+// Must not: emit code or build spaces (the plain C++ side of variants/naive/).
 #include <clang/Lex/Lexer.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "variants/cuda_parse.h"
-#include "variants/naive/naive.h"
+#include "variants/naive/analyser.h"
 
 namespace gputune::naive {
 
-namespace {
-
 using namespace clang;
 
-/// Constant coefficients of an affine subscript; nullopt coefficient = symbolic (a parameter).
-struct Affine {
-  bool ok = true;
-  std::optional<long long> constant = 0;  ///< value when there are no variables
-  std::map<std::string, std::optional<long long>> coef;
-};
+Analyser::Analyser(ASTContext& ctx, std::string file) : ctx_(ctx), sm_(ctx.getSourceManager()) {
+  k_.file = std::move(file);
+  buffer_ = sm_.getBufferData(sm_.getMainFileID());
+}
 
-class Analyser {
- public:
-  Analyser(ASTContext& ctx, std::string file) : ctx_(ctx), sm_(ctx.getSourceManager()) {
-    k_.file = std::move(file);
-    buffer_ = sm_.getBufferData(sm_.getMainFileID());
-  }
-
-  NaiveKernel run(const FunctionDecl* f) {
-    k_.name = f->getNameAsString();
-    for (const ParmVarDecl* p : f->parameters()) {
-      Param prm;
-      prm.name = p->getNameAsString();
-      QualType t = p->getType();
-      prm.type = t.getAsString(ctx_.getPrintingPolicy());
-      if (t->isPointerType()) {
-        prm.pointer = true;
-        QualType e = t->getPointeeType();
-        if (const auto* row = ctx_.getAsConstantArrayType(e)) {  // T (*a)[N], T a[][N]
-          if (row->getElementType()->isArrayType())
-            fail(p, "parameter '" + prm.name + "' of type " + prm.type +
-                        ": arrays of more than two dimensions are not in the naive subset");
-          prm.row = static_cast<long long>(row->getSize().getZExtValue());
-          e = row->getElementType();
-        } else if (e->isArrayType()) {
+NaiveKernel Analyser::run(const FunctionDecl* f) {
+  k_.name = f->getNameAsString();
+  for (const ParmVarDecl* p : f->parameters()) {
+    Param prm;
+    prm.name = p->getNameAsString();
+    QualType t = p->getType();
+    prm.type = t.getAsString(ctx_.getPrintingPolicy());
+    if (t->isPointerType()) {
+      prm.pointer = true;
+      QualType e = t->getPointeeType();
+      if (const auto* row = ctx_.getAsConstantArrayType(e)) {  // T (*a)[N], T a[][N]
+        if (row->getElementType()->isArrayType())
           fail(p, "parameter '" + prm.name + "' of type " + prm.type +
-                      ": a 2-D array needs a constant row length (T (*a)[N])");
-        }
-        prm.element = e.getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
-      } else if (t->isArrayType() || t->isReferenceType() || t->isRecordType()) {
+                      ": arrays of more than two dimensions are not in the naive subset");
+        prm.row = static_cast<long long>(row->getSize().getZExtValue());
+        e = row->getElementType();
+      } else if (e->isArrayType()) {
         fail(p, "parameter '" + prm.name + "' of type " + prm.type +
-                    ": a naive kernel takes pointers and scalars");
+                    ": a 2-D array needs a constant row length (T (*a)[N])");
       }
-      param_ids_[p] = static_cast<int>(k_.params.size());
-      k_.params.push_back(prm);
+      prm.element = e.getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+    } else if (t->isArrayType() || t->isReferenceType() || t->isRecordType()) {
+      fail(p, "parameter '" + prm.name + "' of type " + prm.type +
+                  ": a naive kernel takes pointers and scalars");
     }
-    const auto* body = dyn_cast<CompoundStmt>(f->getBody());
-    collect_assigned(body);
-    for (const auto& [pv, id] : param_ids_)
-      if (assigned_.count(pv)) k_.params[static_cast<size_t>(id)].assigned = true;
-    std::vector<const clang::Stmt*> top(body->body_begin(), body->body_end());
-    // 1. Index variables and thread-independent declarations before the guard.
-    std::vector<const clang::Stmt*> rest;
-    for (const clang::Stmt* s : top) {
-      if (const auto* ds = dyn_cast<DeclStmt>(s); ds && ds->isSingleDecl() && rest.empty()) {
-        if (const auto* v = dyn_cast<VarDecl>(ds->getSingleDecl()); v && v->hasInit()) {
-          int d = index_pattern(v->getInit());
-          if (d >= 0 && !assigned_.count(v)) {
-            index_vars_[v] = d;
-            set_index_name(d, v->getNameAsString());
-            continue;
-          }
+    param_ids_[p] = static_cast<int>(k_.params.size());
+    k_.params.push_back(prm);
+  }
+  const auto* body = dyn_cast<CompoundStmt>(f->getBody());
+  collect_assigned(body);
+  for (const auto& [pv, id] : param_ids_)
+    if (assigned_.count(pv)) k_.params[static_cast<size_t>(id)].assigned = true;
+  std::vector<const clang::Stmt*> top(body->body_begin(), body->body_end());
+  // 1. Index variables and thread-independent declarations before the guard.
+  std::vector<const clang::Stmt*> rest;
+  for (const clang::Stmt* s : top) {
+    if (const auto* ds = dyn_cast<DeclStmt>(s); ds && ds->isSingleDecl() && rest.empty()) {
+      if (const auto* v = dyn_cast<VarDecl>(ds->getSingleDecl()); v && v->hasInit()) {
+        int d = index_pattern(v->getInit());
+        if (d >= 0 && !assigned_.count(v)) {
+          index_vars_[v] = d;
+          set_index_name(d, v->getNameAsString());
+          continue;
         }
       }
-      rest.push_back(s);
     }
-    // 2. The guard: `if (c) return;` lines and/or one `if (c) { ... }` around everything after.
-    size_t i = 0;
-    std::vector<const clang::Stmt*> pre;
-    for (; i < rest.size(); ++i) {
-      const auto* ifs = dyn_cast<IfStmt>(rest[i]);
-      if (ifs && !ifs->getElse() && is_return(ifs->getThen())) {
-        split_disjuncts_negated(ifs->getCond());
-        continue;
-      }
-      if (isa<DeclStmt>(rest[i]) && guard_follows(rest, i)) {
-        pre.push_back(rest[i]);
-        continue;
-      }
-      break;
-    }
-    std::vector<const clang::Stmt*> work(rest.begin() + static_cast<long>(i), rest.end());
-    if (work.size() == 1) {
-      if (const auto* ifs = dyn_cast<IfStmt>(work[0]);
-          ifs && !ifs->getElse() && !ifs->getInit() && !ifs->getConditionVariable()) {
-        split_conjuncts(ifs->getCond());
-        work.clear();
-        if (const auto* cs = dyn_cast<CompoundStmt>(ifs->getThen()))
-          work.assign(cs->body_begin(), cs->body_end());
-        else
-          work.push_back(ifs->getThen());
-      }
-    }
-    if (!pre.empty() && k_.guard.empty()) {  // declarations were not followed by a guard
-      work.insert(work.begin(), pre.begin(), pre.end());
-      pre.clear();
-    }
-    if (!pre.empty()) k_.notes.push_back("declarations before the guard run for every thread");
-    for (const clang::Stmt* s : pre) convert_into(s, -1, k_.body);
-    pre_count_ = k_.body.size();
-    for (const clang::Stmt* s : work) convert_into(s, -1, k_.body);
-    if (max_dim_ < 0)
-      fail(f, "kernel '" + k_.name + "' never uses a thread index (idx = " +
-                  "blockIdx.x*blockDim.x+threadIdx.x): not a naive kernel");
-    k_.dims = max_dim_ + 1;
-    k_.index_names.resize(2);
-    for (int d = 0; d < 2; ++d)
-      if (k_.index_names[d].empty()) k_.index_names[d] = d == 0 ? "gt_idx" : "gt_idy";
-    k_.pre_guard = pre_count_;
-    k_.loops = loops_;
-    return std::move(k_);
+    rest.push_back(s);
   }
+  // 2. The guard: `if (c) return;` lines and/or one `if (c) { ... }` around everything after.
+  size_t i = 0;
+  std::vector<const clang::Stmt*> pre;
+  for (; i < rest.size(); ++i) {
+    const auto* ifs = dyn_cast<IfStmt>(rest[i]);
+    if (ifs && !ifs->getElse() && is_return(ifs->getThen())) {
+      split_disjuncts_negated(ifs->getCond());
+      continue;
+    }
+    if (isa<DeclStmt>(rest[i]) && guard_follows(rest, i)) {
+      pre.push_back(rest[i]);
+      continue;
+    }
+    break;
+  }
+  std::vector<const clang::Stmt*> work(rest.begin() + static_cast<long>(i), rest.end());
+  if (work.size() == 1) {
+    if (const auto* ifs = dyn_cast<IfStmt>(work[0]);
+        ifs && !ifs->getElse() && !ifs->getInit() && !ifs->getConditionVariable()) {
+      split_conjuncts(ifs->getCond());
+      work.clear();
+      if (const auto* cs = dyn_cast<CompoundStmt>(ifs->getThen()))
+        work.assign(cs->body_begin(), cs->body_end());
+      else
+        work.push_back(ifs->getThen());
+    }
+  }
+  if (!pre.empty() && k_.guard.empty()) {  // declarations were not followed by a guard
+    work.insert(work.begin(), pre.begin(), pre.end());
+    pre.clear();
+  }
+  if (!pre.empty()) k_.notes.push_back("declarations before the guard run for every thread");
+  for (const clang::Stmt* s : pre) convert_into(s, -1, k_.body);
+  pre_count_ = k_.body.size();
+  for (const clang::Stmt* s : work) convert_into(s, -1, k_.body);
+  if (max_dim_ < 0)
+    fail(f, "kernel '" + k_.name + "' never uses a thread index (idx = " +
+                "blockIdx.x*blockDim.x+threadIdx.x): not a naive kernel");
+  k_.dims = max_dim_ + 1;
+  k_.index_names.resize(2);
+  for (int d = 0; d < 2; ++d)
+    if (k_.index_names[d].empty()) k_.index_names[d] = d == 0 ? "gt_idx" : "gt_idy";
+  k_.pre_guard = pre_count_;
+  k_.loops = loops_;
+  return std::move(k_);
+}
 
- private:
-  [[noreturn]] void fail(const Decl* d, const std::string& what) {
-    fail_at(d->getLocation(), what);
-  }
-  [[noreturn]] void fail(const clang::Stmt* s, const std::string& what) {
-    fail_at(s->getBeginLoc(), what);
-  }
-  [[noreturn]] void fail_at(SourceLocation loc, const std::string& what) {
-    PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(loc));
-    std::string where =
-        p.isValid() ? std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ": "
-                    : k_.file + ": ";
-    throw NaiveError(where + what);
-  }
-  int line_of(const clang::Stmt* s) const {
-    PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(s->getBeginLoc()));
-    return p.isValid() ? static_cast<int>(p.getLine()) : 0;
-  }
-  unsigned begin_of(const clang::Stmt* s) const {
-    return sm_.getFileOffset(sm_.getExpansionLoc(s->getBeginLoc()));
-  }
-  unsigned end_of(const clang::Stmt* s) const {
-    SourceLocation e = sm_.getExpansionLoc(s->getEndLoc());
-    SourceLocation after = Lexer::getLocForEndOfToken(e, 0, sm_, ctx_.getLangOpts());
-    return sm_.getFileOffset(after);
-  }
+[[noreturn]] void Analyser::fail(const Decl* d, const std::string& what) {
+  fail_at(d->getLocation(), what);
+}
 
-  void set_index_name(int d, const std::string& name) {
-    if (k_.index_names.size() < 2) k_.index_names.resize(2);
-    if (k_.index_names[d].empty()) k_.index_names[d] = name;
-    max_dim_ = std::max(max_dim_, d);
-  }
+[[noreturn]] void Analyser::fail(const clang::Stmt* s, const std::string& what) {
+  fail_at(s->getBeginLoc(), what);
+}
 
-  /// `builtin.x` where builtin is threadIdx/blockIdx/blockDim/gridDim: the builtin and the dim.
-  static std::optional<std::pair<std::string, int>> builtin_member(const Expr* e) {
-    e = e->IgnoreParenImpCasts();
-    const auto* m = dyn_cast<MemberExpr>(e);
-    if (!m) return std::nullopt;
-    const auto* base = dyn_cast<DeclRefExpr>(m->getBase()->IgnoreParenImpCasts());
-    if (!base) return std::nullopt;
-    std::string b = base->getDecl()->getNameAsString();
-    if (b != "threadIdx" && b != "blockIdx" && b != "blockDim" && b != "gridDim")
-      return std::nullopt;
-    std::string f = m->getMemberDecl()->getNameAsString();
-    int d = f == "x" ? 0 : f == "y" ? 1 : 2;
-    return std::make_pair(b, d);
-  }
+[[noreturn]] void Analyser::fail_at(SourceLocation loc, const std::string& what) {
+  PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(loc));
+  std::string where = p.isValid()
+                          ? std::string(p.getFilename()) + ":" + std::to_string(p.getLine()) + ": "
+                          : k_.file + ": ";
+  throw NaiveError(where + what);
+}
 
-  /// blockIdx.d*blockDim.d+threadIdx.d in any operand order: d, else -1.
-  static int index_pattern(const Expr* e) {
-    e = e->IgnoreParenImpCasts();
-    const auto* add = dyn_cast<BinaryOperator>(e);
-    if (!add || add->getOpcode() != BO_Add) return -1;
-    for (int side = 0; side < 2; ++side) {
-      const Expr* t = side ? add->getLHS() : add->getRHS();
-      const Expr* m = side ? add->getRHS() : add->getLHS();
-      auto tb = builtin_member(t);
-      const auto* mul = dyn_cast<BinaryOperator>(m->IgnoreParenImpCasts());
-      if (!tb || tb->first != "threadIdx" || !mul || mul->getOpcode() != BO_Mul) continue;
-      auto l = builtin_member(mul->getLHS()), r = builtin_member(mul->getRHS());
-      if (!l || !r || l->second != tb->second || r->second != tb->second) continue;
-      if ((l->first == "blockIdx" && r->first == "blockDim") ||
-          (l->first == "blockDim" && r->first == "blockIdx"))
-        return tb->second > 1 ? -1 : tb->second;
-    }
-    return -1;
-  }
+int Analyser::line_of(const clang::Stmt* s) const {
+  PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(s->getBeginLoc()));
+  return p.isValid() ? static_cast<int>(p.getLine()) : 0;
+}
 
-  static bool is_return(const clang::Stmt* s) {
-    if (isa<ReturnStmt>(s)) return true;
-    if (const auto* cs = dyn_cast<CompoundStmt>(s))
-      return cs->size() == 1 && isa<ReturnStmt>(cs->body_front());
-    return false;
-  }
-  static bool guard_follows(const std::vector<const clang::Stmt*>& rest, size_t i) {
-    for (size_t j = i + 1; j < rest.size(); ++j) {
-      if (isa<DeclStmt>(rest[j])) continue;
-      const auto* ifs = dyn_cast<IfStmt>(rest[j]);
-      return ifs && !ifs->getElse() && (is_return(ifs->getThen()) || j + 1 == rest.size());
-    }
-    return false;
-  }
+unsigned Analyser::begin_of(const clang::Stmt* s) const {
+  return sm_.getFileOffset(sm_.getExpansionLoc(s->getBeginLoc()));
+}
 
-  void add_guard(const Expr* e, bool negate) {
-    Text t = text_of(e, /*guard=*/true);
-    if (negate) {
-      t.insert(t.begin(), Piece{Piece::Lit, "!(", -1, 0, {}});
-      t.push_back(Piece{Piece::Lit, ")", -1, 0, {}});
-    }
-    k_.guard.push_back(std::move(t));
-    k_.guard_depends.push_back(deps_of(e));
-    k_.guard_bounds.push_back(guard_bound(e, negate));
-  }
-  /// The index a whole expression is (`idx`, `blockIdx.x*blockDim.x+threadIdx.x`), or -1.
-  int index_of(const Expr* e) const {
-    e = e->IgnoreParenImpCasts();
-    if (int d = index_pattern(e); d >= 0) return d;
-    if (const auto* r = dyn_cast<DeclRefExpr>(e))
-      if (const auto* v = dyn_cast<VarDecl>(r->getDecl()))
-        if (auto it = index_vars_.find(v); it != index_vars_.end()) return it->second;
-    return -1;
-  }
-  /// Whether an expression names a variable the kernel assigns (its value changes over the work).
-  bool uses_assigned(const clang::Stmt* s) const {
-    if (!s) return false;
-    if (const auto* r = dyn_cast<DeclRefExpr>(s))
-      if (const auto* v = dyn_cast<VarDecl>(r->getDecl()); v && assigned_.count(v)) return true;
-    for (const clang::Stmt* c : s->children())
-      if (uses_assigned(c)) return true;
-    return false;
-  }
-  /// `idx < E`, `E >= idy`, ... (negated for `if (c) return;`) as an interval bound.
-  GuardBound guard_bound(const Expr* e, bool negate) {
-    GuardBound g;
-    const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
-    if (!b || !b->isRelationalOp()) return g;
-    BinaryOperatorKind op = b->getOpcode();
-    const Expr* other = b->getRHS();
-    int dim = index_of(b->getLHS());
-    if (dim < 0) {
-      dim = index_of(b->getRHS());
-      other = b->getLHS();
-      op = op == BO_LT ? BO_GT : op == BO_GT ? BO_LT : op == BO_LE ? BO_GE : BO_LE;
-    }
-    if (dim < 0 || !deps_of(other).empty() || uses_assigned(other)) return g;
-    if (negate) op = op == BO_LT ? BO_GE : op == BO_GT ? BO_LE : op == BO_LE ? BO_GT : BO_LT;
-    g.dim = dim;
-    g.upper = op == BO_LT || op == BO_LE;
-    g.adjust = op == BO_LT ? -1 : op == BO_GT ? 1 : 0;
-    g.bound = text_of(other, /*guard=*/true);
-    return g;
-  }
-  void split_conjuncts(const Expr* e) {
-    const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
-    if (b && b->getOpcode() == BO_LAnd) {
-      split_conjuncts(b->getLHS());
-      split_conjuncts(b->getRHS());
-    } else {
-      add_guard(e, false);
-    }
-  }
-  void split_disjuncts_negated(const Expr* e) {
-    const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
-    if (b && b->getOpcode() == BO_LOr) {
-      split_disjuncts_negated(b->getLHS());
-      split_disjuncts_negated(b->getRHS());
-    } else {
-      add_guard(e, true);
-    }
-  }
+unsigned Analyser::end_of(const clang::Stmt* s) const {
+  SourceLocation e = sm_.getExpansionLoc(s->getEndLoc());
+  SourceLocation after = Lexer::getLocForEndOfToken(e, 0, sm_, ctx_.getLangOpts());
+  return sm_.getFileOffset(after);
+}
 
-  // --- what is assigned, what depends on the thread ---------------------------------------
-  void collect_assigned(const clang::Stmt* s) {
-    if (!s) return;
-    auto mark = [&](const Expr* e) {
-      if (const auto* r = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts()))
-        if (const auto* v = dyn_cast<VarDecl>(r->getDecl())) assigned_.insert(v);
-    };
-    if (const auto* b = dyn_cast<BinaryOperator>(s); b && b->isAssignmentOp()) mark(b->getLHS());
-    if (const auto* u = dyn_cast<UnaryOperator>(s);
-        u && (u->isIncrementDecrementOp() || u->getOpcode() == UO_AddrOf))
-      mark(u->getSubExpr());
-    for (const clang::Stmt* c : s->children()) collect_assigned(c);
-  }
+void Analyser::set_index_name(int d, const std::string& name) {
+  if (k_.index_names.size() < 2) k_.index_names.resize(2);
+  if (k_.index_names[d].empty()) k_.index_names[d] = name;
+  max_dim_ = std::max(max_dim_, d);
+}
 
-  /// What an expression depends on: "x", "y", "loop:<id>", "local:<id>", "access".
-  std::set<std::string> deps_of(const clang::Stmt* s) const {
-    std::set<std::string> out;
-    std::function<void(const clang::Stmt*)> walk = [&](const clang::Stmt* n) {
-      if (!n) return;
-      if (const auto* e = dyn_cast<Expr>(n)) {
-        int d = index_pattern(e);
-        if (d >= 0) {
-          out.insert(d == 0 ? "x" : "y");
-          return;
-        }
-      }
-      if (const auto* r = dyn_cast<DeclRefExpr>(n)) {
-        if (const auto* v = dyn_cast<VarDecl>(r->getDecl())) {
-          if (auto it = index_vars_.find(v); it != index_vars_.end())
-            out.insert(it->second == 0 ? "x" : "y");
-          if (auto it = loop_vars_.find(v); it != loop_vars_.end())
-            out.insert("loop:" + std::to_string(it->second));
-          if (auto it = local_ids_.find(v); it != local_ids_.end()) {
-            out.insert("local:" + std::to_string(it->second));
-            if (k_.locals[it->second].replicated) out.insert("thread");
-          }
-        }
-      }
-      if (const auto* a = dyn_cast<ArraySubscriptExpr>(n)) {
-        out.insert("access");
-        (void)a;
-      }
-      if (isa<CallExpr>(n)) out.insert("call");
-      for (const clang::Stmt* c : n->children()) walk(c);
-    };
-    walk(s);
-    return out;
-  }
-  static bool thread_dependent(const std::set<std::string>& d) {
-    return d.count("x") || d.count("y") || d.count("thread") || d.count("access");
-  }
+/// `builtin.x` where builtin is threadIdx/blockIdx/blockDim/gridDim: the builtin and the dim.
+std::optional<std::pair<std::string, int>> Analyser::builtin_member(const Expr* e) {
+  e = e->IgnoreParenImpCasts();
+  const auto* m = dyn_cast<MemberExpr>(e);
+  if (!m) return std::nullopt;
+  const auto* base = dyn_cast<DeclRefExpr>(m->getBase()->IgnoreParenImpCasts());
+  if (!base) return std::nullopt;
+  std::string b = base->getDecl()->getNameAsString();
+  if (b != "threadIdx" && b != "blockIdx" && b != "blockDim" && b != "gridDim") return std::nullopt;
+  std::string f = m->getMemberDecl()->getNameAsString();
+  int d = f == "x" ? 0 : f == "y" ? 1 : 2;
+  return std::make_pair(b, d);
+}
 
-  Affine affine(const Expr* e) const {
-    e = e->IgnoreParenImpCasts();
-    Affine r;
-    if (const auto* lit = dyn_cast<IntegerLiteral>(e)) {
-      r.constant = static_cast<long long>(lit->getValue().getSExtValue());
-      return r;
-    }
-    if (int d = index_pattern(e); d >= 0) {
-      r.constant.reset();
-      r.coef[d == 0 ? "x" : "y"] = 1;
-      return r;
-    }
-    if (const auto* ref = dyn_cast<DeclRefExpr>(e)) {
-      r.constant.reset();
-      if (const auto* v = dyn_cast<VarDecl>(ref->getDecl())) {
-        if (auto it = index_vars_.find(v); it != index_vars_.end()) {
-          r.coef[it->second == 0 ? "x" : "y"] = 1;
-        } else if (auto lt = loop_vars_.find(v); lt != loop_vars_.end()) {
-          r.coef["loop:" + std::to_string(lt->second)] = 1;
-        } else if (local_ids_.count(v) && k_.locals[local_ids_.at(v)].replicated) {
-          r.ok = false;
-        }
-      }
-      return r;  // a scalar parameter or a kept local: a symbolic constant
-    }
-    if (const auto* b = dyn_cast<BinaryOperator>(e)) {
-      Affine l = affine(b->getLHS()), rr = affine(b->getRHS());
-      if (!l.ok || !rr.ok) return Affine{false, {}, {}};
-      switch (b->getOpcode()) {
-        case BO_Add:
-        case BO_Sub: {
-          bool sub = b->getOpcode() == BO_Sub;
-          r.constant = (l.constant && rr.constant)
-                           ? std::optional<long long>(sub ? *l.constant - *rr.constant
-                                                          : *l.constant + *rr.constant)
-                           : std::nullopt;
-          r.coef = l.coef;
-          for (auto& [v, c] : rr.coef) {
-            auto it = r.coef.find(v);
-            std::optional<long long> add = c && sub ? std::optional<long long>(-*c) : c;
-            if (it == r.coef.end())
-              r.coef[v] = add;
-            else
-              it->second =
-                  (it->second && add) ? std::optional<long long>(*it->second + *add) : std::nullopt;
-          }
-          return r;
-        }
-        case BO_Mul: {
-          if (!l.coef.empty() && !rr.coef.empty()) return Affine{false, {}, {}};
-          const Affine& var = l.coef.empty() ? rr : l;
-          const Affine& k = l.coef.empty() ? l : rr;
-          r.constant = (l.constant && rr.constant)
-                           ? std::optional<long long>(*l.constant * *rr.constant)
-                           : std::nullopt;
-          for (auto& [v, c] : var.coef)
-            r.coef[v] =
-                (c && k.constant) ? std::optional<long long>(*c * *k.constant) : std::nullopt;
-          return r;
-        }
-        default:
-          if (l.coef.empty() && rr.coef.empty()) {
-            r.constant.reset();
-            return r;
-          }
-          return Affine{false, {}, {}};
-      }
-    }
-    if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Minus) {
-      Affine s = affine(u->getSubExpr());
-      if (s.constant) s.constant = -*s.constant;
-      for (auto& [v, c] : s.coef)
-        if (c) c = -*c;
-      return s;
-    }
-    Affine any;
-    any.constant.reset();
-    if (!deps_of(e).empty()) any.ok = false;
-    return any;
+/// blockIdx.d*blockDim.d+threadIdx.d in any operand order: d, else -1.
+int Analyser::index_pattern(const Expr* e) {
+  e = e->IgnoreParenImpCasts();
+  const auto* add = dyn_cast<BinaryOperator>(e);
+  if (!add || add->getOpcode() != BO_Add) return -1;
+  for (int side = 0; side < 2; ++side) {
+    const Expr* t = side ? add->getLHS() : add->getRHS();
+    const Expr* m = side ? add->getRHS() : add->getLHS();
+    auto tb = builtin_member(t);
+    const auto* mul = dyn_cast<BinaryOperator>(m->IgnoreParenImpCasts());
+    if (!tb || tb->first != "threadIdx" || !mul || mul->getOpcode() != BO_Mul) continue;
+    auto l = builtin_member(mul->getLHS()), r = builtin_member(mul->getRHS());
+    if (!l || !r || l->second != tb->second || r->second != tb->second) continue;
+    if ((l->first == "blockIdx" && r->first == "blockDim") ||
+        (l->first == "blockDim" && r->first == "blockIdx"))
+      return tb->second > 1 ? -1 : tb->second;
   }
+  return -1;
+}
 
-  /// An affine form evaluated at kSymPoints assignments of the scalars (see AccessSite::sym).
-  struct Sym {
-    bool ok = true;
-    std::map<std::string, std::vector<long long>> c;  ///< "1": the constant term
+bool Analyser::is_return(const clang::Stmt* s) {
+  if (isa<ReturnStmt>(s)) return true;
+  if (const auto* cs = dyn_cast<CompoundStmt>(s))
+    return cs->size() == 1 && isa<ReturnStmt>(cs->body_front());
+  return false;
+}
+
+bool Analyser::guard_follows(const std::vector<const clang::Stmt*>& rest, size_t i) {
+  for (size_t j = i + 1; j < rest.size(); ++j) {
+    if (isa<DeclStmt>(rest[j])) continue;
+    const auto* ifs = dyn_cast<IfStmt>(rest[j]);
+    return ifs && !ifs->getElse() && (is_return(ifs->getThen()) || j + 1 == rest.size());
+  }
+  return false;
+}
+
+void Analyser::add_guard(const Expr* e, bool negate) {
+  Text t = text_of(e, /*guard=*/true);
+  if (negate) {
+    t.insert(t.begin(), Piece{Piece::Lit, "!(", -1, 0, {}});
+    t.push_back(Piece{Piece::Lit, ")", -1, 0, {}});
+  }
+  k_.guard.push_back(std::move(t));
+  k_.guard_depends.push_back(deps_of(e));
+  k_.guard_bounds.push_back(guard_bound(e, negate));
+}
+
+/// The index a whole expression is (`idx`, `blockIdx.x*blockDim.x+threadIdx.x`), or -1.
+int Analyser::index_of(const Expr* e) const {
+  e = e->IgnoreParenImpCasts();
+  if (int d = index_pattern(e); d >= 0) return d;
+  if (const auto* r = dyn_cast<DeclRefExpr>(e))
+    if (const auto* v = dyn_cast<VarDecl>(r->getDecl()))
+      if (auto it = index_vars_.find(v); it != index_vars_.end()) return it->second;
+  return -1;
+}
+
+/// Whether an expression names a variable the kernel assigns (its value changes over the work).
+bool Analyser::uses_assigned(const clang::Stmt* s) const {
+  if (!s) return false;
+  if (const auto* r = dyn_cast<DeclRefExpr>(s))
+    if (const auto* v = dyn_cast<VarDecl>(r->getDecl()); v && assigned_.count(v)) return true;
+  for (const clang::Stmt* c : s->children())
+    if (uses_assigned(c)) return true;
+  return false;
+}
+
+/// `idx < E`, `E >= idy`, ... (negated for `if (c) return;`) as an interval bound.
+GuardBound Analyser::guard_bound(const Expr* e, bool negate) {
+  GuardBound g;
+  const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
+  if (!b || !b->isRelationalOp()) return g;
+  BinaryOperatorKind op = b->getOpcode();
+  const Expr* other = b->getRHS();
+  int dim = index_of(b->getLHS());
+  if (dim < 0) {
+    dim = index_of(b->getRHS());
+    other = b->getLHS();
+    op = op == BO_LT ? BO_GT : op == BO_GT ? BO_LT : op == BO_LE ? BO_GE : BO_LE;
+  }
+  if (dim < 0 || !deps_of(other).empty() || uses_assigned(other)) return g;
+  if (negate) op = op == BO_LT ? BO_GE : op == BO_GT ? BO_LE : op == BO_LE ? BO_GT : BO_LT;
+  g.dim = dim;
+  g.upper = op == BO_LT || op == BO_LE;
+  g.adjust = op == BO_LT ? -1 : op == BO_GT ? 1 : 0;
+  g.bound = text_of(other, /*guard=*/true);
+  return g;
+}
+
+void Analyser::split_conjuncts(const Expr* e) {
+  const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
+  if (b && b->getOpcode() == BO_LAnd) {
+    split_conjuncts(b->getLHS());
+    split_conjuncts(b->getRHS());
+  } else {
+    add_guard(e, false);
+  }
+}
+
+void Analyser::split_disjuncts_negated(const Expr* e) {
+  const auto* b = dyn_cast<BinaryOperator>(e->IgnoreParens());
+  if (b && b->getOpcode() == BO_LOr) {
+    split_disjuncts_negated(b->getLHS());
+    split_disjuncts_negated(b->getRHS());
+  } else {
+    add_guard(e, true);
+  }
+}
+
+// --- what is assigned, what depends on the thread ---------------------------------------
+void Analyser::collect_assigned(const clang::Stmt* s) {
+  if (!s) return;
+  auto mark = [&](const Expr* e) {
+    if (const auto* r = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts()))
+      if (const auto* v = dyn_cast<VarDecl>(r->getDecl())) assigned_.insert(v);
   };
-  static std::vector<long long> sym_value(const std::string& name) {
-    std::vector<long long> v;
-    for (int p = 0; p < kSymPoints; ++p) {
-      std::uint64_t h = 1469598103934665603ull;
-      for (char ch : name + "#" + std::to_string(p))
-        h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-      v.push_back(static_cast<long long>(3 + h % 997));
-    }
-    return v;
-  }
-  static void sym_add(Sym& r, const Sym& a, long long scale) {
-    for (const auto& [k, v] : a.c) {
-      auto& t = r.c[k];
-      t.resize(kSymPoints, 0);
-      for (int p = 0; p < kSymPoints; ++p) t[p] += scale * v[p];
-    }
-  }
-  Sym sym(const Expr* e) const {
-    e = e->IgnoreParenImpCasts();
-    Sym r;
-    if (const auto* lit = dyn_cast<IntegerLiteral>(e)) {
-      r.c["1"] = std::vector<long long>(kSymPoints, lit->getValue().getSExtValue());
-      return r;
-    }
-    if (int d = index_of(e); d >= 0) {
-      r.c[d == 0 ? "x" : "y"] = std::vector<long long>(kSymPoints, 1);
-      return r;
-    }
-    if (const auto* ref = dyn_cast<DeclRefExpr>(e)) {
-      const auto* v = dyn_cast<VarDecl>(ref->getDecl());
-      if (!v) return Sym{false, {}};
-      if (auto lt = loop_vars_.find(v); lt != loop_vars_.end()) {
-        r.c["loop:" + std::to_string(lt->second)] = std::vector<long long>(kSymPoints, 1);
-        return r;
-      }
-      if (assigned_.count(v) || (local_ids_.count(v) && k_.locals[local_ids_.at(v)].replicated))
-        return Sym{false, {}};
-      r.c["1"] = sym_value(v->getNameAsString());  // a scalar parameter or a kept local
-      return r;
-    }
-    if (const auto* b = dyn_cast<BinaryOperator>(e)) {
-      if (b->getOpcode() == BO_Add || b->getOpcode() == BO_Sub) {
-        Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
-        if (!l.ok || !rr.ok) return Sym{false, {}};
-        sym_add(r, l, 1);
-        sym_add(r, rr, b->getOpcode() == BO_Sub ? -1 : 1);
-        return r;
-      }
-      if (b->getOpcode() == BO_Mul) {
-        Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
-        if (!l.ok || !rr.ok) return Sym{false, {}};
-        auto constant = [](const Sym& s) { return s.c.size() == 1 && s.c.count("1"); };
-        if (!constant(l) && !constant(rr)) return Sym{false, {}};
-        const Sym& var = constant(l) ? rr : l;
-        const std::vector<long long>& k = (constant(l) ? l : rr).c.at("1");
-        for (const auto& [name, v] : var.c) {
-          auto& t = r.c[name];
-          t.resize(kSymPoints, 0);
-          for (int p = 0; p < kSymPoints; ++p) t[p] = v[p] * k[p];
-        }
-        return r;
-      }
-    }
-    if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Minus) {
-      Sym s = sym(u->getSubExpr());
-      if (s.ok) sym_add(r, s, -1);
-      return s.ok ? r : s;
-    }
-    return Sym{false, {}};
-  }
+  if (const auto* b = dyn_cast<BinaryOperator>(s); b && b->isAssignmentOp()) mark(b->getLHS());
+  if (const auto* u = dyn_cast<UnaryOperator>(s);
+      u && (u->isIncrementDecrementOp() || u->getOpcode() == UO_AddrOf))
+    mark(u->getSubExpr());
+  for (const clang::Stmt* c : s->children()) collect_assigned(c);
+}
 
-  // --- text with holes ----------------------------------------------------------------------
-  struct Hole {
-    unsigned begin, end;
-    Piece piece;
-  };
-
-  /// The source of `s` with holes for locals, inline thread indices and array accesses.
-  Text text_of(const clang::Stmt* s, bool guard = false) {
-    return text_range(s, begin_of(s), end_of(s), guard);
-  }
-
-  Text text_range(const clang::Stmt* s, unsigned b, unsigned e, bool guard) {
-    std::vector<Hole> holes;
-    collect_holes(s, holes, false, guard, false);
-    std::sort(holes.begin(), holes.end(),
-              [](const Hole& x, const Hole& y) { return x.begin < y.begin; });
-    Text t;
-    unsigned pos = b;
-    for (Hole& h : holes) {
-      if (h.begin < pos || h.end > e) continue;
-      if (h.begin > pos)
-        t.push_back(Piece{Piece::Lit, std::string(buffer_.substr(pos, h.begin - pos)), -1, 0, {}});
-      t.push_back(std::move(h.piece));
-      pos = h.end;
-    }
-    if (e > pos)
-      t.push_back(Piece{Piece::Lit, std::string(buffer_.substr(pos, e - pos)), -1, 0, {}});
-    return t;
-  }
-
-  void collect_holes(const clang::Stmt* n, std::vector<Hole>& out, bool store, bool guard,
-                     bool conditional) {
+/// What an expression depends on: "x", "y", "loop:<id>", "local:<id>", "access".
+std::set<std::string> Analyser::deps_of(const clang::Stmt* s) const {
+  std::set<std::string> out;
+  std::function<void(const clang::Stmt*)> walk = [&](const clang::Stmt* n) {
     if (!n) return;
     if (const auto* e = dyn_cast<Expr>(n)) {
-      if (int d = index_pattern(e); d >= 0) {
-        set_index_name(d, "");
-        out.push_back({begin_of(e), end_of(e), Piece{Piece::ThreadIndex, "", -1, d, {}}});
+      int d = index_pattern(e);
+      if (d >= 0) {
+        out.insert(d == 0 ? "x" : "y");
         return;
-      }
-      if (auto b = builtin_member(e)) {
-        fail(e, "uses " + b->first + "." + std::string(1, "xyz"[b->second]) +
-                    " directly: a naive kernel reaches the thread only through idx/idy " +
-                    "(blockIdx.x*blockDim.x+threadIdx.x); variants change the block shape");
       }
     }
     if (const auto* r = dyn_cast<DeclRefExpr>(n)) {
       if (const auto* v = dyn_cast<VarDecl>(r->getDecl())) {
         if (auto it = index_vars_.find(v); it != index_vars_.end())
-          set_index_name(it->second, v->getNameAsString());
-        if (auto it = local_ids_.find(v); it != local_ids_.end())
-          out.push_back({begin_of(r), end_of(r),
-                         Piece{Piece::Local, v->getNameAsString(), it->second, 0, {}}});
+          out.insert(it->second == 0 ? "x" : "y");
+        if (auto it = loop_vars_.find(v); it != loop_vars_.end())
+          out.insert("loop:" + std::to_string(it->second));
+        if (auto it = local_ids_.find(v); it != local_ids_.end()) {
+          out.insert("local:" + std::to_string(it->second));
+          if (k_.locals[it->second].replicated) out.insert("thread");
+        }
       }
-      return;
     }
     if (const auto* a = dyn_cast<ArraySubscriptExpr>(n)) {
-      // a[i][j] on a 2-D parameter: one access at the linear index i*row + j.
-      if (const auto* inner = dyn_cast<ArraySubscriptExpr>(a->getBase()->IgnoreParenImpCasts())) {
-        const auto* base = dyn_cast<DeclRefExpr>(inner->getBase()->IgnoreParenImpCasts());
-        const auto* pv = base ? dyn_cast<ParmVarDecl>(base->getDecl()) : nullptr;
-        if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].row > 0) {
-          add_access(a, pv, {inner->getIdx(), a->getIdx()}, out, store, guard, conditional);
-          return;
+      out.insert("access");
+      (void)a;
+    }
+    if (isa<CallExpr>(n)) out.insert("call");
+    for (const clang::Stmt* c : n->children()) walk(c);
+  };
+  walk(s);
+  return out;
+}
+
+bool Analyser::thread_dependent(const std::set<std::string>& d) {
+  return d.count("x") || d.count("y") || d.count("thread") || d.count("access");
+}
+
+Affine Analyser::affine(const Expr* e) const {
+  e = e->IgnoreParenImpCasts();
+  Affine r;
+  if (const auto* lit = dyn_cast<IntegerLiteral>(e)) {
+    r.constant = static_cast<long long>(lit->getValue().getSExtValue());
+    return r;
+  }
+  if (int d = index_pattern(e); d >= 0) {
+    r.constant.reset();
+    r.coef[d == 0 ? "x" : "y"] = 1;
+    return r;
+  }
+  if (const auto* ref = dyn_cast<DeclRefExpr>(e)) {
+    r.constant.reset();
+    if (const auto* v = dyn_cast<VarDecl>(ref->getDecl())) {
+      if (auto it = index_vars_.find(v); it != index_vars_.end()) {
+        r.coef[it->second == 0 ? "x" : "y"] = 1;
+      } else if (auto lt = loop_vars_.find(v); lt != loop_vars_.end()) {
+        r.coef["loop:" + std::to_string(lt->second)] = 1;
+      } else if (local_ids_.count(v) && k_.locals[local_ids_.at(v)].replicated) {
+        r.ok = false;
+      }
+    }
+    return r;  // a scalar parameter or a kept local: a symbolic constant
+  }
+  if (const auto* b = dyn_cast<BinaryOperator>(e)) {
+    Affine l = affine(b->getLHS()), rr = affine(b->getRHS());
+    if (!l.ok || !rr.ok) return Affine{false, {}, {}};
+    switch (b->getOpcode()) {
+      case BO_Add:
+      case BO_Sub: {
+        bool sub = b->getOpcode() == BO_Sub;
+        r.constant = (l.constant && rr.constant)
+                         ? std::optional<long long>(sub ? *l.constant - *rr.constant
+                                                        : *l.constant + *rr.constant)
+                         : std::nullopt;
+        r.coef = l.coef;
+        for (auto& [v, c] : rr.coef) {
+          auto it = r.coef.find(v);
+          std::optional<long long> add = c && sub ? std::optional<long long>(-*c) : c;
+          if (it == r.coef.end())
+            r.coef[v] = add;
+          else
+            it->second =
+                (it->second && add) ? std::optional<long long>(*it->second + *add) : std::nullopt;
         }
+        return r;
       }
-      const auto* base = dyn_cast<DeclRefExpr>(a->getBase()->IgnoreParenImpCasts());
-      const auto* pv = base ? dyn_cast<ParmVarDecl>(base->getDecl()) : nullptr;
-      if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].row > 0)
-        fail(a, "row " + pv->getNameAsString() +
-                    "[...] of a 2-D array used on its own: index it as " + pv->getNameAsString() +
-                    "[i][j]");
-      if (pv && param_ids_.count(pv) && k_.params[param_ids_[pv]].pointer) {
-        add_access(a, pv, {a->getIdx()}, out, store, guard, conditional);
-        return;
+      case BO_Mul: {
+        if (!l.coef.empty() && !rr.coef.empty()) return Affine{false, {}, {}};
+        const Affine& var = l.coef.empty() ? rr : l;
+        const Affine& k = l.coef.empty() ? l : rr;
+        r.constant = (l.constant && rr.constant)
+                         ? std::optional<long long>(*l.constant * *rr.constant)
+                         : std::nullopt;
+        for (auto& [v, c] : var.coef)
+          r.coef[v] = (c && k.constant) ? std::optional<long long>(*c * *k.constant) : std::nullopt;
+        return r;
       }
-      if (pv) fail(a, "subscript of '" + pv->getNameAsString() + "', which is not a pointer");
-    }
-    if (const auto* b = dyn_cast<BinaryOperator>(n)) {
-      if (b->isAssignmentOp()) {
-        collect_holes(b->getLHS(), out, true, guard, conditional);
-        if (b->isCompoundAssignmentOp()) mark_read_of_store(out);
-        collect_holes(b->getRHS(), out, false, guard, conditional);
-        return;
-      }
-      if (b->getOpcode() == BO_LAnd || b->getOpcode() == BO_LOr) {
-        collect_holes(b->getLHS(), out, false, guard, conditional);
-        collect_holes(b->getRHS(), out, false, guard, true);
-        return;
-      }
-    }
-    if (const auto* u = dyn_cast<UnaryOperator>(n);
-        u && (u->isIncrementDecrementOp() || u->getOpcode() == UO_AddrOf)) {
-      collect_holes(u->getSubExpr(), out, true, guard, conditional);
-      mark_read_of_store(out);
-      return;
-    }
-    if (const auto* c = dyn_cast<ConditionalOperator>(n)) {
-      collect_holes(c->getCond(), out, false, guard, conditional);
-      collect_holes(c->getTrueExpr(), out, false, guard, true);
-      collect_holes(c->getFalseExpr(), out, false, guard, true);
-      return;
-    }
-    if (const auto* i = dyn_cast<IfStmt>(n)) {
-      collect_holes(i->getCond(), out, false, guard, conditional);
-      collect_holes(i->getThen(), out, false, guard, true);
-      collect_holes(i->getElse(), out, false, guard, true);
-      return;
-    }
-    if (isa<WhileStmt>(n) || isa<DoStmt>(n) || isa<ForStmt>(n)) {
-      for (const clang::Stmt* c : n->children()) collect_holes(c, out, false, guard, true);
-      return;
-    }
-    if (const auto* call = dyn_cast<CallExpr>(n)) {
-      if (const FunctionDecl* fd = call->getDirectCallee()) {
-        std::string name = fd->getNameAsString();
-        if (name == "__syncthreads" || name.rfind("__shfl", 0) == 0 || name == "__syncwarp")
-          fail(call, "calls " + name + ": a naive kernel has no block- or warp-level cooperation");
-      }
-    }
-    for (const clang::Stmt* c : n->children()) collect_holes(c, out, false, guard, conditional);
-  }
-  /// One access site `a[i]` (or `a[i][j]` on a 2-D parameter, described at i*row + j): its
-  /// dependences and constant coefficients, and a hole whose subscript text is `i` (or `i][j`, so
-  /// that name[subscript] renders it as written).
-  void add_access(const ArraySubscriptExpr* a, const ParmVarDecl* pv,
-                  const std::vector<const Expr*>& subs, std::vector<Hole>& out, bool store,
-                  bool guard, bool conditional) {
-    if (guard) fail(a, "the bounds check reads memory: a guard uses only indices and sizes");
-    AccessSite site;
-    site.param = param_ids_[pv];
-    site.store = store;
-    site.line = line_of(a);
-    site.loop = current_loop_;
-    site.conditional = conditional;
-    const long long row = k_.params[site.param].row;
-    Affine af;
-    af.constant.reset();
-    Sym total;
-    Piece piece{Piece::Access, pv->getNameAsString(), -1, 0, {}};
-    for (size_t i = 0; i < subs.size(); ++i) {
-      const Expr* e = subs[i];
-      if (isa<ArraySubscriptExpr>(e->IgnoreParenImpCasts()) || deps_of(e).count("access"))
-        k_.notes.push_back("line " + std::to_string(line_of(a)) + ": '" + pv->getNameAsString() +
-                           "' is indexed by loaded data; it stays on the global path");
-      for (const std::string& d : deps_of(e)) site.depends.insert(d);
-      Affine part = affine(e);
-      af.ok = af.ok && part.ok;
-      // The first subscript of a 2-D access counts `row` elements per step.
-      const long long scale = i + 1 < subs.size() ? row : 1;
-      Sym ps = sym(e);
-      total.ok = total.ok && ps.ok;
-      if (ps.ok) sym_add(total, ps, scale);
-      for (auto& [v, c] : part.coef) {
-        std::optional<long long> add = c ? std::optional<long long>(*c * scale) : std::nullopt;
-        auto it = af.coef.find(v);
-        if (it == af.coef.end())
-          af.coef[v] = add;
-        else
-          it->second =
-              (it->second && add) ? std::optional<long long>(*it->second + *add) : std::nullopt;
-      }
-      if (i) piece.index.push_back(Piece{Piece::Lit, "][", -1, 0, {}});
-      for (Piece& p : text_range(e, begin_of(e), end_of(e), false))
-        piece.index.push_back(std::move(p));
-    }
-    if (af.ok)
-      for (auto& [v, c] : af.coef)
-        if (c) site.unit[v] = *c;
-    if (total.ok) {
-      site.sym = total.c;
-      site.sym.try_emplace("1", std::vector<long long>(kSymPoints, 0));
-    }
-    if (!af.ok || site.depends.count("access") || site.depends.count("call"))
-      site.depends.insert("opaque");
-    Param& p = k_.params[site.param];
-    (store ? p.written : p.read) = true;
-    piece.id = static_cast<int>(k_.accesses.size());  // after the accesses inside the subscript
-    k_.accesses.push_back(site);
-    out.push_back({begin_of(a), end_of(a), std::move(piece)});
-  }
-
-  /// The last array access collected was written: mark it read too (`a[i] += v`, atomics).
-  void mark_read_of_store(std::vector<Hole>& out) {
-    if (out.empty() || out.back().piece.kind != Piece::Access) return;
-    AccessSite& s = k_.accesses[out.back().piece.id];
-    if (!s.store) return;
-    k_.params[s.param].read = true;  // a read-modify-write stays a store: never staged or read-only
-  }
-
-  // --- statements ---------------------------------------------------------------------------
-  void convert_into(const clang::Stmt* s, int loop, std::vector<Stmt>& out) {
-    current_loop_ = loop;
-    if (const auto* ds = dyn_cast<DeclStmt>(s)) {
-      for (const Decl* d : ds->decls()) {
-        const auto* v = dyn_cast<VarDecl>(d);
-        if (!v) fail(s, "a declaration that is not a variable");
-        if (v->getType()->isArrayType())
-          fail(s, "local array '" + v->getNameAsString() +
-                      "': not in the naive subset yet (use scalars per output)");
-        Local l;
-        l.name = v->getNameAsString();
-        l.type = v->getType().getAsString(ctx_.getPrintingPolicy());
-        std::set<std::string> deps = v->hasInit() ? deps_of(v->getInit()) : std::set<std::string>{};
-        l.replicated = assigned_.count(v) || thread_dependent(deps) || deps.count("call");
-        int id = static_cast<int>(k_.locals.size());
-        k_.locals.push_back(l);
-        Stmt st;
-        st.kind = l.replicated ? Stmt::RepDecl : Stmt::KeepDecl;
-        st.local = id;
-        if (v->hasInit()) st.text = text_of(v->getInit());
-        local_ids_[v] = id;  // after the initialiser: it cannot refer to itself
-        out.push_back(std::move(st));
-      }
-      return;
-    }
-    if (const auto* fs = dyn_cast<ForStmt>(s)) {
-      if (auto st = kept_loop(fs, loop)) {
-        out.push_back(std::move(*st));
-        return;
-      }
-    }
-    if (isa<ReturnStmt>(s) || isa<BreakStmt>(s) || isa<ContinueStmt>(s))
-      fail(s, "a jump in the thread's work: only `if (...) return;` bounds checks at the top");
-    if (loop < 0)
-      if (auto r = reduction(s)) {
-        out.push_back(std::move(*r));
-        return;
-      }
-    Stmt st;
-    st.kind = Stmt::Rep;
-    st.text = text_of(s);
-    if (isa<Expr>(s))
-      st.text.push_back(Piece{Piece::Lit, ";", -1, 0, {}});  // ExprStmt ends before ';'
-    // `a[i] = v;` as a whole statement: its store may be staged (the first access is a[i]).
-    if (const auto* b = dyn_cast<BinaryOperator>(s);
-        b && b->getOpcode() == BO_Assign &&
-        isa<ArraySubscriptExpr>(b->getLHS()->IgnoreParenImpCasts()))
-      for (const Piece& p : st.text)
-        if (p.kind == Piece::Access) {
-          if (k_.accesses[p.id].store) k_.accesses[p.id].whole_store = true;
-          break;
+      default:
+        if (l.coef.empty() && rr.coef.empty()) {
+          r.constant.reset();
+          return r;
         }
-    out.push_back(std::move(st));
-  }
-
-  /// `atomicAdd(address, value);` where every thread adds to the same address (`sum`,
-  /// `&sum[0]`, `sum + c`): a sum the variant may first reduce per block.
-  std::optional<Stmt> reduction(const clang::Stmt* s) {
-    const auto* e = dyn_cast<Expr>(s);
-    const auto* call = e ? dyn_cast<CallExpr>(e->IgnoreParenImpCasts()) : nullptr;
-    if (!call || call->getNumArgs() != 2 || !call->getDirectCallee() ||
-        call->getDirectCallee()->getNameAsString() != "atomicAdd")
-      return std::nullopt;
-    const Expr* addr = call->getArg(0)->IgnoreParenImpCasts();
-    const Expr* base = addr;
-    if (const auto* u = dyn_cast<UnaryOperator>(addr); u && u->getOpcode() == UO_AddrOf) {
-      const auto* a = dyn_cast<ArraySubscriptExpr>(u->getSubExpr()->IgnoreParens());
-      if (!a) return std::nullopt;
-      base = a->getBase();
-    } else if (const auto* b = dyn_cast<BinaryOperator>(addr); b && b->getOpcode() == BO_Add) {
-      base = b->getLHS();
+        return Affine{false, {}, {}};
     }
-    const auto* r = dyn_cast<DeclRefExpr>(base->IgnoreParenImpCasts());
-    const auto* pv = r ? dyn_cast<ParmVarDecl>(r->getDecl()) : nullptr;
-    if (!pv || !param_ids_.count(pv) || !k_.params[param_ids_[pv]].pointer) return std::nullopt;
-    std::set<std::string> d = deps_of(addr);
-    if (thread_dependent(d) || d.count("call")) return std::nullopt;
-    for (const std::string& x : d)
-      if (x.rfind("loop:", 0) == 0) return std::nullopt;
-    Stmt st;
-    st.kind = Stmt::Reduce;
-    st.target = param_ids_[pv];
-    st.address = text_of(call->getArg(0));
-    st.text = text_of(call->getArg(1));
-    st.element = call->getType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
-    Param& p = k_.params[st.target];
-    p.read = p.written = true;  // a read-modify-write: never staged or read-only
-    k_.notes.push_back("line " + std::to_string(line_of(call)) + ": every thread adds to " +
-                       pv->getNameAsString() + ": a variant may sum per block first");
-    return st;
   }
-
-  static bool has_jump(const clang::Stmt* s) {
-    if (!s) return false;
-    if (isa<ReturnStmt>(s) || isa<BreakStmt>(s) || isa<ContinueStmt>(s) || isa<GotoStmt>(s))
-      return true;
-    for (const clang::Stmt* c : s->children())
-      if (has_jump(c)) return true;
-    return false;
+  if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Minus) {
+    Affine s = affine(u->getSubExpr());
+    if (s.constant) s.constant = -*s.constant;
+    for (auto& [v, c] : s.coef)
+      if (c) c = -*c;
+    return s;
   }
+  Affine any;
+  any.constant.reset();
+  if (!deps_of(e).empty()) any.ok = false;
+  return any;
+}
 
-  /// A for loop that every thread runs alike: `for (int v = lo; v < hi; ++v)` (or <=, v++,
-  /// v += 1) with lo and hi independent of the thread and v not assigned in the body.
-  std::optional<Stmt> kept_loop(const ForStmt* fs, int outer) {
-    const auto* init = dyn_cast_or_null<DeclStmt>(fs->getInit());
-    if (!init || !init->isSingleDecl()) return std::nullopt;
-    const auto* v = dyn_cast<VarDecl>(init->getSingleDecl());
-    if (!v || !v->hasInit() || !v->getType()->isIntegerType()) return std::nullopt;
-    const auto* cond = dyn_cast_or_null<BinaryOperator>(fs->getCond());
-    if (!cond || (cond->getOpcode() != BO_LT && cond->getOpcode() != BO_LE)) return std::nullopt;
-    const auto* cv = dyn_cast<DeclRefExpr>(cond->getLHS()->IgnoreParenImpCasts());
-    if (!cv || cv->getDecl() != v) return std::nullopt;
-    const Expr* inc = fs->getInc();
-    bool unit = false;
-    if (const auto* u = dyn_cast_or_null<UnaryOperator>(inc))
-      unit = u->isIncrementOp();
-    else if (const auto* ca = dyn_cast_or_null<CompoundAssignOperator>(inc))
-      if (ca->getOpcode() == BO_AddAssign)
-        if (const auto* lit = dyn_cast<IntegerLiteral>(ca->getRHS()->IgnoreParenImpCasts()))
-          unit = lit->getValue() == 1;
-    if (!unit) return std::nullopt;
-    std::set<std::string> d = deps_of(v->getInit());
-    for (const std::string& x : deps_of(cond->getRHS())) d.insert(x);
-    if (thread_dependent(d) || d.count("call") || has_jump(fs->getBody())) return std::nullopt;
-    // v assigned in the body (beyond the increment)?
-    int writes = 0;
-    std::function<void(const clang::Stmt*)> count = [&](const clang::Stmt* n) {
-      if (!n) return;
-      auto is_v = [&](const Expr* e) {
-        const auto* r = dyn_cast<DeclRefExpr>(e->IgnoreParenImpCasts());
-        return r && r->getDecl() == v;
-      };
-      if (const auto* b = dyn_cast<BinaryOperator>(n);
-          b && b->isAssignmentOp() && is_v(b->getLHS()))
-        ++writes;
-      if (const auto* u = dyn_cast<UnaryOperator>(n);
-          u && (u->isIncrementDecrementOp() || u->getOpcode() == UO_AddrOf) &&
-          is_v(u->getSubExpr()))
-        ++writes;
-      for (const clang::Stmt* c : n->children()) count(c);
-    };
-    count(fs->getBody());
-    if (writes) return std::nullopt;
-    Stmt st;
-    st.kind = Stmt::Loop;
-    st.loop = loops_++;
-    st.var = v->getNameAsString();
-    current_loop_ = outer;
-    st.lo = text_of(v->getInit());
-    st.hi = text_of(cond->getRHS());
-    st.inclusive = cond->getOpcode() == BO_LE;
-    loop_vars_[v] = st.loop;
-    std::vector<const clang::Stmt*> body;
-    if (const auto* cs = dyn_cast<CompoundStmt>(fs->getBody()))
-      body.assign(cs->body_begin(), cs->body_end());
-    else
-      body.push_back(fs->getBody());
-    for (const clang::Stmt* b : body) convert_into(b, st.loop, st.body);
-    current_loop_ = outer;
-    return st;
+std::vector<long long> Analyser::sym_value(const std::string& name) {
+  std::vector<long long> v;
+  for (int p = 0; p < kSymPoints; ++p) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (char ch : name + "#" + std::to_string(p))
+      h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+    v.push_back(static_cast<long long>(3 + h % 997));
   }
+  return v;
+}
 
-  ASTContext& ctx_;
-  SourceManager& sm_;
-  llvm::StringRef buffer_;
-  NaiveKernel k_;
-  std::unordered_map<const ParmVarDecl*, int> param_ids_;
-  std::unordered_map<const VarDecl*, int> index_vars_, loop_vars_, local_ids_;
-  std::unordered_set<const VarDecl*> assigned_;
-  int max_dim_ = -1;
-  int loops_ = 0;
-  int current_loop_ = -1;
-  size_t pre_count_ = 0;
-};
+void Analyser::sym_add(Sym& r, const Sym& a, long long scale) {
+  for (const auto& [k, v] : a.c) {
+    auto& t = r.c[k];
+    t.resize(kSymPoints, 0);
+    for (int p = 0; p < kSymPoints; ++p) t[p] += scale * v[p];
+  }
+}
 
-}  // namespace
+Analyser::Sym Analyser::sym(const Expr* e) const {
+  e = e->IgnoreParenImpCasts();
+  Sym r;
+  if (const auto* lit = dyn_cast<IntegerLiteral>(e)) {
+    r.c["1"] = std::vector<long long>(kSymPoints, lit->getValue().getSExtValue());
+    return r;
+  }
+  if (int d = index_of(e); d >= 0) {
+    r.c[d == 0 ? "x" : "y"] = std::vector<long long>(kSymPoints, 1);
+    return r;
+  }
+  if (const auto* ref = dyn_cast<DeclRefExpr>(e)) {
+    const auto* v = dyn_cast<VarDecl>(ref->getDecl());
+    if (!v) return Sym{false, {}};
+    if (auto lt = loop_vars_.find(v); lt != loop_vars_.end()) {
+      r.c["loop:" + std::to_string(lt->second)] = std::vector<long long>(kSymPoints, 1);
+      return r;
+    }
+    if (assigned_.count(v) || (local_ids_.count(v) && k_.locals[local_ids_.at(v)].replicated))
+      return Sym{false, {}};
+    r.c["1"] = sym_value(v->getNameAsString());  // a scalar parameter or a kept local
+    return r;
+  }
+  if (const auto* b = dyn_cast<BinaryOperator>(e)) {
+    if (b->getOpcode() == BO_Add || b->getOpcode() == BO_Sub) {
+      Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
+      if (!l.ok || !rr.ok) return Sym{false, {}};
+      sym_add(r, l, 1);
+      sym_add(r, rr, b->getOpcode() == BO_Sub ? -1 : 1);
+      return r;
+    }
+    if (b->getOpcode() == BO_Mul) {
+      Sym l = sym(b->getLHS()), rr = sym(b->getRHS());
+      if (!l.ok || !rr.ok) return Sym{false, {}};
+      auto constant = [](const Sym& s) { return s.c.size() == 1 && s.c.count("1"); };
+      if (!constant(l) && !constant(rr)) return Sym{false, {}};
+      const Sym& var = constant(l) ? rr : l;
+      const std::vector<long long>& k = (constant(l) ? l : rr).c.at("1");
+      for (const auto& [name, v] : var.c) {
+        auto& t = r.c[name];
+        t.resize(kSymPoints, 0);
+        for (int p = 0; p < kSymPoints; ++p) t[p] = v[p] * k[p];
+      }
+      return r;
+    }
+  }
+  if (const auto* u = dyn_cast<UnaryOperator>(e); u && u->getOpcode() == UO_Minus) {
+    Sym s = sym(u->getSubExpr());
+    if (s.ok) sym_add(r, s, -1);
+    return s.ok ? r : s;
+  }
+  return Sym{false, {}};
+}
 
 NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
                           const std::string& file, const std::vector<std::string>& options) {

@@ -14,7 +14,7 @@
  *   emit_runs.cpp     merged outputs in runs of consecutive idx: a vector load or store per run;
  *   emit_outputs.cpp  after the work: stores staged in a tile written back, block sums.
  * Must not: be included outside variants/naive/, or include clang headers (the analysis,
- * analysis*.cpp, is compiled without RTTI and shares only naive.h with this side). */
+ * analyser.h and analysis*.cpp, is built without RTTI and shares only naive.h with this side). */
 #pragma once
 
 #include <array>
