@@ -1,7 +1,7 @@
 // Reading a T1 job (job.h): the T1 core (General, ConfigurationSpace, KernelSpecification,
 // Search, Budget) into a Job through the Reader (job_reader.h), parse_job and load_job, and the
 // kernel source's checks. The GPUTune extension is job_extension.cpp's.
-// Must not: evaluate a job's expressions beyond checking their syntax.
+// Must not: build the space or bind a context (space.h, instantiate.h run after it).
 #include "variants/job.h"
 
 #include <algorithm>
