@@ -2,8 +2,8 @@
 # A/B of the naive generator's code (no GPU needed): two gputune binaries generate the same spread
 # of a naive job's space (`generate --limit N` picks the same configurations from the same space),
 # ptxas compiles each variant, and the table gives registers, spill bytes and the PTX's selects
-# and FMAs of both. Shows what a change to variants/naive_emit.cpp does to the code before any
-# measurement.
+# and FMAs of both. Shows what a change to the generator (variants/naive/) does to the code before
+# any measurement.
 #   bench/naive_codegen_ab.sh OLD_GPUTUNE NEW_GPUTUNE JOB.json [LIMIT] [ARCH]
 # Needs nvcc (CUDA toolkit at /usr/local/cuda). Output: one row per variant, then a summary.
 set -euo pipefail

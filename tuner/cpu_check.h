@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "variants/job.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 #include "variants/space.h"
 
 namespace gputune::tuner {

@@ -1,6 +1,6 @@
 /** \file tuner/generate.h
  * Owns: `gputune generate` (analysis report, variant files, a CPU check of every
- * written variant against the naive kernel). The analysis and the code are variants/naive.h's;
+ * written variant against the naive kernel). The analysis and the code are variants/naive/naive.h's;
  * the CPU check is cpu_check.h's.
  * Must not: launch on a GPU or touch the database. */
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "variants/job.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune::tuner {
 

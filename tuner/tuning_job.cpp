@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "variants/instantiate.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune::tuner {
 

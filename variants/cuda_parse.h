@@ -2,7 +2,7 @@
  * Owns: parsing CUDA device code with Clang libTooling (clang 14) the way NVRTC sees it: no CUDA
  * headers (`-nocudainc -nocudalib`), a small prelude declaring NVRTC's builtins, the -D/-U/-I/-std
  * options of the job, `#line 1` so diagnostics name the user's file and line. Shared by the naive
- * kernel generator (variants/naive_analysis.cpp) and the traffic analysis (pruner/traffic/).
+ * kernel generator (variants/naive/analysis.cpp) and the traffic analysis (pruner/traffic/).
  * Must not: run anything. Only -fno-rtti targets include this header (it exposes clang types). */
 #pragma once
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "variants/expr.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 namespace gputune {
 

@@ -66,7 +66,7 @@ std::map<std::string, double> naive_scalars(const Job& job, const naive::NaiveKe
                                             const ContextSpec& ctx);
 
 /// The source of one config: the job's kernel text for a parametric kernel, the generated variant
-/// (variants/naive.h) for a naive one.
+/// (variants/naive/naive.h) for a naive one.
 std::string variant_source(const Job& job, const std::string& source, const Config& config);
 
 Variant instantiate(const Job& job, const std::string& source, const Config& config,

@@ -1,3 +1,7 @@
+// Reading a T1 job (job.h): the T1 core (General, ConfigurationSpace, KernelSpecification,
+// Search, Budget) into a Job through the Reader (job_reader.h), parse_job and load_job, and the
+// kernel source's checks. The GPUTune extension is job_extension.cpp's.
+// Must not: build the space or bind a context (space.h, instantiate.h run after it).
 #include "variants/job.h"
 
 #include <algorithm>
@@ -9,6 +13,7 @@
 
 #include "variants/expr.h"
 #include "variants/hash.h"
+#include "variants/job_reader.h"
 
 namespace gputune {
 
@@ -54,7 +59,7 @@ std::vector<std::pair<std::string, Value>> context_bindings(const ContextSpec& c
   return b;
 }
 
-namespace {
+namespace detail {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -69,93 +74,27 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
-/// Walks the document with a field path, so every error names where it happened.
-class Reader {
- public:
-  Reader(std::string file, Job& job) : file_(std::move(file)), job_(job) {}
-
-  [[noreturn]] void fail(const std::string& field, const std::string& problem,
-                         const std::string& fix = {}) const {
-    throw JobError(file_, field, problem, fix);
+List read_problem_size(Reader& r, const json& j, const std::string& path) {
+  if (!j.is_array() || j.empty() || j.size() > 3)
+    r.fail(path, "expected a list of 1 to 3 sizes", "write e.g. [4096, 4096]");
+  List l;
+  for (auto& e : j) {
+    if (!e.is_number_integer() || e.get<std::int64_t>() < 0)
+      r.fail(path, "sizes must be non-negative integers, got " + e.dump());
+    l.push_back(Value(e.get<std::int64_t>()));
   }
+  while (l.size() < 3) l.push_back(Value(static_cast<std::int64_t>(1)));
+  return l;
+}
 
-  /// Rejects keys outside `known` (schema keys plus those real files carry), suggesting the
-  /// closest one.
-  void check_keys(const json& obj, const std::string& path, const std::set<std::string>& known) {
-    if (!obj.is_object())
-      fail(path.empty() ? "(the document)" : path,
-           "expected an object, got " + std::string(obj.type_name()),
-           "write an object {...} with the fields: " + join(known));
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (known.count(it.key())) continue;
-      std::string best;
-      size_t best_d = 99;
-      for (auto& k : known) {
-        size_t d = edit_distance(it.key(), k);
-        if (d < best_d) best_d = d, best = k;
-      }
-      std::string where = path.empty() ? it.key() : path + "." + it.key();
-      fail(where, "unknown field",
-           best_d <= 3 ? "did you mean '" + best + "'?"
-                       : "remove it; known fields here are: " + join(known));
-    }
-  }
+}  // namespace detail
 
-  const json& require(const json& obj, const std::string& path, const std::string& key,
-                      const char* what) {
-    auto it = obj.find(key);
-    if (it == obj.end())
-      fail(path.empty() ? key : path + "." + key, "missing required field",
-           std::string("add it: ") + what);
-    return *it;
-  }
+namespace {
 
-  /// A JSON value as an expression Value; objects have no Python counterpart here.
-  Value to_value(const json& j, const std::string& field) {
-    try {
-      return json_to_value(j);
-    } catch (const std::invalid_argument& e) {
-      fail(field, e.what(), "write a number, string, boolean or list");
-    }
-  }
-
-  std::string get_string(const json& j, const std::string& field) {
-    if (!j.is_string()) fail(field, "expected a string, got " + std::string(j.type_name()));
-    return j.get<std::string>();
-  }
-
-  /// An expression field: a string (checked for syntax) or a number (kept as its text).
-  std::string get_expr(const json& j, const std::string& field) {
-    std::string text;
-    if (j.is_string()) {
-      text = j.get<std::string>();
-    } else if (j.is_number() || j.is_boolean()) {
-      text = j.dump();
-      if (j.is_boolean()) text = j.get<bool>() ? "True" : "False";
-    } else {
-      fail(field, "expected an expression (string or number), got " + std::string(j.type_name()));
-    }
-    Symbols syms;
-    try {
-      Expr::parse(text, syms);
-    } catch (const ExprError& e) {
-      fail(field, e.what(), "write a Python expression of the supported subset (see README)");
-    }
-    return text;
-  }
-
-  static std::string join(const std::set<std::string>& s) {
-    std::string out;
-    for (auto& k : s) out += (out.empty() ? "" : ", ") + k;
-    return out;
-  }
-
-  void note(const std::string& n) { job_.notes.push_back(n); }
-
- private:
-  std::string file_;
-  Job& job_;
-};
+using detail::edit_distance;
+using detail::read_extension;
+using detail::read_problem_size;
+using detail::Reader;
 
 const std::set<std::string> kTopKeys = {
     "General", "ConfigurationSpace", "KernelSpecification", "Search", "Budget", "GPUTune",
@@ -180,9 +119,6 @@ const std::set<std::string> kArgKeys = {"Name",       "Type",     "MemoryType", 
 const std::set<std::string> kRefKeys = {
     "Name",       "TargetName", "FillType",         "FillValue",
     "DataSource", "RandomSeed", "ValidationMethod", "ValidationThreshold"};
-const std::set<std::string> kExtKeys = {"Contexts",       "Device",      "Search", "Budget",
-                                        "Verification",   "Measurement", "Work",   "Database",
-                                        "CompileThreads", "Pruner",      "Naive"};
 
 void read_parameters(Reader& r, const json& space, Job& job) {
   const json& params =
@@ -420,19 +356,6 @@ void read_references(Reader& r, const json& ks, Job& job) {
   }
 }
 
-List read_problem_size(Reader& r, const json& j, const std::string& path) {
-  if (!j.is_array() || j.empty() || j.size() > 3)
-    r.fail(path, "expected a list of 1 to 3 sizes", "write e.g. [4096, 4096]");
-  List l;
-  for (auto& e : j) {
-    if (!e.is_number_integer() || e.get<std::int64_t>() < 0)
-      r.fail(path, "sizes must be non-negative integers, got " + e.dump());
-    l.push_back(Value(e.get<std::int64_t>()));
-  }
-  while (l.size() < 3) l.push_back(Value(static_cast<std::int64_t>(1)));
-  return l;
-}
-
 }  // namespace
 
 std::string context_label(const List& ps) {
@@ -508,139 +431,6 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
   }
 }
 
-void read_extension(Reader& r, const json& ext, Job& job) {
-  if (!ext.is_object()) r.fail("GPUTune", "expected an object");
-  r.check_keys(ext, "GPUTune", kExtKeys);
-  auto num = [&](const json& j, const std::string& f, double lo, double hi) {
-    if (!j.is_number() || j.get<double>() < lo || j.get<double>() > hi)
-      r.fail(f, "expected a number in [" + Value(lo).str() + ", " + Value(hi).str() + "], got " +
-                    j.dump());
-    return j.get<double>();
-  };
-  if (ext.contains("Contexts")) {
-    const json& cs = ext["Contexts"];
-    if (!cs.is_array() || cs.empty())
-      r.fail("GPUTune.Contexts", "expected a non-empty list of contexts");
-    job.contexts.clear();
-    for (size_t i = 0; i < cs.size(); ++i) {
-      std::string path = "GPUTune.Contexts[" + std::to_string(i) + "]";
-      const json& c = cs[i];
-      ContextSpec ctx;
-      if (c.is_array()) {
-        ctx.problem_size = read_problem_size(r, c, path);
-      } else if (c.is_object()) {
-        r.check_keys(c, path, {"Name", "ProblemSize", "Values"});
-        ctx.problem_size = read_problem_size(
-            r, r.require(c, path, "ProblemSize", "a list of sizes"), path + ".ProblemSize");
-        if (c.contains("Name")) ctx.name = r.get_string(c["Name"], path + ".Name");
-        if (c.contains("Values")) {
-          if (!c["Values"].is_object())
-            r.fail(path + ".Values", "expected an object of name: value");
-          for (auto it = c["Values"].begin(); it != c["Values"].end(); ++it)
-            ctx.values.emplace_back(it.key(), r.to_value(it.value(), path + ".Values." + it.key()));
-        }
-      } else {
-        r.fail(path, "expected a list of sizes or {Name, ProblemSize, Values}");
-      }
-      if (ctx.name.empty()) ctx.name = context_label(ctx.problem_size);
-      job.contexts.push_back(std::move(ctx));
-    }
-  }
-  if (ext.contains("Device")) {
-    const json& d = ext["Device"];
-    r.check_keys(d, "GPUTune.Device", {"Arch", "Index"});
-    if (d.contains("Arch")) {
-      job.target_arch = r.get_string(d["Arch"], "GPUTune.Device.Arch");
-      if (job.target_arch.rfind("sm_", 0) != 0 || job.target_arch.size() < 5)
-        r.fail("GPUTune.Device.Arch", "'" + job.target_arch + "' is not an architecture",
-               "write e.g. \"sm_90\"");
-    }
-    if (d.contains("Index"))
-      job.device_index = static_cast<int>(num(d["Index"], "GPUTune.Device.Index", 0, 64));
-  }
-  if (ext.contains("Search")) {
-    const json& s = ext["Search"];
-    r.check_keys(s, "GPUTune.Search", {"Strategy", "Seed", "ModelAnalyses"});
-    if (s.contains("Strategy")) {
-      set_strategy(job, r.get_string(s["Strategy"], "GPUTune.Search.Strategy"), job.file.string(),
-                   "GPUTune.Search.Strategy");
-    }
-    if (s.contains("Seed"))
-      job.seed = static_cast<std::uint64_t>(num(s["Seed"], "GPUTune.Search.Seed", 0, 1e18));
-    if (s.contains("ModelAnalyses"))
-      job.model_analyses = static_cast<std::uint64_t>(
-          num(s["ModelAnalyses"], "GPUTune.Search.ModelAnalyses", 2, 1e9));
-  }
-  if (ext.contains("Pruner")) {
-    const json& pr = ext["Pruner"];
-    r.check_keys(pr, "GPUTune.Pruner", {"Enabled", "ModelMargin", "MaxSpillBytes", "RegretSample"});
-    if (pr.contains("Enabled")) {
-      if (!pr["Enabled"].is_boolean()) r.fail("GPUTune.Pruner.Enabled", "expected true or false");
-      job.pruner.enabled = pr["Enabled"].get<bool>();
-      job.pruner.explicit_enabled = true;
-    }
-    if (pr.contains("ModelMargin"))
-      job.pruner.model_margin = num(pr["ModelMargin"], "GPUTune.Pruner.ModelMargin", 1, 1e6);
-    if (pr.contains("MaxSpillBytes"))
-      job.pruner.max_spill_bytes =
-          static_cast<int>(num(pr["MaxSpillBytes"], "GPUTune.Pruner.MaxSpillBytes", -1, 1e9));
-    if (pr.contains("RegretSample"))
-      job.pruner.regret_sample =
-          static_cast<int>(num(pr["RegretSample"], "GPUTune.Pruner.RegretSample", 0, 1e6));
-  }
-  if (ext.contains("Budget")) {
-    const json& b = ext["Budget"];
-    r.check_keys(b, "GPUTune.Budget", {"Configurations", "Seconds"});
-    if (b.contains("Configurations"))
-      job.budget.max_configurations = static_cast<std::uint64_t>(
-          num(b["Configurations"], "GPUTune.Budget.Configurations", 1, 1e12));
-    if (b.contains("Seconds"))
-      job.budget.max_seconds = num(b["Seconds"], "GPUTune.Budget.Seconds", 0.001, 1e9);
-  }
-  if (ext.contains("Verification")) {
-    const json& v = ext["Verification"];
-    r.check_keys(v, "GPUTune.Verification", {"AbsoluteTolerance", "RelativeTolerance"});
-    if (v.contains("AbsoluteTolerance"))
-      job.abs_tolerance =
-          num(v["AbsoluteTolerance"], "GPUTune.Verification.AbsoluteTolerance", 0, 1e30);
-    if (v.contains("RelativeTolerance"))
-      job.rel_tolerance =
-          num(v["RelativeTolerance"], "GPUTune.Verification.RelativeTolerance", 0, 1e30);
-  }
-  if (ext.contains("Measurement")) {
-    const json& m = ext["Measurement"];
-    r.check_keys(m, "GPUTune.Measurement",
-                 {"WarmUp", "Repeats", "FlushL2", "ReMeasureTop", "TimeoutSeconds"});
-    if (m.contains("WarmUp"))
-      job.measure.warmup =
-          static_cast<int>(num(m["WarmUp"], "GPUTune.Measurement.WarmUp", 0, 1000));
-    if (m.contains("Repeats"))
-      job.measure.repeats =
-          static_cast<int>(num(m["Repeats"], "GPUTune.Measurement.Repeats", 1, 100000));
-    if (m.contains("FlushL2")) {
-      if (!m["FlushL2"].is_boolean())
-        r.fail("GPUTune.Measurement.FlushL2", "expected true or false");
-      job.measure.flush_l2 = m["FlushL2"].get<bool>();
-    }
-    if (m.contains("ReMeasureTop"))
-      job.measure.remeasure_top =
-          static_cast<int>(num(m["ReMeasureTop"], "GPUTune.Measurement.ReMeasureTop", 0, 1000));
-    if (m.contains("TimeoutSeconds"))
-      job.measure.timeout_seconds =
-          num(m["TimeoutSeconds"], "GPUTune.Measurement.TimeoutSeconds", 0.001, 86400);
-  }
-  if (ext.contains("Work")) {
-    const json& w = ext["Work"];
-    r.check_keys(w, "GPUTune.Work", {"Flops", "Bytes"});
-    if (w.contains("Flops")) job.flops_expr = r.get_expr(w["Flops"], "GPUTune.Work.Flops");
-    if (w.contains("Bytes")) job.bytes_expr = r.get_expr(w["Bytes"], "GPUTune.Work.Bytes");
-  }
-  if (ext.contains("Database")) job.database = r.get_string(ext["Database"], "GPUTune.Database");
-  if (ext.contains("CompileThreads"))
-    job.compile_threads =
-        static_cast<int>(num(ext["CompileThreads"], "GPUTune.CompileThreads", 0, 256));
-}
-
 }  // namespace
 
 Job parse_job(const json& doc, const std::filesystem::path& file) {
@@ -668,7 +458,7 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
     job.naive = nv.get<bool>();
   }
   if (job.naive && !doc.contains("ConfigurationSpace")) {
-    // The space is generated from the kernel (variants/naive.h).
+    // The space is generated from the kernel (variants/naive/naive.h).
   } else {
     const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
     if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");
@@ -760,15 +550,6 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   for (auto& c : job.contexts)
     if (c.name.empty()) c.name = context_label(c.problem_size);
   return job;
-}
-
-void set_strategy(Job& job, const std::string& name, const std::string& file,
-                  const std::string& field) {
-  if (name != "brute_force" && name != "random" && name != "model_guided")
-    throw JobError(file, field, "unknown strategy '" + name + "'",
-                   "use brute_force, random or model_guided");
-  job.strategy = name;
-  if (!job.pruner.explicit_enabled) job.pruner.enabled = name == "model_guided";
 }
 
 Job load_job(const std::filesystem::path& file) {

@@ -144,7 +144,7 @@ struct Job {
   // Work per launch, for GFLOP/s and GB/s (expressions; empty when not given)
   std::string flops_expr, bytes_expr;
   // Naive kernel (GPUTune.Naive): the kernel is one thread per output; gputune generates the
-  // space and each variant's source (variants/naive.h). Set by the tuner after analysis.
+  // space and each variant's source (variants/naive/naive.h). Set by the tuner after analysis.
   bool naive = false;
   std::shared_ptr<const naive::NaiveKernel> naive_kernel;
   Dim3Expr naive_threads;      // the naive kernel's thread counts (its GlobalSize, OpenCL style)

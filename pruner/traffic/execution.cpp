@@ -150,7 +150,7 @@ Val Sim::call(const CallExpr* c) {
     }
     return Val{};
   }
-  // A pipelined variant's asynchronous copy (naive_emit's kCpAsync): a load from global
+  // A pipelined variant's asynchronous copy (kCpAsync, variants/naive/emitter.cpp): a load from global
   // memory on the lanes whose `ok` holds (the others copy nothing: zero-fill), a store to the
   // shared buffer on every lane. Its commit and wait move no data.
   if (name == "gt_cp_async" && c->getNumArgs() == 3) {

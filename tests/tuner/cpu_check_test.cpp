@@ -19,7 +19,7 @@
 #include "tuner/generate.h"
 #include "tuner/tuning_job.h"
 #include "variants/instantiate.h"
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 #include "variants/space.h"
 
 using namespace gputune;

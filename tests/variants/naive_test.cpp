@@ -1,7 +1,7 @@
 // The naive-kernel generator: analysis (what it recognises, what it refuses and why) and every
 // configs/naive kernel's variants checked against the naive kernel on the CPU emulator, at sizes
 // that are not multiples of any tile.
-#include "variants/naive.h"
+#include "variants/naive/naive.h"
 
 #include <gtest/gtest.h>
 #include <nvrtc.h>

@@ -1,4 +1,4 @@
-/** \file variants/naive.h
+/** \file variants/naive/naive.h
  * Owns: the naive-kernel front end. A naive kernel computes one output element per thread at
  * (idx, idy) = (blockIdx.x*blockDim.x+threadIdx.x, blockIdx.y*blockDim.y+threadIdx.y); gputune
  * rewrites it into tuned variants (Yang et al.'s pipeline, ../shared/docs/papers.md sections 1-4):
@@ -8,10 +8,11 @@
  * `__ldg`, staged through a shared-memory tile loaded coalesced, with an optional padded pitch, or
  * one register per output for the whole work).
  *
- * Two halves: analyse_naive() (naive_analysis.cpp, clang libTooling) turns the source into a
+ * Two halves: analyse_naive() (analysis.cpp, clang libTooling) turns the source into a
  * NaiveKernel, a plain description with the source text split around the places a variant changes;
- * everything else here (naive_emit.cpp) is plain C++: the tunable space the kernel allows, the
- * source of one variant, and a T1 job that tunes it through the normal pipeline.
+ * everything else here is plain C++ (the folder's other files, listed in internal.h): the tunable
+ * space the kernel allows (space.cpp, from plan.cpp's decisions), the source of one variant
+ * (variant.cpp and the Emitter's files), and a T1 job that tunes it through the normal pipeline.
  * Must not: compile, launch, or touch the database. */
 #pragma once
 
@@ -27,7 +28,7 @@
 namespace gputune::naive {
 
 /// Thrown for a kernel outside the subset; names the construct and its line. The analysis that
-/// throws it is built without RTTI (as LLVM 14 is): the out-of-line destructors (naive_emit.cpp,
+/// throws it is built without RTTI (as LLVM 14 is): the out-of-line destructors (variant.cpp,
 /// built with RTTI) make that the one place the vtables are emitted, with their type information.
 class NaiveError : public std::runtime_error {
  public:
@@ -145,7 +146,7 @@ NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
                           const std::string& file, const std::vector<std::string>& options = {});
 
 // ---------------------------------------------------------------------------------------------
-// Variants (naive_emit.cpp, no clang).
+// Variants (plan.cpp, space.cpp, variant.cpp and the Emitter's files; no clang).
 
 /// Where a variant keeps an array the work reads: plain global loads, the read-only path, shared
 /// memory (tiles or a halo window), or registers: one per output for the thread's whole work,

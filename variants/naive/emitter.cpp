@@ -1,0 +1,572 @@
+// The Emitter's skeleton (declared in internal.h): what a variant holds (its tiles, windows,
+// registers and block sums, from the plans), its shared memory, the kernel's signature, set-up
+// and header comment, the rendering of the naive kernel's text for the variant, and the lists of
+// statements. Each transformation's code is in its own emit_*.cpp (see internal.h).
+// Must not: decide what a kernel allows (plan.cpp) or know about jobs and spaces (space.cpp).
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "variants/expr.h"
+#include "variants/naive/internal.h"
+
+namespace gputune::naive {
+
+namespace {
+
+/// The cp.async helpers of pipelined variants (Choice::stages): on sm_80+ an asynchronous copy
+/// from global to shared memory (a source size of 0 zero-fills: the element is out of range),
+/// the commit of a group of them and the wait for all but the N most recent groups; elsewhere
+/// (older GPUs, the traffic model's parse) a plain copy. The CPU emulator brings its own
+/// (GT_CP_ASYNC_EMULATED), which holds each copy back until the wait that covers it, so a read
+/// of a buffer before its wait shows in the results.
+constexpr const char* kCpAsync = R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <class T>
+__device__ __forceinline__ void gt_cp_async(T* dst, const T* src, bool ok) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (sizeof(T) == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+  else if constexpr (sizeof(T) == 8)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 8 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void gt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+#elif !defined(GT_CP_ASYNC_EMULATED)
+template <class T>
+__device__ __forceinline__ void gt_cp_async(T* dst, const T* src, bool ok) { *dst = ok ? *src : T(); }
+__device__ __forceinline__ void gt_cp_commit() {}
+template <int N>
+__device__ __forceinline__ void gt_cp_wait() {}
+#endif
+)";
+
+}  // namespace
+
+std::string suffix(const Choice& c, int dims) {
+  std::string s;
+  if (dims == 2 && c.merge_y > 1) s += "[gt_my]";
+  if (c.merge_x > 1) s += "[gt_mx]";
+  return s;
+}
+std::string array_dims(const Choice& c, int dims) {
+  std::string s;
+  if (dims == 2 && c.merge_y > 1) s += "[" + std::to_string(c.merge_y) + "]";
+  if (c.merge_x > 1) s += "[" + std::to_string(c.merge_x) + "]";
+  return s;
+}
+
+Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
+  if (k_.dims == 1) {
+    c_.block_y = 1;
+    c_.merge_y = 1;
+  }
+  tx_ = c_.block_x * c_.merge_x;
+  ty_ = c_.block_y * c_.merge_y;
+  // Arrays read through a halo window: every read of the array comes from it.
+  for (auto& [param, h] : halo_plans(k_)) {
+    if (!h.ok || cache_of(param) != Cache::Shared) continue;
+    for (size_t n = 0; n < h.sites.size(); ++n)
+      halo_site_[h.sites[n]] = {static_cast<int>(halos_.size()), n};
+    halos_.push_back(std::move(h));
+  }
+  // Which sites are staged, and their tiles (sites with the same subscript share one).
+  for (size_t i = 0; i < k_.accesses.size(); ++i) {
+    const AccessSite& s = k_.accesses[i];
+    if (cache_of(s.param) != Cache::Shared || halo_site_.count(static_cast<int>(i))) continue;
+    TilePlan p = plan_site(k_, s);
+    if (!p.ok) continue;
+    p.key = k_.params[s.param].name + "|" + std::to_string(s.loop) + "|" +
+            index_text(static_cast<int>(i));
+    auto it = std::find_if(tiles_.begin(), tiles_.end(),
+                           [&](const Tile& t) { return t.plan.key == p.key; });
+    if (it == tiles_.end()) {
+      tiles_.push_back(Tile{p, static_cast<int>(tiles_.size()), static_cast<int>(i)});
+      it = tiles_.end() - 1;
+    }
+    site_tile_[static_cast<int>(i)] = it->id;
+  }
+  // Arrays kept in registers for the whole work: every access of one is the same element per
+  // output (register_refusal), so one register per merged row/column it depends on.
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    if (cache_of(static_cast<int>(i)) != Cache::Registers) continue;
+    if (std::string why = register_refusal(k_, static_cast<int>(i)); !why.empty())
+      throw NaiveError("kernel '" + k_.name + "': " + k_.params[i].name +
+                       " cannot be kept in registers: " + why);
+    Reg r;
+    r.param = static_cast<int>(i);
+    r.name = "gt_reg_" + k_.params[i].name;
+    for (size_t a = 0; a < k_.accesses.size(); ++a) {
+      if (k_.accesses[a].param != r.param) continue;
+      if (r.site < 0) r.site = static_cast<int>(a);
+      reg_site_[static_cast<int>(a)] = regs_.size();
+    }
+    const AccessSite& f = k_.accesses[static_cast<size_t>(r.site)];
+    r.x = c_.merge_x > 1 && f.depends.count("x");
+    r.y = k_.dims == 2 && c_.merge_y > 1 && f.depends.count("y");
+    regs_.push_back(r);
+  }
+  if (k_.dims == 2)
+    for (const std::string& a : c_.stage_store)
+      if (int site = staged_store_site(k_, a); site >= 0) store_sites_.push_back(site);
+  // With a vector width and thread merge along x, a thread's merged outputs come in runs of
+  // consecutive elements when a read can then take one vector load per run: of an x-fast tile
+  // (mm's b tile) or straight from global memory (transpose's in[idy*n+idx], tmv's a[i*m+idx]),
+  // or a store one vector store per run (outer's c[row*n+col]). Without such an access the runs
+  // would only spread each scalar access of a warp over more sectors and banks.
+  if (c_.vector > 1 && c_.merge_x > 1 && c_.split == 1) {
+    for (const Tile& t : tiles_)
+      if (vector_tile(t)) xrun_ = std::min(c_.vector, c_.merge_x);
+    for (size_t i = 0; i < k_.accesses.size(); ++i)
+      if (global_run_candidate(static_cast<int>(i)) || run_store_candidate(static_cast<int>(i)))
+        xrun_ = std::min(c_.vector, c_.merge_x);
+  }
+  if (c_.split > 1) {
+    split_ = split_loop(k_);
+    if (split_.loop < 0)
+      throw NaiveError("kernel '" + k_.name + "': split " + std::to_string(c_.split) +
+                       " not possible: " + split_.reason);
+    if (!tiles_.empty() || !halos_.empty())
+      throw NaiveError("kernel '" + k_.name + "': split " + std::to_string(c_.split) +
+                       " is for variants without shared-memory tiles or windows");
+    if (c_.split & (c_.split - 1) || c_.split > 32)
+      throw NaiveError("kernel '" + k_.name + "': split must be a power of two up to 32");
+  }
+  lb_ = launch_block(k_, c_);
+  std::vector<const Stmt*> all;
+  reductions(k_.body, all);
+  for (const Stmt* r : all) {
+    const std::string& target = k_.params[r->target].name;
+    if (!c_.block_reduce.count(target)) continue;
+    if (sum_of(*r) < 0)
+      sums_.push_back(
+          Sum{sum_key(*r), r,
+              "gt_acc_" + target + (sums_.empty() ? "" : std::to_string(sums_.size()))});
+  }
+}
+
+long long Emitter::shared_bytes() const {
+  long long total = 0;
+  for (const Tile& t : tiles_) total += extent_product(t) * t.plan.bytes * c_.stages;
+  for (int site : store_sites_)
+    total += static_cast<long long>(tx_) * (ty_ + (c_.pad ? store_vector(site) : 0)) *
+             element_bytes(k_.params[k_.accesses[site].param].element);
+  if (c_.split > 1 && split_.across_warps)
+    for (int id : split_.locals)
+      total += static_cast<long long>(c_.split) * tx_ *
+               element_bytes(strip_const(k_.locals[static_cast<size_t>(id)].type));
+  for (const Sum& x : sums_)  // one element per warp (a single warp needs none)
+    if (const long long warps = static_cast<long long>(lb_[0]) * lb_[1] / 32; warps > 1)
+      total += warps * element_bytes(x.stmt->element);
+  return total;
+}
+
+/// Dynamic shared memory of the halo windows, for the kernel's scalar arguments (by name).
+long long Emitter::dynamic_bytes(const std::map<std::string, double>& scalars) const {
+  std::vector<std::pair<std::string, Value>> bind;
+  for (const auto& [n, v] : scalars) bind.emplace_back(n, Value(v));
+  long long total = 0;
+  for (const HaloPlan& h : halos_) {
+    std::array<long long, 2> extra{0, 0};
+    for (size_t d = 0; d < 2; ++d)
+      for (int id : h.loops[d]) {
+        const Stmt* l = find_loop(k_.body, id);
+        double trip = 0;
+        try {
+          trip = eval_expression(trip_text(*l), bind).as_double();
+        } catch (const std::exception& e) {
+          throw NaiveError("kernel '" + k_.name + "': cannot size the halo window of " +
+                           k_.params[static_cast<size_t>(h.param)].name + " from loop " + l->var +
+                           "'s bounds (" + trip_text(*l) + "): " + e.what());
+        }
+        extra[d] += std::max(1LL, static_cast<long long>(trip)) - 1;
+      }
+    const long long cols = tx_ + h.span[0] + extra[0] + (c_.pad ? 1 : 0);
+    const long long rows = k_.dims == 2 ? ty_ + h.span[1] + extra[1] : 1;
+    total += rows * cols * element_bytes(k_.params[static_cast<size_t>(h.param)].element);
+  }
+  return total;
+}
+
+std::string Emitter::run() {
+  std::ostringstream o;
+  header(o);
+  if (pipelined()) o << kCpAsync;
+  o << "extern \"C\" __global__ void ";
+  if (c_.bounds != LaunchBounds::None)
+    o << "__launch_bounds__(" << lb_[0] * lb_[1]
+      << (c_.bounds == LaunchBounds::TwoBlocks ? ", 2" : "") << ") ";
+  o << k_.name << "(";
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    const Param& p = k_.params[i];
+    if (i) o << ", ";
+    const bool ro = p.pointer && read_only_path(static_cast<int>(i));
+    if (p.row > 0)  // T (*a)[row]
+      o << (ro || p.type.rfind("const ", 0) == 0 ? "const " : "") << p.element << " (*"
+        << (ro ? "__restrict__ " : "") << p.name << ")[" << p.row << "]";
+    else if (ro)
+      o << "const " << p.element << "* __restrict__ " << p.name;
+    else
+      o << p.type << (p.type.back() == '*' ? "" : " ") << p.name;
+  }
+  o << ") {\n";
+  ind_ = 1;
+  line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
+  if (c_.split > 1 && split_.across_warps) {
+    line(o, "const int gt_lane = threadIdx.y;  // " + std::to_string(c_.split) +
+                " rows of threads share each output's loop");
+    line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+  } else if (c_.split > 1) {
+    const std::string sp = std::to_string(c_.split);
+    line(o, "const int gt_lane = threadIdx.x % " + sp + ";  // " + sp +
+                " consecutive threads share each output's loop");
+    line(o, "const int gt_x0 = gt_bx + threadIdx.x / " + sp + ";");
+  } else if (xrun_ > 1) {
+    line(o, "const int gt_x0 = gt_bx + threadIdx.x * " + std::to_string(xrun_) + ";  // runs of " +
+                std::to_string(xrun_) + " consecutive outputs along " + k_.index_names[0]);
+  } else {
+    line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+  }
+  if (k_.dims == 2) {
+    line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
+    line(o, "const int gt_y0 = gt_by + threadIdx.y;");
+  }
+  if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
+    line(o, "const int gt_tid = threadIdx.y * " + std::to_string(lb_[0]) + " + threadIdx.x;");
+  if (!tiles_.empty()) {
+    for (const Tile& t : tiles_) {
+      std::string d;
+      for (size_t j = 0; j < t.plan.dims.size(); ++j) d += "[" + std::to_string(extent(t, j)) + "]";
+      const std::string name = tile_array(t);
+      line(o, "__shared__ " + std::string(vector_access(t) || pipelined() ? "__align__(16) " : "") +
+                  k_.params[k_.accesses[t.site].param].element + " " + name +
+                  (pipelined() ? "[" + std::to_string(c_.stages) + "]" : "") + d + ";  // " +
+                  describe_tile(t) + (pipelined() ? ", one buffer per strip in flight" : ""));
+    }
+  }
+  for (int site : store_sites_) {
+    const int v = store_vector(site);
+    line(o, "__shared__ " + std::string(v > 1 ? "__align__(16) " : "") +
+                k_.params[k_.accesses[site].param].element + " " + store_tile(site) + "[" +
+                std::to_string(tx_) + "][" + std::to_string(ty_ + (c_.pad ? v : 0)) + "];  // " +
+                k_.params[k_.accesses[site].param].name + "[" + index_text(site) + "] for " +
+                k_.index_names[0] + " x " + k_.index_names[1] + (c_.pad ? ", padded pitch" : "") +
+                ", written back along " + k_.index_names[1] +
+                (v > 1 ? ", " + std::to_string(v) + " elements per store where aligned" : ""));
+  }
+  for (const Sum& x : sums_)
+    line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
+                "(0);  // this thread's part of " + literal_text(x.stmt->address));
+  if (!halos_.empty()) stage_halos(o);
+  // Statements before the guard, then the guard, then the work.
+  std::vector<Stmt> pre(k_.body.begin(), k_.body.begin() + static_cast<long>(k_.pre_guard));
+  std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
+  emit_list(o, pre, false);
+  if (!k_.guard.empty()) {
+    const std::string cond = guard_text();
+    line(o, "bool gt_ok" + array_dims(c_, k_.dims) + ";");
+    replica_block(o, [&](std::ostringstream& b) {
+      line(b, "gt_ok" + suffix(c_, k_.dims) + " = " + cond + ";");
+    });
+    if (merged()) {  // for the loads merged outputs share (hoist_shared_loads)
+      const bool two = k_.dims == 2 && c_.merge_x > 1 && c_.merge_y > 1;
+      if (two) {
+        line(o, "bool gt_ok_row[" + std::to_string(c_.merge_y) + "] = {}, gt_ok_col[" +
+                    std::to_string(c_.merge_x) +
+                    "] = {};  // some output of the row/column passes");
+      }
+      line(o, "bool gt_ok_any = false;  // some output of this thread passes");
+      replica_block(o, [&](std::ostringstream& b) {
+        const std::string ok = "gt_ok" + suffix(c_, k_.dims);
+        if (two) {
+          line(b, "gt_ok_row[gt_my] = gt_ok_row[gt_my] || " + ok + ";");
+          line(b, "gt_ok_col[gt_mx] = gt_ok_col[gt_mx] || " + ok + ";");
+        }
+        line(b, "gt_ok_any = gt_ok_any || " + ok + ";");
+      });
+    }
+  }
+  load_registers(o);
+  emit_list(o, work, !k_.guard.empty());
+  store_registers(o);
+  for (int site : store_sites_) write_back(o, site);
+  for (const Sum& x : sums_) block_sum(o, x);
+  o << "}\n";
+  return o.str();
+}
+
+/// The whole bounds check, `(c1) && (c2)`, for the idx/idy in scope ("" when there is none).
+std::string Emitter::guard_text() const {
+  std::string cond;
+  for (const Text& g : k_.guard) cond += (cond.empty() ? "(" : " && (") + render(g) + ")";
+  return cond;
+}
+
+Cache Emitter::cache_of(int param) const {
+  auto it = c_.cache.find(k_.params[param].name);
+  return it == c_.cache.end() ? Cache::Global : it->second;
+}
+
+bool Emitter::read_only_path(int param) const {
+  Cache c = cache_of(param);
+  return (c == Cache::ReadOnly || c == Cache::Shared || c == Cache::Registers) &&
+         !k_.params[param].written;
+}
+
+bool Emitter::merged() const { return c_.merge_x * c_.merge_y > 1; }
+
+/// The Access piece of a site, wherever it sits in the body.
+const Piece* Emitter::find_access(int site) const { return access_in(k_.body, site); }
+
+/// The subscript of a site as written (tells tiles apart, names them in comments).
+std::string Emitter::index_text(int site) const {
+  const Piece* p = find_access(site);
+  return p ? literal_text(p->index) : std::string();
+}
+
+/// A read of one site as this variant renders it (tile, window, __ldg or plain).
+std::string Emitter::render_access(int site) const {
+  const Piece* p = find_access(site);
+  return p ? render(Text{*p}) : std::string();
+}
+
+/// The subscript of a site as this variant renders it.
+std::string Emitter::render_index(int site) const {
+  const Piece* p = find_access(site);
+  return p ? render(p->index) : std::string();
+}
+
+void Emitter::line(std::ostringstream& o, const std::string& s) const {
+  o << std::string(static_cast<size_t>(ind_) * 2, ' ') << s << "\n";
+}
+
+/// The text of a hole-split fragment for this variant.
+std::string Emitter::render(const Text& t) const {
+  std::string s;
+  for (const Piece& p : t) {
+    switch (p.kind) {
+      case Piece::Lit:
+        s += p.text;
+        break;
+      case Piece::Local:
+        s += p.text + (k_.locals[p.id].replicated ? suffix(c_, k_.dims) : std::string());
+        break;
+      case Piece::ThreadIndex:
+        s += k_.index_names[p.dim];
+        break;
+      case Piece::Access: {
+        if (auto r = reg_site_.find(p.id); r != reg_site_.end()) {
+          s += regs_[r->second].name + regs_[r->second].index();
+          break;
+        }
+        if (auto h = loop_hoisted_.find(p.id); h != loop_hoisted_.end()) {
+          s += h->second;
+          break;
+        }
+        if (auto h = hoisted_.find(p.id); h != hoisted_.end()) {
+          s += h->second;
+          break;
+        }
+        auto it = site_tile_.find(p.id);
+        if (auto hs = halo_site_.find(p.id); hs != halo_site_.end()) {
+          s += halo_read(halos_[static_cast<size_t>(hs->second.first)], hs->second.second);
+        } else if (k_.accesses[p.id].store && xrun_ > 1 && run_store_candidate(p.id)) {
+          s += "gt_w" + std::to_string(p.id) + run_store_row() + "[gt_mx]";
+        } else if (k_.accesses[p.id].store && staged_store(p.id)) {
+          s += store_tile(p.id) + "[" + k_.index_names[0] + " - gt_bx][" + k_.index_names[1] +
+               " - gt_by]";
+        } else if (it != site_tile_.end() && !k_.accesses[p.id].store) {
+          const Tile& t = tiles_[it->second];
+          s += tile_name(t);
+          for (const std::string& d : t.plan.dims) {
+            if (d == "x")
+              s += "[" + k_.index_names[0] + " - gt_bx]";
+            else if (d == "y")
+              s += "[" + k_.index_names[1] + " - gt_by]";
+            else
+              s += "[" + loop_var(t.plan.loop) + " - gt_" + loop_var(t.plan.loop) + "_base]";
+          }
+        } else if (!k_.accesses[p.id].store && read_only_path(k_.accesses[p.id].param)) {
+          s += "__ldg(&" + p.text + "[" + render(p.index) + "])";
+        } else {
+          s += p.text + "[" + render(p.index) + "]";
+        }
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+void Emitter::emit_text_lines(std::ostringstream& o, const std::string& text) const {
+  std::istringstream in(text);
+  std::string l;
+  // Re-indent the user's statement: keep its relative indentation.
+  std::vector<std::string> lines;
+  while (std::getline(in, l)) lines.push_back(l);
+  size_t common = std::string::npos;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    size_t n = lines[i].find_first_not_of(' ');
+    if (n != std::string::npos) common = std::min(common, n);
+  }
+  if (common == std::string::npos) common = 0;
+  for (size_t i = 0; i < lines.size(); ++i)
+    line(o, i == 0 ? lines[i] : lines[i].substr(std::min(common, lines[i].size())));
+}
+
+void Emitter::emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded) {
+  std::vector<const Stmt*> group;
+  auto flush = [&] {
+    if (group.empty()) return;
+    hoist_shared_loads(o, group, guarded);
+    const std::vector<int> run_stores = declare_run_stores(o, group);
+    // Work that only updates the output's own float accumulators from shared tiles runs for
+    // every merged output, in range or not: no per-statement predicate in the inner loop.
+    const bool check = guarded && !unguarded(group);
+    const std::string only =
+        (check ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
+        (lane0_ ? std::string(check ? " && " : "") + "gt_lane == 0" : std::string());
+    replica_block(o, [&](std::ostringstream& b) {
+      if (!only.empty()) {
+        line(b, "if (" + only + ") {");
+        ++ind_;
+      }
+      for (const Stmt* s : group) {
+        if (s->kind == Stmt::RepDecl) {
+          const Local& l = k_.locals[s->local];
+          line(b, l.name + suffix(c_, k_.dims) + " = " + render(s->text) + ";");
+        } else if (s->kind == Stmt::Reduce) {
+          int sum = sum_of(*s);
+          line(b, sum >= 0 ? sums_[sum].name + " += " + render(s->text) + ";"
+                           : "atomicAdd(" + render(s->address) + ", " + render(s->text) + ");");
+        } else {
+          emit_text_lines(b, render(s->text));
+        }
+      }
+      if (!only.empty()) {
+        --ind_;
+        line(b, "}");
+      }
+    });
+    store_runs(o, run_stores, guarded);
+    hoisted_.clear();
+    tile_hoisted_.clear();
+    group.clear();
+  };
+  for (const Stmt& s : list) {
+    switch (s.kind) {
+      case Stmt::KeepDecl: {
+        flush();
+        const Local& l = k_.locals[s.local];
+        line(o, l.type + " " + l.name + (s.text.empty() ? "" : " = " + render(s.text)) + ";");
+        break;
+      }
+      case Stmt::RepDecl: {
+        flush();
+        const Local& l = k_.locals[s.local];
+        line(o, strip_const(l.type) + " " + l.name + array_dims(c_, k_.dims) +
+                    (c_.split > 1 ? " = {}" : "") + ";");
+        if (!s.text.empty()) group.push_back(&s);
+        break;
+      }
+      case Stmt::Loop:
+        flush();
+        emit_loop(o, s, guarded);
+        if (c_.split > 1 && s.loop == split_.loop) combine_split(o);
+        break;
+      case Stmt::Rep:
+      case Stmt::Reduce:
+        group.push_back(&s);
+        break;
+    }
+  }
+  flush();
+}
+
+void Emitter::header(std::ostringstream& o) const {
+  o << "// Generated by gputune from the naive kernel '" << k_.name << "' (" << k_.file << ").\n";
+  o << "// " << choice_label(k_, c_) << "\n";
+  o << "// - thread block " << lb_[0] << " x " << lb_[1] << " threads";
+  if (c_.split > 1)
+    o << " (" << c_.block_x << " x " << (k_.dims == 2 ? c_.block_y : 1) << " outputs)";
+  if (merged())
+    o << "; thread merge " << c_.merge_x << " x " << c_.merge_y << ": each thread computes "
+      << c_.merge_x * c_.merge_y
+      << " outputs (replicated accumulators; loop control and the loads they share kept once)";
+  if (c_.split > 1)
+    o << "; " << c_.split << " threads per output share loop "
+      << find_loop(k_.body, split_.loop)->var << " (every " << c_.split
+      << "th step each, partial sums added by warp shuffles)";
+  if (c_.bounds == LaunchBounds::None)
+    o << "; no __launch_bounds__: registers are the compiler's choice (up to 255)";
+  if (c_.bounds == LaunchBounds::TwoBlocks)
+    o << "; __launch_bounds__ asks for 2 resident blocks per SM (the compiler caps registers "
+         "to fit them)";
+  if (xrun_ > 1)
+    o << "; along " << k_.index_names[0] << " in runs of " << xrun_ << " consecutive outputs: one "
+      << xrun_
+      << "-wide vector access per run (x-fast shared tiles; reads and stores at consecutive "
+      << k_.index_names[0] << ", where aligned)";
+  o << "\n";
+  std::function<void(const std::vector<Stmt>&)> loops = [&](const std::vector<Stmt>& l) {
+    for (const Stmt& s : l) {
+      if (s.kind != Stmt::Loop) continue;
+      bool strip = std::any_of(tiles_.begin(), tiles_.end(),
+                               [&](const Tile& t) { return t.plan.loop == s.loop; });
+      o << "// - loop " << s.var << ": unroll " << c_.unroll;
+      if (strip) o << ", strip-mined by tile_k = " << c_.tile_k << " for shared-memory tiles";
+      if (strip && pipelined())
+        o << ", " << c_.stages << " buffers: the next " << c_.stages - 1
+          << " strip(s) are copied asynchronously (cp.async) while this one is used";
+      if (strip && c_.vector > 1)
+        o << ", staged with " << c_.vector << "-wide vector loads where contiguous and aligned";
+      o << "\n";
+      loops(s.body);
+    }
+  };
+  loops(k_.body);
+  for (const Reg& r : regs_) {
+    const Param& p = k_.params[static_cast<size_t>(r.param)];
+    o << "// - " << p.name << ": in registers, one per output for the whole work (loaded once "
+      << (p.written ? "before it, stored once after" : "before it, read-only path") << ")\n";
+  }
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    const Param& p = k_.params[i];
+    if (!p.pointer || !p.read || p.written) continue;
+    Cache c = cache_of(static_cast<int>(i));
+    if (c == Cache::Registers) continue;
+    o << "// - " << p.name << ": "
+      << (c == Cache::Global     ? "global loads"
+          : c == Cache::ReadOnly ? "read-only path (const __restrict__, __ldg)"
+          : halo_of(static_cast<int>(i))
+              ? "a halo window in dynamic shared memory: the block's outputs widened by the "
+                "reads' offsets, loaded once per block"
+              : "shared-memory tiles where reused, read-only path elsewhere");
+    for (const HaloPlan& h : halos_)
+      if (h.param == static_cast<int>(i) && halo_vector(h) > 1)
+        o << ", " << halo_vector(h) << " columns per load where aligned";
+    o << "\n";
+  }
+  for (int site : store_sites_)
+    o << "// - " << k_.params[k_.accesses[site].param].name
+      << ": stores staged in a shared tile, written back coalesced along " << k_.index_names[1]
+      << "\n";
+  for (const Sum& x : sums_)
+    o << "// - atomicAdd(" << literal_text(x.stmt->address)
+      << "): summed per block (warp shuffles, then the warps' sums), one atomic per block\n";
+  o << "// Launch: block (" << lb_[0] << ", " << lb_[1] << ", 1), grid (ceil(X / " << tx_
+    << "), ceil(Y / " << ty_ << "), 1) for X x Y naive threads";
+  if (shared_bytes()) o << "; " << shared_bytes() << " bytes of shared memory";
+  if (!halos_.empty())
+    o << "; dynamic shared memory for the halo windows, sized at launch from the scalars";
+  o << ".\n";
+}
+
+}  // namespace gputune::naive

@@ -1,0 +1,587 @@
+// Planning of a naive kernel's variants (declared in internal.h): the decisions taken before any
+// code is written. Which reads a shared tile or a halo window can stage, which stores a tile can
+// coalesce, which arrays registers can hold, which accesses take vectors, which loop threads can
+// split, and the options each array offers (array_options, output_options) with the reason for
+// each one refused. Must not: write code (the Emitter's files) or build the space (space.cpp).
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "variants/naive/internal.h"
+
+namespace gputune::naive {
+
+int element_bytes(const std::string& t) {
+  static const std::map<std::string, int> sizes = {{"float", 4},       {"double", 8},
+                                                   {"int", 4},         {"unsigned int", 4},
+                                                   {"char", 1},        {"unsigned char", 1},
+                                                   {"short", 2},       {"unsigned short", 2},
+                                                   {"long long", 8},   {"unsigned long long", 8},
+                                                   {"long", 8},        {"unsigned long", 8},
+                                                   {"signed char", 1}, {"bool", 1}};
+  auto it = sizes.find(t);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+std::string literal_text(const Text& t) {
+  std::string s;
+  for (const Piece& p : t) {
+    if (p.kind == Piece::Access)
+      s += p.text + "[" + literal_text(p.index) + "]";
+    else if (p.kind == Piece::ThreadIndex)
+      s += p.dim == 0 ? "<idx>" : "<idy>";
+    else
+      s += p.text;
+  }
+  return s;
+}
+
+std::string strip_const(std::string t) {
+  if (t.rfind("const ", 0) == 0) t = t.substr(6);
+  return t;
+}
+
+TilePlan plan_site(const NaiveKernel& k, const AccessSite& s) {
+  TilePlan p;
+  const Param& prm = k.params[s.param];
+  p.bytes = element_bytes(prm.element);
+  p.loop = s.loop;
+  auto no = [&](std::string why) {
+    p.reason = "line " + std::to_string(s.line) + ": " + why;
+    return p;
+  };
+  if (s.store || prm.written) return no("written");
+  if (s.loop < 0) return no("not inside a loop every thread runs alike: no reuse to stage");
+  if (s.conditional)
+    return no("read under a condition: staging would load what the kernel may skip");
+  if (!p.bytes) return no("element type '" + prm.element + "' has no known size");
+  for (const std::string& d : s.depends)
+    if (d == "opaque" || d == "thread" || d == "access" || d == "call" || d.rfind("local:", 0) == 0)
+      return no("the subscript is not affine in idx, idy and loop counters");
+  std::string inner = "loop:" + std::to_string(s.loop);
+  if (!s.depends.count(inner)) return no("the subscript does not change with the innermost loop");
+  bool x = s.depends.count("x"), y = s.depends.count("y");
+  if (x && y) return no("the subscript depends on idx, idy and the loop: a 3-D tile");
+  for (size_t g = 0; g < k.guard.size(); ++g) {
+    const auto& gd = k.guard_depends[g];
+    for (const std::string& d : gd)
+      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
+        return no("the bounds check uses a local variable");
+    bool gx = gd.count("x"), gy = gd.count("y");
+    if (gx && gy && (x || y)) return no("a bounds check couples idx and idy");
+  }
+  // Reuse or coalescing: a dimension of the block the subscript ignores reads the same element.
+  bool reuse = (k.dims == 2 && !(x && y)) || (!x && !y);
+  auto unit = [&](const std::string& v) {
+    auto it = s.unit.find(v);
+    return it != s.unit.end() && it->second == 1;
+  };
+  bool coalesced_x = x && unit("x");
+  if (!reuse && coalesced_x) return no("coalesced and not reused: nothing to gain");
+  std::string thread = x ? "x" : y ? "y" : "";
+  if (thread.empty()) {
+    p.dims = {"loop"};
+  } else if (unit("loop") || !unit(thread)) {
+    p.dims = {thread, "loop"};
+    p.paddable = true;
+  } else {
+    p.dims = {"loop", thread};
+  }
+  const std::string fast = p.dims.back() == "loop" ? inner : p.dims.back();
+  p.contiguous = unit(fast) && (prm.element == "float" || prm.element == "int");
+  p.ok = true;
+  return p;
+}
+
+namespace {
+
+/// Whether the store of site `site` can go through a shared tile: written by a whole statement
+/// once per thread, at (idx, idy) affine, with consecutive elements along idy rather than idx, so
+/// that a tile [idx][idy] written by the threads is read back by consecutive threads along idy.
+std::string store_refusal(const NaiveKernel& k, int site) {
+  const AccessSite& s = k.accesses[site];
+  const Param& prm = k.params[s.param];
+  std::string at = "line " + std::to_string(s.line) + ": ";
+  if (k.dims != 2) return at + "a 1-D kernel has no second thread dimension to coalesce along";
+  if (!s.whole_store) return at + "not a plain `a[i] = v;` statement";
+  if (prm.read) return at + "the array is read as well as written";
+  if (s.loop >= 0) return at + "written inside a loop";
+  if (s.conditional) return at + "written under a condition";
+  if (!element_bytes(prm.element))
+    return at + "element type '" + prm.element + "' has no known size";
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y") return at + "the subscript is not affine in idx and idy alone";
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (static_cast<int>(i) != site && k.accesses[i].param == s.param)
+      return at + "the array is written at more than one place";
+  for (const auto& gd : k.guard_depends)
+    for (const std::string& d : gd)
+      if (d != "x" && d != "y") return at + "the bounds check uses a local";
+  auto unit = [&](const char* v) {
+    auto it = s.unit.find(v);
+    return it != s.unit.end() && it->second == 1;
+  };
+  if (unit("x")) return at + "coalesced already: consecutive idx write consecutive elements";
+  if (!unit("y") || !s.depends.count("x"))
+    return at + "neither idx nor idy writes consecutive elements: a tile cannot coalesce it";
+  return "";
+}
+
+}  // namespace
+
+/// The site `a[i] = v` of a written array whose stores a tile can coalesce, or -1.
+int staged_store_site(const NaiveKernel& k, const std::string& array) {
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (k.params[k.accesses[i].param].name == array && k.accesses[i].store &&
+        store_refusal(k, static_cast<int>(i)).empty())
+      return static_cast<int>(i);
+  return -1;
+}
+
+/// The Access piece of site `site` in a piece list, or nullptr.
+const Piece* access_in(const Text& t, int site) {
+  for (const Piece& p : t) {
+    if (p.kind != Piece::Access) continue;
+    if (p.id == site) return &p;
+    if (const Piece* r = access_in(p.index, site)) return r;
+  }
+  return nullptr;
+}
+/// The Access piece of site `site` in a statement list (texts, loop bounds, addresses), or nullptr.
+const Piece* access_in(const std::vector<Stmt>& list, int site) {
+  for (const Stmt& s : list)
+    for (const Text* t : {&s.text, &s.lo, &s.hi, &s.address})
+      if (const Piece* r = access_in(*t, site)) return r;
+  for (const Stmt& s : list)
+    if (const Piece* r = access_in(s.body, site)) return r;
+  return nullptr;
+}
+
+/// Why array `param` cannot be kept in registers for the thread's whole work ("" when it can):
+/// every access of it reads or writes one element per output (the same subscript, affine in
+/// idx/idy and unassigned scalars, outside conditions), and some access sits inside a loop, so
+/// the register saves a load (and a store) per iteration. Each merged output loads its element
+/// once before the work and, when the kernel writes the array, stores it once after: scalar
+/// replacement, which the compiler cannot do itself while another pointer may alias the array.
+std::string register_refusal(const NaiveKernel& k, int param) {
+  const Param& prm = k.params[static_cast<size_t>(param)];
+  const std::vector<Stmt> pre(k.body.begin(), k.body.begin() + static_cast<long>(k.pre_guard));
+  int first = -1;
+  bool in_loop = false;
+  for (size_t i = 0; i < k.accesses.size(); ++i) {
+    const AccessSite& s = k.accesses[i];
+    if (s.param != param) continue;
+    const std::string at = "line " + std::to_string(s.line) + ": ";
+    if (access_in(pre, static_cast<int>(i))) return at + "accessed before the bounds check";
+    if (s.conditional) return at + "accessed under a condition";
+    for (const std::string& d : s.depends) {
+      if (d.rfind("loop:", 0) == 0)
+        return at + "the subscript changes with a loop: a register would hold one element of many";
+      if (d != "x" && d != "y") return at + "the subscript is not affine in idx and idy alone";
+    }
+    const Piece* piece = access_in(k.body, static_cast<int>(i));
+    if (!piece) return at + "the access is not in the work";
+    if (std::any_of(piece->index.begin(), piece->index.end(), [](const Piece& p) {
+          return p.kind != Piece::Lit && p.kind != Piece::ThreadIndex;
+        }))
+      return at + "the subscript reads memory or a local";
+    for (const Param& q : k.params)
+      if (q.assigned && !q.pointer &&
+          std::regex_search(literal_text(piece->index), std::regex("\\b" + q.name + "\\b")))
+        return at + "the subscript uses '" + q.name + "', which the kernel assigns to";
+    if (first < 0) {
+      first = static_cast<int>(i);
+    } else {
+      const AccessSite& f = k.accesses[static_cast<size_t>(first)];
+      const bool same =
+          !s.sym.empty() && !f.sym.empty()
+              ? s.sym == f.sym
+              : literal_text(piece->index) == literal_text(access_in(k.body, first)->index);
+      if (!same)
+        return at + "another element than line " + std::to_string(f.line) +
+               " (one register per output holds one element)";
+    }
+    in_loop = in_loop || s.loop >= 0;
+  }
+  if (first < 0) return "not accessed";
+  const AccessSite& f = k.accesses[static_cast<size_t>(first)];
+  if (!in_loop) return "no access inside a loop: a register would save nothing";
+  if (prm.written) {
+    std::vector<const Stmt*> sums;
+    reductions(k.body, sums);
+    for (const Stmt* r : sums)
+      if (r->target == param) return "updated with atomicAdd: other threads add to it too";
+    if (!f.depends.count("x") || (k.dims == 2 && !f.depends.count("y")))
+      return "line " + std::to_string(f.line) + ": written at a subscript that ignores " +
+             std::string(f.depends.count("x") ? "idy" : "idx") +
+             ": several threads would keep the same element";
+  }
+  return "";
+}
+
+/// Whether a read can come `vector` elements at a time straight from global memory once a
+/// thread's merged outputs come in runs of consecutive idx: consecutive idx read consecutive
+/// 4-byte elements (unit idx coefficient), the subscript affine in idx, idy and loop counters,
+/// outside conditions, on a 1-D pointer the kernel never writes. Alignment is checked at run time.
+bool vector_global_site(const NaiveKernel& k, const AccessSite& s) {
+  const Param& prm = k.params[static_cast<size_t>(s.param)];
+  if (s.store || prm.written || s.conditional || prm.row > 0) return false;
+  if (prm.element != "float" && prm.element != "int") return false;
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y" && d.rfind("loop:", 0) != 0) return false;
+  auto it = s.unit.find("x");
+  return it != s.unit.end() && it->second == 1;
+}
+
+/// Whether a store can go out `vector` elements at a time once a thread's merged outputs come in
+/// runs of consecutive idx: a plain `a[i] = v;` statement outside loops and conditions, the only
+/// access of an array the kernel never reads, consecutive idx writing consecutive 4-byte elements
+/// and, in a 2-D kernel, every row its own elements (the subscript uses idy).
+bool vector_store_site(const NaiveKernel& k, int site) {
+  const AccessSite& s = k.accesses[static_cast<size_t>(site)];
+  const Param& prm = k.params[static_cast<size_t>(s.param)];
+  if (!s.store || !s.whole_store || s.loop >= 0 || s.conditional || prm.read || prm.row > 0)
+    return false;
+  if (prm.element != "float" && prm.element != "int") return false;
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (static_cast<int>(i) != site && k.accesses[i].param == s.param) return false;
+  for (const std::string& d : s.depends)
+    if (d != "x" && d != "y") return false;
+  if (k.dims == 2 && !s.depends.count("y")) return false;
+  auto it = s.unit.find("x");
+  return it != s.unit.end() && it->second == 1;
+}
+
+/// The loop statement with id `loop`, or nullptr.
+const Stmt* find_loop(const std::vector<Stmt>& list, int loop) {
+  for (const Stmt& s : list) {
+    if (s.kind == Stmt::Loop && s.loop == loop) return &s;
+    if (const Stmt* r = find_loop(s.body, loop)) return r;
+  }
+  return nullptr;
+}
+
+namespace {
+
+/// Whether a fragment is integer arithmetic (+, -, *, parentheses, literals) on the kernel's
+/// scalar parameters only: then it means the same in C and in the job's expressions, and the
+/// host can evaluate it from the arguments to size dynamic shared memory.
+bool scalar_arithmetic(const NaiveKernel& k, const Text& t) {
+  std::string s;
+  for (const Piece& p : t) {
+    if (p.kind != Piece::Lit) return false;
+    s += p.text;
+  }
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (std::isalpha(c) || c == '_') {
+      size_t j = i;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+      const std::string name = s.substr(i, j - i);
+      if (!std::any_of(k.params.begin(), k.params.end(),
+                       [&](const Param& p) { return !p.pointer && !p.assigned && p.name == name; }))
+        return false;
+      i = j;
+    } else if (std::isdigit(c)) {
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+      if (i < s.size() && (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '.'))
+        return false;  // suffixes and floating point
+    } else if (std::string(" \t\n+-*()").find(static_cast<char>(c)) != std::string::npos) {
+      ++i;
+    } else {
+      return false;
+    }
+  }
+  return !s.empty();
+}
+
+}  // namespace
+
+/// The trip count of a loop as C text over scalars ("(hi) - (lo)", inclusive "+ 1").
+std::string trip_text(const Stmt& l) {
+  auto operand = [](std::string t) {
+    bool simple = std::all_of(t.begin(), t.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    return simple ? t : "(" + t + ")";
+  };
+  const std::string lo = literal_text(l.lo), hi = operand(literal_text(l.hi));
+  if (lo == "0") return l.inclusive ? hi + " + 1" : hi;
+  return hi + (l.inclusive ? " + 1" : "") + " - " + operand(lo);
+}
+
+namespace {
+
+HaloPlan plan_halo(const NaiveKernel& k, int param) {
+  HaloPlan h;
+  h.param = param;
+  const Param& prm = k.params[static_cast<size_t>(param)];
+  auto no = [&](std::string why) {
+    h.reason = std::move(why);
+    return h;
+  };
+  if (prm.written) return no("written");
+  if (!element_bytes(prm.element))
+    return no("element type '" + prm.element + "' has no known size");
+  for (size_t i = 0; i < k.accesses.size(); ++i)
+    if (k.accesses[i].param == param) h.sites.push_back(static_cast<int>(i));
+  if (h.sites.empty()) return no("not read");
+  const char* axis[2] = {"x", "y"};
+  const AccessSite& r = k.accesses[static_cast<size_t>(h.sites[0])];
+  std::array<std::vector<long long>, 2> step;
+  for (int d = 0; d < k.dims; ++d) {
+    auto it = r.sym.find(axis[d]);
+    if (it == r.sym.end() ||
+        std::all_of(it->second.begin(), it->second.end(), [](long long v) { return v == 0; }))
+      return no("line " + std::to_string(r.line) + ": the subscript does not move with " +
+                k.index_names[static_cast<size_t>(d)] + ": no window around the block");
+    step[static_cast<size_t>(d)] = it->second;
+  }
+  if (k.dims == 2 && step[0] == step[1])
+    return no("line " + std::to_string(r.line) + ": idx and idy advance the subscript alike");
+  h.contiguous = element_bytes(prm.element) == 4 &&
+                 std::all_of(step[0].begin(), step[0].end(), [](long long v) { return v == 1; });
+  std::vector<std::array<long long, 2>> rel;
+  for (size_t n = 0; n < h.sites.size(); ++n) {
+    const AccessSite& s = k.accesses[static_cast<size_t>(h.sites[n])];
+    const std::string at = "line " + std::to_string(s.line) + ": ";
+    if (s.conditional)
+      return no(at + "read under a condition: the window would load what the kernel may skip");
+    for (const std::string& d : s.depends)
+      if (d == "opaque" || d == "thread" || d == "access" || d == "call" ||
+          d.rfind("local:", 0) == 0)
+        return no(at + "the subscript is not affine in idx, idy, loop counters and scalars");
+    if (s.sym.empty())
+      return no(at + "the subscript is not affine in idx, idy, loop counters and scalars");
+    std::array<std::vector<int>, 2> loops;
+    for (const auto& [name, c] : s.sym) {
+      if (name == "1" || std::all_of(c.begin(), c.end(), [](long long v) { return v == 0; }))
+        continue;
+      if (name == "x" || name == "y") {
+        if (c != step[name == "x" ? 0 : 1])
+          return no(at + "the reads step differently along " + name + ": not one window");
+        continue;
+      }
+      int d = c == step[0] ? 0 : k.dims == 2 && c == step[1] ? 1 : -1;
+      const int id = std::stoi(name.substr(5));
+      const Stmt* l = find_loop(k.body, id);
+      if (d < 0 || !l)
+        return no(at + "loop counter " + (l ? l->var : name) +
+                  " advances the subscript by neither " + k.index_names[0] + "'s" +
+                  (k.dims == 2 ? " nor " + k.index_names[1] + "'s" : std::string()) + " step");
+      if (!scalar_arithmetic(k, l->lo) || !scalar_arithmetic(k, l->hi))
+        return no("loop " + l->var +
+                  ": bounds that are not +, -, * of (unassigned) scalar arguments and constants");
+      loops[static_cast<size_t>(d)].push_back(id);
+    }
+    if (n == 0)
+      h.loops = loops;
+    else if (loops != h.loops)
+      return no(at + "the reads run over different loops: not one window");
+    // The constant part: a small step of idx and idy away from the reference read.
+    std::vector<long long> diff(kSymPoints);
+    for (int p = 0; p < kSymPoints; ++p)
+      diff[static_cast<size_t>(p)] =
+          s.sym.at("1")[static_cast<size_t>(p)] - r.sym.at("1")[static_cast<size_t>(p)];
+    constexpr long long kMax = 32;
+    bool found = false;
+    std::array<long long, 2> best{0, 0};
+    for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
+      for (long long dx = -kMax; dx <= kMax; ++dx) {
+        bool eq = true;
+        for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
+          eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
+        if (eq && (!found || std::abs(dx) + std::abs(dy) < std::abs(best[0]) + std::abs(best[1])))
+          best = {dx, dy}, found = true;
+      }
+    if (!found)
+      return no(at + "its offset from line " + std::to_string(r.line) +
+                "'s read is not a small step of the indices: not one window");
+    rel.push_back(best);
+  }
+  if (h.sites.size() == 1 && h.loops[0].empty() && h.loops[1].empty())
+    return no("line " + std::to_string(r.line) + ": read once per thread: no reuse to stage");
+  for (size_t g = 0; g < k.guard.size(); ++g) {
+    const auto& gd = k.guard_depends[g];
+    for (const std::string& d : gd)
+      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
+        return no("the bounds check uses a local variable");
+    if ((gd.count("x") || gd.count("y")) && k.guard_bounds[g].dim < 0)
+      return no("the bounds check (" + literal_text(k.guard[g]) +
+                ") is not an interval on one index (idx < E, idy >= E, ...)");
+  }
+  std::array<long long, 2> lo{0, 0};
+  for (const auto& o : rel)
+    for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], o[d]);
+  for (const auto& o : rel) {
+    h.off.push_back({o[0] - lo[0], o[1] - lo[1]});
+    for (size_t d = 0; d < 2; ++d) h.span[d] = std::max(h.span[d], o[d] - lo[d]);
+  }
+  h.ok = true;
+  return h;
+}
+
+}  // namespace
+
+/// The halo plans of a kernel's input arrays (by parameter). All halo tiles of a kernel share one
+/// `extern __shared__` array, so they must have one element type: the first array's.
+std::map<int, HaloPlan> halo_plans(const NaiveKernel& k) {
+  std::map<int, HaloPlan> out;
+  std::string type;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.read || p.written) continue;
+    HaloPlan h = plan_halo(k, static_cast<int>(i));
+    if (h.ok && !type.empty() && p.element != type) {
+      h.ok = false;
+      h.reason = "another array's window holds " + type + ": one dynamic shared array per kernel";
+    }
+    if (h.ok) type = p.element;
+    out.emplace(static_cast<int>(i), std::move(h));
+  }
+  return out;
+}
+
+/// Every Reduce statement of the body, in order.
+void reductions(const std::vector<Stmt>& list, std::vector<const Stmt*>& out) {
+  for (const Stmt& s : list) {
+    if (s.kind == Stmt::Reduce) out.push_back(&s);
+    reductions(s.body, out);
+  }
+}
+
+std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
+  std::vector<ArrayOptions> out;
+  const std::map<int, HaloPlan> halos = halo_plans(k);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.read) continue;
+    ArrayOptions a;
+    a.array = p.name;
+    a.allowed.push_back(Cache::Global);
+    const std::string in_registers = register_refusal(k, static_cast<int>(i));
+    if (p.written) {
+      a.reasons.push_back("written by the kernel: never on the read-only path or staged");
+      if (in_registers.empty())
+        a.allowed.push_back(Cache::Registers);
+      else
+        a.reasons.push_back("not kept in registers: " + in_registers);
+      out.push_back(a);
+      continue;
+    }
+    a.allowed.push_back(Cache::ReadOnly);
+    const HaloPlan h = halos.at(static_cast<int>(i));
+    bool any = h.ok;
+    for (const AccessSite& s : k.accesses) {
+      if (h.ok || s.param != static_cast<int>(i) || s.store) continue;
+      TilePlan t = plan_site(k, s);
+      if (t.ok)
+        any = true;
+      else
+        a.reasons.push_back("not staged at " + t.reason);
+    }
+    if (!any) a.reasons.push_back("no halo window: " + h.reason);
+    if (any) a.allowed.push_back(Cache::Shared);
+    if (in_registers.empty())
+      a.allowed.push_back(Cache::Registers);
+    else
+      a.reasons.push_back("not kept in registers: " + in_registers);
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<OutputOptions> output_options(const NaiveKernel& k) {
+  std::vector<const Stmt*> sums;
+  reductions(k.body, sums);
+  std::vector<OutputOptions> out;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    if (!p.pointer || !p.written) continue;
+    OutputOptions o;
+    o.array = p.name;
+    o.reduce = std::any_of(sums.begin(), sums.end(),
+                           [&](const Stmt* r) { return r->target == static_cast<int>(i); });
+    o.stage = staged_store_site(k, p.name) >= 0;
+    if (!o.stage && !o.reduce)
+      for (size_t a = 0; a < k.accesses.size(); ++a)
+        if (k.accesses[a].param == static_cast<int>(i) && k.accesses[a].store)
+          o.reasons.push_back("stores not staged at " + store_refusal(k, static_cast<int>(a)));
+    out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<std::string> halo_windows(const NaiveKernel& k) {
+  std::vector<std::string> out;
+  for (const auto& [param, h] : halo_plans(k)) {
+    if (!h.ok) continue;
+    std::string s = k.params[static_cast<size_t>(param)].name + ": " +
+                    std::to_string(h.sites.size()) + " read(s), offsets up to " +
+                    std::to_string(h.span[0]) +
+                    (k.dims == 2 ? " x " + std::to_string(h.span[1]) : "");
+    for (size_t d = 0; d < 2; ++d)
+      for (int id : h.loops[d])
+        s += ", loop " + find_loop(k.body, id)->var + " along " + k.index_names[d];
+    out.push_back(s);
+  }
+  return out;
+}
+
+SplitOption split_loop(const NaiveKernel& k) {
+  SplitOption out;
+  if (k.dims != 1) {
+    out.reason = "a 2-D kernel has an output per (idx, idy): enough threads without splitting";
+    return out;
+  }
+  for (size_t i = k.pre_guard; i < k.body.size(); ++i) {
+    const Stmt& l = k.body[i];
+    if (l.kind != Stmt::Loop) continue;
+    std::vector<int> acc;
+    std::string why;
+    for (const Stmt& s : l.body) {
+      if (s.kind == Stmt::KeepDecl) continue;
+      // `L += E;` with L a replicated accumulator that E does not read.
+      const bool add = s.kind == Stmt::Rep && s.text.size() >= 2 &&
+                       s.text[0].kind == Piece::Local && s.text[1].kind == Piece::Lit &&
+                       s.text[1].text.find_first_not_of(' ') != std::string::npos &&
+                       s.text[1].text.compare(s.text[1].text.find_first_not_of(' '), 2, "+=") == 0;
+      if (!add) {
+        why = "loop " + l.var + ": its body does more than add to accumulators (`sum += ...;`)";
+        break;
+      }
+      const int id = s.text[0].id;
+      const Local& loc = k.locals[static_cast<size_t>(id)];
+      const std::string t = strip_const(loc.type);
+      if (!loc.replicated || (t != "float" && t != "double" && t != "int")) {
+        why = "loop " + l.var + ": accumulator " + loc.name + " is not a per-thread float, " +
+              "double or int";
+        break;
+      }
+      for (size_t p = 1; p < s.text.size() && why.empty(); ++p)
+        if (s.text[p].kind == Piece::Local && s.text[p].id == id)
+          why = "loop " + l.var + ": the added value reads the accumulator " + loc.name;
+      if (!why.empty()) break;
+      if (std::find(acc.begin(), acc.end(), id) == acc.end()) acc.push_back(id);
+    }
+    if (why.empty() && acc.empty()) why = "loop " + l.var + ": nothing to add up";
+    if (why.empty()) {
+      out.loop = l.loop;
+      out.locals = acc;
+      for (const AccessSite& a : k.accesses)
+        if (a.loop == l.loop && !a.store && a.unit.count("x") && a.unit.at("x") == 1)
+          out.across_warps = true;
+      return out;
+    }
+    out.reason = why;
+  }
+  if (out.reason.empty()) out.reason = "no loop in the work";
+  return out;
+}
+
+}  // namespace gputune::naive
