@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/tuning_job.h"
 #include "tuner/prune.h"
 #include "tuner/strategy.h"
+#include "tuner/tuning_job.h"
 
 using namespace gputune;
 
@@ -51,6 +51,65 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1,
                     static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+/// The synthetic truth's calibration: the pruner's, with the fields `text` (a calibration's
+/// JSON) names replaced.
+pruner::Calibration truth_calibration_from(const pruner::Calibration& pruner_calibration,
+                                           const char* text) {
+  pruner::Calibration truth_calibration = pruner_calibration;
+  // Fields the text names replace the pruner's; the rest stay.
+  pruner::Calibration named = pruner::Calibration::from_json(text);
+  const auto given = nlohmann::json::parse(text);
+  for (auto [key, field] :
+       std::initializer_list<std::pair<const char*, double pruner::Calibration::*>>{
+           {"overhead_us", &pruner::Calibration::overhead_us},
+           {"dram", &pruner::Calibration::dram},
+           {"l2", &pruner::Calibration::l2},
+           {"shared", &pruner::Calibration::shared},
+           {"flops", &pruner::Calibration::flops},
+           {"saturating_warps", &pruner::Calibration::saturating_warps}})
+    if (given.contains(key)) truth_calibration.*field = named.*field;
+  return truth_calibration;
+}
+
+/// What the simulation runs on, said before its results.
+void say_setup(const char* job, const std::string& device, std::size_t n, std::size_t proposable,
+               double sigma, double noise, int seeds, const pruner::Calibration* truth,
+               double margin, std::size_t held) {
+  if (truth)
+    std::printf("truth calibration %s; the model rule (margin %.2f) pruned %zu variants\n",
+                truth->json().c_str(), margin, held);
+  std::printf(
+      "job %s, device %s: %zu configurations, %zu proposable (rules 1-3 keep them, with a "
+      "prediction); synthetic truth: prediction x per-value factors (sigma %.2f) x "
+      "per-variant noise (sigma %.2f); %d seeds\n",
+      job, device.c_str(), n, proposable, sigma, noise, seeds);
+}
+
+/// One line per strategy: measurements to within 5% of the optimum (median, p90), the seeds that
+/// stopped before it, and how many were measured.
+void print_results(const std::map<std::string, std::vector<Result>>& results,
+                   std::size_t proposable) {
+  std::printf("%-32s %14s %12s %22s %18s\n", "strategy", "to 5% (median)", "to 5% (p90)",
+              "stopped before 5%", "measured (median)");
+  for (auto& [name, rs] : results) {
+    std::vector<double> to5, measured, short_ratio;
+    for (auto& r : rs) {
+      // A search that stopped before reaching 5% counts as needing everything it could measure.
+      to5.push_back(r.to5 ? static_cast<double>(*r.to5) : static_cast<double>(proposable));
+      measured.push_back(static_cast<double>(r.measured));
+      if (!r.to5) short_ratio.push_back(r.best_ratio);
+    }
+    char stopped[64];
+    if (short_ratio.empty())
+      std::snprintf(stopped, sizeof stopped, "0 of %zu", rs.size());
+    else
+      std::snprintf(stopped, sizeof stopped, "%zu of %zu (median %.2fx)", short_ratio.size(),
+                    rs.size(), percentile(short_ratio, 0.5));
+    std::printf("%-32s %14.0f %12.0f %22s %18.0f\n", name.c_str(), percentile(to5, 0.5),
+                percentile(to5, 0.9), stopped, percentile(measured, 0.5));
+  }
 }
 
 }  // namespace
@@ -87,21 +146,8 @@ int main(int argc, char** argv) {
     if (!excluded[i] && pr.features[i].ok) candidates.push_back(i);
   }
   std::vector<double> predicted(n, 0), truth_model(n, 0);
-  pruner::Calibration truth_calibration = pr.calibration;
-  if (miscalibrated) {
-    // Fields the text names replace the pruner's; the rest stay.
-    pruner::Calibration named = pruner::Calibration::from_json(argv[8]);
-    const auto given = nlohmann::json::parse(argv[8]);
-    for (auto [key, field] :
-         std::initializer_list<std::pair<const char*, double pruner::Calibration::*>>{
-             {"overhead_us", &pruner::Calibration::overhead_us},
-             {"dram", &pruner::Calibration::dram},
-             {"l2", &pruner::Calibration::l2},
-             {"shared", &pruner::Calibration::shared},
-             {"flops", &pruner::Calibration::flops},
-             {"saturating_warps", &pruner::Calibration::saturating_warps}})
-      if (given.contains(key)) truth_calibration.*field = named.*field;
-  }
+  const pruner::Calibration truth_calibration =
+      miscalibrated ? truth_calibration_from(pr.calibration, argv[8]) : pr.calibration;
   std::vector<bool> by_model(n), excluded_with_model(n);
   size_t held = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -113,15 +159,8 @@ int main(int argc, char** argv) {
     predicted[i] = pruner::predict(pr.features[i], *pr.rates, pr.calibration).ms;
     truth_model[i] = pruner::predict(pr.features[i], *pr.rates, truth_calibration).ms;
   }
-  if (miscalibrated)
-    std::printf("truth calibration %s; the model rule (margin %.2f) pruned %zu variants\n",
-                truth_calibration.json().c_str(), job.pruner.model_margin, held);
-  std::printf(
-      "job %s, device %s: %zu configurations, %zu proposable (rules 1-3 keep them, with a "
-      "prediction); synthetic truth: prediction x per-value factors (sigma %.2f) x "
-      "per-variant noise (sigma %.2f); %d seeds\n",
-      argv[1], pr.device.c_str(), n, candidates.size(), sigma, noise, seeds);
-
+  say_setup(argv[1], pr.device, n, candidates.size(), sigma, noise, seeds,
+            miscalibrated ? &truth_calibration : nullptr, job.pruner.model_margin, held);
   std::map<std::string, std::vector<Result>> results;
   std::vector<double> readmitted_counts;  // per seed, by the held-back search
   int optimum_pruned = 0;                 // seeds whose optimum rule 4 pruned
@@ -225,24 +264,6 @@ int main(int argc, char** argv) {
         "median of %.0f (p90 %.0f) of the %zu it pruned\n",
         optimum_pruned, seeds, percentile(readmitted_counts, 0.5),
         percentile(readmitted_counts, 0.9), held);
-  std::printf("%-32s %14s %12s %22s %18s\n", "strategy", "to 5% (median)", "to 5% (p90)",
-              "stopped before 5%", "measured (median)");
-  for (auto& [name, rs] : results) {
-    std::vector<double> to5, measured, short_ratio;
-    for (auto& r : rs) {
-      // A search that stopped before reaching 5% counts as needing everything it could measure.
-      to5.push_back(r.to5 ? static_cast<double>(*r.to5) : static_cast<double>(candidates.size()));
-      measured.push_back(static_cast<double>(r.measured));
-      if (!r.to5) short_ratio.push_back(r.best_ratio);
-    }
-    char stopped[64];
-    if (short_ratio.empty())
-      std::snprintf(stopped, sizeof stopped, "0 of %zu", rs.size());
-    else
-      std::snprintf(stopped, sizeof stopped, "%zu of %zu (median %.2fx)", short_ratio.size(),
-                    rs.size(), percentile(short_ratio, 0.5));
-    std::printf("%-32s %14.0f %12.0f %22s %18.0f\n", name.c_str(), percentile(to5, 0.5),
-                percentile(to5, 0.9), stopped, percentile(measured, 0.5));
-  }
+  print_results(results, candidates.size());
   return 0;
 }

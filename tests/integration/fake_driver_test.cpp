@@ -1,6 +1,8 @@
 // The GPU half of the pipeline (driver loading, buffers, reference, verification, event timing,
 // fault recovery, re-measurement, winners) run against a fake libcuda.so.1 (tests/fake_cuda), so it
 // is tested on machines without a GPU. The real-device tests are in tests/gpu/.
+// Over 800 lines on purpose: every GPU-side behaviour of `gputune run` against the same scripted
+// driver, each test a few dozen lines that share its set-up helpers.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
