@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace gputune::db {
 
@@ -29,6 +30,7 @@ class Status {
     kTimeout,
     kConstraints,
     kCompiled,
+    kInvalid,  ///< a text that names no status (at run time); the store refuses it
   };
   /// The text of each status but kUnset, in Code order: the database's and T4's.
   static constexpr std::array<std::string_view, 7> kTexts = {
@@ -36,9 +38,9 @@ class Status {
 
   constexpr Status() = default;
   constexpr Status(Code code) : code_(code) {}
-  /// Its text (`m.status == "correct"`, a row's column): any other text throws
-  /// std::invalid_argument (and in a constant expression does not compile). Text that may be
-  /// anything, read from a file or a request, goes through parse().
+  /// Its text (`m.status == "correct"`, a row's column). Any other text is kInvalid, which no
+  /// status equals and the store refuses; in a constant expression it does not compile. Text that
+  /// may be anything, read from a file or a request, goes through parse().
   constexpr Status(const char* text) : code_(code_of(text)) {}
   Status(const std::string& text) : code_(code_of(text)) {}
 
@@ -52,8 +54,10 @@ class Status {
   constexpr Code code() const { return code_; }
   /// The one text form ("" for kUnset).
   constexpr std::string_view text() const {
-    return code_ == kUnset ? std::string_view() : kTexts[code_ - 1];
+    return code_ == kUnset ? std::string_view() : code_ == kInvalid ? "invalid" : kTexts[code_ - 1];
   }
+  /// A status the store takes: neither kUnset nor kInvalid.
+  constexpr bool valid() const { return code_ != kUnset && code_ != kInvalid; }
   std::string str() const { return std::string(text()); }
   /// The text, where a string is wanted (a map's key, a message).
   operator std::string() const { return str(); }
@@ -69,7 +73,8 @@ class Status {
  private:
   static constexpr Code code_of(std::string_view text) {
     if (auto s = parse(text)) return s->code_;
-    throw std::invalid_argument("unknown measurement status '" + std::string(text) + "'");
+    if (std::is_constant_evaluated()) throw std::invalid_argument("unknown measurement status");
+    return kInvalid;
   }
   Code code_ = kUnset;
 };

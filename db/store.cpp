@@ -50,7 +50,6 @@ Status status_of(const std::string& text) {
                 "'; the database was changed outside gputune");
 }
 
-
 }  // namespace
 
 namespace {
@@ -253,7 +252,9 @@ std::int64_t Store::stop_run(std::int64_t run_id, const std::string& status,
 }
 
 std::int64_t Store::add_measurement(const MeasurementRecord& m) {
-  if (m.status == Status::kUnset) throw DbError("a measurement without a status");
+  if (!m.status.valid())
+    throw DbError(m.status == Status::kUnset ? "a measurement without a status"
+                                             : "a measurement with an unknown status");
   Statement s(
       db_,
       "INSERT INTO measurements(run_id,context_id,variant_id,status,reason,log,time_ms,samples,"
