@@ -12,7 +12,9 @@
 // winner, so a run stopped at any moment (Ctrl-C, a kill, a spent budget) still has one.
 // ContextRun is declared in tuner/context_run.h; one configuration's trial, judging, measuring and
 // storing are in context_measure.cpp, what is printed and learnt around the search in
-// context_report.cpp. Must not: judge, launch or store a configuration itself (it asks those).
+// context_report.cpp.
+// Must not: define how one configuration is judged, launched or stored (context_measure.cpp does;
+// the stages call it).
 #include <algorithm>
 #include <cmath>
 #include <random>
