@@ -19,20 +19,48 @@
 
 namespace gputune::tuner {
 
-PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
-  PruneReport rep;
-  std::string source = load_kernel_source(job);
-  Space space = build_space(job);
-  if (space.empty())
-    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", space.explain_empty(),
-                   "relax the conditions or widen the parameter values");
-  rep.space_size = space.size();
+namespace {
 
-  // The device: a described one, the one present, or the job's architecture.
+/// One `gputune prune`, in the steps prune_job takes in order: each fills what the next reads.
+struct PruneJob {
+  PruneJob(const Job& j, const PruneRunOptions& opt) : job(j), o(opt) {}
+
+  void describe_device();
+  void choose_context();
+  void open_database();
+  void choose_configs();
+  void compile_and_rule();
+  void rank_by_model();
+  void fill_rows();
+  void store_decisions();
+
+  const Job& job;
+  const PruneRunOptions& o;
+  PruneReport rep;
+  std::string source;
+  Space space;
+  // The device.
   pruner::DeviceLimits limits;
   db::DeviceRecord dr;
   Rates rates;
   std::vector<std::string> spec_names;  // --device: the file's name, key and aliases
+  const ContextSpec* ctx = nullptr;
+  // The database.
+  std::unique_ptr<db::Store> store;
+  std::int64_t device_id = 0;
+  pruner::Calibration calibration;
+  pruner::PruneOptions po;
+  // Per configuration ruled on.
+  std::vector<Config> configs;
+  CompileReport cr;
+  ScreenResult screen;
+  std::vector<pruner::RuleInput> inputs;
+  pruner::PruneResult pr;
+  ModelRun model;
+};
+
+/// The device: a described one, the one present, or the job's architecture.
+void PruneJob::describe_device() {
   if (!o.device.empty()) {
     pruner::DeviceSpec spec = pruner::find_device(o.device);
     spec_names = spec.aliases;
@@ -59,8 +87,11 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   rep.rates_source = o.model ? rates.source : "";
   dr.cc_major = limits.cc_major, dr.cc_minor = limits.cc_minor, dr.sm_count = limits.sm_count;
   rep.arch = limits.arch();
+}
 
-  const ContextSpec* ctx = &job.contexts.front();
+/// The context predicted for: --context, or the job's first.
+void PruneJob::choose_context() {
+  ctx = &job.contexts.front();
   if (!o.context.empty()) {
     ctx = nullptr;
     std::string known;
@@ -73,11 +104,11 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
                      "use one of:" + known);
   }
   rep.context = ctx->name;
+}
 
-  // The database: where decisions are stored and the device's calibration comes from.
-  std::unique_ptr<db::Store> store;
-  std::int64_t device_id = 0;
-  pruner::Calibration calibration;
+/// The database: where decisions are stored and the device's calibration comes from; the
+/// rules' settings.
+void PruneJob::open_database() {
   if (o.store) {
     rep.db_path = !o.db_path.empty()      ? o.db_path
                   : !job.database.empty() ? (job.file.parent_path() / job.database).string()
@@ -99,12 +130,12 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   }
   rep.calibration_samples = calibration.samples;
   rep.margin = o.model_margin.value_or(job.pruner.model_margin);
-  pruner::PruneOptions po;
   po.max_spill_bytes = o.max_spill_bytes.value_or(job.pruner.max_spill_bytes);
+}
 
-  // The configurations to rule on: the whole space, or what the model's search of a space too
-  // large to compile whole looked at.
-  std::vector<Config> configs;
+/// The configurations to rule on: the whole space, or what the model's search of a space too
+/// large to compile whole looked at.
+void PruneJob::choose_configs() {
   const std::uint64_t analyses = o.model_analyses.value_or(job.model_analyses);
   if (o.model && space.size() > analyses) {
     ModelSearchOptions mo;
@@ -119,10 +150,10 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   } else {
     for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
   }
+}
 
-  // Compile: everything, or (--screen) only what rule 4 could keep.
-  CompileReport cr;
-  ScreenResult screen;
+/// Compile: everything, or (--screen) only what rule 4 could keep; then rules 1-3.
+void PruneJob::compile_and_rule() {
   if (o.screen && o.model && rates.rates) {
     ScreenOptions so;
     so.margin = rep.margin, so.rules = po, so.threads = o.threads, so.progress = o.progress;
@@ -139,33 +170,36 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
   }
   rep.compile_failed = cr.failed;
   check_arguments_against_cubins(job, configs, cr);
-  std::vector<pruner::RuleInput> inputs = rule_inputs(job, configs, *ctx, cr);
-  pruner::PruneResult pr = pruner::apply_rules(inputs, limits, po);
+  inputs = rule_inputs(job, configs, *ctx, cr);
+  pr = pruner::apply_rules(inputs, limits, po);
+}
 
-  // Rule 4: the model ranking.
-  ModelRun model;
-  if (o.model) {
-    std::vector<bool> usable(configs.size());
-    std::vector<pruner::Occupancy> occ(configs.size());
-    for (size_t i = 0; i < configs.size(); ++i) {
-      usable[i] = inputs[i].inspected;
-      occ[i] = pr.decisions[i].occupancy;
-    }
-    model = run_model(job, source, configs, *ctx,
-                      model_arguments(make_arguments(job, *ctx, ArgumentContents::SizesOnly)),
-                      usable, occ, rates, calibration, o.threads ? o.threads : job.compile_threads,
-                      o.progress, TrafficCache{cache_for(o.cache_dir).dir()});
-    rep.analyses_cached = model.analyses_cached;
-    rep.predicted = model.predicted;
-    rep.not_analysed = model.not_analysed;
-    rep.first_analysis_error = model.first_error;
-    rep.features = model.features;
-    rep.rates = rates.rates;
-    rep.calibration = calibration;
-    std::size_t removed = pruner::apply_model_rule(pr.decisions, model.predictions, rep.margin);
-    pr.counts.push_back({"model", removed + mark_screened(pr.decisions, screen)});
-    pr.kept -= removed;
+/// Rule 4: the model ranking.
+void PruneJob::rank_by_model() {
+  std::vector<bool> usable(configs.size());
+  std::vector<pruner::Occupancy> occ(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    usable[i] = inputs[i].inspected;
+    occ[i] = pr.decisions[i].occupancy;
   }
+  model = run_model(job, source, configs, *ctx,
+                    model_arguments(make_arguments(job, *ctx, ArgumentContents::SizesOnly)), usable,
+                    occ, rates, calibration, o.threads ? o.threads : job.compile_threads,
+                    o.progress, TrafficCache{cache_for(o.cache_dir).dir()});
+  rep.analyses_cached = model.analyses_cached;
+  rep.predicted = model.predicted;
+  rep.not_analysed = model.not_analysed;
+  rep.first_analysis_error = model.first_error;
+  rep.features = model.features;
+  rep.rates = rates.rates;
+  rep.calibration = calibration;
+  std::size_t removed = pruner::apply_model_rule(pr.decisions, model.predictions, rep.margin);
+  pr.counts.push_back({"model", removed + mark_screened(pr.decisions, screen)});
+  pr.kept -= removed;
+}
+
+/// The report's rows: per configuration, what the rules decided and the model predicted.
+void PruneJob::fill_rows() {
   rep.counts = pr.counts;
   rep.kept = pr.kept;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -188,67 +222,87 @@ PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
     }
     rep.rows.push_back(std::move(row));
   }
+}
 
-  if (store) {
-    db::Store& st = *store;
-    db::Transaction t(st.db());
-    auto job_id =
-        st.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
-    auto kernel_id = st.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
-    rep.run_id = st.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
-    db::ContextRecord c;
-    c.kernel_id = kernel_id, c.device_id = device_id, c.label = ctx->name;
-    c.problem_size_json = value_to_json(Value(ctx->problem_size)).dump();
-    c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = nvrtc_version();
-    auto ctx_id = st.upsert_context(c);
-    for (size_t i = 0; i < configs.size(); ++i) {
-      const auto& row = rep.rows[i];
-      // The row as `run` builds it (tuner/measurement_row.h), with what prune decided.
-      Candidate c;
-      c.config = configs[i];
-      const bool screened = rep.screened && screen.screened[i];
-      c.state = screened ? Candidate::Compile::kNot : Candidate::Compile::kDone;
-      c.compiled.compile_ms = cr.compiled[i].compile_ms;
-      c.compiled.cubin_hash = cr.compiled[i].cubin_hash;
-      c.compiled.ok = cr.compiled[i].ok;
-      c.inspected = cr.inspected[i];
-      Trial tr;
-      tr.occupancy = row.decision.occupancy;
-      if (o.model && model.predictions[i].ok) tr.prediction = model.predictions[i];
-      db::MeasurementRecord m = measurement_row(
-          {rep.run_id, ctx_id, st.upsert_variant(kernel_id, configs[i].key(), configs[i].json())},
-          c, tr);
-      if (row.compiled) m.occupancy = row.decision.occupancy.occupancy;
-      if (screened) {
-        m.status = db::Status::kConstraints,
-        m.reason = "pruned by rule model: " + row.decision.reason;
-      } else if (!row.compiled) {
-        m.status = db::Status::kCompile, m.reason = cr.inspected[i].reason,
-        m.log = cr.compiled[i].log;
-      } else {
-        m.status = row.decision.kept ? db::Status::kCompiled : db::Status::kConstraints;
-        m.reason = row.decision.kept
-                       ? "kept by the pruner"
-                       : "pruned by rule " + row.decision.rule + ": " + row.decision.reason;
-      }
-      st.add_measurement(m);
+/// The decisions, stored as a run of their own: one row per configuration, as `run` builds it.
+void PruneJob::store_decisions() {
+  db::Store& st = *store;
+  db::Transaction t(st.db());
+  auto job_id = st.upsert_job(job.name, std::filesystem::absolute(job.file).string(), job.document);
+  auto kernel_id = st.upsert_kernel(job.kernel_name, kernel_hash(job, source), source);
+  rep.run_id = st.begin_run(job_id, "prune", static_cast<std::int64_t>(configs.size()));
+  db::ContextRecord c;
+  c.kernel_id = kernel_id, c.device_id = device_id, c.label = ctx->name;
+  c.problem_size_json = value_to_json(Value(ctx->problem_size)).dump();
+  c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = nvrtc_version();
+  auto ctx_id = st.upsert_context(c);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& row = rep.rows[i];
+    // The row as `run` builds it (tuner/measurement_row.h), with what prune decided.
+    Candidate c;
+    c.config = configs[i];
+    const bool screened = rep.screened && screen.screened[i];
+    c.state = screened ? Candidate::Compile::kNot : Candidate::Compile::kDone;
+    c.compiled.compile_ms = cr.compiled[i].compile_ms;
+    c.compiled.cubin_hash = cr.compiled[i].cubin_hash;
+    c.compiled.ok = cr.compiled[i].ok;
+    c.inspected = cr.inspected[i];
+    Trial tr;
+    tr.occupancy = row.decision.occupancy;
+    if (o.model && model.predictions[i].ok) tr.prediction = model.predictions[i];
+    db::MeasurementRecord m = measurement_row(
+        {rep.run_id, ctx_id, st.upsert_variant(kernel_id, configs[i].key(), configs[i].json())}, c,
+        tr);
+    if (row.compiled) m.occupancy = row.decision.occupancy.occupancy;
+    if (screened) {
+      m.status = db::Status::kConstraints,
+      m.reason = "pruned by rule model: " + row.decision.reason;
+    } else if (!row.compiled) {
+      m.status = db::Status::kCompile, m.reason = cr.inspected[i].reason,
+      m.log = cr.compiled[i].log;
+    } else {
+      m.status = row.decision.kept ? db::Status::kCompiled : db::Status::kConstraints;
+      m.reason = row.decision.kept
+                     ? "kept by the pruner"
+                     : "pruned by rule " + row.decision.rule + ": " + row.decision.reason;
     }
-    if (rep.space) {  // what `show` and the dashboard print as the run's plan
-      db::RunPlan plan;
-      plan.searched = true, plan.summary = rep.model_search;
-      for (const Config& c : configs) plan.chosen.push_back(c.key());
-      st.save_run_plan(rep.run_id, plan);
-    }
-    st.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
-    st.finish_run(rep.run_id, "done",
-                  "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
-                      std::to_string(configs.size()) +
-                      (rep.space ? " the model's search chose of the space's " +
-                                       std::to_string(rep.space->size())
-                                 : std::string()));
-    t.commit();
+    st.add_measurement(m);
   }
-  return rep;
+  if (rep.space) {  // what `show` and the dashboard print as the run's plan
+    db::RunPlan plan;
+    plan.searched = true, plan.summary = rep.model_search;
+    for (const Config& c : configs) plan.chosen.push_back(c.key());
+    st.save_run_plan(rep.run_id, plan);
+  }
+  st.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
+  st.finish_run(rep.run_id, "done",
+                "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
+                    std::to_string(configs.size()) +
+                    (rep.space ? " the model's search chose of the space's " +
+                                     std::to_string(rep.space->size())
+                               : std::string()));
+  t.commit();
+}
+
+}  // namespace
+
+PruneReport prune_job(const Job& job, const PruneRunOptions& o) {
+  PruneJob p(job, o);
+  p.source = load_kernel_source(job);
+  p.space = build_space(job);
+  if (p.space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace.Conditions", p.space.explain_empty(),
+                   "relax the conditions or widen the parameter values");
+  p.rep.space_size = p.space.size();
+  p.describe_device();
+  p.choose_context();
+  p.open_database();
+  p.choose_configs();
+  p.compile_and_rule();
+  if (o.model) p.rank_by_model();
+  p.fill_rows();
+  if (p.store) p.store_decisions();
+  return std::move(p.rep);
 }
 
 void print_prune_report(const PruneReport& r, std::ostream& out, bool json) {

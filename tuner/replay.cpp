@@ -196,14 +196,23 @@ std::size_t measurements_to_reach(const std::vector<size_t>& order,
   return n;
 }
 
-ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions& o) {
-  ReplayReport rep;
-  Space space = build_space(job);
-  rep.space_size = space.size();
-  // model_guided is scored as `run` searches: a look-ahead of compiles (two per compile worker).
-  const size_t look_ahead =
-      o.look_ahead ? o.look_ahead : 2 * static_cast<size_t>(default_compile_threads());
-  rep.look_ahead = look_ahead;
+namespace {
+
+/// The recorded measurements laid over the job's space: what every strategy and the pruner are
+/// scored against.
+struct Recording {
+  /// Per space index: the recorded time (nullopt: it failed, or is not recorded).
+  std::vector<std::optional<double>> time;
+  std::vector<char> present;  ///< per space index: recorded
+  std::optional<size_t> def;  ///< the job's default configuration, when recorded
+  std::string context;        ///< where the pruner predicts (context_for_file)
+};
+
+/// Reads the measurements (a measurement file, or a run of a gputune database) and lays them over
+/// the space; what they hold, their optimum and the default's time go to `rep`. Throws when there
+/// is nothing to score against.
+Recording read_recording(const Job& job, const Space& space, const std::string& file,
+                         const ReplayOptions& o, ReplayReport& rep) {
   const bool database = db::is_sqlite_file(file);
   if (o.run && !database)
     throw std::runtime_error(file + ": --run " + std::to_string(*o.run) +
@@ -212,8 +221,8 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   FileProblem named;
   auto rec = database ? read_database_measurements(file, job, space, o, &rep.recorded, &rep.source)
                       : read_measurements(file, space, &rep.recorded, &named);
-  const std::string context =
-      database ? o.context : context_for_file(job, named, o, file, &rep.source);
+  Recording r;
+  r.context = database ? o.context : context_for_file(job, named, o, file, &rep.source);
   // Per space index: the recorded time (or failure); configurations without a record are left out.
   std::vector<std::optional<double>> time(space.size());
   std::vector<char> present(space.size(), 0);
@@ -238,269 +247,320 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
                              " of its configurations in the job's space failed: there is no "
                              "optimum to score against. Fix: replay measurements with at least "
                              "one correct time");
-  auto restrict_to_present = [&](std::vector<size_t> order) {
-    order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return !present[i]; }),
-                order.end());
-    return order;
-  };
   // `run` measures the job's default configuration first, whatever the strategy: so does every
   // replayed search, when the record holds it.
-  std::optional<size_t> def;
   if (long d = space.find(default_key(job)); d >= 0 && present[static_cast<size_t>(d)]) {
-    def = static_cast<size_t>(d);
-    rep.default_key = space.config(*def).key();
-    rep.default_ms = time[*def];
+    r.def = static_cast<size_t>(d);
+    rep.default_key = space.config(*r.def).key();
+    rep.default_ms = time[*r.def];
   }
-  auto default_first = [&](std::vector<size_t> order) {
-    if (def) {
-      order.erase(std::remove(order.begin(), order.end(), *def), order.end());
-      order.insert(order.begin(), *def);
-    }
-    return order;
-  };
-  auto percentile = [](std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1,
-                      static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-  };
-  rep.within = o.within;
-  // One strategy's score from the measurements each seed needed per tolerance.
-  auto score = [&](std::string name, const std::vector<std::vector<double>>& per_seed) {
-    StrategyScore s{std::move(name), static_cast<int>(per_seed.size()), {}, {}};
-    for (size_t t = 0; t < o.within.size(); ++t) {
-      std::vector<double> v;
-      for (auto& seed : per_seed) v.push_back(seed[t]);
-      s.median_to.push_back(percentile(v, 0.5));
-      s.p90_to.push_back(percentile(v, 0.9));
-    }
-    return s;
-  };
-  auto reach_all = [&](const std::vector<size_t>& order) {
-    std::vector<double> n;
-    for (double f : o.within)
-      n.push_back(static_cast<double>(measurements_to_reach(order, time, rep.optimum_ms, f)));
-    return n;
-  };
-  rep.strategies.push_back(
-      score("brute_force", {reach_all(default_first(restrict_to_present(
-                               plan(*make_brute_force(space.size()), space.size()))))}));
-  {
-    std::vector<std::vector<double>> per_seed;
-    for (int seed = 1; seed <= o.seeds; ++seed)
-      per_seed.push_back(reach_all(default_first(restrict_to_present(
-          plan(*make_random(space.size(), static_cast<std::uint64_t>(seed)), space.size())))));
-    rep.strategies.push_back(score("random", per_seed));
+  r.time = std::move(time);
+  r.present = std::move(present);
+  return r;
+}
+
+std::vector<size_t> restrict_to_present(const Recording& r, std::vector<size_t> order) {
+  order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return !r.present[i]; }),
+              order.end());
+  return order;
+}
+
+std::vector<size_t> default_first(const Recording& r, std::vector<size_t> order) {
+  if (r.def) {
+    order.erase(std::remove(order.begin(), order.end(), *r.def), order.end());
+    order.insert(order.begin(), *r.def);
   }
-  // The pruner needs the kernel source (to compile) and a device.
-  if (o.device.empty() || !std::filesystem::exists(job.kernel_file)) {
-    // model_guided without the model: every variant unpredicted, ordered by what the recorded
-    // times teach about each parameter value (a seeded random start). Only the recorded
-    // configurations are searched: the others would be skipped unmeasured anyway.
-    std::vector<size_t> recorded_at;  // space index of each recorded configuration
-    std::vector<Config> recorded;
-    for (size_t i = 0; i < space.size(); ++i)
-      if (present[i]) recorded_at.push_back(i), recorded.push_back(space.config(i));
-    const double tightest = *std::min_element(o.within.begin(), o.within.end());
-    std::vector<std::vector<double>> per_seed;
-    for (int seed = 1; seed <= o.seeds; ++seed) {
-      ModelGuided g(std::vector<pruner::ModelFeatures>(recorded.size()), pruner::DeviceRates{},
-                    pruner::Calibration{}, {}, recorded, static_cast<std::uint64_t>(seed));
-      SearchStream::Settings settings;
-      settings.look_ahead = look_ahead;
-      SearchStream stream(g, &g, settings);
-      std::vector<size_t> order;  // space indices
-      bool reached = false;       // nothing more to score
-      auto measure = [&](size_t k) {
-        const size_t i = recorded_at[k];
-        order.push_back(i);
-        reached = reached || (time[i] && *time[i] <= rep.optimum_ms * tightest);
-        return time[i];
-      };
-      if (def) {
-        const auto k = static_cast<size_t>(
-            std::lower_bound(recorded_at.begin(), recorded_at.end(), *def) - recorded_at.begin());
-        stream.add_measured(k, measure(k));
+  return order;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+/// One strategy's score from the measurements each seed needed per tolerance.
+StrategyScore score(std::string name, const std::vector<std::vector<double>>& per_seed,
+                    const ReplayOptions& o) {
+  StrategyScore s{std::move(name), static_cast<int>(per_seed.size()), {}, {}};
+  for (size_t t = 0; t < o.within.size(); ++t) {
+    std::vector<double> v;
+    for (auto& seed : per_seed) v.push_back(seed[t]);
+    s.median_to.push_back(percentile(v, 0.5));
+    s.p90_to.push_back(percentile(v, 0.9));
+  }
+  return s;
+}
+
+/// The measurements a visiting order needs to get within each tolerance of the optimum.
+std::vector<double> reach_all(const std::vector<size_t>& order, const Recording& r,
+                              const ReplayOptions& o, const ReplayReport& rep) {
+  std::vector<double> n;
+  for (double f : o.within)
+    n.push_back(static_cast<double>(measurements_to_reach(order, r.time, rep.optimum_ms, f)));
+  return n;
+}
+
+/// The strategies without feedback: brute_force, and random over the seeds.
+void score_blind_strategies(const Space& space, const Recording& r, const ReplayOptions& o,
+                            ReplayReport& rep) {
+  // Each strategy's order of the space, what is not recorded left out and the default first.
+  auto reach = [&](std::unique_ptr<Strategy> strategy) {
+    return reach_all(default_first(r, restrict_to_present(r, plan(*strategy, space.size()))), r, o,
+                     rep);
+  };
+  rep.strategies.push_back(score("brute_force", {reach(make_brute_force(space.size()))}, o));
+  std::vector<std::vector<double>> per_seed;
+  for (int seed = 1; seed <= o.seeds; ++seed)
+    per_seed.push_back(reach(make_random(space.size(), static_cast<std::uint64_t>(seed))));
+  rep.strategies.push_back(score("random", per_seed, o));
+}
+
+/// model_guided without the model: every variant unpredicted, ordered by what the recorded
+/// times teach about each parameter value (a seeded random start). Only the recorded
+/// configurations are searched: the others would be skipped unmeasured anyway.
+void score_guided_without_model(const Space& space, const Recording& r, const ReplayOptions& o,
+                                size_t look_ahead, ReplayReport& rep) {
+  std::vector<size_t> recorded_at;  // space index of each recorded configuration
+  std::vector<Config> recorded;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (r.present[i]) recorded_at.push_back(i), recorded.push_back(space.config(i));
+  const double tightest = *std::min_element(o.within.begin(), o.within.end());
+  std::vector<std::vector<double>> per_seed;
+  for (int seed = 1; seed <= o.seeds; ++seed) {
+    ModelGuided g(std::vector<pruner::ModelFeatures>(recorded.size()), pruner::DeviceRates{},
+                  pruner::Calibration{}, {}, recorded, static_cast<std::uint64_t>(seed));
+    SearchStream::Settings settings;
+    settings.look_ahead = look_ahead;
+    SearchStream stream(g, &g, settings);
+    std::vector<size_t> order;  // space indices
+    bool reached = false;       // nothing more to score
+    auto measure = [&](size_t k) {
+      const size_t i = recorded_at[k];
+      order.push_back(i);
+      reached = reached || (r.time[i] && *r.time[i] <= rep.optimum_ms * tightest);
+      return r.time[i];
+    };
+    if (r.def) {
+      const auto k = static_cast<size_t>(
+          std::lower_bound(recorded_at.begin(), recorded_at.end(), *r.def) - recorded_at.begin());
+      stream.add_measured(k, measure(k));
+    }
+    if (!reached)
+      simulate_stream(
+          stream,
+          [](size_t) {
+            return CompileVerdict{true, NAN, false};
+          },
+          measure, [&] { return reached; });
+    per_seed.push_back(reach_all(order, r, o, rep));
+  }
+  rep.strategies.push_back(score("model_guided", per_seed, o));
+  rep.guided_note =
+      "model_guided without the model (every variant unpredicted): a seeded random start, then "
+      "ordered by the parameter-value effects the recorded times teach";
+}
+
+/// The pruner's rules at the job's margin against the recorded times: what they keep, the regret
+/// that costs, and which recorded launch failures rule 1 predicted.
+void score_rules(const PruneReport& pr, const Space& space, const Recording& r, ReplayReport& rep) {
+  double best_kept = INFINITY;
+  for (size_t i = 0; i < space.size(); ++i) {
+    const auto& d = pr.rows[i].decision;
+    if (d.kept) ++rep.kept;
+    if (!r.present[i]) continue;
+    if (!r.time[i]) {
+      ++rep.failures_recorded;
+      if (d.rule == "resources") ++rep.failures_predicted;
+    } else {
+      if (d.rule == "resources") ++rep.valid_rejected;
+      if (d.kept && *r.time[i] < best_kept) best_kept = *r.time[i];
+    }
+  }
+  rep.fraction_pruned = 1.0 - static_cast<double>(rep.kept) / static_cast<double>(space.size());
+  rep.regret = best_kept / rep.optimum_ms;
+  for (auto& c : pr.counts) rep.removed_by_rule[c.rule] = c.removed;
+}
+
+/// Rule 4 again at other margins, from what rules 1-3 decided and the same predictions.
+void sweep_margins(const PruneReport& pr, const Space& space, const Recording& r,
+                   ReplayReport& rep) {
+  std::vector<pruner::Decision> before_rule4(space.size());
+  std::vector<pruner::Prediction> predictions(space.size());
+  for (size_t i = 0; i < space.size(); ++i) {
+    before_rule4[i] = pr.rows[i].decision;
+    if (before_rule4[i].rule == "model")
+      before_rule4[i].kept = true, before_rule4[i].rule.clear(), before_rule4[i].reason.clear();
+    predictions[i].ok = pr.rows[i].predicted_ms.has_value();
+    predictions[i].ms = pr.rows[i].predicted_ms.value_or(0);
+    predictions[i].bound = pr.rows[i].bound;
+  }
+  std::vector<double> margins(std::begin(kSweptMargins), std::end(kSweptMargins));
+  if (std::find(margins.begin(), margins.end(), pr.margin) == margins.end())
+    margins.push_back(pr.margin);
+  std::sort(margins.begin(), margins.end());
+  auto point_at = [&](double margin) {
+    std::vector<pruner::Decision> d = before_rule4;
+    pruner::apply_model_rule(d, predictions, margin);
+    ReplayReport::MarginPoint point{margin, 0, 0, INFINITY};
+    double best = INFINITY;
+    for (size_t i = 0; i < space.size(); ++i) {
+      point.kept += d[i].kept;
+      if (d[i].kept && r.present[i] && r.time[i]) best = std::min(best, *r.time[i]);
+    }
+    point.fraction_pruned =
+        1.0 - static_cast<double>(point.kept) / static_cast<double>(space.size());
+    point.regret = best / rep.optimum_ms;
+    return point;
+  };
+  for (double margin : margins) rep.margin_sweep.push_back(point_at(margin));
+  // The margins at which rule 4's kept set changes: each kept variant's prediction over the
+  // best (rule 4 keeps what is predicted at most margin x the best; the tiny excess keeps
+  // the variant that sets the margin against rounding). What a margin prunes falls as it
+  // grows, so the widest kept set that still prunes enough is found by bisection.
+  const double best_prediction = pruner::model_rule_best(before_rule4, predictions);
+  std::vector<double> steps;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (before_rule4[i].kept && predictions[i].ok && best_prediction > 0)
+      steps.push_back(predictions[i].ms / best_prediction * (1 + 1e-12));
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  if (!steps.empty()) {
+    const ReplayReport::MarginPoint tightest = point_at(steps.front());
+    rep.tightest_pruned = tightest.fraction_pruned;
+    if (tightest.fraction_pruned >= kTargetPruned) {
+      size_t lo = 0, hi = steps.size();  // steps[lo] prunes enough; steps[hi] (if any) not
+      while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        (point_at(steps[mid]).fraction_pruned >= kTargetPruned ? lo : hi) = mid;
       }
-      if (!reached)
-        simulate_stream(
-            stream,
-            [](size_t) {
-              return CompileVerdict{true, NAN, false};
-            },
-            measure, [&] { return reached; });
-      per_seed.push_back(reach_all(order));
+      rep.at_target_pruned = point_at(steps[lo]);
     }
-    rep.strategies.push_back(score("model_guided", per_seed));
-    rep.guided_note =
-        "model_guided without the model (every variant unpredicted): a seeded random start, then "
-        "ordered by the parameter-value effects the recorded times teach";
   }
+}
+
+/// model_guided, fed the recorded times, as `gputune run` searches: pruned variants
+/// (rules 1-3) are never proposed; what the model rule pruned is held back until a refit
+/// readmits it.
+void score_guided_with_model(const PruneReport& pr, const Space& space, const Recording& r,
+                             const ReplayOptions& o, size_t look_ahead, ReplayReport& rep) {
+  std::vector<bool> excluded(space.size());
+  for (size_t i = 0; i < space.size(); ++i) {
+    const std::string& rule = pr.rows[i].decision.rule;
+    excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
+  }
+  std::vector<Config> configs;  // for the learned parameter effects
+  configs.reserve(space.size());
+  for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
+  // Each configuration is ordered by its best case until it is compiled, as `run` orders it;
+  // rules 1-3 are found as each compiles (a duplicate is one whose binary the search
+  // compiled before), and rule 4 holds back what can no longer come within the margin.
+  std::vector<int> bound(space.size(), 0);
+  std::vector<double> best_case(space.size(), NAN);
+  for (size_t i = 0; i < space.size(); ++i) {
+    bound[i] = pr.rows[i].best_case_blocks;
+    if (bound[i] > 0 && pr.features[i].ok)
+      if (auto p = pruner::best_case(pr.features[i], *pr.rates, pr.calibration, bound[i]); p.ok)
+        best_case[i] = p.ms;
+  }
+  ModelGuided g(pr.features, *pr.rates, pr.calibration, {}, configs, 0, bound);
+  g.hold_back(std::vector<size_t>{}, pr.margin);
+  SearchStream::Settings settings;
+  settings.look_ahead = look_ahead;
+  settings.margin = pr.margin;
+  settings.best_case = best_case;
+  SearchStream stream(g, &g, settings);
+  std::set<long> binaries;  // the kept binary of each group of duplicates, once compiled
+  std::map<size_t, CompileVerdict> compiled;  // what each compile gave (asked again: the same)
+  auto compile = [&](size_t i) {
+    if (auto it = compiled.find(i); it != compiled.end()) return it->second;
+    CompileVerdict& v = compiled[i];
+    const pruner::Decision& d = pr.rows[i].decision;
+    if (!pr.rows[i].compiled || (excluded[i] && d.rule != "duplicate")) return v;
+    if (pr.rows[i].predicted_ms) {
+      v.prediction = *pr.rows[i].predicted_ms;
+      g.refine(i, pr.features[i]);
+    }
+    v.sets_best = true;  // kept by rules 1-2, or the same binary as one they keep
+    v.usable =
+        binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i)).second;
+    return v;
+  };
+  std::vector<size_t> order;
+  double best = INFINITY;
+  auto measure = [&](size_t i) -> std::optional<double> {
+    if (!r.present[i]) return std::nullopt;
+    order.push_back(i);
+    if (r.time[i] && *r.time[i] < best) best = *r.time[i];
+    return r.time[i];
+  };
+  if (r.def) {
+    const CompileVerdict v = compile(*r.def);
+    if (v.sets_best) stream.offer_best(v.prediction);
+    stream.add_measured(*r.def, measure(*r.def));
+  }
+  simulate_stream(stream, compile, measure);
+  // As for the others, except that a tolerance its stop rule ended it before is NaN.
+  std::vector<double> reach = reach_all(order, r, o, rep);
+  for (size_t t = 0; t < reach.size(); ++t)
+    if (best > rep.optimum_ms * o.within[t]) reach[t] = std::numeric_limits<double>::quiet_NaN();
+  rep.strategies.push_back(score("model_guided", {reach}, o));
+  rep.guided_stopped_after = order.size();
+  rep.guided_compiled = compiled.size();
+  rep.guided_best_ratio = best / rep.optimum_ms;
+}
+
+/// The pruner (prune_job, every configuration analysed) against the recorded times: its rules,
+/// rule 4 at other margins, the model's ranking, and model_guided with the model.
+void score_pruner(const Job& job, const Space& space, const Recording& r, const ReplayOptions& o,
+                  size_t look_ahead, ReplayReport& rep) {
+  PruneRunOptions po;
+  po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
+  po.context = r.context;
+  po.model_analyses = std::numeric_limits<std::uint64_t>::max();  // scored row by row: all
+  PruneReport pr = prune_job(job, po);
+  rep.pruner_scored = true;
+  rep.predicted_device = pr.device, rep.predicted_context = pr.context;
+  score_rules(pr, space, r, rep);
+  rep.job_margin = pr.margin;
+  if (pr.rates) sweep_margins(pr, space, r, rep);
+  // The model's ranking against the recorded times.
+  std::vector<double> pred, meas;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (r.present[i] && r.time[i] && pr.rows[i].predicted_ms) {
+      pred.push_back(*pr.rows[i].predicted_ms);
+      meas.push_back(*r.time[i]);
+    }
+  rep.predicted_and_measured = pred.size();
+  rep.spearman = pruner::spearman(pred, meas);
+  if (pr.rates) score_guided_with_model(pr, space, r, o, look_ahead, rep);
+  rep.pruner_note =
+      pr.rates ? "model rates from " + pr.rates_source : "model not scored: " + pr.rates_source;
+}
+
+}  // namespace
+
+ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions& o) {
+  ReplayReport rep;
+  Space space = build_space(job);
+  rep.space_size = space.size();
+  // model_guided is scored as `run` searches: a look-ahead of compiles (two per compile worker).
+  const size_t look_ahead =
+      o.look_ahead ? o.look_ahead : 2 * static_cast<size_t>(default_compile_threads());
+  rep.look_ahead = look_ahead;
+  const Recording r = read_recording(job, space, file, o, rep);
+  rep.within = o.within;
+  score_blind_strategies(space, r, o, rep);
+  // The pruner needs the kernel source (to compile) and a device.
+  if (o.device.empty() || !std::filesystem::exists(job.kernel_file))
+    score_guided_without_model(space, r, o, look_ahead, rep);
   if (o.device.empty()) {
     rep.pruner_note = "pruner not scored: give --device NAME";
   } else if (!std::filesystem::exists(job.kernel_file)) {
     rep.pruner_note =
         "pruner not scored: the kernel source " + job.kernel_file.string() + " is not available";
   } else {
-    PruneRunOptions po;
-    po.device = o.device, po.store = false, po.cache_dir = o.cache_dir, po.threads = o.threads;
-    po.context = context;
-    po.model_analyses = std::numeric_limits<std::uint64_t>::max();  // scored row by row: all
-    PruneReport pr = prune_job(job, po);
-    rep.pruner_scored = true;
-    rep.predicted_device = pr.device, rep.predicted_context = pr.context;
-    double best_kept = INFINITY;
-    for (size_t i = 0; i < space.size(); ++i) {
-      const auto& d = pr.rows[i].decision;
-      if (d.kept) ++rep.kept;
-      if (!present[i]) continue;
-      if (!time[i]) {
-        ++rep.failures_recorded;
-        if (d.rule == "resources") ++rep.failures_predicted;
-      } else {
-        if (d.rule == "resources") ++rep.valid_rejected;
-        if (d.kept && *time[i] < best_kept) best_kept = *time[i];
-      }
-    }
-    rep.fraction_pruned = 1.0 - static_cast<double>(rep.kept) / static_cast<double>(space.size());
-    rep.regret = best_kept / rep.optimum_ms;
-    for (auto& c : pr.counts) rep.removed_by_rule[c.rule] = c.removed;
-    // Rule 4 again at other margins, from what rules 1-3 decided and the same predictions.
-    rep.job_margin = pr.margin;
-    if (pr.rates) {
-      std::vector<pruner::Decision> before_rule4(space.size());
-      std::vector<pruner::Prediction> predictions(space.size());
-      for (size_t i = 0; i < space.size(); ++i) {
-        before_rule4[i] = pr.rows[i].decision;
-        if (before_rule4[i].rule == "model")
-          before_rule4[i].kept = true, before_rule4[i].rule.clear(), before_rule4[i].reason.clear();
-        predictions[i].ok = pr.rows[i].predicted_ms.has_value();
-        predictions[i].ms = pr.rows[i].predicted_ms.value_or(0);
-        predictions[i].bound = pr.rows[i].bound;
-      }
-      std::vector<double> margins(std::begin(kSweptMargins), std::end(kSweptMargins));
-      if (std::find(margins.begin(), margins.end(), pr.margin) == margins.end())
-        margins.push_back(pr.margin);
-      std::sort(margins.begin(), margins.end());
-      auto point_at = [&](double margin) {
-        std::vector<pruner::Decision> d = before_rule4;
-        pruner::apply_model_rule(d, predictions, margin);
-        ReplayReport::MarginPoint point{margin, 0, 0, INFINITY};
-        double best = INFINITY;
-        for (size_t i = 0; i < space.size(); ++i) {
-          point.kept += d[i].kept;
-          if (d[i].kept && present[i] && time[i]) best = std::min(best, *time[i]);
-        }
-        point.fraction_pruned =
-            1.0 - static_cast<double>(point.kept) / static_cast<double>(space.size());
-        point.regret = best / rep.optimum_ms;
-        return point;
-      };
-      for (double margin : margins) rep.margin_sweep.push_back(point_at(margin));
-      // The margins at which rule 4's kept set changes: each kept variant's prediction over the
-      // best (rule 4 keeps what is predicted at most margin x the best; the tiny excess keeps
-      // the variant that sets the margin against rounding). What a margin prunes falls as it
-      // grows, so the widest kept set that still prunes enough is found by bisection.
-      const double best_prediction = pruner::model_rule_best(before_rule4, predictions);
-      std::vector<double> steps;
-      for (size_t i = 0; i < space.size(); ++i)
-        if (before_rule4[i].kept && predictions[i].ok && best_prediction > 0)
-          steps.push_back(predictions[i].ms / best_prediction * (1 + 1e-12));
-      std::sort(steps.begin(), steps.end());
-      steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-      if (!steps.empty()) {
-        const ReplayReport::MarginPoint tightest = point_at(steps.front());
-        rep.tightest_pruned = tightest.fraction_pruned;
-        if (tightest.fraction_pruned >= kTargetPruned) {
-          size_t lo = 0, hi = steps.size();  // steps[lo] prunes enough; steps[hi] (if any) not
-          while (hi - lo > 1) {
-            const size_t mid = lo + (hi - lo) / 2;
-            (point_at(steps[mid]).fraction_pruned >= kTargetPruned ? lo : hi) = mid;
-          }
-          rep.at_target_pruned = point_at(steps[lo]);
-        }
-      }
-    }
-    // The model's ranking against the recorded times.
-    std::vector<double> pred, meas;
-    for (size_t i = 0; i < space.size(); ++i)
-      if (present[i] && time[i] && pr.rows[i].predicted_ms) {
-        pred.push_back(*pr.rows[i].predicted_ms);
-        meas.push_back(*time[i]);
-      }
-    rep.predicted_and_measured = pred.size();
-    rep.spearman = pruner::spearman(pred, meas);
-    if (pr.rates) {
-      // model_guided, fed the recorded times, as `gputune run` searches: pruned variants
-      // (rules 1-3) are never proposed; what the model rule pruned is held back until a refit
-      // readmits it.
-      std::vector<bool> excluded(space.size());
-      for (size_t i = 0; i < space.size(); ++i) {
-        const std::string& rule = pr.rows[i].decision.rule;
-        excluded[i] = rule == "resources" || rule == "duplicate" || rule == "spills";
-      }
-      std::vector<Config> configs;  // for the learned parameter effects
-      configs.reserve(space.size());
-      for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
-      // Each configuration is ordered by its best case until it is compiled, as `run` orders it;
-      // rules 1-3 are found as each compiles (a duplicate is one whose binary the search
-      // compiled before), and rule 4 holds back what can no longer come within the margin.
-      std::vector<int> bound(space.size(), 0);
-      std::vector<double> best_case(space.size(), NAN);
-      for (size_t i = 0; i < space.size(); ++i) {
-        bound[i] = pr.rows[i].best_case_blocks;
-        if (bound[i] > 0 && pr.features[i].ok)
-          if (auto p = pruner::best_case(pr.features[i], *pr.rates, pr.calibration, bound[i]); p.ok)
-            best_case[i] = p.ms;
-      }
-      ModelGuided g(pr.features, *pr.rates, pr.calibration, {}, configs, 0, bound);
-      g.hold_back(std::vector<size_t>{}, pr.margin);
-      SearchStream::Settings settings;
-      settings.look_ahead = look_ahead;
-      settings.margin = pr.margin;
-      settings.best_case = best_case;
-      SearchStream stream(g, &g, settings);
-      std::set<long> binaries;  // the kept binary of each group of duplicates, once compiled
-      std::map<size_t, CompileVerdict> compiled;  // what each compile gave (asked again: the same)
-      auto compile = [&](size_t i) {
-        if (auto it = compiled.find(i); it != compiled.end()) return it->second;
-        CompileVerdict& v = compiled[i];
-        const pruner::Decision& d = pr.rows[i].decision;
-        if (!pr.rows[i].compiled || (excluded[i] && d.rule != "duplicate")) return v;
-        if (pr.rows[i].predicted_ms) {
-          v.prediction = *pr.rows[i].predicted_ms;
-          g.refine(i, pr.features[i]);
-        }
-        v.sets_best = true;  // kept by rules 1-2, or the same binary as one they keep
-        v.usable =
-            binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i)).second;
-        return v;
-      };
-      std::vector<size_t> order;
-      double best = INFINITY;
-      auto measure = [&](size_t i) -> std::optional<double> {
-        if (!present[i]) return std::nullopt;
-        order.push_back(i);
-        if (time[i] && *time[i] < best) best = *time[i];
-        return time[i];
-      };
-      if (def) {
-        const CompileVerdict v = compile(*def);
-        if (v.sets_best) stream.offer_best(v.prediction);
-        stream.add_measured(*def, measure(*def));
-      }
-      simulate_stream(stream, compile, measure);
-      // As for the others, except that a tolerance its stop rule ended it before is NaN.
-      std::vector<double> reach = reach_all(order);
-      for (size_t t = 0; t < reach.size(); ++t)
-        if (best > rep.optimum_ms * o.within[t])
-          reach[t] = std::numeric_limits<double>::quiet_NaN();
-      rep.strategies.push_back(score("model_guided", {reach}));
-      rep.guided_stopped_after = order.size();
-      rep.guided_compiled = compiled.size();
-      rep.guided_best_ratio = best / rep.optimum_ms;
-    }
-    rep.pruner_note =
-        pr.rates ? "model rates from " + pr.rates_source : "model not scored: " + pr.rates_source;
+    score_pruner(job, space, r, o, look_ahead, rep);
   }
   return rep;
 }

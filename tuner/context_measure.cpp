@@ -1,0 +1,257 @@
+/** \file tuner/context_measure.cpp
+ * Owns: one configuration in one context of `gputune run` (ContextRun, tuner/context_run.h): its
+ * trial (launch, occupancy, prediction), judging it once compiled (rules 1-3, and rule 4 through
+ * the stream), measuring it (or recording why not), a resumed run's measurements, and storing
+ * its row.
+ * Must not: decide what is searched or in which order (context_stage.cpp and the strategy do), or
+ * print reports (context_report.cpp does). */
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pruner/rules.h"
+#include "tuner/context_run.h"
+#include "tuner/hang_watch.h"
+#include "tuner/measure.h"
+#include "tuner/measurement_row.h"
+#include "variants/instantiate.h"
+
+namespace gputune::tuner {
+
+RowKeys ContextRun::keys(Candidate& c) { return {s_.run_id, ctx_id_, s_.variant_id(c)}; }
+
+/// Its trial in this context, with its launch and (once compiled) its occupancy.
+Trial& ContextRun::trial(Candidate& c, bool launch) {
+  Trial& t = trials_[c.index];
+  if (launch && !t.launch && t.geometry_error.empty()) {
+    try {
+      t.launch = instantiate_launch(s_.job, c.config, ctx_);
+    } catch (const JobError& e) {
+      t.geometry_error = e.problem;
+    }
+  }
+  if (t.launch && c.usable() && t.occupancy.blocks_per_sm == 0 && t.occupancy.feasible)
+    t.occupancy = pruner::compute_occupancy(c.inspected.res, t.launch->geometry.grid,
+                                            t.launch->geometry.block,
+                                            t.launch->geometry.dynamic_smem, s_.limits);
+  if (t.launch && c.usable() && model_ && !t.prediction.ok)
+    if (const long pos = plan_ ? plan_->position(c.index) : -1; pos >= 0) {
+      t.prediction = pruner::predict(real_features(static_cast<std::size_t>(pos), t),
+                                     *s_.rates.rates, s_.calibration);
+      t.best_case_ms = best_case_[static_cast<std::size_t>(pos)];
+    }
+  return t;
+}
+
+pruner::ModelFeatures ContextRun::real_features(std::size_t pos, const Trial& t) const {
+  return pruner::features_from(model_->run.traffic[pos], t.occupancy,
+                               model_->threads_per_block[pos]);
+}
+
+/// The binary and launch of a compiled configuration, as rule 3 keys it: equal ones compute
+/// and time the same.
+std::string ContextRun::binary(const Candidate& c, const Trial& t) {
+  const LaunchGeometry& g = t.launch->geometry;
+  return c.compiled.cubin_hash + "|" + pruner::launch_key(g.grid, g.block, g.dynamic_smem);
+}
+
+bool ContextRun::sets_best(const Trial& t) {
+  return t.decision.kept || t.decision.rule == "duplicate";
+}
+
+void ContextRun::on_compiled(Candidate& c) {
+  check_compiled(s_, c);
+  waiting_.erase(c.index);
+  judge_ready();
+}
+
+/// Judges the proposed configurations that are compiled: as each is ready, or (a strategy
+/// without feedback, which measures everything rule 4 keeps) in the order they were proposed,
+/// so that which of a group of identical binaries is kept does not depend on which compile
+/// finished first.
+void ContextRun::judge_ready() {
+  const bool ordered = exact_;
+  for (auto it = in_order_.begin(); it != in_order_.end();) {
+    if (waiting_.count(plan_->index[*it])) {
+      if (ordered) break;
+      ++it;
+      continue;
+    }
+    const std::size_t pos = *it;
+    it = in_order_.erase(it);
+    judge(pos);
+  }
+}
+
+/// A proposed configuration is compiled: rules 1-3 (with the pruner on), its real prediction
+/// (which refines the model_guided order), and whether the stream measures it.
+void ContextRun::judge(std::size_t pos) {
+  Candidate& c = s_.candidate(plan_->index[pos]);
+  Trial& t = trial(c);
+  if (!c.usable() || !t.launch) {
+    store_unlaunchable(c, t);
+    stream_->compiled(pos, false, kNaN, false);
+    return;
+  }
+  if (s_.job.pruner.enabled && judged_.insert(c.index).second) apply_rules(c, t);
+  if (guide_ && t.prediction.ok) guide_->refine(pos, real_features(pos, t));
+  if (!t.decision.kept) {
+    db::MeasurementRecord row = measurement_row(keys(c), c, t);
+    row.status = db::Status::kConstraints;
+    row.reason = "pruned by rule " + t.decision.rule + ": " + t.decision.reason;
+    store(c, t, row);
+  }
+  // The same binary and launch as one measured here: its outcome is known without a launch,
+  // and the search learns it (it is no measurement of the budget).
+  if (t.decision.rule == "duplicate" && t.decision.duplicate_of >= 0)
+    if (auto twin = trials_.find(static_cast<std::size_t>(t.decision.duplicate_of));
+        twin != trials_.end() && twin->second.measured) {
+      stream_->known(pos, twin->second.time_ms, t.prediction.ok ? t.prediction.ms : kNaN);
+      return;
+    }
+  stream_->compiled(pos, t.decision.kept, t.prediction.ok ? t.prediction.ms : kNaN, sets_best(t));
+}
+
+/// Rules 1-3 (pruner::judge_variant) on one compiled configuration, in this context: its
+/// launch would fail, it spills beyond the limit, or it is the same binary and launch as one
+/// kept before it here.
+void ContextRun::apply_rules(Candidate& c, Trial& t) {
+  pruner::RuleInput in;
+  in.inspected = true;
+  in.res = c.inspected.res;
+  in.cubin_hash = c.compiled.cubin_hash;
+  const LaunchGeometry& g = t.launch->geometry;
+  in.grid = g.grid, in.block = g.block, in.dynamic_smem = g.dynamic_smem;
+  in.geometry = pruner::launch_key(g.grid, g.block, g.dynamic_smem);
+  t.decision =
+      pruner::judge_variant(in, static_cast<long>(c.index), s_.limits, s_.rule_options, binaries_);
+  if (t.decision.rule == "duplicate")  // named by its configuration, not its space index
+    t.decision.reason =
+        "same cubin and launch geometry as configuration " +
+        s_.candidate(static_cast<std::size_t>(t.decision.duplicate_of)).config.key();
+  if (!t.decision.kept) ++removed_[t.decision.rule];
+}
+
+/// Measures (or, without a GPU, records) a configuration; its time when correct.
+std::optional<double> ContextRun::measure(Candidate& c, Trial& t, const std::string& note) {
+  const RowKeys k = keys(c);
+  if (s_.already.count({ctx_id_, k.variant_id})) return resumed(c, t);
+  db::MeasurementRecord row = measurement_row(k, c, t);
+  std::optional<double> result;
+  if (!set_unlaunchable(row, c, t)) {
+    if (!measurer_) {
+      row.status = db::Status::kCompiled;
+      row.reason = "not timed: no CUDA device (" + s_.no_device_reason + ")";
+      if (!t.occupancy.feasible)
+        row.reason += "; predicted launch failure: " + t.occupancy.infeasible_reason;
+    } else if (s_.out_of_time || Clock::now() > s_.deadline) {
+      s_.out_of_time = true;
+      row.status = db::Status::kTimeout;
+      row.reason = "not run: the job's time budget was spent";
+    } else {
+      const bool is_ref = need_reference_ && reference_.empty();
+      Outcome o = launch(c, t, row, is_ref ? nullptr : &reference_, is_ref ? &reference_ : nullptr);
+      set_outcome(row, o, t);
+      if (o.status == db::Status::kCorrect) {
+        result = o.median_ms;
+        correct_.emplace_back(o.median_ms, c.index);
+        if (!best_ms_ || o.median_ms < *best_ms_) best_ms_ = o.median_ms;
+        if (c.is_default) default_ms_ = o.median_ms;
+        if (is_ref) {
+          row.reason = "reference: later variants are verified against these outputs";
+          if (!c.is_default)
+            s_.log << "gputune: note: the default configuration is not available; reference "
+                      "outputs come from "
+                   << c.config.key() << "\n";
+        }
+      } else {
+        if (is_ref) reference_.clear();  // outputs captured before a later failure
+        if (!t.occupancy.feasible)
+          row.reason +=
+              " (the resource model predicted this: " + t.occupancy.infeasible_reason + ")";
+      }
+    }
+  }
+  if (row.status.failed()) ++failures_;
+  if (!note.empty()) row.reason += (row.reason.empty() ? "" : "; ") + note;
+  t.time_ms = result;
+  store(c, t, row);
+  t.measured = true;
+  if (c.usable() && t.launch && !c.compiled.cubin_hash.empty())
+    measured_binaries_.insert(binary(c, t));
+  if (row.status.timed() && !s_.first_measurement_s)
+    s_.first_measurement_s = std::chrono::duration<double>(Clock::now() - s_.started).count();
+  if (result && *result <= *best_ms_)  // the fastest so far: the provisional winner
+    s_.store->offer_winner(ctx_id_, t.measurement_id, /*provisional=*/true);
+  return result;
+}
+
+/// Runs a configuration on the GPU (Measurer::run, the job's repeats), watched: the daemon is
+/// told which variant is in flight, and a launch that never returns stores `row` as timeout
+/// (HangWatch). Counts the GPU's time.
+Outcome ContextRun::launch(Candidate& c, Trial& t, const db::MeasurementRecord& row,
+                           const std::vector<std::vector<unsigned char>>* expected,
+                           std::vector<std::vector<unsigned char>>* capture) {
+  if (s_.opt.on_measure_start) s_.opt.on_measure_start(ctx_id_, row.variant_id);
+  if (s_.hang_watch) s_.hang_watch->begin(row, "configuration " + c.config.key());
+  const Clock::time_point t0 = Clock::now();
+  Outcome o = measurer_->run(c.compiled, *t.launch, expected, capture, s_.job.measure.repeats);
+  s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (s_.hang_watch) s_.hang_watch->end();
+  return o;
+}
+
+/// A configuration measured before an interruption: what it measured then counts now (the
+/// reference outputs are not stored: they are captured again from it).
+std::optional<double> ContextRun::resumed(Candidate& c, Trial& t) {
+  t.measured = true;
+  auto it = resumed_ms_.find(s_.variant_id(c));
+  if (it == resumed_ms_.end()) return std::nullopt;
+  t.time_ms = it->second;
+  t.measurement_id = resumed_mid_[c.variant_id];
+  if (measurer_ && need_reference_ && reference_.empty() && c.usable() && t.launch) {
+    Outcome o = measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1);
+    if (o.status != db::Status::kCorrect) reference_.clear();
+  }
+  return t.time_ms;
+}
+
+/// What this run measured in this context before it was interrupted (a resume).
+void ContextRun::load_resumed() {
+  if (s_.already.empty()) return;
+  for (auto& m : s_.store->measurements(s_.run_id, ctx_id_))
+    if (m.status == db::Status::kCorrect && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms) {
+      const long i = s_.space.find(m.config_key);
+      if (i < 0) continue;
+      Candidate& c = s_.candidate(static_cast<std::size_t>(i));
+      c.variant_id = m.variant_id;
+      resumed_ms_[m.variant_id] = *m.time_ms;
+      resumed_mid_[m.variant_id] = m.id;
+      correct_.emplace_back(*m.time_ms, c.index);
+      Trial& t = trials_[c.index];
+      t.measurement_id = m.id, t.measured = true, t.time_ms = m.time_ms;
+      if (!best_ms_ || *m.time_ms < *best_ms_) best_ms_ = m.time_ms;
+      if (c.is_default) default_ms_ = m.time_ms;
+    }
+}
+
+void ContextRun::store_unlaunchable(Candidate& c, Trial& t) {
+  if (t.measured || stored_.count(c.index) || s_.already.count({ctx_id_, s_.variant_id(c)})) return;
+  db::MeasurementRecord row = measurement_row(keys(c), c, t);
+  if (!set_unlaunchable(row, c, t)) return;
+  ++failures_;
+  store(c, t, row);
+}
+
+void ContextRun::store(Candidate& c, Trial& t, db::MeasurementRecord& row) {
+  // A pair this run stored before it was interrupted is not stored twice.
+  if (s_.already.count({ctx_id_, row.variant_id})) return;
+  t.measurement_id = s_.store->add_measurement(row);
+  stored_.insert(c.index);
+  ++s_.done_total;
+  if (s_.done_total % 64 == 0)
+    s_.store->update_run_progress(s_.run_id, s_.done_total, s_.seconds_spent());
+}
+
+}  // namespace gputune::tuner
