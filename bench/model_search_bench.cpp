@@ -19,9 +19,9 @@
 
 #include "pruner/device_spec.h"
 #include "tuner/arguments.h"
-#include "tuner/tuning_job.h"
 #include "tuner/model_search.h"
 #include "tuner/screen.h"
+#include "tuner/tuning_job.h"
 
 using namespace gputune;
 using namespace gputune::tuner;

@@ -22,9 +22,9 @@
 
 #include "baselines.h"
 #include "tuner/cuda_driver.h"
-#include "tuner/tuning_job.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
+#include "tuner/tuning_job.h"
 
 using namespace gputune;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 /** \file tuner/generate.h
  * Owns: `gputune generate` (analysis report, variant files, a CPU check of every
- * written variant against the naive kernel). The analysis and the code are variants/naive/naive.h's;
- * the CPU check is cpu_check.h's.
+ * written variant against the naive kernel). The analysis and the code are
+ * variants/naive/naive.h's; the CPU check is cpu_check.h's.
  * Must not: launch on a GPU or touch the database. */
 #pragma once
 

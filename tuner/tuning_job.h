@@ -1,8 +1,8 @@
 /** \file tuner/tuning_job.h
  * Owns: loading a job to tune, as every command that tunes, checks or ranks one does: the T1 file
  * (variants/job.h), and for a naive job (GPUTune.Naive) the analysis of its kernel and the space
- * and geometry generated from it (variants/naive/naive.h), or the fall-back to block shape only with
- * the reason when the kernel is outside the generator's subset.
+ * and geometry generated from it (variants/naive/naive.h), or the fall-back to block shape only
+ * with the reason when the kernel is outside the generator's subset.
  * Must not: compile, launch or touch the database. */
 #pragma once
 

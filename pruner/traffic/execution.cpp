@@ -150,9 +150,9 @@ Val Sim::call(const CallExpr* c) {
     }
     return Val{};
   }
-  // A pipelined variant's asynchronous copy (kCpAsync, variants/naive/emitter.cpp): a load from global
-  // memory on the lanes whose `ok` holds (the others copy nothing: zero-fill), a store to the
-  // shared buffer on every lane. Its commit and wait move no data.
+  // A pipelined variant's asynchronous copy (kCpAsync, variants/naive/emitter.cpp): a load from
+  // global memory on the lanes whose `ok` holds (the others copy nothing: zero-fill), a store to
+  // the shared buffer on every lane. Its commit and wait move no data.
   if (name == "gt_cp_async" && c->getNumArgs() == 3) {
     Val dst = eval(c->getArg(0)), src = eval(c->getArg(1)), ok = eval(c->getArg(2));
     bool unk = false;

@@ -10,8 +10,8 @@
 #include "test_util.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
-#include "tuner/tuning_job.h"
 #include "tuner/pipeline.h"
+#include "tuner/tuning_job.h"
 
 namespace gputune {
 namespace {
