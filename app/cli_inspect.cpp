@@ -16,6 +16,7 @@
 
 #include "app/cli.h"
 #include "db/tuned_header.h"
+#include "select/select.h"
 #include "tuner/cache_admin.h"
 #include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
@@ -34,6 +35,91 @@ std::string local_time(std::int64_t seconds) {
   return out;
 }
 
+/// "2048,2048" or "2048x2048" as sizes; none when a part is not a positive integer.
+std::optional<std::vector<std::int64_t>> parse_size(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, text.find('x') != std::string::npos ? 'x' : ',')) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+        part.size() > 15)
+      return std::nullopt;
+    out.push_back(std::stoll(part));
+    if (out.back() < 1) return std::nullopt;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+/// `best KERNEL --device NAME --size N[,N...]`: what gputune::select answers for that input,
+/// tuned or not, and how it got it.
+int best_for_size(db::Store& store, const cxxopts::ParseResult& r) {
+  const std::string kernel = r["kernel"].as<std::string>();
+  const std::string size_text = r["size"].as<std::string>();
+  const auto size = parse_size(size_text);
+  if (!size) {
+    std::cerr << "gputune: --size '" << size_text
+              << "' is not a problem size. Fix: positive integers joined by ',' or 'x', as "
+                 "2048,2048\n";
+    return tuner::kExitBadInput;
+  }
+  if (!r.count("device")) {
+    std::cerr << "gputune: --size needs --device NAME (the GPU to choose for; `gputune best "
+              << kernel << "` lists the devices it was tuned on)\n";
+    return tuner::kExitBadInput;
+  }
+  select::Input input{*size, {}};
+  if (r.count("value"))
+    for (const std::string& nv : r["value"].as<std::vector<std::string>>()) {
+      const auto eq = nv.find('=');
+      char* end = nullptr;
+      const double v = eq == std::string::npos ? 0 : std::strtod(nv.c_str() + eq + 1, &end);
+      if (eq == std::string::npos || eq == 0 || !end || *end) {
+        std::cerr << "gputune: --value '" << nv << "' is not NAME=NUMBER\n";
+        return tuner::kExitBadInput;
+      }
+      input.values[nv.substr(0, eq)] = v;
+    }
+  auto table = select::Table::from(select::table_from_store(store, kernel));
+  if (!table) {
+    std::cerr << "gputune: " << table.error().message << "\n";
+    return tuner::kExitBadInput;
+  }
+  // A kernel named by a hash prefix: the table holds it by name.
+  std::string name = kernel;
+  if (table->kernels().size() == 1) name = table->kernels().front();
+  const std::string device = r["device"].as<std::string>();
+  const std::string arch = string_option(r, "arch");
+  const auto choice = table->choose(name, {device, arch}, input);
+  if (!choice) {
+    std::cerr << "gputune: " << choice.error().message << "\n";
+    return choice.error().code == select::Error::Code::kUnknownKernel ? 2 : tuner::kExitBadInput;
+  }
+  const select::Choice& c = *choice;
+  if (r.count("json")) {
+    nlohmann::ordered_json params = nlohmann::ordered_json::object();
+    for (const auto& [n, v] : c.params) params[n] = v;
+    nlohmann::ordered_json j = {{"kernel", c.kernel},   {"device", c.device},
+                                {"size", *size},        {"how", select::to_string(c.how)},
+                                {"from", c.from},       {"configuration", c.config},
+                                {"parameters", params}, {"grid", c.grid},
+                                {"block", c.block},     {"explain", c.explain()}};
+    if (c.measured_ms) j["time_ms"] = *c.measured_ms;
+    if (c.expected)
+      j["leave_one_out"] = {{"contexts", c.expected->contexts},
+                            {"unknown", c.expected->unknown},
+                            {"median", c.expected->median},
+                            {"worst", c.expected->worst}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << c.explain() << "\n";
+  for (const auto& [n, v] : c.params) std::cout << "  " << n << " = " << v << "\n";
+  std::cout << "  grid " << c.grid[0] << "," << c.grid[1] << "," << c.grid[2] << "  block "
+            << c.block[0] << "," << c.block[1] << "," << c.block[2] << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_best(int argc, char** argv) {
@@ -41,6 +127,13 @@ int cmd_best(int argc, char** argv) {
   o.add_options()("kernel", "kernel name or hash prefix", cxxopts::value<std::string>())(
       "context", "context label, e.g. 4096x4096", cxxopts::value<std::string>())(
       "device", "device name", cxxopts::value<std::string>())(
+      "size", "choose for this problem size (tuned or not), e.g. 2048,2048: needs --device",
+      cxxopts::value<std::string>())("arch",
+                                     "--size: the device's architecture (sm_90), to "
+                                     "choose from another GPU of it",
+                                     cxxopts::value<std::string>())(
+      "value", "--size: an input value NAME=NUMBER the job's contexts set (repeatable)",
+      cxxopts::value<std::vector<std::string>>())(
       "db", "database file", cxxopts::value<std::string>())("json", "print JSON")(
       "header", "write a C/C++ header of the winners to FILE ('-': stdout)",
       cxxopts::value<std::string>())("h,help", "help");
@@ -49,6 +142,7 @@ int cmd_best(int argc, char** argv) {
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "kernel")) return *rc;
   db::Store store = existing_store(r);
+  if (r.count("size")) return best_for_size(store, r);
   std::string kernel = r["kernel"].as<std::string>();
   auto ws = store.winners(kernel, string_option(r, "context"), string_option(r, "device"));
   // A naive kernel's winner is generated code: the command that writes its source. A run that

@@ -1,17 +1,63 @@
 /** \file app/cli_interchange.cpp
- * Owns: the interchange commands: export (T4) and import (Kernel Tuner cache, T4). The formats
- * live in db/interchange.h.
+ * Owns: the interchange commands: export (T4, decision files) and import (Kernel Tuner cache,
+ * T4). The formats live in db/interchange.h and select/decision_table.h.
  * Must not: read or write any format itself.
  */
 #include <iostream>
 
 #include "app/cli.h"
 #include "db/interchange.h"
+#include "select/decision_table.h"
 
 namespace gputune::app {
+namespace {
+
+std::string ratio_text(const select::LooFigures& f) {
+  if (f.contexts == f.unknown) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "median %.3fx, worst %.3fx", f.median, f.worst);
+  return buf;
+}
+
+/// `export --decisions FILE`: the decision table of the stored winners (select/), and on stderr
+/// what each device's rule is and how it did in leave-one-out.
+int export_decisions(db::Store& store, const cxxopts::ParseResult& r) {
+  const std::string file = r["decisions"].as<std::string>();
+  select::DecisionTable t = select::table_from_store(store, string_option(r, "kernel"));
+  if (t.kernels.empty()) {
+    std::cerr << "gputune: no winner stored"
+              << (r.count("kernel") ? " for kernel '" + string_option(r, "kernel") + "'" : "")
+              << " in " << db_of(r) << ": nothing to decide. Fix: tune it first (`gputune run "
+              << "JOB`).\n";
+    return tuner::kExitBadInput;
+  }
+  t.origin = db_of(r), t.generated = today_utc();
+  const std::string text = select::to_json(t, !r.count("no-source")).dump() + "\n";
+  if (file == "-")
+    std::cout << text;
+  else if (!write_file_atomically(file, text))
+    return tuner::kExitBadInput;
+  for (const select::KernelTable& k : t.kernels)
+    for (const select::DeviceTable& d : k.devices) {
+      std::cerr << "gputune: " << k.name << " on " << d.name << ": " << d.inputs.size()
+                << " context(s), untuned inputs by " << select::to_string(d.method);
+      if (d.loo)
+        std::cerr << " (leave-one-out: nearest " << ratio_text(d.loo->nearest) << "; learned "
+                  << ratio_text(d.loo->learned) << "; largest input's winner "
+                  << ratio_text(d.loo->largest) << ")";
+      std::cerr << "\n";
+    }
+  if (file != "-") std::cerr << "gputune: wrote " << file << " (" << text.size() << " bytes)\n";
+  return 0;
+}
+
+}  // namespace
+
 int cmd_export(int argc, char** argv) {
   auto o = command_options("gputune export", "Export results");
-  o.add_options()("t4", "T4 format (the only one so far)")(
+  o.add_options()("t4", "T4 results of runs")(
+      "decisions", "decision file of the winners for gputune::select, to FILE ('-': stdout)",
+      cxxopts::value<std::string>())("no-source", "--decisions without the kernels' sources")(
       "run", "run id (default: all runs)", cxxopts::value<long>()->default_value("0"))(
       "context", "context label (where the run measured several; a T4 file holds one)",
       cxxopts::value<std::string>())("kernel", "kernel name (where the runs tuned several kernels)",
@@ -19,8 +65,9 @@ int cmd_export(int argc, char** argv) {
       "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
-  if (auto rc = help_or_missing(o, r, "t4")) return *rc;
+  if (auto rc = help_or_missing(o, r, r.count("decisions") ? nullptr : "t4")) return *rc;
   db::Store store = existing_store(r);
+  if (r.count("decisions")) return export_decisions(store, r);
   long run = r["run"].as<long>();
   if (run && !store.run(run)) {
     std::cerr << "gputune: no run " << run << " in " << db_of(r) << "\n";

@@ -130,6 +130,15 @@ std::string choose_without(const DeviceTable& d, How how, int i);
 /// Index of the largest input (product of sizes) but `skip`; -1 when none.
 int largest_input(const std::vector<TunedInput>& inputs, int skip = -1);
 
+/// One hidden input of leave-one-out: what each way chose for it and that choice's measured time
+/// over the input's winner (none: the choice was never measured there, or no choice).
+struct LooRow {
+  std::string label;
+  std::string nearest, learned, largest;
+  std::optional<double> nearest_ratio, learned_ratio, largest_ratio;
+};
+std::vector<LooRow> leave_one_out_rows(const DeviceTable& d);
+
 /// Leave-one-out figures of a device's inputs (none with fewer than 2).
 std::optional<LooReport> leave_one_out(const DeviceTable& d);
 

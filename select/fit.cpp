@@ -211,22 +211,39 @@ std::string choose_without(const DeviceTable& d, How how, int i) {
   return "";
 }
 
-std::optional<LooReport> leave_one_out(const DeviceTable& d) {
-  const int n = static_cast<int>(d.inputs.size());
-  if (n < 2) return std::nullopt;
-  std::vector<double> nearest, learned, largest;
-  auto add = [&](std::vector<double>& out, int i, const std::string& c) {
+std::vector<LooRow> leave_one_out_rows(const DeviceTable& d) {
+  std::vector<LooRow> rows;
+  if (d.inputs.size() < 2) return rows;
+  auto ratio = [&](int i, const std::string& c) -> std::optional<double> {
     const TunedInput& in = d.inputs[static_cast<size_t>(i)];
     auto it = in.times_ms.find(c);
-    if (!c.empty() && it != in.times_ms.end() && in.best_ms > 0)
-      out.push_back(it->second / in.best_ms);
+    if (c.empty() || it == in.times_ms.end() || in.best_ms <= 0) return std::nullopt;
+    return it->second / in.best_ms;
   };
-  for (int i = 0; i < n; ++i) {
-    add(nearest, i, choose_without(d, How::kNearest, i));
-    add(learned, i, choose_without(d, How::kLearned, i));
+  for (int i = 0; i < static_cast<int>(d.inputs.size()); ++i) {
+    LooRow r;
+    r.label = d.inputs[static_cast<size_t>(i)].label;
+    r.nearest = choose_without(d, How::kNearest, i);
+    r.learned = choose_without(d, How::kLearned, i);
     const int l = largest_input(d.inputs, i);
-    add(largest, i, l < 0 ? "" : d.inputs[static_cast<size_t>(l)].winner);
+    r.largest = l < 0 ? "" : d.inputs[static_cast<size_t>(l)].winner;
+    r.nearest_ratio = ratio(i, r.nearest), r.learned_ratio = ratio(i, r.learned);
+    r.largest_ratio = ratio(i, r.largest);
+    rows.push_back(std::move(r));
   }
+  return rows;
+}
+
+std::optional<LooReport> leave_one_out(const DeviceTable& d) {
+  const auto rows = leave_one_out_rows(d);
+  if (rows.empty()) return std::nullopt;
+  std::vector<double> nearest, learned, largest;
+  for (const LooRow& r : rows) {
+    if (r.nearest_ratio) nearest.push_back(*r.nearest_ratio);
+    if (r.learned_ratio) learned.push_back(*r.learned_ratio);
+    if (r.largest_ratio) largest.push_back(*r.largest_ratio);
+  }
+  const int n = static_cast<int>(rows.size());
   return LooReport{figures(nearest, n), figures(learned, n), figures(largest, n)};
 }
 

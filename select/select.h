@@ -96,6 +96,8 @@ struct Device {
 /// The application's input: its problem size (as the job's ProblemSize, as many dimensions as
 /// the kernel was tuned with) and the job's other input values by name.
 struct Input {
+  Input(std::vector<std::int64_t> size = {}, std::map<std::string, double> named = {})
+      : problem_size(std::move(size)), values(std::move(named)) {}
   std::vector<std::int64_t> problem_size;
   std::map<std::string, double> values;
 };
