@@ -31,13 +31,14 @@ tuning:
   prune JOB          compile for a device (--device NAME, no GPU needed) and apply the pruning rules
   replay JOB         score strategies (and the pruner) against recorded measurements (--measurements FILE)
 inspection:
-  best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME)
+  best KERNEL        the stored winner(s) of a kernel (--context LABEL, --device NAME; --size N,N: any input)
   show RUN           a run's summary and its measurements
   runs               the most recent runs
   cache              what the cubin and analysis cache holds; --max-size SIZE limits it, --clear
   devices            the CUDA devices the driver reports (or why there are none)
 interchange:
   export --t4        T4 results of a run (--run ID, --context LABEL, -o FILE)
+  export --decisions the decision table gputune::select reads at run time (FILE, --kernel NAME)
   import FILE        a Kernel Tuner cache or T4 file as measurements of its device (--kernel, --device)
 service:
   serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs

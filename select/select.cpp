@@ -99,12 +99,31 @@ std::string value_text(const nlohmann::ordered_json& v) {
   return v.dump();
 }
 
-/// What choose() needs of a kernel, prepared once when the table is opened.
+/// What choose() needs of a kernel. Its job (the launch rules) is read when the kernel is first
+/// asked for, so that opening a table of many kernels costs what reading its JSON costs.
 struct PreparedKernel {
   const KernelTable* table = nullptr;
-  std::optional<Job> job;  ///< the launch rules; none when the job could not be read
-  std::string job_error;
   std::shared_ptr<const std::vector<std::string>> names;
+  std::string origin;
+
+  /// The launch rules; none when the job could not be read (then job_error says why).
+  const std::optional<Job>& job() const {
+    std::call_once(once_, [this] {
+      try {
+        job_ = parse_job(json::parse(table->job_document),
+                         origin + " (the job of kernel " + table->name + ")");
+      } catch (const std::exception& e) {
+        job_error_ = e.what();
+      }
+    });
+    return job_;
+  }
+  const std::string& job_error() const { return job_error_; }
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::optional<Job> job_;
+  mutable std::string job_error_;
 };
 
 struct MemoKey {
@@ -129,7 +148,7 @@ struct MemoHash {
 
 struct Table::Impl {
   DecisionTable data;
-  std::map<std::string, PreparedKernel, std::less<>> kernels;
+  std::map<std::string, std::unique_ptr<PreparedKernel>, std::less<>> kernels;
   mutable std::shared_mutex memo_mutex;
   mutable std::unordered_map<MemoKey, Choice, MemoHash> memo;
   static constexpr size_t kMemoLimit = 4096;
@@ -156,15 +175,9 @@ Result<Table> Table::from(DecisionTable table) noexcept {
     t.impl_ = std::make_shared<Impl>();
     t.impl_->data = std::move(table);
     for (const KernelTable& k : t.impl_->data.kernels) {
-      PreparedKernel pk;
-      pk.table = &k;
-      pk.names = std::make_shared<const std::vector<std::string>>(k.parameters);
-      try {
-        pk.job = parse_job(json::parse(k.job_document),
-                           t.impl_->data.origin + " (the job of kernel " + k.name + ")");
-      } catch (const std::exception& e) {
-        pk.job_error = e.what();
-      }
+      auto pk = std::make_unique<PreparedKernel>();
+      pk->table = &k, pk->origin = t.impl_->data.origin;
+      pk->names = std::make_shared<const std::vector<std::string>>(k.parameters);
       t.impl_->kernels.emplace(k.name, std::move(pk));
     }
     return t;
@@ -233,7 +246,7 @@ const DecisionTable& Table::data() const { return impl_->data; }
 const KernelTable* Table::kernel(std::string_view name) const {
   if (!impl_) return nullptr;
   auto it = impl_->kernels.find(name);
-  return it == impl_->kernels.end() ? nullptr : it->second.table;
+  return it == impl_->kernels.end() ? nullptr : it->second->table;
 }
 
 Result<Choice> Table::Impl::compute(const PreparedKernel& pk, const Device& device,
@@ -315,15 +328,15 @@ Result<Choice> Table::Impl::compute(const PreparedKernel& pk, const Device& devi
     c.params.emplace_back(name, value_text(v));
     config.values.push_back(json_to_value(json::parse(v.dump())));
   }
-  if (!pk.job)
+  if (!pk.job())
     return Error{Error::Code::kBadFile,
-                 "the launch rules of kernel '" + k.name + "' cannot be read: " + pk.job_error};
+                 "the launch rules of kernel '" + k.name + "' cannot be read: " + pk.job_error()};
   ContextSpec ctx;
   ctx.name = "input";
   for (auto s : size) ctx.problem_size.emplace_back(s);
   for (const auto& [name, v] : input.values) ctx.values.emplace_back(name, number(v));
   try {
-    const LaunchGeometry g = launch_geometry(*pk.job, config, ctx);
+    const LaunchGeometry g = launch_geometry(*pk.job(), config, ctx);
     c.grid = g.grid, c.block = g.block, c.dynamic_smem = g.dynamic_smem;
   } catch (const std::exception& e) {
     return Error{Error::Code::kBadInput,
@@ -355,7 +368,7 @@ Result<Choice> Table::choose(std::string_view kernel, const Device& device,
       auto m = impl_->memo.find(key);
       if (m != impl_->memo.end()) return m->second;
     }
-    Result<Choice> r = impl_->compute(it->second, device, input);
+    Result<Choice> r = impl_->compute(*it->second, device, input);
     if (r.ok()) {
       std::unique_lock lock(impl_->memo_mutex);
       if (impl_->memo.size() >= Impl::kMemoLimit) impl_->memo.clear();
