@@ -54,48 +54,67 @@ void times_in(Database& db, std::int64_t context_id, std::map<std::string, doubl
   }
 }
 
+/// A context's winner: its row in `winners`, else (a run stopped before naming one) its fastest
+/// correct measurement, marked provisional.
+struct ContextWinner {
+  std::int64_t context_id = 0, measurement_id = 0, run_id = 0;
+  std::string kernel, hash, device, label, config_key, params_json;
+  double time_ms = 0;
+  bool provisional = false;
+};
+
+std::vector<ContextWinner> context_winners(Database& db, const std::string& kernel) {
+  Statement s(db,
+              "SELECT c.id, k.name, k.hash, d.name, c.label, m.id, m.run_id, m.time_ms, "
+              "v.config_key, v.params, coalesce(w.provisional, 1) "
+              "FROM contexts c JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON "
+              "d.id=c.device_id LEFT JOIN winners w ON w.context_id=c.id "
+              "JOIN measurements m ON m.id=coalesce(w.measurement_id, (SELECT f.id FROM "
+              "measurements f WHERE f.context_id=c.id AND f.status='correct' AND f.time_ms IS NOT "
+              "NULL ORDER BY f.time_ms, f.id LIMIT 1)) "
+              "JOIN variants v ON v.id=m.variant_id "
+              "WHERE ?1='' OR k.name=?1 OR k.hash LIKE ?1 || '%' ORDER BY c.id");
+  s.bind(1, kernel);
+  std::vector<ContextWinner> out;
+  while (s.step()) {
+    ContextWinner w;
+    w.context_id = s.int64(0), w.kernel = s.text(1), w.hash = s.text(2), w.device = s.text(3);
+    w.label = s.text(4), w.measurement_id = s.int64(5), w.run_id = s.int64(6);
+    w.time_ms = s.real(7), w.config_key = s.text(8), w.params_json = s.text(9);
+    w.provisional = s.int64(10) != 0;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<TunedKernel> tuned_kernels(Store& store, const std::string& kernel) {
-  std::vector<WinnerRow> all;
-  if (!kernel.empty()) {
-    all = store.winners(kernel);
-  } else {
-    Statement names(store.db(),
-                    "SELECT DISTINCT k.name FROM winners w JOIN contexts c ON "
-                    "c.id=w.context_id JOIN kernels k ON k.id=c.kernel_id ORDER BY 1");
-    std::vector<std::string> list;
-    while (names.step()) list.push_back(names.text(0));
-    for (const std::string& n : list) {
-      auto rows = store.winners(n);
-      for (auto& r : rows)
-        if (r.kernel == n) all.push_back(std::move(r));
-    }
-  }
+  const std::vector<ContextWinner> all = context_winners(store.db(), kernel);
   // Per kernel name: the newest source version is the one whose winner was stored last.
-  std::map<std::string, const WinnerRow*> newest;
-  for (const WinnerRow& w : all) {
-    const WinnerRow*& slot = newest[w.kernel];
+  std::map<std::string, const ContextWinner*> newest;
+  for (const ContextWinner& w : all) {
+    const ContextWinner*& slot = newest[w.kernel];
     if (!slot || slot->measurement_id < w.measurement_id) slot = &w;
   }
   std::vector<TunedKernel> out;
   for (const auto& [name, top] : newest) {
     TunedKernel k;
-    k.name = name, k.hash = top->kernel_hash;
+    k.name = name, k.hash = top->hash;
     k.source = kernel_source(store.db(), k.hash);
     k.job_document = store.run_job_document(top->run_id);
     const auto order = nlohmann::ordered_json::parse(top->params_json, nullptr, false);
     if (order.is_object())
       for (const auto& [param, value] : order.items()) k.parameters.push_back(param);
     // The latest winner per device and label.
-    std::map<std::string, std::map<std::string, const WinnerRow*>> by_device;
-    for (const WinnerRow& w : all) {
+    std::map<std::string, std::map<std::string, const ContextWinner*>> by_device;
+    for (const ContextWinner& w : all) {
       if (w.kernel != name) continue;
-      if (w.kernel_hash != k.hash) {
+      if (w.hash != k.hash) {
         ++k.older_contexts;
         continue;
       }
-      const WinnerRow*& slot = by_device[w.device][w.context_label];
+      const ContextWinner*& slot = by_device[w.device][w.label];
       if (!slot || slot->measurement_id < w.measurement_id) slot = &w;
     }
     for (const auto& [device, contexts] : by_device) {

@@ -24,7 +24,9 @@ struct TunedContext {
   std::string winner_key;  ///< the winner's configuration key
   double best_ms = 0;      ///< the winner's time
   std::int64_t run_id = 0;
-  bool provisional = false;  ///< the winner's run stopped before re-measuring it
+  /// The winner's run stopped before re-measuring it, or before naming any winner (then the
+  /// context's fastest correct measurement stands in).
+  bool provisional = false;
   /// Fastest correct time of each configuration measured in the context, over all runs.
   std::map<std::string, double> times_ms;
 };
@@ -46,8 +48,9 @@ struct TunedKernel {
 };
 
 /// The tuned kernels named `kernel` (a name or a kernel-hash prefix; empty: every kernel with a
-/// winner), each at the newest version of its source, with the latest winner per device and
-/// context label. Empty when nothing is stored.
+/// correct measurement), each at the newest version of its source, with the latest winner per
+/// device and context label (a context without a winner row: its fastest correct measurement,
+/// provisional). Empty when nothing is stored.
 std::vector<TunedKernel> tuned_kernels(Store& store, const std::string& kernel = {});
 
 }  // namespace gputune::db

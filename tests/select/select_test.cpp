@@ -295,6 +295,21 @@ TEST(Select, ATableFromTheDatabaseAnswersAsItsExportedFileDoes) {
   EXPECT_EQ(from_file->kernel("vector_add")->source, "__global__ void vector_add() {}");
 }
 
+TEST(Select, AContextWhoseRunNamedNoWinnerAnswersWithItsFastestCorrectMeasurement) {
+  TunedDb db;
+  {
+    db::Store store(db.path);
+    store.db().exec("DELETE FROM winners");  // as a run killed before naming one leaves it
+  }
+  auto t = Table::open(db.path);
+  ASSERT_TRUE(t) << t.error().message;
+  auto c = t->choose("vector_add", {"NVIDIA H100 80GB HBM3", "sm_90"}, {{1 << 24}});
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->how, How::kMeasured);
+  EXPECT_EQ(c->config, "128,4");
+  EXPECT_DOUBLE_EQ(*c->measured_ms, 0.120);
+}
+
 TEST(Select, TheExportAndBestCommandsUseTheSameSelection) {
   TunedDb db;
   const std::string g = GPUTUNE_BINARY;
