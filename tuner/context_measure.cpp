@@ -220,8 +220,13 @@ std::optional<double> ContextRun::resumed(Candidate& c, Trial& t) {
 /// What this run measured in this context before it was interrupted (a resume).
 void ContextRun::load_resumed() {
   if (s_.already.empty()) return;
-  for (auto& m : s_.store->measurements(s_.run_id, ctx_id_))
-    if (m.status == db::Status::kCorrect && m.reason.rfind("re-measurement", 0) != 0 && m.time_ms) {
+  for (auto& m : s_.store->measurements(s_.run_id, ctx_id_)) {
+    if (m.reason.rfind("re-measurement", 0) == 0) {
+      remeasured_[m.variant_id] = {
+          m.id, m.status == db::Status::kCorrect ? m.time_ms : std::optional<double>()};
+      continue;
+    }
+    if (m.status == db::Status::kCorrect && m.time_ms) {
       const long i = s_.space.find(m.config_key);
       if (i < 0) continue;
       Candidate& c = s_.candidate(static_cast<std::size_t>(i));
@@ -234,6 +239,7 @@ void ContextRun::load_resumed() {
       if (!best_ms_ || *m.time_ms < *best_ms_) best_ms_ = m.time_ms;
       if (c.is_default) default_ms_ = m.time_ms;
     }
+  }
 }
 
 void ContextRun::store_unlaunchable(Candidate& c, Trial& t) {

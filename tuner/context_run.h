@@ -108,6 +108,13 @@ class ContextRun {
   std::map<std::string, std::size_t> removed_;         // per rule 1-3
   std::map<std::int64_t, double> resumed_ms_;          // by variant id
   std::map<std::int64_t, std::int64_t> resumed_mid_;
+  /// Re-measurements this run stored here before it was interrupted (by variant id): a resume
+  /// counts them instead of measuring them again.
+  struct Remeasured {
+    std::int64_t measurement_id = 0;
+    std::optional<double> time_ms;  ///< none: it failed
+  };
+  std::map<std::int64_t, Remeasured> remeasured_;
   std::vector<std::pair<double, std::size_t>> correct_;  // (first-pass median, space index)
   std::optional<double> best_ms_, default_ms_;
   std::size_t failures_ = 0, steps_ = 0;

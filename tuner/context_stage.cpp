@@ -387,7 +387,17 @@ void ContextRun::name_winner() {
   bool fresh = false;
   for (std::size_t r = 0; r < top; ++r) {
     Candidate& c = s_.candidate(correct_[r].second);
+    // Re-measured before an interruption: that result counts, and is not measured again.
+    if (auto done = remeasured_.find(s_.variant_id(c)); done != remeasured_.end()) {
+      const Remeasured& m = done->second;
+      if (m.time_ms && (!fresh || *m.time_ms < winner_ms))
+        winner_ms = *m.time_ms, winner_mid = m.measurement_id, winner = c.index, fresh = true;
+      continue;
+    }
+    // A configuration measured before an interruption was never compiled by this process.
+    if (!wait_compiled(s_, c)) break;  // Ctrl-C
     Trial& t = trial(c);
+    if (!c.usable() || !t.launch) continue;
     db::MeasurementRecord row = measurement_row(keys(c), c, t);
     Outcome o = launch(c, t, row, reference_.empty() ? nullptr : &reference_, nullptr);
     set_outcome(row, o, t);

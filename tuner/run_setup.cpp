@@ -338,6 +338,10 @@ bool prepare_run(RunState& s) {
   return !unchanged_since_last_run(s);
 }
 
+/// How long a resume waits for a process still finishing the same run: it stores the variant in
+/// flight (at most the job's repeats of one kernel) before it exits.
+constexpr double kRunLockWaitSeconds = 120;
+
 void open_run(RunState& s) {
   const Job& job = s.job;
   db::Store& store = *s.store;
@@ -358,12 +362,21 @@ void open_run(RunState& s) {
     const std::optional<std::int64_t> budget = planned_budget(job.budget, s.space.size());
     if (s.opt.resume_run) {  // checked by prepare_run
       s.run_id = *s.opt.resume_run;
+      // A process still finishing this run (the child of a `gputune run` that was killed, told
+      // to stop, stores the variant in flight first) ends before this one reads what it stored.
+      s.run_lock = db::RunLock::acquire(store.db().path(), s.run_id, kRunLockWaitSeconds, [&] {
+        s.log << "gputune: run " << s.run_id
+              << " is still being stopped by another process; waiting for it to end (up to "
+              << kRunLockWaitSeconds << " s)\n";
+      });
       store.resume_run(s.run_id, total, budget);
     } else {
       s.run_id = store.begin_run(s.job_id, job.strategy, total, budget, job.naive_fallback);
     }
     t.commit();
   }
+  if (!s.run_lock.held())  // a new run: claimed at once, so that its resume waits for it
+    s.run_lock = db::RunLock::acquire(store.db().path(), s.run_id, kRunLockWaitSeconds);
   s.rep.run_id = s.run_id;
   // What the messages of a run that stops early give to go on.
   std::vector<std::string> command = s.opt.command_line;

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/run_lock.h"
 #include "db/store.h"
 #include "pruner/model.h"
 #include "pruner/occupancy.h"
@@ -84,6 +85,9 @@ struct RunState {
   std::string source;
   Space space;
   std::unique_ptr<db::Store> store;
+  /// This process's claim on the run while it measures (db/run_lock.h): a resume waits for a
+  /// process still finishing the run.
+  db::RunLock run_lock;
   bool guided = false;      ///< model_guided
   bool use_model = false;   ///< model_guided, or the pruner on
   double spent_before = 0;  ///< seconds of the time budget earlier processes of the run spent
