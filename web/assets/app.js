@@ -194,7 +194,7 @@ function selectForm(k) {
   const device = el('select', {id: 'select-device'}, ...Object.keys(archOf).map(d => el('option', {value: d}, d + (archOf[d] ? ' (' + archOf[d] + ')' : ''))));
   const size = el('input', {id: 'select-size', placeholder: 'problem size, e.g. 2048,2048', size: '24'});
   const answer = el('div', {id: 'select-answer'});
-  api('/api/contexts?kernel=' + encodeURIComponent(k.name)).then(cs => {
+  if (!params.get('size')) api('/api/contexts?kernel=' + encodeURIComponent(k.name)).then(cs => {
     const c = cs.find(c => Array.isArray(c.problem_size) && c.problem_size.every(Number.isInteger));
     if (c && !size.value) size.value = c.problem_size.join(',');
   }).catch(() => {});
@@ -214,6 +214,12 @@ function selectForm(k) {
     }
   };
   size.addEventListener('keydown', e => { if (e.key === 'Enter') ask(); });
+  // kernel.html?id=ID&device=NAME&size=2048,2048 asks at once (a link to an answer).
+  if (params.get('size')) {
+    size.value = params.get('size');
+    if (params.get('device') in archOf) device.value = params.get('device');
+    ask();
+  }
   return section('Choose a configuration at run time',
     el('p', {class: 'muted'}, 'The rules of gputune::select (and `gputune best --size`): the measured winner where this device and size were tuned, else a prediction from the tuned contexts.'),
     el('div', {class: 'controls'}, device, size, el('button', {id: 'select-go', onclick: ask}, 'Choose')), answer);
