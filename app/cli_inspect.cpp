@@ -1,7 +1,7 @@
 /** \file app/cli_inspect.cpp
  * Owns: the commands that look at what is stored or present: best, show, runs, cache, devices.
  * Must not: write measurements (they only read the database, except `best --header`'s file and
- * `cache`'s trimming).
+ * `cache`'s trimming; `best --header --runtime` writes select/runtime_header.h's header).
  */
 #include <algorithm>
 #include <array>
@@ -16,6 +16,8 @@
 
 #include "app/cli.h"
 #include "db/tuned_header.h"
+#include "select/decision_table.h"
+#include "select/runtime_header.h"
 #include "select/select.h"
 #include "tuner/cache_admin.h"
 #include "tuner/compile.h"
@@ -120,6 +122,45 @@ int best_for_size(db::Store& store, const cxxopts::ParseResult& r) {
   return 0;
 }
 
+/// `best KERNEL --header FILE --runtime`: the decision table as a self-contained C++17 header
+/// (select/runtime_header.h).
+int write_runtime_header(const cxxopts::ParseResult& r, db::Store& store,
+                         const std::string& kernel) {
+  if (r.count("context")) {
+    std::cerr << "gputune: --context is given with --runtime: the runtime header chooses by "
+                 "problem size at run time. Fix: leave --context out (or --runtime, for the "
+                 "#define header of one context).\n";
+    return tuner::kExitBadInput;
+  }
+  select::DecisionTable table = select::table_from_store(store, kernel);
+  const std::string device = string_option(r, "device");
+  std::string text;
+  for (select::KernelTable& k : table.kernels) {
+    if (!device.empty())
+      std::erase_if(k.devices, [&](const select::DeviceTable& d) { return d.name != device; });
+    try {
+      text += select::runtime_header(k, {db_of(r), today_utc()});
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gputune: " << e.what() << "\n";
+      return tuner::kExitBadInput;
+    }
+  }
+  if (text.empty()) {
+    std::cerr << "gputune: no winner stored for kernel '" << kernel
+              << (device.empty() ? "" : "' on '" + device) << "' in " << db_of(r)
+              << ". Fix: tune it first (`gputune run`), or name a kernel `gputune best` lists.\n";
+    return tuner::kExitBadInput;
+  }
+  const std::string file = r["header"].as<std::string>();
+  if (file == "-") {
+    std::cout << text;
+    return 0;
+  }
+  if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
+  std::cerr << "gputune: wrote " << file << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_best(int argc, char** argv) {
@@ -136,7 +177,10 @@ int cmd_best(int argc, char** argv) {
       cxxopts::value<std::vector<std::string>>())(
       "db", "database file", cxxopts::value<std::string>())("json", "print JSON")(
       "header", "write a C/C++ header of the winners to FILE ('-': stdout)",
-      cxxopts::value<std::string>())("h,help", "help");
+      cxxopts::value<std::string>())(
+      "runtime",
+      "with --header: a C++17 header with choose(device, arch, sizes) (runtime selection)")(
+      "h,help", "help");
   o.parse_positional({"kernel"});
   o.positional_help("KERNEL");
   auto r = o.parse(argc, argv);
@@ -160,6 +204,7 @@ int cmd_best(int argc, char** argv) {
           tuner::generate_command(store.run_job_document(w.run_id), run->job_file, w.config_key);
     return n;
   };
+  if (r.count("header") && r.count("runtime")) return write_runtime_header(r, store, kernel);
   if (r.count("header")) {
     db::HeaderOptions h{string_option(r, "context"), string_option(r, "device"), db_of(r),
                         today_utc()};

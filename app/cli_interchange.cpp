@@ -1,13 +1,17 @@
 /** \file app/cli_interchange.cpp
- * Owns: the interchange commands: export (T4, decision files) and import (Kernel Tuner cache,
- * T4). The formats live in db/interchange.h and select/decision_table.h.
+ * Owns: the interchange commands: export (T4, decision files, Kernel Launcher wisdom files)
+ * and import (Kernel Tuner cache, T4). The formats live in db/interchange.h,
+ * select/decision_table.h and select/wisdom.h.
  * Must not: read or write any format itself.
  */
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include "app/cli.h"
 #include "db/interchange.h"
 #include "select/decision_table.h"
+#include "select/wisdom.h"
 
 namespace gputune::app {
 namespace {
@@ -51,6 +55,41 @@ int export_decisions(db::Store& store, const cxxopts::ParseResult& r) {
   return 0;
 }
 
+/// `export --wisdom DIR`: one Kernel Launcher wisdom file per tuned kernel (select/wisdom.h).
+int export_wisdom(const cxxopts::ParseResult& r) {
+  db::Store store = existing_store(r);
+  const std::string kernel = string_option(r, "kernel");
+  const std::filesystem::path dir = r["wisdom"].as<std::string>();
+  // Kernel Launcher's writer keeps each context's 5 fastest: keep as many candidates.
+  const select::DecisionTable table = select::table_from_store(store, kernel, 5);
+  if (table.kernels.empty()) {
+    std::cerr << "gputune: no winner stored"
+              << (kernel.empty() ? "" : " for kernel '" + kernel + "'") << " in " << db_of(r)
+              << ". Fix: tune it first (`gputune run`), or name a kernel `gputune best` lists.\n";
+    return tuner::kExitBadInput;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    std::cerr << "gputune: --wisdom " << dir.string() << ": cannot create the folder ("
+              << ec.message() << "). Fix: give a folder you can write to.\n";
+    return tuner::kExitBadInput;
+  }
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  for (const select::WisdomFile& f : select::to_wisdom(table, {5, date})) {
+    const std::string path = (dir / f.file_name).string();
+    if (!write_file_atomically(path, f.text)) return tuner::kExitBadInput;
+    std::cerr << "gputune: wrote " << path << " (" << f.records << " records of kernel '"
+              << f.kernel << "')\n";
+    for (const std::string& note : f.notes) std::cerr << "gputune: note: " << note << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_export(int argc, char** argv) {
@@ -58,6 +97,8 @@ int cmd_export(int argc, char** argv) {
   o.add_options()("t4", "T4 results of runs")(
       "decisions", "decision file of the winners for gputune::select, to FILE ('-': stdout)",
       cxxopts::value<std::string>())("no-source", "--decisions without the kernels' sources")(
+      "wisdom", "Kernel Launcher wisdom files (<kernel>.wisdom) into folder DIR",
+      cxxopts::value<std::string>())(
       "run", "run id (default: all runs)", cxxopts::value<long>()->default_value("0"))(
       "context", "context label (where the run measured several; a T4 file holds one)",
       cxxopts::value<std::string>())("kernel", "kernel name (where the runs tuned several kernels)",
@@ -65,6 +106,7 @@ int cmd_export(int argc, char** argv) {
       "o,output", "output file (default: stdout)", cxxopts::value<std::string>())(
       "db", "database file", cxxopts::value<std::string>())("h,help", "help");
   auto r = o.parse(argc, argv);
+  if (!r.count("help") && r.count("wisdom")) return export_wisdom(r);
   if (auto rc = help_or_missing(o, r, r.count("decisions") ? nullptr : "t4")) return *rc;
   db::Store store = existing_store(r);
   if (r.count("decisions")) return export_decisions(store, r);

@@ -2,11 +2,15 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -14,6 +18,8 @@
 #include "db/interchange.h"
 #include "db/store.h"
 #include "db/tuned_header.h"
+#include "select/decision_table.h"
+#include "select/select.h"
 #include "variants/hash.h"
 #include "variants/job.h"
 #include "variants/space.h"
@@ -173,6 +179,25 @@ struct Server::Impl {
   }
   std::int64_t global_version() { return db::Browser(store()).measurements_version(); }
 
+  // The runtime selection table (select::table_from_store) of the whole database, rebuilt only
+  // when a measurement was added since: a lookup is then the table's memoized choose().
+  std::mutex select_mu;
+  std::int64_t select_version = -1;
+  std::optional<select::Table> select_table;
+  select::Table selection() {
+    const std::int64_t version = global_version();
+    std::lock_guard<std::mutex> lock(select_mu);
+    if (!select_table || version != select_version) {
+      select::DecisionTable data = select::table_from_store(store());
+      data.origin = "the daemon's database";
+      auto t = select::Table::from(std::move(data));
+      if (!t) throw std::runtime_error(t.error().message);
+      select_table = std::move(t).value(), select_version = version;
+    }
+    return *select_table;
+  }
+  json select_answer(const httplib::Request& req);
+
   enum Cache { kNoCache, kRunCache, kGlobalCache };
   /// Derived results (series, aggregates, charts) are served from memory while the run (or, for a
   /// context's history, the database) has no new measurement.
@@ -275,6 +300,13 @@ void Server::Impl::kernel_routes() {
     res.set_header("Content-Disposition", "attachment; filename=\"" + file + "\"");
     res.set_content(text, "text/x-c; charset=utf-8");
   });
+  // Runtime selection (select::Table::choose) for a device and problem size: what `gputune best
+  // --size` answers, with how it was obtained. The kernel by id (its name is used: the newest
+  // version of its source answers) or by name.
+  get(R"(/api/kernels/([^/]+)/select)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        send_json(res, 200, select_answer(req));
+      });
   get("/api/contexts", [this](const httplib::Request& req, httplib::Response& res) {
     std::string kernel = str_param(req, "kernel");
     if (kernel.empty()) throw HttpError{400, "kernel is required", "kernel"};
@@ -287,6 +319,86 @@ void Server::Impl::kernel_routes() {
                      {"arch", c.arch}});
     send_json(res, 200, out);
   });
+}
+
+json Server::Impl::select_answer(const httplib::Request& req) {
+  std::string kernel = req.matches[1];
+  if (!kernel.empty() &&
+      std::all_of(kernel.begin(), kernel.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    auto k = kernel.size() > 18 ? std::nullopt : db::Browser(store()).kernel(std::stoll(kernel));
+    if (!k) throw HttpError{404, "no kernel with id " + kernel, "id"};
+    kernel = (*k)["name"].get<std::string>();
+  }
+  const std::string device = str_param(req, "device"), arch = str_param(req, "arch", 40);
+  if (device.empty())
+    throw HttpError{400,
+                    "device is required: the GPU's name as the driver gives it, e.g. "
+                    "device=NVIDIA%20H100%2080GB%20HBM3 (the kernel page lists its devices)",
+                    "device"};
+  const std::string size_text = str_param(req, "size");
+  if (size_text.empty())
+    throw HttpError{400, "size is required: the problem size, e.g. size=2048,2048", "size"};
+  select::Input input;
+  static const std::regex one("[0-9]{1,15}");
+  size_t at = 0;
+  while (at <= size_text.size()) {
+    const size_t end = std::min(size_text.find_first_of(",x", at), size_text.size());
+    const std::string part = size_text.substr(at, end - at);
+    if (!std::regex_match(part, one) || std::stoll(part) < 1)
+      throw HttpError{400,
+                      "size '" + size_text + "': '" + part +
+                          "' is not a positive integer. Fix: give the problem size as positive "
+                          "integers separated by commas, e.g. size=2048,2048",
+                      "size"};
+    input.problem_size.push_back(std::stoll(part));
+    at = end + 1;
+  }
+  for (const auto& [name, v] : req.params)
+    if (name.rfind("value.", 0) == 0) {
+      char* rest = nullptr;
+      const double x = std::strtod(v.c_str(), &rest);
+      if (v.empty() || *rest || !std::isfinite(x))
+        throw HttpError{400, name + " must be a number", name};
+      input.values[name.substr(6)] = x;
+    }
+  auto choice = selection().choose(kernel, {device, arch}, input);
+  if (!choice) {
+    const select::Error& e = choice.error();
+    const bool unknown = e.code == select::Error::Code::kUnknownKernel ||
+                         e.code == select::Error::Code::kUnknownDevice;
+    const bool bad = e.code == select::Error::Code::kBadInput;
+    throw HttpError{unknown ? 404
+                    : bad   ? 400
+                            : 422,
+                    e.message,
+                    e.code == select::Error::Code::kUnknownKernel   ? "id"
+                    : e.code == select::Error::Code::kUnknownDevice ? "device"
+                    : bad                                           ? "size"
+                                                                    : ""};
+  }
+  const select::Choice& c = *choice;
+  json params = json::array();
+  for (const auto& [name, value] : c.params) params.push_back({{"name", name}, {"value", value}});
+  json expected = nullptr;
+  if (c.expected)
+    expected = {{"contexts", c.expected->contexts},
+                {"unknown", c.expected->unknown},
+                {"median", c.expected->median},
+                {"worst", c.expected->worst},
+                {"mean", c.expected->mean}};
+  return {{"kernel", c.kernel},
+          {"device", c.device},
+          {"asked", {{"device", device}, {"arch", arch}, {"size", input.problem_size}}},
+          {"how", select::to_string(c.how)},
+          {"config", c.config},
+          {"params", params},
+          {"from", c.from},
+          {"measured_ms", c.measured_ms ? json(*c.measured_ms) : json(nullptr)},
+          {"expected", expected},
+          {"grid", c.grid},
+          {"block", c.block},
+          {"dynamic_smem", c.dynamic_smem},
+          {"explain", c.explain()}};
 }
 
 /// Runs, their measurements and what is derived from them (JSON), winners, the queue.

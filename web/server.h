@@ -1,7 +1,8 @@
 /** \file web/server.h
  * Owns: the HTTP API (JSON) and the dashboard (static HTML/JS/CSS compiled into the binary, SVG
- * charts drawn here) of `gputune serve`. Reads through db/Browser (and db/interchange for a
- * run's T4 download); writes only the job queue (submit, cancel), and only with the write token.
+ * charts drawn here) of `gputune serve`. Reads through db/Browser (db/interchange for a run's
+ * T4 download, select/ for a kernel's runtime selection); writes only the job queue (submit,
+ * cancel), and only with the write token.
  * Security: binds to loopback unless told otherwise; write endpoints need "Authorization: Bearer
  * TOKEN"; read endpoints are open on loopback and need the token from elsewhere; every parameter
  * is validated (4xx with a JSON error); static files come from memory, so no path reaches the disk.

@@ -451,5 +451,109 @@ TEST(Api, FuzzedQueriesOfEveryReadEndpointAnswerOrSayWhy) {
   EXPECT_GT(statuses[404], 50);
 }
 
+// Runtime selection on the kernel page (GET /api/kernels/{id|name}/select): select::Table::choose
+// over the server's database, with how the answer was obtained; a bad or unknown input is a 4xx
+// with select's message; a new measurement is seen (the table is rebuilt when the database's
+// measurements_version moves, not on every request).
+TEST(Api, SelectSaysWhatItChoseAndHowOrWhyNot) {
+  test::TempDir dir;
+  const std::string db_path = (dir / "g.db").string();
+  db::Store store(db_path);
+  const std::int64_t run =
+      store.begin_run(store.upsert_job("vector_add", "v.json",
+                                       test::read_file(test::examples_dir() / "vector_add.json")),
+                      "brute_force", 9);
+  const std::int64_t k = store.upsert_kernel("vector_add", "abc123", "source");
+  auto context = [&](const std::string& device, int cc, const std::string& label, long size) {
+    db::DeviceRecord d;
+    d.name = device, d.cc_major = cc, d.sm_count = 100;
+    db::ContextRecord c;
+    c.kernel_id = k, c.device_id = store.upsert_device(d), c.label = label;
+    c.problem_size_json = "[" + std::to_string(size) + ", 1, 1]";
+    c.arch = "sm_" + std::to_string(cc) + "0", c.toolkit_version = "13.0";
+    return store.upsert_context(c);
+  };
+  auto measure = [&](std::int64_t ctx, int block, int tile, double ms) {
+    db::MeasurementRecord m;
+    m.run_id = run, m.context_id = ctx;
+    m.variant_id = store.upsert_variant(k, std::to_string(block) + "," + std::to_string(tile),
+                                        R"({"block_size_x": )" + std::to_string(block) +
+                                            R"(, "tile_size_x": )" + std::to_string(tile) + "}");
+    m.status = "correct", m.time_ms = ms, m.samples_ms = {ms};
+    store.offer_winner(ctx, store.add_measurement(m));
+  };
+  const auto h1 = context("NVIDIA H100", 9, "1M", 1 << 20),
+             h16 = context("NVIDIA H100", 9, "16M", 1 << 24),
+             h64 = context("NVIDIA H100", 9, "64M", 1 << 26),
+             a1 = context("NVIDIA RTX A4000", 8, "1M", 1 << 20);
+  measure(h1, 128, 1, 1.0), measure(h1, 256, 2, 1.2);
+  measure(h16, 128, 1, 12), measure(h16, 256, 2, 10);
+  measure(h64, 256, 2, 40), measure(h64, 512, 4, 35);
+  measure(a1, 64, 1, 3.0), measure(a1, 128, 1, 3.5);
+
+  Serving serving(db_path);
+  httplib::Client c("127.0.0.1", serving.port());
+  auto get = [&](const std::string& path) {
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    return std::make_pair(r ? r->status : 0, r ? nlohmann::json::parse(r->body) : nlohmann::json());
+  };
+  const std::string base = "/api/kernels/" + std::to_string(k) + "/select";
+  // Measured: the winner of that device and size, with its launch geometry.
+  auto [status, a] = get(base + "?device=NVIDIA%20H100&size=16777216");
+  ASSERT_EQ(status, 200) << a.dump();
+  EXPECT_EQ(a["how"], "measured");
+  EXPECT_EQ(a["config"], "256,2");
+  EXPECT_EQ(a["params"], nlohmann::json::parse(R"([{"name": "block_size_x", "value": "256"},
+                                                    {"name": "tile_size_x", "value": "2"}])"));
+  EXPECT_EQ(a["from"], nlohmann::json::parse(R"(["16M"])"));
+  EXPECT_DOUBLE_EQ(a["measured_ms"].get<double>(), 10.0);
+  EXPECT_EQ(a["block"], nlohmann::json::parse("[256, 1, 1]"));
+  EXPECT_EQ(a["grid"], nlohmann::json::parse("[32768, 1, 1]"));  // 2^24 / (256 * 2)
+  EXPECT_NE(a["explain"].get<std::string>().find("measured (context 16M)"), std::string::npos);
+  // Predicted: an untuned size (by name, and the device's name in another case).
+  std::tie(status, a) = get("/api/kernels/vector_add/select?device=nvidia%20h100&size=40000000");
+  ASSERT_EQ(status, 200) << a.dump();
+  EXPECT_NE(a["how"], "measured");
+  EXPECT_FALSE(a["from"].empty());
+  EXPECT_TRUE(a["expected"].is_object()) << a.dump();  // leave-one-out over the 3 contexts
+  EXPECT_NE(a["explain"].get<std::string>().find("predicted"), std::string::npos);
+  std::tie(status, a) = get(base + "?device=NVIDIA%20H100&size=60000000");
+  ASSERT_EQ(status, 200) << a.dump();
+  // Another device of a tuned architecture: the H100's contexts answer, and say so.
+  std::tie(status, a) = get(base + "?device=NVIDIA%20GH200&arch=sm_90&size=1048576");
+  ASSERT_EQ(status, 200) << a.dump();
+  EXPECT_EQ(a["device"], "NVIDIA H100");
+  EXPECT_EQ(a["from"], nlohmann::json::parse(R"(["1M on NVIDIA H100"])"));
+  // Refusals: 4xx with select's message (or the parameter's), and the field.
+  auto refused = [&](const std::string& path, int want, const std::string& says,
+                     const std::string& field) {
+    auto [st, body] = get(path);
+    EXPECT_EQ(st, want) << path << " " << body.dump();
+    EXPECT_NE(body.value("error", "").find(says), std::string::npos) << path << " " << body.dump();
+    EXPECT_EQ(body.value("field", "?"), field) << path;
+  };
+  refused("/api/kernels/999999/select?device=NVIDIA%20H100&size=1", 404, "no kernel with id", "id");
+  refused("/api/kernels/nosuch/select?device=NVIDIA%20H100&size=1", 404,
+          "no kernel 'nosuch' in the daemon's database; it has: vector_add", "id");
+  refused(base + "?device=NVIDIA%20T4&arch=sm_75&size=1048576", 404,
+          "kernel 'vector_add' was not tuned on 'NVIDIA T4' nor on any sm_75 device; it was "
+          "tuned on: NVIDIA H100 (sm_90), NVIDIA RTX A4000 (sm_80)",
+          "device");
+  refused(base + "?device=NVIDIA%20H100", 400, "size is required", "size");
+  refused(base + "?size=1024", 400, "device is required", "device");
+  refused(base + "?device=NVIDIA%20H100&size=1024,abc", 400, "'abc' is not a positive integer",
+          "size");
+  refused(base + "?device=NVIDIA%20H100&size=0", 400, "'0' is not a positive integer", "size");
+  refused(base + "?device=NVIDIA%20H100&size=1024&value.alpha=x", 400,
+          "value.alpha must be a number", "value.alpha");
+  // A new winner is seen by the next request.
+  measure(h16, 512, 4, 5.0);
+  std::tie(status, a) = get(base + "?device=NVIDIA%20H100&size=16777216");
+  ASSERT_EQ(status, 200) << a.dump();
+  EXPECT_EQ(a["config"], "512,4");
+  EXPECT_DOUBLE_EQ(a["measured_ms"].get<double>(), 5.0);
+}
+
 }  // namespace
 }  // namespace gputune::web

@@ -182,7 +182,47 @@ async function kernelPage(main) {
       {title: 'throughput', value: c => c.gflops, render: c => fmtFlops(c.gflops), num: true},
       {title: 'bandwidth', value: c => c.gbps, render: c => fmtBandwidth(c.gbps), num: true},
       {title: 'configuration', value: c => config(c.configuration)},
-      {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts), sources));
+      {title: 'run', value: c => c.run_id, render: c => runLink(c.run_id)}], k.contexts), sources),
+    tuned ? selectForm(k) : null);
+}
+
+// Runtime selection for a device and problem size (GET /api/kernels/{id}/select): the answer
+// `gputune best --size` gives, and how it was obtained (measured, or predicted from which contexts).
+function selectForm(k) {
+  const archOf = {};
+  for (const c of k.contexts) if (c.device && !(c.device in archOf)) archOf[c.device] = c.arch || '';
+  const device = el('select', {id: 'select-device'}, ...Object.keys(archOf).map(d => el('option', {value: d}, d + (archOf[d] ? ' (' + archOf[d] + ')' : ''))));
+  const size = el('input', {id: 'select-size', placeholder: 'problem size, e.g. 2048,2048', size: '24'});
+  const answer = el('div', {id: 'select-answer'});
+  if (!params.get('size')) api('/api/contexts?kernel=' + encodeURIComponent(k.name)).then(cs => {
+    const c = cs.find(c => Array.isArray(c.problem_size) && c.problem_size.every(Number.isInteger));
+    if (c && !size.value) size.value = c.problem_size.join(',');
+  }).catch(() => {});
+  const ask = async () => {
+    answer.textContent = '';
+    const q = '?device=' + encodeURIComponent(device.value) + '&arch=' + encodeURIComponent(archOf[device.value] || '') +
+      '&size=' + encodeURIComponent(size.value.trim());
+    try {
+      const c = await api('/api/kernels/' + k.id + '/select' + q);
+      answer.append(
+        el('p', {}, el('strong', {id: 'select-how'}, c.how), ' on ' + c.device + ': ', el('code', {id: 'select-config'}, c.params.map(p => p.name + '=' + p.value).join(' ')),
+          el('span', {class: 'muted'}, ' (configuration ' + c.config + '; grid ' + c.grid.join('x') + ', block ' + c.block.join('x') + ')')),
+        el('p', {id: 'select-from'}, (c.how === 'measured' ? 'Measured in context ' : 'Predicted from ') + c.from.join(', ') + '.'),
+        el('p', {id: 'select-explain', class: 'muted'}, c.explain));
+    } catch (e) {
+      answer.append(el('p', {class: 'error', id: 'select-error'}, e.message));
+    }
+  };
+  size.addEventListener('keydown', e => { if (e.key === 'Enter') ask(); });
+  // kernel.html?id=ID&device=NAME&size=2048,2048 asks at once (a link to an answer).
+  if (params.get('size')) {
+    size.value = params.get('size');
+    if (params.get('device') in archOf) device.value = params.get('device');
+    ask();
+  }
+  return section('Choose a configuration at run time',
+    el('p', {class: 'muted'}, 'The rules of gputune::select (and `gputune best --size`): the measured winner where this device and size were tuned, else a prediction from the tuned contexts.'),
+    el('div', {class: 'controls'}, device, size, el('button', {id: 'select-go', onclick: ask}, 'Choose')), answer);
 }
 
 const runState = {sort: 'time_ms', order: 'asc', offset: 0, limit: 50, status: '', q: ''};
