@@ -29,7 +29,8 @@ bool try_lock(int fd, std::int64_t run_id) {
 }  // namespace
 
 RunLock RunLock::acquire(const std::string& db_path, std::int64_t run_id, double wait_s,
-                         const std::function<void()>& on_wait) {
+                         const std::function<void()>& on_wait,
+                         const std::function<bool()>& give_up) {
   RunLock lock;
   if (db_path.empty() || db_path == ":memory:" || db_path.rfind("file:", 0) == 0) return lock;
   const int fd = ::open(run_lock_path(db_path).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -48,6 +49,9 @@ RunLock RunLock::acquire(const std::string& db_path, std::int64_t run_id, double
                     " is still being measured by another process (it holds " +
                     run_lock_path(db_path) + " after " + std::to_string(wait_s) +
                     " s). Fix: wait for that process to end, or stop it, then resume");
+    if (give_up && give_up())
+      throw DbError("stopped while waiting for another process to finish run " +
+                    std::to_string(run_id) + " of " + db_path + " (nothing was changed)");
     if (!told && on_wait) on_wait();
     told = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -18,12 +18,15 @@ class RunLock {
  public:
   RunLock() = default;
   /// Claims run `run_id` of the database at `db_path`, waiting up to `wait_s` seconds while
-  /// another process holds it (`on_wait` is called once, when the wait begins). Throws DbError
-  /// naming the run and the fix when the other process does not let go. Without a lock file
+  /// another process holds it (`on_wait` is called once, when the wait begins; `give_up`, when
+  /// given, is asked while waiting: this process was told to stop). Throws DbError naming the run
+  /// and the fix when the other process does not let go, or when it gave up. Never call it inside
+  /// a write transaction: the other process needs the database to finish. Without a lock file
   /// (a database in memory, a folder that cannot be written) it claims nothing and says so in
   /// `held()`.
   static RunLock acquire(const std::string& db_path, std::int64_t run_id, double wait_s,
-                         const std::function<void()>& on_wait = {});
+                         const std::function<void()>& on_wait = {},
+                         const std::function<bool()>& give_up = {});
   RunLock(RunLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   RunLock& operator=(RunLock&& o) noexcept;
   RunLock(const RunLock&) = delete;

@@ -345,6 +345,19 @@ constexpr double kRunLockWaitSeconds = 120;
 void open_run(RunState& s) {
   const Job& job = s.job;
   db::Store& store = *s.store;
+  if (s.opt.resume_run) {
+    // A process still finishing this run (the child of a `gputune run` that was killed, told to
+    // stop, stores the variant in flight first) ends before this one reads what it stored. Not
+    // inside a transaction: that process needs the database to finish.
+    s.run_lock = db::RunLock::acquire(
+        store.db().path(), *s.opt.resume_run, kRunLockWaitSeconds,
+        [&] {
+          s.log << "gputune: run " << *s.opt.resume_run
+                << " is still being stopped by another process; waiting for it to end (up to "
+                << kRunLockWaitSeconds << " s)\n";
+        },
+        s.opt.should_stop);
+  }
   {
     db::Transaction t(store.db());
     s.job_id =
@@ -362,13 +375,6 @@ void open_run(RunState& s) {
     const std::optional<std::int64_t> budget = planned_budget(job.budget, s.space.size());
     if (s.opt.resume_run) {  // checked by prepare_run
       s.run_id = *s.opt.resume_run;
-      // A process still finishing this run (the child of a `gputune run` that was killed, told
-      // to stop, stores the variant in flight first) ends before this one reads what it stored.
-      s.run_lock = db::RunLock::acquire(store.db().path(), s.run_id, kRunLockWaitSeconds, [&] {
-        s.log << "gputune: run " << s.run_id
-              << " is still being stopped by another process; waiting for it to end (up to "
-              << kRunLockWaitSeconds << " s)\n";
-      });
       store.resume_run(s.run_id, total, budget);
     } else {
       s.run_id = store.begin_run(s.job_id, job.strategy, total, budget, job.naive_fallback);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
 #include <set>
 #include <thread>
@@ -1407,6 +1408,81 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
     ASSERT_TRUE(wait_for(pid, status, 1.5)) << test::read_file(log);  // before the 3 s limit
     ASSERT_TRUE(WIFSIGNALED(status)) << test::read_file(log);
     EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  }
+}
+
+}  // namespace
+}  // namespace gputune
+
+namespace gputune {
+namespace {
+
+/// `PRAGMA integrity_check`'s answer for the database at `path`.
+std::string integrity(const std::string& path) {
+  sqlite3* h = nullptr;
+  std::string out = "cannot open";
+  if (sqlite3_open_v2(path.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(h);
+  return out;
+}
+
+// Issue #47's finding: `gputune run` killed with SIGKILL again and again during its measurements
+// and resumed each time measured some configurations twice. Its child (the process that
+// measures) is told to stop when the parent dies, and stores the variant in flight before it
+// exits; a resume started meanwhile had read what was stored without it. Now a resume waits for
+// that process (db/run_lock.h), a winner's re-measurements are not made twice, and a resumed
+// configuration is compiled before it is re-measured.
+TEST(FakeDriver, KilledAgainAndAgainAndResumedEveryPairIsMeasuredExactlyOnce) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string job = (test::examples_dir() / "vector_add.json").string();
+  const std::string cache = (dir / "cache").string();
+  const std::vector<std::pair<std::string, std::string>> slow = {{"FAKE_CUDA_SLOW_MS", "8"}};
+  std::vector<std::string> args = {"run", job, "--db", db, "--cache-dir", cache};
+  std::mt19937 rng(47);
+  std::uniform_int_distribution<int> wait_ms(300, 1400);
+  std::size_t stored_before = 0;
+  int kills = 0;
+  for (int i = 0; i < 14; ++i) {
+    const pid_t pid = start_in_group(log, args, slow);
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(i == 0 ? 2500 : wait_ms(rng)));
+    kills += kill(pid, SIGKILL) == 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (i == 0) args.insert(args.end(), {"--resume", "1"});
+    // What was stored stays stored, whenever the kill came.
+    const std::size_t stored = measurement_rows(db);
+    EXPECT_GE(stored, stored_before) << "after kill " << i;
+    stored_before = stored;
+  }
+  EXPECT_GE(kills, 12);
+  auto last = sh(with_fake() + "run '" + job + "' --db '" + db + "' --cache-dir '" + cache +
+                 "' --resume 1");
+  ASSERT_EQ(last.exit_code, 0) << last.out;
+  EXPECT_EQ(integrity(db), "ok");
+  db::Store store(db);
+  ASSERT_EQ(store.runs().size(), 1u);
+  EXPECT_EQ(store.runs()[0].status, "done");
+  std::map<std::pair<std::string, std::string>, int> first, again;
+  for (const auto& m : store.measurements(0))
+    ++(m.reason.rfind("re-measurement", 0) == 0 ? again : first)[{m.context_label, m.config_key}];
+  EXPECT_EQ(first.size(), 48u);  // 24 configurations x 2 contexts
+  for (const auto& [pair, n] : first)
+    EXPECT_EQ(n, 1) << pair.first << " " << pair.second << " measured " << n << " times";
+  EXPECT_EQ(again.size(), 6u);  // the top 3 of each context
+  for (const auto& [pair, n] : again)
+    EXPECT_EQ(n, 1) << pair.first << " " << pair.second << " re-measured " << n << " times";
+  for (const auto& m : store.measurements(0)) {
+    if (m.reason.rfind("re-measurement", 0) == 0) {
+      EXPECT_EQ(m.status, db::Status::kCorrect) << m.reason;  // compiled before re-measuring
+    }
   }
 }
 
