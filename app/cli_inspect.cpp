@@ -104,8 +104,8 @@ int best_for_size(db::Store& store, const cxxopts::ParseResult& r) {
     nlohmann::ordered_json j = {{"kernel", c.kernel},   {"device", c.device},
                                 {"size", *size},        {"how", select::to_string(c.how)},
                                 {"from", c.from},       {"configuration", c.config},
-                                {"parameters", params}, {"grid", c.grid},
-                                {"block", c.block},     {"explain", c.explain()}};
+                                {"parameters", params}, {"explain", c.explain()}};
+    if (c.has_geometry) j["grid"] = c.grid, j["block"] = c.block;
     if (c.measured_ms) j["time_ms"] = *c.measured_ms;
     if (c.expected)
       j["leave_one_out"] = {{"contexts", c.expected->contexts},
@@ -117,8 +117,9 @@ int best_for_size(db::Store& store, const cxxopts::ParseResult& r) {
   }
   std::cout << c.explain() << "\n";
   for (const auto& [n, v] : c.params) std::cout << "  " << n << " = " << v << "\n";
-  std::cout << "  grid " << c.grid[0] << "," << c.grid[1] << "," << c.grid[2] << "  block "
-            << c.block[0] << "," << c.block[1] << "," << c.block[2] << "\n";
+  if (c.has_geometry)
+    std::cout << "  grid " << c.grid[0] << "," << c.grid[1] << "," << c.grid[2] << "  block "
+              << c.block[0] << "," << c.block[1] << "," << c.block[2] << "\n";
   return 0;
 }
 

@@ -15,7 +15,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "db/sqlite.h"
 #include "db/store.h"
 #include "variants/instantiate.h"
 #include "variants/job.h"
@@ -83,6 +82,7 @@ std::string Choice::explain() const {
   } else if (how != How::kMeasured) {
     out << "; how close it comes is unknown (fewer than 2 contexts tuned)";
   }
+  if (!has_geometry && !geometry_note.empty()) out << "; " << geometry_note;
   return out.str();
 }
 
@@ -328,9 +328,11 @@ Result<Choice> Table::Impl::compute(const PreparedKernel& pk, const Device& devi
     c.params.emplace_back(name, value_text(v));
     config.values.push_back(json_to_value(json::parse(v.dump())));
   }
-  if (!pk.job())
-    return Error{Error::Code::kBadFile,
-                 "the launch rules of kernel '" + k.name + "' cannot be read: " + pk.job_error()};
+  if (!pk.job()) {  // imported results: the configuration, without a launch
+    c.geometry_note =
+        "no launch geometry: the kernel's job cannot be read (" + pk.job_error() + ")";
+    return c;
+  }
   ContextSpec ctx;
   ctx.name = "input";
   for (auto s : size) ctx.problem_size.emplace_back(s);
@@ -338,6 +340,7 @@ Result<Choice> Table::Impl::compute(const PreparedKernel& pk, const Device& devi
   try {
     const LaunchGeometry g = launch_geometry(*pk.job(), config, ctx);
     c.grid = g.grid, c.block = g.block, c.dynamic_smem = g.dynamic_smem;
+    c.has_geometry = true;
   } catch (const std::exception& e) {
     return Error{Error::Code::kBadInput,
                  "the launch geometry of kernel '" + k.name + "' for this input: " + e.what()};

@@ -114,6 +114,11 @@ struct Choice {
   /// How far from the best this way was, leave-one-out over the device's contexts (none for a
   /// measured answer or a device with a single context).
   std::optional<LooFigures> expected;
+  /// The launch the job's rules give for the input. None known (has_geometry false, and
+  /// geometry_note says why) for a kernel whose job carries no launch rules gputune can read,
+  /// such as one imported from a Kernel Tuner cache: the configuration still stands.
+  bool has_geometry = false;
+  std::string geometry_note;
   std::array<std::int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   std::int64_t dynamic_smem = 0;
 

@@ -395,9 +395,9 @@ json Server::Impl::select_answer(const httplib::Request& req) {
           {"from", c.from},
           {"measured_ms", c.measured_ms ? json(*c.measured_ms) : json(nullptr)},
           {"expected", expected},
-          {"grid", c.grid},
-          {"block", c.block},
-          {"dynamic_smem", c.dynamic_smem},
+          {"grid", c.has_geometry ? json(c.grid) : json(nullptr)},
+          {"block", c.has_geometry ? json(c.block) : json(nullptr)},
+          {"dynamic_smem", c.has_geometry ? json(c.dynamic_smem) : json(nullptr)},
           {"explain", c.explain()}};
 }
 

@@ -145,6 +145,20 @@ TEST(Select, BadInputsAreErrorValuesThatNameWhatIsMissing) {
   EXPECT_THROW((void)t.choose("matmul", kGpu, {{1024, 64}}).value_or_throw(), SelectError);
 }
 
+TEST(Select, AKernelWithoutReadableLaunchRulesStillGetsItsConfiguration) {
+  KernelTable k = synthetic_kernel(synthetic_device({{1 << 12}, {1 << 20}}));
+  k.job_document = "{}";  // as imported results carry: no KernelSpecification
+  const Table t = table_of(k);
+  const auto c = t.choose("synthetic", kGpu, {{1 << 12}});
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->how, How::kMeasured);
+  EXPECT_EQ(c->config, "4");
+  EXPECT_FALSE(c->has_geometry);
+  EXPECT_NE(c->explain().find("no launch geometry"), std::string::npos) << c->explain();
+  const Table good = table_of(synthetic_kernel(synthetic_device({{1 << 12}})));
+  EXPECT_TRUE(good.choose("synthetic", kGpu, {{1 << 12}})->has_geometry);
+}
+
 TEST(Select, AContextTunedWithAnInputValueNeedsThatValue) {
   DeviceTable d = synthetic_device({{1 << 12}, {1 << 20}});
   for (auto& in : d.inputs) in.values["alpha"] = 2;
