@@ -151,8 +151,8 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-/// The suite's exit code: interrupted 5; else the most serious of the jobs' own codes (internal
-/// error, bad input, no correct variant, no device); else 7 for a regression; else 0.
+}  // namespace
+
 int suite_exit_code(const BatchReport& r) {
   if (r.interrupted) return tuner::kExitInterrupted;
   for (int code : {tuner::kExitInternal, tuner::kExitBadInput, tuner::kExitNoCorrect,
@@ -164,8 +164,6 @@ int suite_exit_code(const BatchReport& r) {
       return tuner::kExitInternal;  // a code `run` never gives
   return r.regressions ? tuner::kExitRegression : tuner::kExitOk;
 }
-
-}  // namespace
 
 std::optional<double> BatchContext::change() const {
   if (!best_ms || !previous_ms || !(*previous_ms > 0)) return std::nullopt;
@@ -187,7 +185,6 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
   BatchReport rep;
   rep.db_path = o.db_path, rep.regression = o.regression;
   db::Store store(o.db_path);  // a file that is not ours is refused before anything runs
-  db::Browser browser(store);
   auto run = o.run ? o.run : [&](const std::vector<std::string>& words) {
     return tuner::run_restarting(words, o.max_restarts, log, true);
   };
@@ -235,20 +232,8 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
       item.run_status = "failed";
       if (auto ended = store.run(item.run_id)) item.run_message = ended->message;
     }
-    auto run_json = browser.run(item.run_id);
-    if (!run_json) continue;
-    for (const json& ctx : (*run_json)["contexts"]) {
-      BatchContext& c = item.contexts.emplace_back();
-      c.label = ctx["label"], c.device = ctx["device"];
-      if (ctx["best_ms"].is_number()) c.best_ms = ctx["best_ms"].get<double>();
-      if (auto prev = store.previous_best(item.run_id, ctx["id"].get<std::int64_t>()))
-        c.previous_run = prev->run_id, c.previous_ms = prev->best_ms;
-      // Slower than before, or no correct variant where there was one: both need a look. A run
-      // that did not time (no GPU) or stopped early is not compared.
-      if (c.previous_ms && item.run_status == "done")
-        c.regression = !c.best_ms || *c.change() > o.regression;
-      if (c.regression) ++rep.regressions;
-    }
+    compare_contexts(store, item, o, log);
+    for (const BatchContext& c : item.contexts) rep.regressions += c.regression;
   }
   rep.exit_code = suite_exit_code(rep);
   return rep;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "db/store.h"
 #include "tuner/exit_codes.h"
 
 namespace gputune::app {
@@ -62,15 +63,36 @@ struct BatchOptions {
   std::function<int(const std::vector<std::string>& words)> run;
   /// Checked between jobs (and after one that exits 5): true ends the suite.
   std::function<bool()> should_stop;
+  /// Re-measure a regression before reporting it (Confirmation); `batch --no-confirm` turns it
+  /// off.
+  bool confirm = true;
+};
+
+/// A regression re-measured before it is reported: the run's winner and the previous run's
+/// winner, side by side in one `gputune run` of just those configurations in that context (a
+/// temporary job beside the job file, into a temporary database), so that one noisy run is not a
+/// regression. Confirmed when the winner re-measured is still slower than the previous run's best
+/// by more than the threshold.
+struct Confirmation {
+  bool ran = false;                            ///< false: it could not re-measure (`note` says why)
+  bool confirmed = false;                      ///< still slower when re-measured
+  std::string winner_config, previous_config;  ///< configuration keys
+  std::optional<double> winner_ms;             ///< the run's winner, re-measured
+  std::optional<double> previous_config_ms;    ///< the previous winner, re-measured beside it
+  std::string note;                            ///< what the two re-measurements say
 };
 
 /// One context of a job's run: its best correct time, and the previous run's.
 struct BatchContext {
   std::string label, device;
+  std::int64_t context_id = 0, previous_context_id = 0;
   std::optional<double> best_ms;
   std::optional<double> previous_ms;
   std::int64_t previous_run = 0;  ///< 0: no earlier finished run of this job and context
+  /// Slower than the previous run by more than the threshold (or nothing correct where there was
+  /// something), and, where it could be re-measured, confirmed.
   bool regression = false;
+  std::optional<Confirmation> confirmation;  ///< for a regression found by the run's times
   /// best / previous - 1 (0.12: 12% slower); only with both times.
   std::optional<double> change() const;
 };
@@ -100,7 +122,31 @@ struct BatchReport {
 BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& options,
                       std::ostream& log);
 
+/// Fills `item.contexts` from its run (item.run_id): each context's best against the previous
+/// finished run of the same job (db::Store::previous_best); a regression (slower by more than the
+/// threshold in a finished run, or nothing correct where there was something) is re-measured
+/// (Confirmation) when `options.confirm`, and stays one only if confirmed or if it could not be
+/// re-measured.
+void compare_contexts(db::Store& store, BatchItem& item, const BatchOptions& options,
+                      std::ostream& log);
+
+/// The suite's exit code: interrupted 5; else the most serious of the jobs' own codes (internal
+/// error, bad input, no correct variant, no device); else 7 for a regression; else 0.
+int suite_exit_code(const BatchReport& report);
+
+/// The report of the jobs' newest runs in the database, without running anything (`batch
+/// --report-only`: after `gputune db merge` of the shards of a SLURM array): each job's newest
+/// run, compared as run_batch compares, regressions confirmed as there (where no GPU is present
+/// the confirmation says it could not run).
+BatchReport report_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& options,
+                         std::ostream& log);
+
 /// The report's table and its one-line verdict.
 void print_batch_report(const BatchReport& report, std::ostream& out);
+
+/// The report as Markdown (a table per job: context, best, previous, change, verdict, and what
+/// the confirmation re-measured) and as JSON (the same, machine-readable).
+std::string batch_report_markdown(const BatchReport& report);
+std::string batch_report_json(const BatchReport& report);
 
 }  // namespace gputune::app

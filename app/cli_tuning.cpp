@@ -133,6 +133,10 @@ int cmd_batch(int argc, char** argv) {
                                 cxxopts::value<int>()->default_value("10"))(
       "skip-unchanged",
       "as for `run`: a job measured before with the same inputs is listed as unchanged")(
+      "report-md", "also write the report as Markdown to FILE", cxxopts::value<std::string>())(
+      "report-json", "also write the report as JSON to FILE", cxxopts::value<std::string>())(
+      "report-only", "tune nothing: report each job's newest run in --db (after `db merge`)")(
+      "no-confirm", "report a regression without re-measuring it first")(
       "q,quiet", "no progress lines")("h,help", "help");
   o.parse_positional({"suite"});
   o.positional_help("SUITE...");
@@ -171,8 +175,16 @@ int cmd_batch(int argc, char** argv) {
   for (const std::string& s : suite.skipped) std::cerr << "gputune batch: skipped " << s << "\n";
   std::cerr << "gputune batch: " << suite.jobs.size() << " job"
             << (suite.jobs.size() == 1 ? "" : "s") << ", runs stored in " << bo.db_path << "\n";
-  BatchReport rep = run_batch(suite.jobs, bo, std::cerr);
+  bo.confirm = !r.count("no-confirm");
+  BatchReport rep = r.count("report-only") ? report_batch(suite.jobs, bo, std::cerr)
+                                           : run_batch(suite.jobs, bo, std::cerr);
   print_batch_report(rep, std::cout);
+  if (r.count("report-md") &&
+      !write_file_atomically(r["report-md"].as<std::string>(), batch_report_markdown(rep)))
+    return tuner::kExitBadInput;
+  if (r.count("report-json") &&
+      !write_file_atomically(r["report-json"].as<std::string>(), batch_report_json(rep)))
+    return tuner::kExitBadInput;
   return rep.exit_code;
 }
 

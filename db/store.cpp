@@ -455,8 +455,9 @@ std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,
   // Earlier finished runs of the run's job, each with its best in a matching context (through
   // the (run, context, status, time) index), newest first.
   Statement s(db_,
-              "SELECT id, best FROM (SELECT r.id AS id, (SELECT min(m.time_ms) FROM measurements m "
-              "WHERE m.run_id=r.id AND m.context_id=c2.id AND m.status='correct') AS best "
+              "SELECT id, best, ctx FROM (SELECT r.id AS id, c2.id AS ctx, (SELECT min(m.time_ms) "
+              "FROM measurements m WHERE m.run_id=r.id AND m.context_id=c2.id AND "
+              "m.status='correct') AS best "
               "FROM contexts c JOIN contexts c2 ON c2.device_id=c.device_id AND "
               "c2.label=c.label AND c2.problem_size=c.problem_size AND "
               "c2.input_values=c.input_values JOIN runs r ON r.job_id=(SELECT job_id FROM runs "
@@ -464,7 +465,17 @@ std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,
               "NULL ORDER BY id DESC, best LIMIT 1");
   s.bind(1, run_id).bind(2, context_id);
   if (!s.step()) return std::nullopt;
-  return PreviousBest{s.int64(0), s.real(1)};
+  return PreviousBest{s.int64(0), s.real(1), s.int64(2)};
+}
+
+std::optional<Store::Fastest> Store::fastest_correct(std::int64_t run_id, std::int64_t context_id) {
+  Statement s(db_,
+              "SELECT v.config_key, v.params, m.time_ms FROM measurements m JOIN variants v ON "
+              "v.id=m.variant_id WHERE m.run_id=? AND m.context_id=? AND m.status='correct' AND "
+              "m.time_ms IS NOT NULL ORDER BY m.time_ms, m.id LIMIT 1");
+  s.bind(1, run_id).bind(2, context_id);
+  if (!s.step()) return std::nullopt;
+  return Fastest{s.text(0), s.text(1), s.real(2)};
 }
 
 std::int64_t Store::timed_pairs(std::int64_t run_id) {

@@ -236,8 +236,15 @@ class Store {
   struct PreviousBest {
     std::int64_t run_id = 0;
     double best_ms = 0;
+    std::int64_t context_id = 0;  ///< that run's matching context
   };
   std::optional<PreviousBest> previous_best(std::int64_t run_id, std::int64_t context_id);
+  /// The fastest correct measurement of a run in a context (its first pass or a re-measurement).
+  struct Fastest {
+    std::string config_key, params_json;
+    double time_ms = 0;
+  };
+  std::optional<Fastest> fastest_correct(std::int64_t run_id, std::int64_t context_id);
   /// The newest finished ("done") run of the job with this document and strategy that measured
   /// in every one of `contexts` as they are now: the same kernel source (`kernel_hash`, as
   /// upsert_kernel stores it; each record's kernel_id is not used), device, problem size, input

@@ -1,13 +1,17 @@
 // `gputune batch` end to end with the fake driver (tests/fake_cuda): each job of a suite runs as
 // its own `gputune run`, the report compares every context with the previous finished run of the
 // same job, a failed or crashed job does not stop the suite, and Ctrl-C stops it.
+#include "app/batch.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "db/store.h"
@@ -228,6 +232,90 @@ TEST(Batch, CtrlCStopsTheJobInHandAndTheSuite) {
   db::Store store(db);
   ASSERT_EQ(store.runs().size(), 1u);
   EXPECT_EQ(store.runs()[0].status, "interrupted");
+}
+
+/// `gputune WORDS` on the fake driver, every launch `scale` times slower except in a
+/// confirmation's run (a temporary job `.gputune-confirm-*.json`), whose launches take `confirm`
+/// times: what `run_batch` runs as its jobs, so that a test decides what a re-measurement sees.
+std::function<int(const std::vector<std::string>&)> fake_runs(double scale, double confirm) {
+  return [=](const std::vector<std::string>& words) {
+    const bool confirming =
+        words.size() > 1 && words[1].find(".gputune-confirm-") != std::string::npos;
+    std::string cmd = std::string("env LD_LIBRARY_PATH='") + FAKE_CUDA_DIR +
+                      "' FAKE_CUDA_TIME_SCALE=" + std::to_string(confirming ? confirm : scale) +
+                      " '" + GPUTUNE_BINARY + "'";
+    for (const std::string& w : words) cmd += " '" + w + "'";
+    return test::run_command(cmd + " >/dev/null").exit_code;
+  };
+}
+
+// A run slower than the previous one is re-measured before it is reported: the winner and the
+// previous winner side by side in one process. Slower only in the run (noise): no regression.
+// Slower again when re-measured: a confirmed regression, with both times in the report files.
+TEST(Batch, ARegressionIsReMeasuredBeforeItIsReported) {
+  test::TempDir dir;
+  const std::string suite = write_suite(dir);
+  std::string db = (dir / "g.db").string();
+  const std::string cache = (dir / "cache").string();
+  ASSERT_EQ(batch("", "'" + suite + "' --db '" + db + "' --cache-dir '" + cache + "' -q").exit_code,
+            0);
+  fs::copy_file(db, dir / "g2.db");  // the first batch, for the second case below
+  app::Suite s = app::collect_suite({suite});
+  app::BatchOptions o;
+  o.db_path = db;
+  o.run_args = {"--cache-dir", cache, "--quiet"};
+  std::ostringstream log;
+
+  o.run = fake_runs(1.5, 1.0);  // 50% slower in the run, as fast as before when re-measured
+  app::BatchReport noise = app::run_batch(s.jobs, o, log);
+  EXPECT_EQ(noise.regressions, 0u) << log.str();
+  EXPECT_EQ(noise.exit_code, 0);
+  std::size_t remeasured = 0;
+  for (const auto& item : noise.items)
+    for (const auto& c : item.contexts) {
+      ASSERT_TRUE(c.confirmation) << c.label;
+      EXPECT_TRUE(c.confirmation->ran) << c.confirmation->note;
+      EXPECT_FALSE(c.confirmation->confirmed);
+      EXPECT_NE(c.confirmation->note.find("noise"), std::string::npos) << c.confirmation->note;
+      ++remeasured;
+    }
+  EXPECT_EQ(remeasured, 3u);  // a's 1M and 16M, b's 16M
+  EXPECT_NE(app::batch_report_markdown(noise).find("noise (re-measured)"), std::string::npos);
+
+  // The same again from the first batch's database (the noisy runs are in this one now, and
+  // are what a next batch compares with): slower when re-measured too.
+  o.db_path = db = (dir / "g2.db").string();
+  o.run = fake_runs(1.5, 1.5);
+  app::BatchReport real = app::run_batch(s.jobs, o, log);
+  EXPECT_EQ(real.regressions, 3u) << log.str();
+  EXPECT_EQ(real.exit_code, 7);
+  const std::string md = app::batch_report_markdown(real);
+  EXPECT_NE(md.find("| a.json |"), std::string::npos) << md;
+  EXPECT_NE(md.find("REGRESSION (confirmed)"), std::string::npos) << md;
+  EXPECT_NE(md.find("the winner re-measured 1.5"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(app::batch_report_json(real));
+  EXPECT_EQ(j["regressions"], 3);
+  const auto& first = j["jobs"][0]["contexts"][0];
+  EXPECT_EQ(first["verdict"], "REGRESSION (confirmed)");
+  EXPECT_TRUE(first["confirmation"]["confirmed"].get<bool>());
+  EXPECT_NEAR(first["confirmation"]["winner_ms"].get<double>(), 1.5, 0.01);
+  // Nothing of the confirmations stays beside the jobs, and the suite's database holds only the
+  // suite's runs: 2 batches of 2 jobs.
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find(".gputune-confirm"), std::string::npos);
+  EXPECT_EQ(db::Store(db).runs().size(), 4u);
+
+  // --report-only: the newest runs as they are, without tuning, into Markdown and JSON files.
+  const std::string md_file = (dir / "r.md").string(), json_file = (dir / "r.json").string();
+  auto only = batch("FAKE_CUDA_TIME_SCALE=1.5", "'" + suite + "' --db '" + db +
+                                                    "' --report-only --report-md '" + md_file +
+                                                    "' --report-json '" + json_file + "'");
+  EXPECT_EQ(only.exit_code, 7) << only.out;
+  EXPECT_EQ(db::Store(db).runs().size(), 4u);  // nothing tuned
+  EXPECT_NE(test::read_file(md_file).find("REGRESSION (confirmed)"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(json_file))["jobs"].size(), 2u);
+  auto unconfirmed = batch("", "'" + suite + "' --db '" + db + "' --report-only --no-confirm");
+  EXPECT_EQ(unconfirmed.exit_code, 7) << unconfirmed.out;
 }
 
 }  // namespace
