@@ -15,7 +15,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "db/sqlite.h"
 #include "db/store.h"
 #include "variants/instantiate.h"
 #include "variants/job.h"
