@@ -97,7 +97,7 @@ struct Device {
 /// the kernel was tuned with) and the job's other input values by name.
 struct Input {
   std::vector<std::int64_t> problem_size;
-  std::map<std::string, double> values;
+  std::map<std::string, double> values = {};  ///< (initialised: `Input{{2048}}` is warning-free)
 };
 
 struct Choice {
