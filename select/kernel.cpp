@@ -143,8 +143,18 @@ struct Buffer::Impl {
   }
 };
 
-Buffer::Buffer(Buffer&&) noexcept = default;
-Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+Buffer::Buffer(Buffer&& o) noexcept
+    : impl_(std::move(o.impl_)),
+      address_(std::exchange(o.address_, 0)),
+      bytes_(std::exchange(o.bytes_, 0)) {}
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    impl_ = std::move(o.impl_);
+    address_ = std::exchange(o.address_, 0);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
 Buffer::~Buffer() = default;
 
 Result<Buffer> Buffer::allocate(std::size_t bytes, int device) noexcept {

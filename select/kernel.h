@@ -42,7 +42,7 @@ using Status = Result<std::monostate>;
 /// "sm_90"); kNoDriver without a driver or such a device.
 Result<Device> gpu_device(int index = 0) noexcept;
 
-/// Device memory on one GPU, freed with the object. Move-only.
+/// Device memory on one GPU, freed with the object. Move-only (a moved-from Buffer is empty).
 class Buffer {
  public:
   static Result<Buffer> allocate(std::size_t bytes, int device = 0) noexcept;

@@ -75,6 +75,10 @@ TEST(SelectKernelOnFakeDriver, ArgumentsThatDoNotFitTheJobAreRefused) {
   EXPECT_NE(wide.error().message.find("argument 3 (n)"), std::string::npos) << wide.error().message;
   std::vector<char> big(8 << 20);
   EXPECT_FALSE(buf->upload(big.data(), big.size()));
+  select::Buffer taken = std::move(buf.value());
+  EXPECT_NE(taken.address(), 0u);
+  EXPECT_EQ(buf->address(), 0u);  // moved from: empty, refuses copies
+  EXPECT_FALSE(buf->upload(big.data(), 1));
 }
 
 }  // namespace
