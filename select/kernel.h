@@ -89,7 +89,8 @@ struct KernelOptions {
   /// can then compile ahead, filling the cubin cache; load still answers kNoDriver there).
   std::optional<Device> as_device;
   /// The kernel's source file; "": the table's (a decision file exported without sources, or a
-  /// database, may have none). Its folder is searched for the headers it includes.
+  /// database, may have none). Its folder is searched for the headers it includes: a kernel
+  /// that includes headers of its own needs it (the table holds the kernel's file alone).
   std::string source_file;
   /// The cubin cache's folder; "": the tuner's ($GPUTUNE_CACHE_DIR, else ~/.cache/gputune).
   std::string cache_dir;
