@@ -92,7 +92,8 @@ struct DeviceInfo {
   pruner::DeviceLimits limits;  // from the driver's attributes
 };
 
-/// Device `index` as the driver describes it. Throws CudaError.
+/// Device `index` as the driver describes it. Throws CudaError. Defined in device_query.cpp,
+/// part of gputune_tuner (it uses the pruner's tables), not of gputune_cuda.
 DeviceInfo query_device(int index);
 
 /// The devices the driver reports, for messages: "2 CUDA devices: 0 NVIDIA H200, 1 NVIDIA H200".
