@@ -10,6 +10,7 @@
 
 #include "app/batch.h"
 #include "app/cli.h"
+#include "app/slurm.h"
 #include "pruner/device_spec.h"
 #include "tuner/cache_admin.h"
 #include "tuner/cpu_check.h"
@@ -110,6 +111,74 @@ int cmd_run(int argc, char** argv) {
   return rep.exit_code;
 }
 
+namespace {
+
+/// `batch --slurm`: the suite as a job array; nothing is tuned here.
+int batch_slurm(const cxxopts::ParseResult& r, const Suite& suite, const BatchOptions& bo) {
+  SlurmSuite ss;
+  ss.suite_args = r["suite"].as<std::vector<std::string>>();
+  for (const SuiteJob& j : suite.jobs) ss.job_files.push_back(j.file);
+  ss.db = bo.db_path;
+  ss.gputune = gputune_binary();
+  // Every task runs `batch` with the options given (those of `run` it passes on, --max-restarts,
+  // --regression); a relative cache folder is the one here, not the node's working folder.
+  for (std::size_t i = 0; i < bo.run_args.size(); ++i) {
+    ss.batch_args.push_back(bo.run_args[i]);
+    if (bo.run_args[i] == "--cache-dir" && i + 1 < bo.run_args.size()) {
+      const std::string dir = bo.run_args[++i];
+      ss.batch_args.push_back(dir == "-" ? dir : std::filesystem::absolute(dir).string());
+    }
+  }
+  if (r.count("max-restarts"))
+    ss.batch_args.insert(ss.batch_args.end(), {"--max-restarts", std::to_string(bo.max_restarts)});
+  if (r.count("regression")) {
+    std::ostringstream v;
+    v << r["regression"].as<double>();
+    for (auto* args : {&ss.batch_args, &ss.report_args})
+      args->insert(args->end(), {"--regression", v.str()});
+  }
+  SlurmOptions so;
+  so.partition = string_option(r, "partition");
+  so.gres = r["gres"].as<std::string>();
+  if (r.count("tasks")) {
+    so.tasks = r["tasks"].as<std::size_t>();
+    if (so.tasks < 1 || so.tasks > 1000)
+      throw JobError("command line", "--tasks",
+                     "a job array of " + std::to_string(so.tasks) + " tasks",
+                     "give 1 to 1000 (leave it out for one task per job)");
+  }
+  if (r.count("nodes-per-type")) {
+    so.nodes_per_type = r["nodes-per-type"].as<std::size_t>();
+    if (so.nodes_per_type < 1)
+      throw JobError("command line", "--nodes-per-type", "0 nodes",
+                     "give at least 1 (leave it out for as many tasks at once as SLURM runs)");
+  }
+  const SlurmPlan plan = plan_slurm(ss, so);
+  write_slurm_files(plan);
+  std::cout << plan.array_script;
+  std::cerr << "gputune batch: " << suite.jobs.size() << " job"
+            << (suite.jobs.size() == 1 ? "" : "s") << " in " << plan.task_jobs.size()
+            << " array task" << (plan.task_jobs.size() == 1 ? "" : "s") << ": wrote "
+            << plan.array_file.string() << " (above) and " << plan.merge_file.string()
+            << "; shards in " << plan.shards.string() << ", logs in " << plan.logs.string() << "\n";
+  if (!r.count("submit")) {
+    std::cerr << "gputune batch: submit both with: " << plan.submit_command << "\n";
+    return 0;
+  }
+  try {
+    const SlurmSubmission s = submit_slurm(plan);
+    std::cerr << "gputune batch: submitted the array as job " << s.array_job
+              << " and the merge and report as job " << s.merge_job << " (after it)\n";
+    std::cout << "array job " << s.array_job << "\nmerge job " << s.merge_job << "\n";
+  } catch (const SlurmError& e) {
+    std::cerr << e.what() << "\n";
+    return e.exit_code;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int cmd_batch(int argc, char** argv) {
   auto o = command_options(
       "gputune batch",
@@ -137,6 +206,15 @@ int cmd_batch(int argc, char** argv) {
       "report-json", "also write the report as JSON to FILE", cxxopts::value<std::string>())(
       "report-only", "tune nothing: report each job's newest run in --db (after `db merge`)")(
       "no-confirm", "report a regression without re-measuring it first")(
+      "slurm", "write a SLURM job array (one shard per task) and its merge job; run nothing")(
+      "partition", "--slurm: the partition (default: the cluster's)",
+      cxxopts::value<std::string>())("gres",
+                                     "--slurm: each task's generic resource; none: no --gres",
+                                     cxxopts::value<std::string>()->default_value("gpu:1"))(
+      "tasks", "--slurm: array tasks, jobs dealt out in turn (default: one per job)",
+      cxxopts::value<std::size_t>())(
+      "nodes-per-type", "--slurm: at most this many tasks at once (default: no limit)",
+      cxxopts::value<std::size_t>())("submit", "--slurm: submit both with sbatch, print the ids")(
       "q,quiet", "no progress lines")("h,help", "help");
   o.parse_positional({"suite"});
   o.positional_help("SUITE...");
@@ -171,6 +249,11 @@ int cmd_batch(int argc, char** argv) {
   }
   if (r.count("quiet")) bo.run_args.push_back("--quiet");
   if (r.count("skip-unchanged")) bo.run_args.push_back("--skip-unchanged");
+  for (const char* slurm_only : {"partition", "tasks", "nodes-per-type", "submit"})
+    if (r.count(slurm_only) && !r.count("slurm"))
+      throw JobError("command line", std::string("--") + slurm_only, "given without --slurm",
+                     "add --slurm (it writes the job array), or drop it");
+  if (r.count("slurm")) return batch_slurm(r, suite, bo);
   bo.should_stop = [] { return tuner::supervisor_stop_requested(); };
   for (const std::string& s : suite.skipped) std::cerr << "gputune batch: skipped " << s << "\n";
   std::cerr << "gputune batch: " << suite.jobs.size() << " job"
