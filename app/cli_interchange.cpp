@@ -98,8 +98,8 @@ int cmd_export(int argc, char** argv) {
       "decisions", "decision file of the winners for gputune::select, to FILE ('-': stdout)",
       cxxopts::value<std::string>())("no-source", "--decisions without the kernels' sources")(
       "wisdom", "Kernel Launcher wisdom files (<kernel>.wisdom) into folder DIR",
-      cxxopts::value<std::string>())(
-      "run", "run id (default: all runs)", cxxopts::value<long>()->default_value("0"))(
+      cxxopts::value<std::string>())("run", "run id (default: all runs)",
+                                     cxxopts::value<long>()->default_value("0"))(
       "context", "context label (where the run measured several; a T4 file holds one)",
       cxxopts::value<std::string>())("kernel", "kernel name (where the runs tuned several kernels)",
                                      cxxopts::value<std::string>())(
