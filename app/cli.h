@@ -63,6 +63,9 @@ int max_restarts_option(const cxxopts::ParseResult& r);
 void print_job_notes(const Job& job);
 /// Replaces `file` whole or not at all; false (with the reason on stderr) when it cannot.
 bool write_file_atomically(const std::string& file, const std::string& text);
+/// `text` to `file` (whole or not at all, then "gputune: wrote FILE" on stderr), or to stdout
+/// when `file` is "-"; the exit code (kExitBadInput, with the reason on stderr, when it cannot).
+int write_output(const std::string& file, const std::string& text);
 /// Today's date in UTC, as 2026-11-24.
 std::string today_utc();
 /// The database a reading command looks in; it must exist already.

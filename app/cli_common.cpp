@@ -120,6 +120,16 @@ bool write_file_atomically(const std::string& file, const std::string& text) {
 }
 
 /// Today's date in UTC, as 2026-11-24.
+int write_output(const std::string& file, const std::string& text) {
+  if (file == "-") {
+    std::cout << text;
+    return 0;
+  }
+  if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
+  std::cerr << "gputune: wrote " << file << "\n";
+  return 0;
+}
+
 std::string today_utc() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

@@ -152,14 +152,7 @@ int write_runtime_header(const cxxopts::ParseResult& r, db::Store& store,
               << ". Fix: tune it first (`gputune run`), or name a kernel `gputune best` lists.\n";
     return tuner::kExitBadInput;
   }
-  const std::string file = r["header"].as<std::string>();
-  if (file == "-") {
-    std::cout << text;
-    return 0;
-  }
-  if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
-  std::cerr << "gputune: wrote " << file << "\n";
-  return 0;
+  return write_output(r["header"].as<std::string>(), text);
 }
 
 }  // namespace
@@ -227,14 +220,7 @@ int cmd_best(int argc, char** argv) {
                   << w.device << " (`gputune best` shows every winner's command)\n";
         break;
       }
-    const std::string file = r["header"].as<std::string>();
-    if (file == "-") {
-      std::cout << text;
-      return 0;
-    }
-    if (!write_file_atomically(file, text)) return tuner::kExitBadInput;
-    std::cerr << "gputune: wrote " << file << "\n";
-    return 0;
+    return write_output(r["header"].as<std::string>(), text);
   }
   if (ws.empty()) {
     std::cerr << "gputune: no winner stored for kernel '" << kernel << "'";
