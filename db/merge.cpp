@@ -242,21 +242,52 @@ class Merger {
                     "was changed outside gputune); nothing was written. Fix: leave this shard "
                     "out, or repair it");
 
-    // OUT's rows of the runs it had already, counted by the measurement key (see above).
+    // A run OUT holds with the same counts per (context, status) as the shard holds the same
+    // rows: a run's rows are only ever appended, by that run's processes (and by merges of its
+    // copies), so two copies of it are prefixes of one sequence, equal when equally long. Its
+    // rows are skipped unless the shard has predictions of the default configuration (written
+    // after its row) that OUT lacks. The rest of OUT's rows of runs it had already are counted
+    // by the measurement key (see above).
     exec_sql(
+        "DROP TABLE IF EXISTS temp.same_runs; DROP TABLE IF EXISTS temp.diff_runs;"
+        "CREATE TEMP TABLE same_runs(o INTEGER PRIMARY KEY);"
+        "CREATE TEMP TABLE diff_runs(o INTEGER PRIMARY KEY);"
+        "INSERT OR IGNORE INTO temp.diff_runs SELECT run FROM ("
+        "SELECT r.o AS run, c.o AS ctx, x.status, x.n FROM S.measurement_counts x "
+        "JOIN temp.map_run r ON r.s=x.run_id JOIN temp.map_ctx c ON c.s=x.context_id "
+        "WHERE x.n>0 AND r.o IN (SELECT o FROM temp.old_runs) EXCEPT "
+        "SELECT run_id, context_id, status, n FROM main.measurement_counts WHERE n>0);"
+        "INSERT OR IGNORE INTO temp.diff_runs SELECT run FROM ("
+        "SELECT run_id AS run, context_id, status, n FROM main.measurement_counts "
+        "WHERE n>0 AND run_id IN (SELECT o FROM temp.old_runs) EXCEPT "
+        "SELECT r.o, c.o, x.status, x.n FROM S.measurement_counts x "
+        "JOIN temp.map_run r ON r.s=x.run_id JOIN temp.map_ctx c ON c.s=x.context_id "
+        "WHERE x.n>0);"
+        "INSERT OR IGNORE INTO temp.diff_runs SELECT run FROM ("
+        "SELECT r.o AS run, count(m.predicted_ms) AS p FROM S.measurements m "
+        "JOIN temp.map_run r ON r.s=m.run_id WHERE m.is_default=1 AND m.status='correct' "
+        "AND r.o IN (SELECT o FROM temp.old_runs) GROUP BY r.o) sp WHERE sp.p > (SELECT "
+        "count(predicted_ms) FROM main.measurements o WHERE o.run_id=sp.run AND o.is_default=1 "
+        "AND o.status='correct');"
+        "INSERT INTO temp.same_runs SELECT o FROM temp.old_runs "
+        "WHERE o NOT IN (SELECT o FROM temp.diff_runs);"
         "CREATE TEMP TABLE out_n AS SELECT run_id,context_id,variant_id,created_at,status,"
         "is_default,time_ms,samples,reason,count(*) AS n,count(predicted_ms) AS np "
-        "FROM main.measurements WHERE run_id IN (SELECT o FROM temp.old_runs) "
+        "FROM main.measurements WHERE run_id IN (SELECT o FROM temp.diff_runs) "
         "GROUP BY run_id,context_id,variant_id,created_at,status,is_default,time_ms,samples,"
         "reason;"
         "CREATE INDEX temp.out_n_key ON out_n(run_id,context_id,variant_id,created_at);",
         s);
-    const bool overlap = old_runs > 0;
+    const bool overlap = count("SELECT count(*) FROM temp.diff_runs") > 0;
+    const std::string skip =
+        " WHERE run_id NOT IN (SELECT s FROM temp.map_run WHERE o IN (SELECT o FROM "
+        "temp.same_runs))";
     const std::string numbered =
         overlap ? "(SELECT *, row_number() OVER (PARTITION BY run_id,context_id,variant_id,"
                   "created_at,status,is_default,time_ms,samples,reason ORDER BY id) AS ord "
-                  "FROM S.measurements)"
-                : "(SELECT *, 1 AS ord FROM S.measurements)";
+                  "FROM S.measurements" +
+                      skip + ")"
+                : "(SELECT *, 1 AS ord FROM S.measurements" + skip + ")";
     const std::string key_join =
         "k.run_id=r.o AND k.context_id=c.o AND k.variant_id=v.o AND k.created_at=m.created_at "
         "AND k.status=m.status AND k.is_default=m.is_default AND k.time_ms IS m.time_ms "
@@ -400,7 +431,8 @@ class Merger {
                       "SELECT measurement_id, provisional FROM main.winners WHERE context_id=?");
         cur.bind(1, offer.context);
         if (cur.step()) {
-          if (cur.int64(0) == *m) continue;
+          // The same measurement ranks equal unless one side names it provisional: the
+          // re-measured word wins, in any order.
           auto current = rank(cur.int64(0), cur.int64(1) != 0);
           if (current && !(*candidate < *current)) continue;
         }

@@ -224,6 +224,52 @@ TEST(Merge, TheFasterWinnerWinsAndTheOtherStaysAsHistory) {
   }
 }
 
+// A shard copied while its run went on, and the later copy: the run's rows are the key-matched
+// union (not twice the early ones), its state the later one, and a prediction the default
+// configuration got after its row was stored comes along, in either order.
+TEST(Merge, AShardCopiedMidRunAndItsLaterCopyGiveOneResult) {
+  test::TempDir dir;
+  const std::string early = (dir / "early.db").string(), late = (dir / "late.db").string();
+  add_run(late, 21, 30);
+  std::int64_t default_row = 0;
+  {
+    Store store(late);
+    MeasurementRecord m;
+    m.run_id = 1, m.context_id = 1, m.status = "correct", m.time_ms = 4.0, m.samples_ms = {4.0};
+    m.variant_id = store.upsert_variant(1, "0", "{\"a\": 0}"), m.is_default = true;
+    default_row = store.add_measurement(m);
+    store.update_run_progress(1, 31, 2.0);
+  }
+  fs::copy_file(late, early);
+  {
+    Store store(late);
+    store.set_predicted_ms(default_row, 3.5);
+    for (int i = 0; i < 10; ++i) {
+      MeasurementRecord m;
+      m.run_id = 1, m.context_id = 2, m.status = "correct", m.time_ms = 0.5 + 0.01 * i;
+      m.samples_ms = {*m.time_ms};
+      m.variant_id = store.upsert_variant(1, "late" + std::to_string(i), "{}");
+      store.offer_winner(2, store.add_measurement(m));
+    }
+    store.update_run_progress(1, 41, 3.0);
+  }
+  const std::string one = (dir / "one.db").string(), two = (dir / "two.db").string();
+  merge_shards(one, {early, late});
+  merge_shards(two, {late});
+  merge_shards(two, {early});
+  merge_shards(two, {late});
+  EXPECT_EQ(dump(one), dump(two));
+  EXPECT_EQ(dump(one), dump(late)) << "the later copy holds everything";
+  Store o(one);
+  Statement m(o.db(),
+              "SELECT count(*), (SELECT done FROM runs), (SELECT count(predicted_ms) "
+              "FROM measurements WHERE time_ms=4.0 AND is_default=1) FROM measurements");
+  ASSERT_TRUE(m.step());
+  EXPECT_EQ(m.int64(0), 41);
+  EXPECT_EQ(m.int64(1), 41);
+  EXPECT_EQ(m.int64(2), 1);
+}
+
 // Schema 9 (before provisional winners), written as gputune 9 wrote it.
 void write_schema9_shard(const std::string& path) {
   Database db(path);
