@@ -40,7 +40,7 @@ interchange:
   export --t4        T4 results of a run (--run ID, --context LABEL, -o FILE)
   export --decisions the decision table gputune::select reads at run time (FILE, --kernel NAME)
   import FILE        a Kernel Tuner cache or T4 file as measurements of its device (--kernel, --device)
-  db merge OUT SHARD...  merge gputune databases (shards) into OUT, idempotently, in one transaction
+  db merge OUT SHARD...  merge databases of several machines into OUT (idempotent, one transaction)
 service:
   serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs
   submit JOB         queue a job on a running daemon (--server URL)

@@ -20,7 +20,10 @@
  *   whole key are counted, not collapsed: OUT keeps as many as the shard holding the most
  *   (the k-th such row of a shard is the k-th of OUT). Every other column is written once when
  *   the row is stored, except predicted_ms (Store::set_predicted_ms, after the default
- *   configuration's row): OUT fills one it lacks from a shard that has it.
+ *   configuration's row): OUT fills one it lacks from a shard that has it. A run OUT holds with
+ *   the same counts per (context, status) as the shard is skipped whole (a run's rows are only
+ *   appended, so two copies of it are prefixes of one sequence: equally long, equal), which
+ *   makes merging a shard again cheap.
  * - model_calibrations by their whole content (device uid, run uid, samples, error, parameters,
  *   created_at); run_plans by run uid, the larger plan text where two differ.
  * - measurement_counts follows through its triggers.
