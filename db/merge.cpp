@@ -43,8 +43,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
