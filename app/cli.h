@@ -36,6 +36,8 @@ int cmd_devices();
 // Interchange (cli_interchange.cpp).
 int cmd_export(int argc, char** argv);
 int cmd_import(int argc, char** argv);
+/// `db merge OUT SHARD...` (the `db` command's subcommands).
+int cmd_db(int argc, char** argv);
 // Service (cli_service.cpp).
 int cmd_serve(int argc, char** argv);
 int cmd_worker(int argc, char** argv);

@@ -1,15 +1,18 @@
 /** \file app/cli_interchange.cpp
- * Owns: the interchange commands: export (T4, decision files, Kernel Launcher wisdom files)
- * and import (Kernel Tuner cache, T4). The formats live in db/interchange.h,
- * select/decision_table.h and select/wisdom.h.
+ * Owns: the interchange commands: export (T4, decision files, Kernel Launcher wisdom files),
+ * import (Kernel Tuner cache, T4) and db merge (shards into one database). The formats live in
+ * db/interchange.h, select/decision_table.h and select/wisdom.h; merging in db/merge.h.
  * Must not: read or write any format itself.
  */
+#include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 
 #include "app/cli.h"
 #include "db/interchange.h"
+#include "db/merge.h"
 #include "select/decision_table.h"
 #include "select/wisdom.h"
 
@@ -159,6 +162,62 @@ int cmd_import(int argc, char** argv) {
             << s.best_key
             << (s.parameter_order.empty() ? "" : "; parameters in " + s.parameter_order) << "\n";
   return 0;
+}
+
+namespace {
+
+/// `db merge OUT SHARD...`: db::merge_shards, its report on stdout, its progress on stderr.
+int db_merge(int argc, char** argv) {
+  auto o = command_options("gputune db merge",
+                           "Merge gputune databases (shards) into OUT, idempotently, in one "
+                           "transaction");
+  o.add_options()("out", "the database to merge into (created when missing)",
+                  cxxopts::value<std::string>())("shards", "the databases to merge (never changed)",
+                                                 cxxopts::value<std::vector<std::string>>())(
+      "temp-dir", "folder for the shards' copies while merging (default: beside OUT)",
+      cxxopts::value<std::string>())("q,quiet", "no progress on stderr")("h,help", "help");
+  o.parse_positional({"out", "shards"});
+  o.positional_help("OUT SHARD...");
+  auto r = o.parse(argc, argv);
+  if (auto rc = help_or_missing(o, r, "shards")) return *rc;
+  db::MergeOptions options;
+  options.temp_dir = string_option(r, "temp-dir");
+  if (!r.count("quiet"))
+    options.note = [](const std::string& line) { std::cerr << "gputune: " << line << "\n"; };
+  const std::string out = r["out"].as<std::string>();
+  const auto start = std::chrono::steady_clock::now();
+  db::MergeReport rep = db::merge_shards(out, r["shards"].as<std::vector<std::string>>(), options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const db::ShardMergeReport& s : rep.shards) {
+    if (s.skipped) {
+      std::cout << s.path << ": OUT itself, skipped\n";
+      continue;
+    }
+    std::cout << s.path << ": schema " << s.schema_version << (s.migrated ? " (migrated copy)" : "")
+              << ", " << s.measurements_added << " of " << s.measurements << " measurements new, "
+              << s.runs_added << " runs new, " << s.runs_updated << " runs further along, "
+              << s.calibrations_added << " calibrations and " << s.plans_added << " plans new\n";
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", seconds);
+  std::cout << (rep.created ? "created " : "merged into ") << out << ": " << rep.measurements_added
+            << " measurements added (" << rep.measurements_total << " in all), "
+            << rep.winners_changed << " winners new or changed, in " << secs << " s\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_db(int argc, char** argv) {
+  const std::string sub = argc > 1 ? argv[1] : "";
+  if (sub == "merge") return db_merge(argc - 1, argv + 1);
+  std::cerr << (sub.empty() || sub == "-h" || sub == "--help"
+                    ? ""
+                    : "gputune db: unknown subcommand '" + sub + "'\n")
+            << "usage: gputune db merge OUT SHARD...   merge gputune databases into OUT "
+               "(`gputune db merge --help`)\n";
+  return sub == "-h" || sub == "--help" ? 0 : tuner::kExitBadInput;
 }
 
 }  // namespace gputune::app

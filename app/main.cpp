@@ -40,6 +40,7 @@ interchange:
   export --t4        T4 results of a run (--run ID, --context LABEL, -o FILE)
   export --decisions the decision table gputune::select reads at run time (FILE, --kernel NAME)
   import FILE        a Kernel Tuner cache or T4 file as measurements of its device (--kernel, --device)
+  db merge OUT SHARD...  merge databases of several machines into OUT (idempotent, one transaction)
 service:
   serve              the daemon: HTTP API + dashboard, one worker process per GPU tuning queued jobs
   submit JOB         queue a job on a running daemon (--server URL)
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     if (cmd == "runs") return cmd_runs(argc - 1, argv + 1);
     if (cmd == "export") return cmd_export(argc - 1, argv + 1);
     if (cmd == "import") return cmd_import(argc - 1, argv + 1);
+    if (cmd == "db") return cmd_db(argc - 1, argv + 1);
     if (cmd == "devices") return cmd_devices();
     if (cmd == "cache") return cmd_cache(argc - 1, argv + 1);
     if (cmd == "serve") return cmd_serve(argc - 1, argv + 1);

@@ -614,12 +614,13 @@ std::optional<Store::NamedCalibration> Store::latest_calibration_named(
   if (names.empty()) return std::nullopt;
   std::string in;
   for (size_t i = 0; i < names.size(); ++i) in += i ? ",lower(?)" : "lower(?)";
-  Statement s(db_,
-              "SELECT c.params_json, d.name, d.id FROM model_calibrations c JOIN devices d ON "
-              "d.id = c.device_id WHERE lower(d.name) IN (" +
-                  in +
-                  ") AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? ORDER BY c.id DESC "
-                  "LIMIT 1");
+  Statement s(
+      db_,
+      "SELECT c.params_json, d.name, d.id FROM model_calibrations c JOIN devices d ON "
+      "d.id = c.device_id WHERE lower(d.name) IN (" +
+          in +
+          ") AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? ORDER BY c.created_at DESC, "
+          "c.id DESC LIMIT 1");
   int k = 1;
   for (const std::string& n : names) s.bind(k++, n);
   s.bind(k, cc_major).bind(k + 1, cc_minor).bind(k + 2, sm_count);
@@ -627,10 +628,12 @@ std::optional<Store::NamedCalibration> Store::latest_calibration_named(
   return NamedCalibration{s.text(0), s.text(1), s.int64(2)};
 }
 
+// The newest by created_at, then id: a merged database (db/merge.h) holds other machines'
+// calibrations in the order they were merged, not fitted.
 std::optional<std::string> Store::latest_calibration(std::int64_t device_id) {
   Statement s(db_,
-              "SELECT params_json FROM model_calibrations WHERE device_id=? ORDER BY id DESC "
-              "LIMIT 1");
+              "SELECT params_json FROM model_calibrations WHERE device_id=? ORDER BY created_at "
+              "DESC, id DESC LIMIT 1");
   s.bind(1, device_id);
   if (!s.step()) return std::nullopt;
   return s.text(0);

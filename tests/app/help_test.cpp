@@ -12,8 +12,8 @@ namespace gputune {
 namespace {
 
 const std::vector<std::string> kCommands = {
-    "run",  "batch", "space", "generate", "check",  "prune", "replay", "best",
-    "show", "runs",  "cache", "export",   "import", "serve", "submit", "cancel"};
+    "run",  "batch", "space",  "generate", "check",    "prune", "replay", "best",  "show",
+    "runs", "cache", "export", "import",   "db merge", "serve", "submit", "cancel"};
 
 TEST(Help, EveryCommandListsItsOptionsOneLineEach) {
   for (const std::string& cmd : kCommands) {
