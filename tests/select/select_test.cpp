@@ -11,6 +11,7 @@
 #include "bench/synthetic_spaces.h"
 #include "db/store.h"
 #include "test_util.h"
+#include "tuned_store.h"
 
 namespace gputune::select {
 namespace {
@@ -252,24 +253,11 @@ struct TunedDb {
     const auto run = store.begin_run(store.upsert_job("vector_add", "vector_add.json", doc.str()),
                                      "brute_force", 4);
     const auto k = store.upsert_kernel("vector_add", "abc123", "__global__ void vector_add() {}");
-    db::DeviceRecord d;
-    d.name = "NVIDIA H100 80GB HBM3", d.cc_major = 9, d.sm_count = 132;
-    const auto dev = store.upsert_device(d);
     auto context = [&](const std::string& label, int n) {
-      db::ContextRecord c;
-      c.kernel_id = k, c.device_id = dev, c.label = label;
-      c.problem_size_json = "[" + std::to_string(n) + ",1,1]", c.arch = "sm_90";
-      c.toolkit_version = "13.0";
-      return store.upsert_context(c);
+      return test::vector_add_context(store, k, "NVIDIA H100 80GB HBM3", 9, 132, label, n);
     };
     auto measure = [&](std::int64_t ctx, int block, int tile, double ms) {
-      db::MeasurementRecord m;
-      m.run_id = run, m.context_id = ctx;
-      m.variant_id = store.upsert_variant(k, std::to_string(block) + "," + std::to_string(tile),
-                                          R"({"block_size_x": )" + std::to_string(block) +
-                                              R"(, "tile_size_x": )" + std::to_string(tile) + "}");
-      m.status = "correct", m.time_ms = ms, m.samples_ms = {ms};
-      store.offer_winner(ctx, store.add_measurement(m));
+      test::vector_add_measurement(store, run, k, ctx, block, tile, ms);
     };
     const auto m1 = context("1M", 1 << 20), m16 = context("16M", 1 << 24);
     measure(m1, 256, 1, 0.010), measure(m1, 128, 4, 0.012), measure(m1, 64, 8, 0.02);

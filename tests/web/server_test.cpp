@@ -16,6 +16,7 @@
 #include "db/store.h"
 #include "json_fuzz.h"
 #include "test_util.h"
+#include "tuned_store.h"
 #include "web/charts.h"
 
 namespace gputune::web {
@@ -465,22 +466,10 @@ TEST(Api, SelectSaysWhatItChoseAndHowOrWhyNot) {
                       "brute_force", 9);
   const std::int64_t k = store.upsert_kernel("vector_add", "abc123", "source");
   auto context = [&](const std::string& device, int cc, const std::string& label, long size) {
-    db::DeviceRecord d;
-    d.name = device, d.cc_major = cc, d.sm_count = 100;
-    db::ContextRecord c;
-    c.kernel_id = k, c.device_id = store.upsert_device(d), c.label = label;
-    c.problem_size_json = "[" + std::to_string(size) + ", 1, 1]";
-    c.arch = "sm_" + std::to_string(cc) + "0", c.toolkit_version = "13.0";
-    return store.upsert_context(c);
+    return test::vector_add_context(store, k, device, cc, 100, label, size);
   };
   auto measure = [&](std::int64_t ctx, int block, int tile, double ms) {
-    db::MeasurementRecord m;
-    m.run_id = run, m.context_id = ctx;
-    m.variant_id = store.upsert_variant(k, std::to_string(block) + "," + std::to_string(tile),
-                                        R"({"block_size_x": )" + std::to_string(block) +
-                                            R"(, "tile_size_x": )" + std::to_string(tile) + "}");
-    m.status = "correct", m.time_ms = ms, m.samples_ms = {ms};
-    store.offer_winner(ctx, store.add_measurement(m));
+    test::vector_add_measurement(store, run, k, ctx, block, tile, ms);
   };
   const auto h1 = context("NVIDIA H100", 9, "1M", 1 << 20),
              h16 = context("NVIDIA H100", 9, "16M", 1 << 24),
