@@ -68,7 +68,7 @@ $rows
 Submit to done is measured from before \`gputune batch --submit\` starts until \`squeue\` no longer lists
 the job (polled every 50 ms). Each task is a \`gputune batch\` of its job that exits at once
 (\`run --skip-unchanged\`); what remains is SLURM's scheduling and each task's process start.
-The merge job fails in a build without \`gputune db merge\` (another branch of issue #46): its
-column then measures SLURM starting it after the array, not a merge."
+The merge job runs \`gputune db merge\` of the three shards (after the first submit nothing is new)
+and \`batch --report-only\` with its Markdown and JSON reports."
 echo "$report"
 [ -z "$out" ] || printf '%s\n' "$report" >"$out"
