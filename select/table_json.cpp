@@ -159,7 +159,7 @@ DecisionTable from_json(const json& j, const std::string& origin) {
       for (const std::string& name : k.parameters) {
         if (!params.contains(name))
           r.fail(kf + ".configs." + key, "has no value for parameter '" + name + "'");
-        ordered[name] = nlohmann::ordered_json::parse(params[name].dump());
+        ordered[name] = nlohmann::ordered_json(params[name]);
       }
       k.configs.emplace(key, std::move(ordered));
     }
