@@ -167,7 +167,21 @@ class Merger {
   explicit Merger(Database& db) : db_(db) {}
 
   /// Merges the attached schema `s` (a current-version gputune database); inside a transaction.
+  /// Merges shard `shard`, attached as schema `s`, into OUT (main), step by step.
   void merge(const std::string& s, const std::string& shard, ShardMergeReport& rep) {
+    merge_identities(s);
+    merge_runs(s, rep);
+    refuse_orphans(s, shard, rep);
+    const bool overlap = find_unchanged_runs(s);
+    merge_measurements(s, overlap, rep);
+    merge_calibrations_and_plans(s, rep);
+    merge_winners(s);
+  }
+
+  /// Devices, kernels, jobs, contexts and variants by their content identities, and the maps
+  /// from the shard's integer ids to OUT's (temp.map_dev, map_ctx, map_var; temp.old_runs: the
+  /// shard's runs OUT holds already).
+  void merge_identities(const std::string& s) {
     exec_sql(
         "DROP TABLE IF EXISTS temp.map_ctx; DROP TABLE IF EXISTS temp.map_var;"
         "DROP TABLE IF EXISTS temp.map_run; DROP TABLE IF EXISTS temp.map_dev;"
@@ -206,6 +220,10 @@ class Merger {
         "CREATE TEMP TABLE old_runs(o INTEGER PRIMARY KEY);"
         "INSERT INTO temp.old_runs SELECT r2.id FROM S.runs r JOIN main.runs r2 ON r2.uid=r.uid;",
         s);
+  }
+
+  /// Runs by uid: a run found again keeps the state furthest along; temp.map_run.
+  void merge_runs(const std::string& s, ShardMergeReport& rep) {
     const std::int64_t old_runs = count("SELECT count(*) FROM temp.old_runs");
     exec_sql(
         "INSERT INTO main.runs(uid,job_id,strategy,status,message,total,done,started_at,"
@@ -232,8 +250,10 @@ class Merger {
         s);
     rep.runs_added = runs_in_shard - old_runs;
     rep.runs_updated = runs_changed - rep.runs_added;
+  }
 
-    // A row whose run, context or variant the shard does not hold: a damaged shard.
+  /// A row whose run, context or variant the shard does not hold: a damaged shard, refused.
+  void refuse_orphans(const std::string& s, const std::string& shard, ShardMergeReport& rep) {
     rep.measurements = count("SELECT count(*) FROM " + s + ".measurements");
     const std::int64_t orphans =
         count(sub("SELECT count(*) FROM S.measurements m LEFT JOIN temp.map_run r ON r.s=m.run_id "
@@ -245,7 +265,12 @@ class Merger {
                     " measurements name a run, context or variant the shard does not hold (it "
                     "was changed outside gputune); nothing was written. Fix: leave this shard "
                     "out, or repair it");
+  }
 
+  /// The runs OUT holds whole already (temp.same_runs) and those it holds in part
+  /// (temp.diff_runs, with OUT's rows of them counted by key in temp.out_n); true when there are
+  /// any of the latter.
+  bool find_unchanged_runs(const std::string& s) {
     // A run OUT holds with the same counts per (context, status) as the shard holds the same
     // rows: a run's rows are only ever appended, by that run's processes (and by merges of its
     // copies), so two copies of it are prefixes of one sequence, equal when equally long. Its
@@ -282,7 +307,12 @@ class Merger {
         "reason;"
         "CREATE INDEX temp.out_n_key ON out_n(run_id,context_id,variant_id,created_at);",
         s);
-    const bool overlap = count("SELECT count(*) FROM temp.diff_runs") > 0;
+    return count("SELECT count(*) FROM temp.diff_runs") > 0;
+  }
+
+  /// The shard's measurements OUT does not hold (by the measurement key), and predictions OUT
+  /// lacks on rows it has.
+  void merge_measurements(const std::string& s, bool overlap, ShardMergeReport& rep) {
     const std::string skip =
         " WHERE run_id NOT IN (SELECT s FROM temp.map_run WHERE o IN (SELECT o FROM "
         "temp.same_runs))";
@@ -323,7 +353,10 @@ class Merger {
               "AND o.status=p.status AND o.time_ms IS p.time_ms AND o.samples=p.samples "
               "AND o.reason=p.reason AND o.is_default=p.is_default;",
           s);
+  }
 
+  /// Calibrations by their whole content, run plans by run (the larger text where two differ).
+  void merge_calibrations_and_plans(const std::string& s, ShardMergeReport& rep) {
     exec_sql(
         "INSERT INTO main.model_calibrations(device_id,run_id,samples,rms_log_error,params_json,"
         "created_at) SELECT d.o,r.o,m.samples,m.rms_log_error,m.params_json,m.created_at "
@@ -341,7 +374,6 @@ class Merger {
         "plan_json=excluded.plan_json WHERE excluded.plan_json>plan_json;",
         s);
     rep.plans_added = count("SELECT changes()");
-    merge_winners(s);
   }
 
   std::int64_t winners_changed() const { return static_cast<std::int64_t>(changed_.size()); }
