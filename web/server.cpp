@@ -83,7 +83,9 @@ std::vector<db::QueueFile> submitted_files(const json& body) {
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(), "application/json");
+  // Replace, not throw: an error message may quote the client's bytes (a field name cut in the
+  // middle of a UTF-8 sequence), and the client must still get it.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 std::int64_t int_param(const httplib::Request& req, const std::string& name, std::int64_t dflt,
