@@ -59,10 +59,13 @@ for t in "${targets[@]}"; do
   start=$(date +%s%N)
   # The work corpus first: libFuzzer writes what it finds into the first folder.
   # shellcheck disable=SC2086
-  (cd "$build" && ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=print_stacktrace=1 \
+  # Scratch files of the target (a crash leaves them behind) in a folder of the run's own.
+  rm -rf "$build/tmp/$t" && mkdir -p "$build/tmp/$t"
+  (cd "$build" && TMPDIR=$build/tmp/$t ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/fuzzers/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 \
     -rss_limit_mb=3072 -artifact_prefix="$crashes/$t-" ${GPUTUNE_FUZZ_FLAGS:-} "$work" "$seeds") >"$log" 2>&1
   rc=$?
+  rm -rf "$build/tmp/$t"
   wall=$((($(date +%s%N) - start) / 1000000000))
   execs=$(stat_of number_of_executed_units "$log")
   rate=$(stat_of average_exec_per_sec "$log")
