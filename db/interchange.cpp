@@ -159,7 +159,7 @@ MeasurementFile read_measurement_file(const std::string& path) {
   json doc;
   try {
     doc = json::parse(read_maybe_gzip(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e400
     throw std::runtime_error(path + ": malformed JSON (" + std::string(e.what()) + ")");
   }
   FileReader in{path};
