@@ -71,6 +71,14 @@ TEST(Import, ErrorsStoreNothing) {
   EXPECT_TRUE(store.runs().empty());
 }
 
+// A problem size is whole numbers an int64 holds; 1e300 is none (the cast was undefined).
+TEST(Import, AProblemSizeBeyondAnInt64IsNone) {
+  EXPECT_EQ(whole_problem_size(nlohmann::json::parse("[4096, 2]")),
+            (std::vector<std::int64_t>{4096, 2, 1}));
+  EXPECT_TRUE(whole_problem_size(nlohmann::json::parse("1e300")).empty());
+  EXPECT_TRUE(whole_problem_size(nlohmann::json::parse("[1, -1e19]")).empty());
+}
+
 TEST(Import, FailedConfigurationsKeepTheirCategory) {
   test::TempDir dir;
   Store store((dir / "g.db").string());
