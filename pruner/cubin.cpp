@@ -1,5 +1,6 @@
 #include "pruner/cubin.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -177,16 +178,17 @@ void apply_ptxas_log(Resources& r, const std::string& log, const std::string& ke
   auto pos = log.find("Function properties for " + kernel + "\n");
   if (pos == std::string::npos) pos = log.find("Function properties for " + kernel + "\r");
   if (pos == std::string::npos) return;
-  // At most 9 digits, so that std::stoi cannot overflow (ptxas never writes more).
-  static const std::regex spills(R"((\d{1,9}) bytes spill stores, (\d{1,9}) bytes spill loads)");
+  // A count of more than 9 digits (ptxas never writes one) stays unknown: std::stoi would throw.
+  auto count = [](const std::string& digits) { return digits.size() > 9 ? -1 : std::stoi(digits); };
+  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   std::smatch m;
   std::string rest = log.substr(pos, 400);
-  if (std::regex_search(rest, m, spills)) {
-    r.spill_stores = std::stoi(m[1]);
-    r.spill_loads = std::stoi(m[2]);
+  if (std::regex_search(rest, m, spills) && count(m[1]) >= 0 && count(m[2]) >= 0) {
+    r.spill_stores = count(m[1]);
+    r.spill_loads = count(m[2]);
   }
-  static const std::regex regs(R"(Used (\d{1,9}) registers)");
-  if (r.registers == 0 && std::regex_search(rest, m, regs)) r.registers = std::stoi(m[1]);
+  static const std::regex regs(R"(Used (\d+) registers)");
+  if (r.registers == 0 && std::regex_search(rest, m, regs)) r.registers = std::max(0, count(m[1]));
 }
 
 }  // namespace gputune::pruner
