@@ -43,7 +43,7 @@ std::string read_text(const fs::path& file, const std::string& named_by) {
 Kind kind_of(const fs::path& file, const std::string& text, json& doc) {
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e400
     throw JobError(file.string(), "", std::string("is not valid JSON: ") + e.what(),
                    "fix the JSON (a job file or a suite file)");
   }

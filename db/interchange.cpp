@@ -159,7 +159,7 @@ MeasurementFile read_measurement_file(const std::string& path) {
   json doc;
   try {
     doc = json::parse(read_maybe_gzip(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e400
     throw std::runtime_error(path + ": malformed JSON (" + std::string(e.what()) + ")");
   }
   FileReader in{path};
@@ -214,7 +214,8 @@ std::vector<std::int64_t> whole_problem_size(const json& problem_size) {
                                            : json::array({problem_size});
   std::vector<std::int64_t> size;
   for (const auto& v : ps)
-    if (v.is_number() && std::floor(v.get<double>()) == v.get<double>())
+    if (v.is_number() && std::floor(v.get<double>()) == v.get<double>() &&
+        std::fabs(v.get<double>()) < 9e18)  // else the cast to int64 is undefined (1e300)
       size.push_back(static_cast<std::int64_t>(v.get<double>()));
   if (ps.empty() || size.size() != ps.size()) return {};
   while (size.size() < 3) size.push_back(1);

@@ -1,5 +1,6 @@
 #include "pruner/cubin.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -11,7 +12,7 @@ namespace {
 // ELF64 little-endian structures, read field by field (no <elf.h> needed, no alignment games).
 template <typename T>
 T rd(std::string_view b, size_t off) {
-  if (off + sizeof(T) > b.size())
+  if (off > b.size() || b.size() - off < sizeof(T))  // off + sizeof(T) may wrap around
     throw CubinError("cubin truncated (offset " + std::to_string(off) + ")");
   T v;
   std::memcpy(&v, b.data() + off, sizeof(T));
@@ -75,7 +76,8 @@ Elf parse_elf(std::string_view b) {
     e.sections[i].name = cstr(shstr.offset + name_off[i]);
   for (auto& s : e.sections) {
     if (s.type != 2) continue;  // SHT_SYMTAB
-    const Section& strtab = e.sections.at(s.link);
+    if (s.link >= e.sections.size()) throw CubinError("bad string table index of a symbol table");
+    const Section& strtab = e.sections[s.link];
     for (std::uint64_t off = 0; off + 24 <= s.size; off += 24)
       e.symbols.push_back(cstr(strtab.offset + rd<std::uint32_t>(b, s.offset + off)));
   }
@@ -85,6 +87,8 @@ Elf parse_elf(std::string_view b) {
 // Calls f(attr, payload, payload_size) for each attribute of an .nv.info section.
 template <typename F>
 void for_each_attr(std::string_view b, const Section& s, F f) {
+  if (s.offset > b.size() || s.size > b.size() - s.offset)
+    throw CubinError("section " + s.name + " lies beyond the end of the cubin");
   size_t p = s.offset, end = s.offset + s.size;
   while (p + 2 <= end) {
     auto fmt = static_cast<std::uint8_t>(b[p]);
@@ -122,7 +126,10 @@ Resources read_cubin_resources(std::string_view b, const std::string& kernel) {
   const Section* text = nullptr;
   for (auto& s : e.sections)
     if (s.name == ".text." + kernel) text = &s;
-  if (sym < 0 || !text) {
+  if (text && sym < 0)
+    throw CubinError("kernel '" + kernel +
+                     "' has a .text section but no symbol in the symbol table (a damaged cubin)");
+  if (!text) {
     std::string have;
     for (auto& k : cubin_kernels(b)) have += (have.empty() ? "" : ", ") + k;
     throw CubinError("kernel '" + kernel + "' is not in the cubin (it has: " + have + ")");
@@ -144,7 +151,7 @@ Resources read_cubin_resources(std::string_view b, const std::string& kernel) {
               static_cast<int>(rd<std::uint32_t>(b, off) * rd<std::uint32_t>(b, off + 4) *
                                rd<std::uint32_t>(b, off + 8));
         if (attr == EIATTR_PARAM_CBANK_SIZE && sz >= 2) r.param_bytes = rd<std::uint16_t>(b, off);
-        if (attr == EIATTR_NUM_BARRIERS && sz >= 1) r.barriers = static_cast<std::uint8_t>(b[off]);
+        if (attr == EIATTR_NUM_BARRIERS && sz >= 1) r.barriers = rd<std::uint8_t>(b, off);
         // index (4 bytes), ordinal (2), offset (2), then a word whose top 14 bits are the size.
         if (attr == EIATTR_KPARAM_INFO && sz >= 12) {
           const size_t ordinal = rd<std::uint16_t>(b, off + 4);
@@ -171,15 +178,17 @@ void apply_ptxas_log(Resources& r, const std::string& log, const std::string& ke
   auto pos = log.find("Function properties for " + kernel + "\n");
   if (pos == std::string::npos) pos = log.find("Function properties for " + kernel + "\r");
   if (pos == std::string::npos) return;
+  // A count of more than 9 digits (ptxas never writes one) stays unknown: std::stoi would throw.
+  auto count = [](const std::string& digits) { return digits.size() > 9 ? -1 : std::stoi(digits); };
   static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   std::smatch m;
   std::string rest = log.substr(pos, 400);
-  if (std::regex_search(rest, m, spills)) {
-    r.spill_stores = std::stoi(m[1]);
-    r.spill_loads = std::stoi(m[2]);
+  if (std::regex_search(rest, m, spills) && count(m[1]) >= 0 && count(m[2]) >= 0) {
+    r.spill_stores = count(m[1]);
+    r.spill_loads = count(m[2]);
   }
   static const std::regex regs(R"(Used (\d+) registers)");
-  if (r.registers == 0 && std::regex_search(rest, m, regs)) r.registers = std::stoi(m[1]);
+  if (r.registers == 0 && std::regex_search(rest, m, regs)) r.registers = std::max(0, count(m[1]));
 }
 
 }  // namespace gputune::pruner

@@ -54,7 +54,7 @@ DeviceSpec load_device_file(const std::filesystem::path& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range 406 for 1e400
     throw fail("", std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) throw fail("", "expected a JSON object");

@@ -574,6 +574,9 @@ Job load_job(const std::filesystem::path& file) {
                    "malformed JSON at line " + std::to_string(line) + ", column " +
                        std::to_string(col) + " (" + e.what() + ")",
                    "fix the JSON syntax there");
+  } catch (const json::exception& e) {  // a number beyond a double (1e400): out_of_range 406
+    throw JobError(file.string(), "", std::string("malformed JSON (") + e.what() + ")",
+                   "write numbers a double can hold");
   }
   Job job = parse_job(doc, file);
   job.document = ss.str();

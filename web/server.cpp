@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -82,7 +83,9 @@ std::vector<db::QueueFile> submitted_files(const json& body) {
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(), "application/json");
+  // Replace, not throw: an error message may quote the client's bytes (a field name cut in the
+  // middle of a UTF-8 sequence), and the client must still get it.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 std::int64_t int_param(const httplib::Request& req, const std::string& name, std::int64_t dflt,
@@ -111,11 +114,48 @@ std::int64_t path_id(const httplib::Request& req, size_t i = 1) {
   return std::stoll(v);
 }
 
+/// httplib's server with its handling of one connection's request reachable (Server::handle).
+class HttpServer : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+};
+
+/// A connection in memory: the request's bytes to read, the response's written.
+class MemoryStream : public httplib::Stream {
+ public:
+  MemoryStream(std::string_view in, std::string remote) : in_(in), remote_(std::move(remote)) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - at_);
+    if (n) std::memcpy(ptr, in_.data() + at_, n);
+    at_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = remote_, port = 50000;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1", port = 8080;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string out;
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+  std::string remote_;
+};
+
 }  // namespace
 
 struct Server::Impl {
   ServerOptions opt;
-  httplib::Server http;
+  HttpServer http;
   std::mutex mu;
 
   /// One connection per server thread (SQLite connections are not shared between threads).
@@ -678,5 +718,12 @@ int Server::bind() {
 void Server::run() { impl_->http.listen_after_bind(); }
 
 void Server::stop() { impl_->http.stop(); }
+
+std::string Server::handle(std::string_view request, const std::string& remote_addr) {
+  MemoryStream stream(request, remote_addr);
+  bool closed = false;
+  impl_->http.process_request(stream, true, closed, nullptr);
+  return std::move(stream.out);
+}
 
 }  // namespace gputune::web

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "db/browse.h"
 
@@ -39,6 +40,11 @@ class Server {
   void run();
   /// Thread-safe and signal-safe enough to call from a signal-watching thread.
   void stop();
+  /// Answers one request given as the bytes a client sends (request line, headers, body), as
+  /// run() answers it on a connection from `remote_addr`, and returns the response's bytes ("" for
+  /// no bytes at all). In this process and thread, without a socket: for the fuzz target
+  /// (tests/fuzz/web_fuzz.cpp) and tests.
+  std::string handle(std::string_view request, const std::string& remote_addr = "127.0.0.1");
 
  private:
   struct Impl;

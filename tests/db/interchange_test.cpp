@@ -59,6 +59,24 @@ TEST(Import, ErrorsStoreNothing) {
   test::write_file(dir / "notkt.json", R"({"hello": 1})");
   EXPECT_THROW(import_measurements(store, (dir / "notkt.json").string()), std::runtime_error);
   EXPECT_THROW(import_measurements(store, (dir / "missing.json").string()), std::runtime_error);
+  // A number beyond a double (interchange_fuzz): nlohmann's out_of_range, refused as malformed.
+  test::write_file(dir / "huge.json", R"({"kernel_name": "k", "cache": {"1": {"time": 1e400}}})");
+  try {
+    import_measurements(store, (dir / "huge.json").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.json: malformed JSON"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(store.runs().empty());
+}
+
+// A problem size is whole numbers an int64 holds; 1e300 is none (the cast was undefined).
+TEST(Import, AProblemSizeBeyondAnInt64IsNone) {
+  EXPECT_EQ(whole_problem_size(nlohmann::json::parse("[4096, 2]")),
+            (std::vector<std::int64_t>{4096, 2, 1}));
+  EXPECT_TRUE(whole_problem_size(nlohmann::json::parse("1e300")).empty());
+  EXPECT_TRUE(whole_problem_size(nlohmann::json::parse("[1, -1e19]")).empty());
 }
 
 TEST(Import, FailedConfigurationsKeepTheirCategory) {

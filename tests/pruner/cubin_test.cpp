@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 
+#include "test_util.h"
 #include "tuner/compile.h"
 
 namespace gputune::pruner {
@@ -180,6 +183,32 @@ TEST(Cubin, RejectsWhatIsNotACubin) {
     } catch (const CubinError&) {
     }
   }
+}
+
+// What the fuzzer found (tests/fuzz/corpus/cubin_fuzz keeps the inputs): offsets near 2^64 that
+// wrapped around the bounds check, a symbol table naming a string table that does not exist, a
+// .text section whose symbol was damaged; each is refused with CubinError, nothing else.
+TEST(Cubin, DamagedCubinsTheFuzzerFoundAreRefused) {
+  for (const char* name :
+       {"df4f9f434c780ce92f77787a61dbe91847e74611", "11b215aaf1458007a5f27c22ea52d824d917a3f0",
+        "e9f81859ab59f75e9610bfe8b7d56dec719fceb1"}) {
+    std::ifstream in(test::source_dir() / "tests/fuzz/corpus/cubin_fuzz" / name, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    ASSERT_FALSE(bytes.empty()) << name;
+    try {
+      for (const std::string& k : cubin_kernels(bytes)) (void)read_cubin_resources(bytes, k);
+      (void)read_cubin_resources(bytes, "k");
+      ADD_FAILURE() << name << " was read";
+    } catch (const CubinError& e) {
+      EXPECT_EQ(std::string(e.what()).find("(it has: k)"), std::string::npos) << name << e.what();
+    }
+  }
+  Resources r;  // counts beyond an int are not read (ptxas never writes them)
+  apply_ptxas_log(r,
+                  "ptxas info    : Function properties for k\n    0 bytes stack frame, "
+                  "99999999999 bytes spill stores, 0 bytes spill loads\n",
+                  "k");
+  EXPECT_EQ(r.spill_stores, -1);
 }
 
 }  // namespace

@@ -200,6 +200,16 @@ TEST(JobErrors, MalformedJsonGivesLineAndColumn) {
     EXPECT_NE(w.find("line 2"), std::string::npos) << w;
   }
   EXPECT_THROW(load_job(dir / "missing.json"), JobError);
+  // A number beyond a double is nlohmann's out_of_range, not a parse_error (interchange_fuzz
+  // found it in measurement files; job, device and suite files shared the gap).
+  test::write_file(dir / "huge.json", R"({"General": {"BenchmarkName": 1e400}})");
+  try {
+    load_job(dir / "huge.json");
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.json: malformed JSON"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(JobErrors, MissingKernelFileIsReportedOnlyWhenNeeded) {

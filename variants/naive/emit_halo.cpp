@@ -282,7 +282,8 @@ std::vector<int> Emitter::sliding_sites(const Stmt& s) const {
 /// (Before the loop), the element the run's last output reads at this step (Newest, at the top
 /// of the body), and the shift by one (Shift, at its end).
 void Emitter::slide_window(std::ostringstream& o, const Stmt& s, int site, Slide part) {
-  const auto& [hn, n] = halo_site_.at(site);
+  const auto& [hn, n_bound] = halo_site_.at(site);
+  const auto n = n_bound;  // clang 14 (the fuzz build) cannot capture a structured binding
   const HaloPlan& h = halos_[static_cast<size_t>(hn)];
   const Param& prm = k_.params[static_cast<size_t>(h.param)];
   const bool y = k_.dims == 2 && c_.merge_y > 1;
