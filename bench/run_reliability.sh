@@ -48,7 +48,7 @@ for w in lines:
     if w[0] == "kill":
         kills[(w[1], " ".join(w[2:-1]))] = kills.get((w[1], " ".join(w[2:-1])), 0) + int(w[-1])
 kills[("db merge", "during the merge transaction (OUT as it was)")] = int(m_before)
-kills[("db merge", "at or after the commit (OUT fully merged)")] = int(m_after)
+kills[("db merge", "at its end, or after it ended (OUT fully merged; the test's last kill comes at 1.5x the merge's time)")] = int(m_after)
 lost = {w[1]: int(w[2]) for w in lines if w[0] == "lost"}
 faults = [" ".join(w[1:]) for w in lines if w[0] == "fault"]
 resumed = [" ".join(w[1:]) for w in lines if w[0] == "batch"]
