@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -168,8 +170,17 @@ struct WorkerProc {
 };
 
 pid_t spawn_worker(const ServeOptions& o, int device) {
+  const pid_t server = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    // The worker ends with the server however the server ends (kill -9 included): told to stop
+    // (SIGTERM), it stores the measurement in hand, puts its job back in the queue and exits, so
+    // a restarted server's worker resumes the run alone. Without this an orphaned worker went on
+    // tuning unsupervised (no hang limit) beside the new one. (The signal comes when the thread
+    // that forked ends: the main thread, or the supervisor thread, which ends only on shutdown,
+    // when the workers are told to stop anyway.)
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != server) _exit(0);  // the server died before prctl
     sigset_t all;
     sigemptyset(&all);
     pthread_sigmask(SIG_SETMASK, &all, nullptr);
@@ -195,10 +206,17 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
   const db::Status status = w.kill_reason.empty() ? db::Status::kRuntime : db::Status::kTimeout;
   for (auto& item : store.queue(1000, false)) {
     if (item.status != "running" || item.worker != w.name) continue;
+    // The variant it last began to measure, unless that one is stored already: the worker died
+    // after storing it and before beginning the next (its in-flight mark stays until then), or
+    // while re-measuring a winner. Blaming it again would measure that pair twice.
     if (item.run_id && item.inflight_context_id && item.inflight_variant_id) {
-      store.add_measurement(tuner::measurement_row(
-          {*item.run_id, *item.inflight_context_id, *item.inflight_variant_id}, status,
-          why + " while measuring this variant"));
+      const std::pair<std::int64_t, std::int64_t> pair{*item.inflight_context_id,
+                                                       *item.inflight_variant_id};
+      const auto stored = store.measured_pairs(*item.run_id);
+      if (std::find(stored.begin(), stored.end(), pair) == stored.end())
+        store.add_measurement(tuner::measurement_row({*item.run_id, pair.first, pair.second},
+                                                     status,
+                                                     why + " while measuring this variant"));
     }
     if (item.attempts >= max_attempts) {
       store.finish_queue(

@@ -6,6 +6,36 @@
 
 namespace gputune::db {
 
+namespace {
+
+/// A failed call's message: the file, what failed and SQLite's words; for the failures a user
+/// fixes (a full disk, a read-only file or folder, a file that cannot be opened), how.
+std::string describe(const std::string& path, int rc, const std::string& what,
+                     const std::string& sqlite_says) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return path + ": disk full: " + what +
+             " failed: the file system holding the database has no space left (" + sqlite_says +
+             "); what was stored before is intact. Fix: free space there (or give another "
+             "--db), then resume the run (`gputune run JOB --resume RUN`; `gputune runs` lists "
+             "them)";
+    case SQLITE_READONLY:
+      return path + ": the database is read-only to this process (" + sqlite_says +
+             "): the file's mode, its folder's, or a read-only file system; nothing was "
+             "changed. Fix: make the file and its folder writable by this user (chmod u+w), or "
+             "give another database with --db";
+    case SQLITE_CANTOPEN:
+      return path + ": cannot open the database, or create its journal beside it (" + path +
+             "-wal, " + path + "-shm) (" + sqlite_says +
+             "). Fix: the folder must exist and be writable by this user; or give another "
+             "database with --db";
+    default:
+      return path + ": " + what + ": " + sqlite_says;
+  }
+}
+
+}  // namespace
+
 void Database::Closer::operator()(sqlite3* db) const noexcept {
   if (sqlite3_close(db) != SQLITE_OK)
     std::fprintf(stderr, "gputune: warning: closing the database failed: %s\n", sqlite3_errmsg(db));
@@ -16,8 +46,9 @@ Database::Database(const std::string& path) : path_(path) {
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   db_.reset(raw);
   if (rc != SQLITE_OK)
-    throw DbError(path + ": cannot open database: " + (raw ? sqlite3_errmsg(raw) : "out of memory"),
-                  rc);
+    throw DbError(
+        describe(path, rc, "cannot open database", raw ? sqlite3_errmsg(raw) : "out of memory"),
+        rc);
   sqlite3_busy_timeout(raw, 10000);
   sqlite3_extended_result_codes(raw, 1);
 }
@@ -29,7 +60,7 @@ void Database::check(int rc, const std::string& context) const {
   std::string msg = sqlite3_errmsg(db_.get());
   if ((rc & 0xff) == SQLITE_NOTADB)
     throw DbError(path_ + ": file is not a database (" + msg + ")", rc);
-  throw DbError(path_ + ": " + context + ": " + msg, rc);
+  throw DbError(describe(path_, rc, context, msg), rc);
 }
 
 void Database::exec(const std::string& sql) {
@@ -39,6 +70,9 @@ void Database::exec(const std::string& sql) {
   sqlite3_free(err);
   if (rc != SQLITE_OK) {
     if ((rc & 0xff) == SQLITE_NOTADB) throw DbError(path_ + ": file is not a database", rc);
+    if ((rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_READONLY ||
+        (rc & 0xff) == SQLITE_CANTOPEN)
+      throw DbError(describe(path_, rc, "\"" + sql.substr(0, 80) + "\"", msg), rc);
     throw DbError(path_ + ": " + msg + " (in: " + sql.substr(0, 80) + ")", rc);
   }
 }

@@ -58,6 +58,17 @@ class Daemon {
   const std::string& token() const { return token_; }
   const std::string& output() const { return output_; }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  /// SIGKILL (kill -9) and reap it: no shutdown of its own; its workers are left to notice.
+  void kill_now() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    pid_ = -1;
+    if (out_) fclose(out_), out_ = nullptr;
+  }
 
   /// SIGTERM and wait; returns the exit status.
   int stop() {

@@ -21,14 +21,18 @@ namespace gputune::tuner {
 
 namespace {
 
-/// Owns an nvrtcProgram; destroys it on scope exit without throwing.
+/// Owns an nvrtcProgram; destroys it on scope exit without throwing. A program NVRTC could not
+/// create (out of memory) is a compile failure of that variant, as compile.h promises: `error()`.
 class NvrtcProgram {
  public:
   NvrtcProgram(const std::string& source, const std::string& name) {
     nvrtcResult rc = nvrtcCreateProgram(&prog_, source.c_str(), name.c_str(), 0, nullptr, nullptr);
-    if (rc != NVRTC_SUCCESS)
-      throw std::runtime_error(std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(rc));
+    if (rc != NVRTC_SUCCESS) {
+      prog_ = nullptr;
+      error_ = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(rc);
+    }
   }
+  const std::string& error() const { return error_; }
   NvrtcProgram(const NvrtcProgram&) = delete;
   ~NvrtcProgram() {
     if (prog_) nvrtcDestroyProgram(&prog_);
@@ -37,6 +41,7 @@ class NvrtcProgram {
 
  private:
   nvrtcProgram prog_ = nullptr;
+  std::string error_;
 };
 
 std::string program_log(nvrtcProgram p) {
@@ -66,6 +71,10 @@ CompiledVariant compile_variant(const Variant& v, const std::string& arch) {
   CompiledVariant c;
   auto t0 = std::chrono::steady_clock::now();
   NvrtcProgram prog(v.source, v.kernel_name + ".cu");
+  if (!prog.error().empty()) {
+    c.log = prog.error();
+    return c;
+  }
   std::string expr = v.kernel_name;
   nvrtcAddNameExpression(prog.get(), expr.c_str());
   auto opts = nvrtc_options(v, arch);

@@ -146,6 +146,12 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
         }
       }
     } catch (const std::exception&) {  // the database itself failed: the first error matters
+      // (a full disk): what it stored stays, and the same command goes on once it can write
+      if (s.run_id > 0 && !s.resume_command.empty())
+        s.log << "gputune: run " << s.run_id
+              << " stopped by the error below, which also kept it from recording that; what it "
+                 "measured is stored, and `"
+              << s.resume_command << "` measures the rest once the database can be written\n";
     }
     throw;
   }
