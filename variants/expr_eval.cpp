@@ -107,14 +107,16 @@ Value arith(Op op, const Value& a, const Value& b) {
     std::int64_t n = std::max<std::int64_t>(b.as_int(), 0);
     if (a.is_str()) {
       auto len = static_cast<std::int64_t>(a.as_str().size());
-      if (len > 0 && n > kMaxElements / len) check_length(UINT64_MAX, "a repeated string");
+      if (len == 0) return a;  // "" * 10**18 is "", at once (expr_fuzz: it looped 10**18 times)
+      if (n > kMaxElements / len) check_length(UINT64_MAX, "a repeated string");
       std::string s;
       s.reserve(static_cast<size_t>(len * n));
       for (std::int64_t i = 0; i < n; ++i) s += a.as_str();
       return Value(s);
     }
     auto len = static_cast<std::int64_t>(a.as_list().size());
-    if (len > 0 && n > kMaxElements / len) check_length(UINT64_MAX, "a repeated list");
+    if (len == 0) return a;  // [] * 10**18 likewise
+    if (n > kMaxElements / len) check_length(UINT64_MAX, "a repeated list");
     List l;
     l.reserve(static_cast<size_t>(len * n));
     for (std::int64_t i = 0; i < n; ++i) l.insert(l.end(), a.as_list().begin(), a.as_list().end());

@@ -62,6 +62,10 @@ TEST(Expr, ListsComprehensionsAndRange) {
   EXPECT_EQ(ev("list(range(10, 0, -3))").str(), "[10, 7, 4, 1]");
   EXPECT_EQ(ev("[1, 2] + [3]").str(), "[1, 2, 3]");
   EXPECT_EQ(ev("[0] * 3").str(), "[0, 0, 0]");
+  // Repeating nothing a huge number of times is nothing, at once (expr_fuzz found `n*`
+  // looping 2**63 times).
+  EXPECT_EQ(ev("'' * 10**18").as_str(), "");
+  EXPECT_EQ(ev("10**18 * []").str(), "[]");
   EXPECT_EQ(ev("(1, 2)").str(), "[1, 2]");  // tuples behave as lists
   EXPECT_EQ(ev("[x for x in [3, 1, 2]][1:]").str(), "[1, 2]");
 }
