@@ -3,8 +3,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The dashboard tests drive a real headless Chromium; the slurm tests start a single-node SLURM
-# (tests/slurm/local_slurm.sh: munged, slurmctld, slurmd); the fuzz targets build with clang 14
-# and its libFuzzer (tests/fuzz/run_fuzz.sh).
-GPUTUNE_EXTRA_PACKAGES="chromium chromium-driver slurmd slurmctld slurm-client munge clang-14 libclang-rt-14-dev" bash "$root/scripts/setup.sh"
+# (tests/slurm/local_slurm.sh: munged, slurmctld, slurmd).
+GPUTUNE_EXTRA_PACKAGES="chromium chromium-driver slurmd slurmctld slurm-client munge" bash "$root/scripts/setup.sh"
 cd "$root/build"
-ctest --output-on-failure -j "$(nproc)"
+# The fuzz targets (label fuzz) need a second, clang-14 build of their own (about 19 minutes of one
+# core from scratch): `bash tests/fuzz/run_fuzz.sh` or `ctest -L fuzz` after installing clang-14 and
+# libclang-rt-14-dev. Without clang-14 that test skips; here it is left out to keep CI's time.
+ctest --output-on-failure -j "$(nproc)" -LE fuzz
