@@ -89,9 +89,10 @@ int run_worker(const WorkerOptions& o) {
       "", [] { g_stop = true; }, /*second_quits=*/false);
   std::string name = "gpu" + std::to_string(o.device);
   db::Store store(o.db_path);
-  // One folder per daemon (its database) and worker: two daemons on one machine never share it.
+  // One folder per daemon (its database) and worker: two daemons on one machine never share it;
+  // under a folder of this user's own (write_out refuses one that others can write).
   const std::filesystem::path root =
-      std::filesystem::temp_directory_path() / "gputune-jobs" /
+      std::filesystem::temp_directory_path() / ("gputune-jobs-" + std::to_string(geteuid())) /
       (sha256_hex(std::filesystem::absolute(o.db_path).lexically_normal().string()).substr(0, 16) +
        "-" + name);
   std::cerr << "gputune worker " << name << " (pid " << getpid() << "): waiting for jobs\n";

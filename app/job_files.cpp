@@ -1,5 +1,11 @@
 #include "app/job_files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,22 +44,65 @@ bool under(const fs::path& p, const fs::path& root) {
          (r.back() == '/' || s[r.size()] == '/');
 }
 
-/// `path` of the submitting machine under `root`, or nothing when it would not lie under it.
+/// `path` of the submitting machine under `root`, or nothing when it would not lie under it
+/// (a NUL byte would cut the path short where the system reads it: nothing either).
 std::optional<fs::path> mirror_of(const fs::path& root, const fs::path& path) {
+  if (path.native().find('\0') != std::string::npos || path.relative_path().empty())
+    return std::nullopt;
   fs::path m = (root / path.relative_path()).lexically_normal();
   if (!under(m, root)) return std::nullopt;
   return m;
 }
 
-void write_file(const fs::path& p, const std::string& bytes) {
+/// The folder that holds the worker's folder: created private (0700) when missing, and refused
+/// when it is a symbolic link, another user's, or writable by others, any of whom could put a
+/// link where a job's file is about to be written.
+void check_private_parent(const fs::path& parent) {
   std::error_code ec;
+  if (!fs::exists(fs::symlink_status(parent, ec))) {
+    fs::create_directories(parent.parent_path(), ec);
+    ::mkdir(parent.c_str(), 0700);
+  }
+  struct stat st {};
+  if (::lstat(parent.c_str(), &st) != 0)
+    throw std::runtime_error("cannot create " + parent.string() + ": " + std::strerror(errno));
+  const std::string is = S_ISLNK(st.st_mode)        ? "a symbolic link"
+                         : !S_ISDIR(st.st_mode)     ? "not a folder"
+                         : st.st_uid != ::geteuid() ? "another user's"
+                         : (st.st_mode & 022)       ? "writable by others"
+                                                    : "";
+  if (!is.empty())
+    throw std::runtime_error(parent.string() + " is " + is +
+                             ": the worker writes jobs' files only under a folder of its own user "
+                             "that others cannot write; remove it");
+}
+
+/// Writes `bytes` at `p`, which lies under `root`: refused when a folder on the way resolves
+/// outside `root` (a symbolic link), and never through a link at `p` itself (O_NOFOLLOW).
+void write_file(const fs::path& root, const fs::path& p, const std::string& bytes) {
+  std::error_code ec, real_ec;
   fs::create_directories(p.parent_path(), ec);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  out.close();
-  if (!out)
-    throw std::runtime_error("cannot write " + p.string() +
-                             (ec ? " (" + ec.message() + ")" : std::string()));
+  const fs::path real_root = fs::canonical(root, real_ec);
+  const fs::path real_parent = real_ec ? fs::path() : fs::canonical(p.parent_path(), real_ec);
+  if (!real_ec && real_parent != real_root && !under(real_parent, real_root))
+    throw std::runtime_error("cannot write " + p.string() + ": its folder leads out of " +
+                             root.string());
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot write " + p.string() + " (" +
+                             (ec ? ec.message() : std::string(std::strerror(errno))) + ")");
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw std::runtime_error("cannot write " + p.string() + " (" + why + ")");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error("cannot write " + p.string() + " (" + std::strerror(errno) + ")");
 }
 
 }  // namespace
@@ -98,15 +147,18 @@ fs::path mirrored(const fs::path& root, const std::string& path) {
 }
 
 fs::path write_out(const fs::path& root, const SubmittedJob& job) {
+  check_private_parent(root.parent_path());
   std::error_code ec;
-  fs::remove_all(root, ec);  // nothing of the job before may be found by this one
+  fs::remove_all(root, ec);  // nothing of the job before may be found by this one (links included)
+  if (::mkdir(root.c_str(), 0700) != 0)
+    throw std::runtime_error("cannot create " + root.string() + ": " + std::strerror(errno));
   const fs::path client_job = fs::path(job.job_file).is_absolute()
                                   ? fs::path(job.job_file).lexically_normal()
                                   : fs::path("/submitted") / fs::path(job.job_file).filename();
   const fs::path job_path = mirrored(root, client_job.string());
   auto doc = nlohmann::json::parse(job.document);
   if (doc.contains("GPUTune") && doc["GPUTune"].is_object()) doc["GPUTune"].erase("Database");
-  write_file(job_path, doc.dump(1));
+  write_file(root, job_path, doc.dump(1));
   // The kernel where KernelFile points from the submitted job file.
   const auto* kf = doc.contains("KernelSpecification") && doc["KernelSpecification"].is_object() &&
                            doc["KernelSpecification"].contains("KernelFile") &&
@@ -117,12 +169,12 @@ fs::path write_out(const fs::path& root, const SubmittedJob& job) {
     const fs::path k(kf->get<std::string>());
     const fs::path client_kernel =
         (k.is_absolute() ? k : client_job.parent_path() / k).lexically_normal();
-    write_file(mirrored(root, client_kernel.string()), job.kernel_source);
+    write_file(root, mirrored(root, client_kernel.string()), job.kernel_source);
   }
   for (const JobFile& f : job.files) {
     if (!fs::path(f.path).is_absolute())
       throw std::runtime_error("file path '" + f.path + "' is not absolute");
-    write_file(mirrored(root, f.path), f.bytes);
+    write_file(root, mirrored(root, f.path), f.bytes);
   }
   return job_path;
 }
@@ -130,7 +182,9 @@ fs::path write_out(const fs::path& root, const SubmittedJob& job) {
 void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
   auto copy_of = [&](const fs::path& client) -> std::optional<fs::path> {
     if (!client.is_absolute()) return std::nullopt;
-    auto m = mirror_of(root, client);
+    // Normal first: a path that climbs above the worker's folder with `..` (a KernelFile past
+    // the submitting machine's /) stops at its /, as it did there, where write_out put the copy.
+    auto m = mirror_of(root, client.lexically_normal());
     std::error_code ec;
     if (!m || !fs::exists(*m, ec)) return std::nullopt;
     return m;

@@ -41,8 +41,11 @@ struct SubmittedJob {
 
 /// Empties `root` and writes the job, its kernel and its files there, each at its submitting
 /// machine's path (`GPUTune.Database` left out: the worker stores in the daemon's database).
+/// Nothing is written outside `root`: `..` cannot climb above it, a link left in it is removed
+/// with it, a file is never written through a link, and `root`'s parent (created 0700 when
+/// missing) must be a folder of this user's that others cannot write, so none can put one there.
 /// Returns the job file written. Throws std::runtime_error naming a path that cannot be written
-/// or that is not absolute.
+/// or that is not absolute, or the parent that is not private.
 std::filesystem::path write_out(const std::filesystem::path& root, const SubmittedJob& job);
 
 /// Points a job loaded from what write_out wrote at the copies under `root`: an absolute

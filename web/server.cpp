@@ -629,6 +629,16 @@ void Server::Impl::write_routes() {
         db::QueueItem q;
         q.name = optional_string("name", "");
         q.job_file = optional_string("job_file", "submitted.json");
+        // Absolute as `submit` sends it, else a name the worker puts under a folder of its own.
+        if (const std::string why =
+                q.job_file.find('/') != std::string::npos ? bad_submitted_path(q.job_file)
+                : q.job_file.find('\0') != std::string::npos ||
+                        q.job_file.size() > kMaxSubmittedNameBytes || q.job_file == "." ||
+                        q.job_file == ".." || q.job_file.empty()
+                    ? "is not a file name"
+                    : "";
+            !why.empty())
+          throw HttpError{400, "job_file " + why, "job_file"};
         // Validate the job as `gputune run` would, before it is queued.
         Job job = parse_job(body["document"], q.job_file);
         Space space = build_space(job);
@@ -667,9 +677,16 @@ std::string bad_submitted_path(const std::string& path) {
   if (path.find('\0') != std::string::npos) return "holds a NUL byte";
   const std::filesystem::path p(path);
   if (!p.is_absolute()) return "is not absolute";
+  if (path == "/") return "names a folder, not a file";
   if (path.find("//") != std::string::npos || (path.size() > 1 && path.back() == '/') ||
       p.lexically_normal().string() != path)
     return "is not normal (write it without '.', '..', '//' or a trailing '/')";
+  // What the worker's system could not create (its folder comes before the path, too).
+  if (path.size() > kMaxSubmittedPathBytes)
+    return "is longer than " + std::to_string(kMaxSubmittedPathBytes) + " bytes";
+  for (const auto& name : p)
+    if (name.native().size() > kMaxSubmittedNameBytes)
+      return "has a name longer than " + std::to_string(kMaxSubmittedNameBytes) + " bytes";
   return "";
 }
 

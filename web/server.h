@@ -59,8 +59,13 @@ bool is_loopback(const std::string& address);
 /// The most POST /api/jobs takes: the job, its kernel and its files (base64) in JSON.
 inline constexpr std::size_t kMaxJobRequestBytes = 128u << 20;
 
+/// The longest path, and name in it, of a file submitted with a job: the worker writes it under
+/// a folder of its own, and the system's limits are 4096 and 255 bytes.
+inline constexpr std::size_t kMaxSubmittedPathBytes = 3072, kMaxSubmittedNameBytes = 255;
+
 /// The problem with the path of a file submitted with a job ("" when there is none): it must
-/// be absolute and normal (no `.`, `..`, doubled or trailing `/`), without NUL bytes.
+/// be absolute and normal (no `.`, `..`, doubled or trailing `/`), without NUL bytes, at most
+/// kMaxSubmittedPathBytes long with no name longer than kMaxSubmittedNameBytes.
 std::string bad_submitted_path(const std::string& path);
 
 }  // namespace gputune::web

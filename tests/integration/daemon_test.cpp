@@ -174,6 +174,59 @@ TEST(Daemon, ASubmittedJobTakesTheHeadersAndInputsItReadsAlong) {
   }
 }
 
+// A job whose paths lead out of the worker's folder as far as the API lets them (its job file
+// and files at absolute paths of this machine, a KernelFile that climbs with `..`), with a link
+// planted in that folder before the worker starts where the copy of the submitted folder goes:
+// the job is tuned from its copies, and nothing is written outside the worker's folder.
+TEST(Daemon, ASubmittedJobWritesNothingOutsideTheWorkersFolder) {
+  namespace fs = std::filesystem;
+  test::TempDir dir, outside_dir;
+  const std::string db = (dir / "g.db").string();
+  const fs::path outside = fs::canonical(outside_dir.path());
+  fs::create_directories(outside / "target");
+  // The worker's folder (app/daemon.cpp run_worker), and the link in it.
+  const fs::path parent = fs::temp_directory_path() / ("gputune-jobs-" + std::to_string(geteuid()));
+  ::mkdir(parent.c_str(), 0700);
+  const fs::path root =
+      parent / (sha256_hex(fs::absolute(db).lexically_normal().string()).substr(0, 16) + "-gpu0");
+  fs::create_directories((root / outside.relative_path()).parent_path());
+  fs::create_directory_symlink(outside / "target", root / outside.relative_path());
+
+  auto doc = json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  std::string climb;
+  for (int i = 0; i < 40; ++i) climb += "../";
+  doc["KernelSpecification"]["KernelFile"] =
+      climb + (outside / "vector_add.cu").relative_path().string();
+  doc["GPUTune"]["Contexts"] = {{4096}};
+  doc["GPUTune"]["Measurement"] = {{"Repeats", 3}, {"WarmUp", 1}};
+  const json body = {
+      {"document", doc},
+      {"kernel_source", test::read_file(test::examples_dir() / "vector_add.cu")},
+      {"job_file", (outside / "job.json").string()},
+      {"cwd", outside.string()},
+      {"files",
+       {{{"path", (outside / "inc/extra.h").string()}, {"base64", base64_encode("#define E 1\n")}},
+        {{"path", (outside / "target/t.h").string()},
+         {"base64", base64_encode("#define T 1\n")}}}}};
+  test::Daemon d(db, {"--cache-dir", (dir / "cache").string()}, {kFakeEnv});
+  ASSERT_FALSE(d.url().empty()) << d.output();
+  httplib::Client c(d.url());
+  const httplib::Headers auth = {{"Authorization", "Bearer " + d.token()}};
+  auto r = c.Post("/api/jobs", auth, body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  json item = d.wait_for_job(json::parse(r->body)["id"].get<std::int64_t>(), 90);
+  EXPECT_EQ(item["status"], "done") << item.dump();
+  std::set<std::string> there;
+  for (auto& e : fs::recursive_directory_iterator(outside))
+    there.insert(fs::relative(e.path(), outside).string());
+  EXPECT_EQ(there, std::set<std::string>{"target"}) << "nothing written outside";
+  // The worker empties its folder right after it records the job as finished.
+  for (int i = 0; i < 50 && fs::exists(fs::symlink_status(root)); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(root))) << "the worker's folder goes with the job";
+}
+
 TEST(Daemon, QueueSurvivesRestartsAndInterruptedRunsResume) {
   test::TempDir dir;
   std::string db = (dir / "g.db").string();

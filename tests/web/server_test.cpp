@@ -17,6 +17,7 @@
 #include "json_fuzz.h"
 #include "test_util.h"
 #include "tuned_store.h"
+#include "variants/hash.h"
 #include "web/charts.h"
 
 namespace gputune::web {
@@ -293,6 +294,164 @@ TEST(Charts, BarLabelsAndParameterNamesNeverOverlap) {
   const std::string small = bar_chart("t", {{"bs", {"64", "128"}, {1.0, 2.0}}}, "ms");
   EXPECT_EQ(small.find("rotate(-90)\" text-anchor=\"end\""), std::string::npos);
   EXPECT_NE(small.find("width=\"640\""), std::string::npos);
+}
+
+// Every write endpoint (web/server.cpp write_routes: submit and cancel) answers 401 with a JSON
+// error to a client without the token, with a wrong one, and with the right one anywhere but
+// "Authorization: Bearer TOKEN"; and what it would have written is not: nothing is queued, the
+// queued job stays queued. Other methods on those paths are not endpoints.
+TEST(Security, EveryWriteEndpointRefusesWithoutTheToken) {
+  test::TempDir dir;
+  const std::string db_path = (dir / "g.db").string();
+  std::int64_t queued = 0;
+  {
+    db::Store store(db_path);
+    db::QueueItem q;
+    q.name = "queued", q.job_file = "/p/job.json", q.kernel_file = "vector_add.cu";
+    q.document = test::read_file(test::examples_dir() / "vector_add.json");
+    q.kernel_source = test::read_file(test::examples_dir() / "vector_add.cu");
+    queued = store.enqueue(q);
+  }
+  Serving serving(db_path);
+  httplib::Client c("127.0.0.1", serving.port());
+  const nlohmann::json job = {
+      {"document",
+       nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},
+      {"kernel_source", test::read_file(test::examples_dir() / "vector_add.cu")}};
+  struct Endpoint {
+    std::string path, body;
+  };
+  const std::string cancel = "/api/jobs/" + std::to_string(queued) + "/cancel";
+  const std::vector<Endpoint> writes = {{"/api/jobs", job.dump()}, {cancel, ""}};
+  const std::string token = "secret-token";
+  struct Credentials {
+    std::string what;
+    httplib::Headers headers;
+    std::string query;  // appended to the path
+    bool token_in_body = false;
+  };
+  const std::vector<Credentials> wrong = {
+      {"none", {}, "", false},
+      {"a wrong token", {{"Authorization", "Bearer secret-tokeN"}}, "", false},
+      {"a longer token", {{"Authorization", "Bearer secret-token2"}}, "", false},
+      {"a prefix of the token", {{"Authorization", "Bearer secret"}}, "", false},
+      {"an empty token", {{"Authorization", "Bearer "}}, "", false},
+      {"the token without the scheme", {{"Authorization", token}}, "", false},
+      {"another scheme", {{"Authorization", "Token " + token}}, "", false},
+      {"basic auth", {{"Authorization", "Basic " + base64_encode("gputune:" + token)}}, "", false},
+      {"two spaces", {{"Authorization", "Bearer  " + token}}, "", false},
+      {"another header", {{"X-Token", token}, {"X-Api-Key", token}}, "", false},
+      {"a cookie", {{"Cookie", "token=" + token}}, "", false},
+      {"the query", {}, "?token=" + token + "&access_token=" + token, false},
+      {"the body", {}, "", true}};
+  for (const Endpoint& e : writes)
+    for (const Credentials& cred : wrong) {
+      std::string body = e.body;
+      if (cred.token_in_body) {
+        nlohmann::json b = body.empty() ? nlohmann::json::object() : nlohmann::json::parse(body);
+        b["token"] = token;
+        body = b.dump();
+      }
+      auto r = c.Post(e.path + cred.query, cred.headers, body, "application/json");
+      ASSERT_TRUE(r) << e.path << " with " << cred.what;
+      EXPECT_EQ(r->status, 401) << e.path << " with " << cred.what << ": " << r->body;
+      const auto answer = nlohmann::json::parse(r->body, nullptr, false);
+      ASSERT_TRUE(answer.is_object() && answer.contains("error")) << r->body;
+      EXPECT_NE(answer["error"].get<std::string>().find("token"), std::string::npos) << r->body;
+    }
+  // Other methods on the write paths do nothing.
+  for (const Endpoint& e : writes) {
+    const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+    std::vector<httplib::Result> answers;
+    answers.push_back(c.Put(e.path, auth, e.body, "application/json"));
+    answers.push_back(c.Delete(e.path, auth));
+    answers.push_back(c.Patch(e.path, auth, e.body, "application/json"));
+    answers.push_back(c.Get(e.path, auth));
+    for (auto& r : answers) {
+      ASSERT_TRUE(r) << e.path;
+      EXPECT_GE(r->status, 400) << e.path << ": " << r->body;
+    }
+  }
+  {
+    db::Store store(db_path);
+    ASSERT_EQ(store.queue(100).size(), 1u) << "a refused submission queues nothing";
+    EXPECT_EQ(store.queue_item(queued)->status, "queued") << "a refused cancel cancels nothing";
+    EXPECT_FALSE(store.queue_item(queued)->cancel_requested);
+  }
+  // The right token in the right place: both endpoints answer (the refusals were not for
+  // another reason).
+  const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+  auto submitted = c.Post("/api/jobs", auth, job.dump(), "application/json");
+  ASSERT_TRUE(submitted);
+  EXPECT_EQ(submitted->status, 201) << submitted->body;
+  auto cancelled = c.Post(cancel, auth, std::string(), "application/json");
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->status, 200) << cancelled->body;
+}
+
+// The paths of what a submitted job takes along are refused (400, the field and why) when the
+// worker could not write them under its own folder as they are: `..`, `.`, relative, doubled or
+// trailing '/', the root itself, NUL bytes, names over 255 bytes, paths over 3 KiB; and so are a
+// job file and a working directory of those kinds. Nothing is queued.
+TEST(Security, SubmittedPathsThatCouldLeaveTheWorkersFolderAreRefused) {
+  test::TempDir dir;
+  const std::string db_path = (dir / "g.db").string();
+  Serving serving(db_path);
+  httplib::Client c("127.0.0.1", serving.port());
+  const httplib::Headers auth = {{"Authorization", "Bearer secret-token"}};
+  const nlohmann::json valid = {
+      {"document",
+       nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"))},
+      {"kernel_source", test::read_file(test::examples_dir() / "vector_add.cu")},
+      {"job_file", "/p/job.json"},
+      {"cwd", "/p"},
+      {"files", {{{"path", "/p/x.h"}, {"base64", base64_encode("#define X 1\n")}}}}};
+  const std::string nul("/p/x.h\0/../../../etc/passwd", 27);
+  const std::string long_name = "/p/" + std::string(256, 'n') + ".h";
+  std::string long_path = "/p";
+  while (long_path.size() <= kMaxSubmittedPathBytes) long_path += "/" + std::string(200, 'd');
+  long_path += "/x.h";
+  struct Case {
+    std::string key, value, field, says;
+  };
+  const std::vector<Case> cases = {
+      {"files", "/p/../../etc/passwd", "files[0].path", "not normal"},
+      {"files", "/../etc/passwd", "files[0].path", "not normal"},
+      {"files", "../../etc/passwd", "files[0].path", "not absolute"},
+      {"files", "x.h", "files[0].path", "not absolute"},
+      {"files", "/p/./x.h", "files[0].path", "not normal"},
+      {"files", "/p//x.h", "files[0].path", "not normal"},
+      {"files", "/p/inc/", "files[0].path", "not normal"},
+      {"files", "/", "files[0].path", "names a folder"},
+      {"files", "", "files[0].path", "empty"},
+      {"files", nul, "files[0].path", "NUL"},
+      {"files", long_name, "files[0].path", "longer than 255"},
+      {"files", long_path, "files[0].path", "longer than 3072"},
+      {"job_file", "/p/../../etc/cron.d/job.json", "job_file", "not normal"},
+      {"job_file", "../../etc/job.json", "job_file", "not absolute"},
+      {"job_file", "..", "job_file", "not a file name"},
+      {"job_file", std::string("job\0.json", 9), "job_file", "not a file name"},
+      {"job_file", long_name, "job_file", "longer than 255"},
+      {"cwd", "/p/../..", "cwd", "not normal"},
+      {"cwd", "p", "cwd", "not absolute"}};
+  for (const Case& k : cases) {
+    nlohmann::json body = valid;
+    if (k.key == "files")
+      body["files"][0]["path"] = k.value;
+    else
+      body[k.key] = k.value;
+    auto r = c.Post("/api/jobs", auth, body.dump(), "application/json");
+    ASSERT_TRUE(r) << k.key << " " << k.value.substr(0, 80);
+    EXPECT_EQ(r->status, 400) << k.key << " " << k.value.substr(0, 80) << ": " << r->body;
+    const auto answer = nlohmann::json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << r->body;
+    EXPECT_EQ(answer.value("field", ""), k.field) << r->body;
+    EXPECT_NE(answer.value("error", "").find(k.says), std::string::npos) << r->body;
+  }
+  EXPECT_TRUE(db::Store(db_path).queue(100).empty());
+  auto ok = c.Post("/api/jobs", auth, valid.dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
 }
 
 // Whatever a client POSTs to /api/jobs, mutated at random from a valid submission, the answer is

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The daemon under a bounded load (issue #47, "Load and security"): `gputune serve` with one
+# worker on the fake driver (tests/fake_cuda, so submitted jobs are tuned), on a copy of the web
+# benchmarks' database (bench/out/big.db, one million measurements; made when missing) or a
+# smaller one, and bench/load_bench from a second process on loopback: every GET endpoint at a
+# fixed rate and job submissions, for a given time; latency per endpoint against the published
+# targets (bench/results/web-vm-2026-11-21.md), errors, and the daemon's and workers' RSS.
+# Usage: bench/run_load_bench.sh [--seconds 180] [--measurements N] [--read-rate R]
+#          [--submit-every S] [--max-growth-mib M] [--result FILE] [--gputune BIN] [BUILD_DIR]
+# --measurements N: a fresh database of N measurements instead of big.db's copy; --result FILE:
+# also write the Markdown report there with the machine, date, commit and command. Exits with
+# load_bench's status (1: an error, or the daemon's RSS grew beyond the bound).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+command_line="bench/run_load_bench.sh $*"
+seconds=180 measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
+build=$root/build
+while [ $# -gt 0 ]; do
+  case $1 in
+    --seconds) seconds=$2; shift 2 ;;
+    --measurements) measurements=$2; shift 2 ;;
+    --read-rate) read_rate=$2; shift 2 ;;
+    --submit-every) submit_every=$2; shift 2 ;;
+    --max-growth-mib) max_growth=$2; shift 2 ;;
+    --result) result=$2; shift 2 ;;
+    --gputune) gputune=$2; shift 2 ;;
+    -*) echo "run_load_bench.sh: unknown option $1" >&2; exit 2 ;;
+    *) build=$(cd "$1" && pwd); shift ;;
+  esac
+done
+gputune=${gputune:-$build/gputune}
+work=$(mktemp -d "${TMPDIR:-/tmp}/gputune-load.XXXXXX")
+server=""
+cleanup() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+db=$work/load.db
+if [ -z "$measurements" ]; then
+  big=$root/bench/out/big.db
+  if [ ! -f "$big" ]; then
+    mkdir -p "$root/bench/out"
+    echo "building $big (1,000,000 measurements)..." >&2
+    "$build/bench/make_big_db" "$big" 1000000 >&2
+  fi
+  cp "$big" "$db"  # the workers add to it: the published database stays as it was
+else
+  "$build/bench/make_big_db" "$db" "$measurements" >/dev/null 2>&1
+fi
+LD_LIBRARY_PATH=$build/tests/fake_cuda "$gputune" serve --db "$db" --port 0 \
+  --cache-dir "$work/cache" > "$work/serve.log" 2>&1 &
+server=$!
+url=""
+for _ in $(seq 150); do
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/serve.log" | head -1 || true)
+  [ -n "$url" ] && [ -f "$db.token" ] && break
+  sleep 0.2
+done
+if [ -z "$url" ]; then echo "gputune serve did not start:" >&2; cat "$work/serve.log" >&2; exit 1; fi
+status=0
+"$build/bench/load_bench" --url "$url" --token "$(cat "$db.token")" --pid "$server" \
+  --job "$root/configs/examples/vector_add.json" --seconds "$seconds" --read-rate "$read_rate" \
+  --submit-every "$submit_every" --max-growth-mib "$max_growth" \
+  --targets "$root/bench/results/web-vm-2026-11-21.md" > "$work/report.md" || status=$?
+cat "$work/report.md"
+if grep -qi "sanitizer" "$work/serve.log"; then
+  echo "the daemon or a worker reported a sanitizer error:" >&2
+  grep -i -A20 "sanitizer" "$work/serve.log" >&2
+  status=1
+fi
+if [ -n "$result" ]; then
+  {
+    echo "# The daemon under load, $(date -u +%Y-%m-%d)"
+    echo
+    echo "- machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB, no GPU; the load, the daemon and its worker share these cores"
+    echo "- commit: $(git -C "$root" rev-parse --short HEAD)"
+    echo "- command: \`$command_line\`"
+    echo "- database: a copy of \`bench/out/big.db\` ($(sqlite3 "$db" 'select count(*) from measurements') measurements at the end) unless --measurements; one worker on the fake driver tunes the submitted jobs (vector_add, one context, 24 configurations)"
+    echo "- load: \`bench/load_bench\`, $read_rate reads/s over 4 keep-alive clients, every GET endpoint in turn with ids read from the daemon; a job submitted every $submit_every s, one in three cancelled at once"
+    echo
+    cat "$work/report.md"
+  } > "$result"
+  echo "wrote $result" >&2
+fi
+exit $status
