@@ -27,7 +27,6 @@ Measurer::~Measurer() = default;
 
 void Measurer::allocate() {
   ctx_.make_current();
-  allocated_ = false;
   buffers_.clear();
   for (auto& a : args_) {
     buffers_.emplace_back(a.is_vector ? DeviceBuffer(a.data.size()) : DeviceBuffer());
@@ -35,7 +34,6 @@ void Measurer::allocate() {
   }
   if (settings_.flush_l2 && dev_.l2_bytes > 0)
     flush_ = DeviceBuffer(static_cast<size_t>(dev_.l2_bytes) * 2);
-  allocated_ = true;
 }
 
 void Measurer::restore_inputs() {
@@ -50,7 +48,6 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
   const Driver& d = Driver::instance();
   Outcome o;
   try {
-    if (!allocated_) allocate();  // after a reset that could not allocate them (below)
     ctx_.make_current();
     restore_inputs();
     Module mod(cv.cubin, cv.lowered_name);
@@ -143,15 +140,8 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
       for (auto& b : buffers_) b.abandon();
       flush_.abandon();
       ctx_.reset();
+      allocate();
       o.reason += " (context was reset)";
-      // Memory another process took meanwhile: this variant's fault stays its result, and the
-      // next variant tries to allocate again (its failure then is its runtime error).
-      try {
-        allocate();
-      } catch (const CudaError& again) {
-        o.reason += std::string("; the context's buffers could not be allocated again (") +
-                    again.what() + "): the next variant tries again";
-      }
     }
     return o;
   }

@@ -40,8 +40,7 @@ class Measurer {
 
   /// Runs a variant once, reads outputs back; verifies against the ArgumentReferences or, when
   /// none, against `expected` (the default configuration's outputs) if given; then times it.
-  /// `capture` receives the outputs when non-null (to become the reference). A driver error
-  /// (a fault, memory that cannot be allocated) is the variant's outcome (runtime), not thrown.
+  /// `capture` receives the outputs when non-null (to become the reference).
   Outcome run(const CompiledVariant& cv, const Variant& v,
               const std::vector<std::vector<unsigned char>>* expected,
               std::vector<std::vector<unsigned char>>* capture, int repeats);
@@ -58,9 +57,6 @@ class Measurer {
   double abs_tol_, rel_tol_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer flush_;
-  /// False after a context reset whose buffers could not be allocated again: the next run()
-  /// tries again, and a failure then is that variant's runtime error.
-  bool allocated_ = false;
 };
 
 }  // namespace gputune::tuner
