@@ -541,7 +541,9 @@ TEST(Faults, AReadOnlyDatabaseIsRefusedBeforeAnythingRunsAndLeftUnchanged) {
   ASSERT_EQ(test::run_command(with_fake() + "run '" + job + "' --db '" + made + "'").exit_code, 0);
   for (const auto& suffix : {"-wal", "-shm"}) ASSERT_FALSE(fs::exists(made + suffix));
   auto owned_by_nobody = [](const fs::path& p) {
-    if (geteuid() == 0) ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0);
+    if (geteuid() == 0) {
+      ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0);
+    }
   };
   {  // the file read-only
     const fs::path db = dir / "ro-file.db";
