@@ -22,6 +22,7 @@
 
 #include "db/browse.h"
 #include "db/store.h"
+#include "fake_process.h"
 #include "test_util.h"
 #include "tuner/command_line.h"
 #include "tuner/generate.h"
@@ -61,28 +62,7 @@ size_t measurement_rows(const std::string& db) {
   return n;
 }
 
-/// Starts `gputune ARGS` on the fake driver in a process group of its own (as a shell's job: a
-/// test can signal and end all of it), stdout and stderr into `log`, SIGINT at its default, with
-/// `env` set (the fake driver's own switches).
-pid_t start_in_group(const std::string& log, const std::vector<std::string>& args,
-                     const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    signal(SIGINT, SIG_DFL);
-    if (!std::freopen(log.c_str(), "w", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
-      _exit(126);
-    std::vector<char*> argv{const_cast<char*>(GPUTUNE_BINARY)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(GPUTUNE_BINARY, argv.data());
-    _exit(127);
-  }
-  if (pid > 0) setpgid(pid, pid);
-  return pid;
-}
+using test::start_in_group;
 
 TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   test::TempDir dir;
@@ -1417,20 +1397,7 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
 namespace gputune {
 namespace {
 
-/// `PRAGMA integrity_check`'s answer for the database at `path`.
-std::string integrity(const std::string& path) {
-  sqlite3* h = nullptr;
-  std::string out = "cannot open";
-  if (sqlite3_open_v2(path.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(h);
-  return out;
-}
+using test::integrity;
 
 // Issue #47's finding: `gputune run` killed with SIGKILL again and again during its measurements
 // and resumed each time measured some configurations twice. Its child (the process that

@@ -27,6 +27,7 @@
 
 #include "daemon_util.h"
 #include "db/store.h"
+#include "fake_process.h"
 #include "test_util.h"
 #include "variants/hash.h"
 
@@ -74,42 +75,13 @@ std::int64_t stored(const std::string& db) {
   return std::max<std::int64_t>(0, query_count(db, "SELECT count(*) FROM measurements"));
 }
 
-/// `PRAGMA integrity_check`'s answer.
-std::string integrity(const std::string& path) {
-  sqlite3* h = nullptr;
-  std::string out = "cannot open";
-  if (sqlite3_open_v2(path.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(h, 5000);
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(h);
-  return out;
-}
+using test::integrity;
 
-/// Starts `gputune ARGS` on the fake driver in a process group of its own, output to `log`, with
-/// `env` added.
+/// Starts `gputune ARGS` on the fake driver in a process group of its own, output appended to
+/// `log`, with `env` added.
 pid_t start_in_group(const std::string& log, const std::vector<std::string>& args,
                      const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    signal(SIGINT, SIG_DFL);
-    if (!std::freopen(log.c_str(), "a", stdout) || dup2(fileno(stdout), STDERR_FILENO) < 0)
-      _exit(126);
-    std::vector<char*> argv{const_cast<char*>(GPUTUNE_BINARY)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(GPUTUNE_BINARY, argv.data());
-    _exit(127);
-  }
-  if (pid > 0) setpgid(pid, pid);
-  return pid;
+  return test::start_in_group(log, args, env, /*append=*/true);
 }
 
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
