@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -145,12 +144,6 @@ class Collector {
   size_t jobs_found_ = 0;
 };
 
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << v;
-  return s.str();
-}
-
 }  // namespace
 
 int suite_exit_code(const BatchReport& r) {
@@ -237,78 +230,6 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
   }
   rep.exit_code = suite_exit_code(rep);
   return rep;
-}
-
-void print_batch_report(const BatchReport& r, std::ostream& out) {
-  out << "\nbatch: " << r.items.size() << " job" << (r.items.size() == 1 ? "" : "s")
-      << ", database " << r.db_path << "\n";
-  // Jobs by the path they were named with, relative to here when they are under it.
-  std::vector<std::string> names;
-  size_t width = 4;
-  for (const BatchItem& item : r.items) {
-    std::error_code ec;
-    const fs::path rel = fs::relative(item.job.file, fs::current_path(ec), ec);
-    const bool under = !ec && !rel.empty() && *rel.begin() != "..";
-    names.push_back(under ? rel.string() : item.job.file.string());
-    width = std::max(width, names.back().size() + 2);
-  }
-  const size_t indent = width + 6 + 7;
-  out << std::left << std::setw(static_cast<int>(width)) << "job" << std::setw(6) << "exit"
-      << std::setw(7) << "run" << std::setw(14) << "context" << std::right << std::setw(12)
-      << "best ms" << std::setw(22) << "previous ms (run)" << std::setw(10) << "change"
-      << "\n";
-  for (size_t i = 0; i < r.items.size(); ++i) {
-    const BatchItem& item = r.items[i];
-    out << std::left << std::setw(static_cast<int>(width)) << names[i];
-    if (!item.ran) {
-      out << "not run (the suite was stopped)\n";
-      continue;
-    }
-    out << std::setw(6) << item.exit_code << std::setw(7)
-        << (item.run_id ? std::to_string(item.run_id) : "-");
-    if (!item.run_id) {
-      out << "no run stored (its message is above)\n";
-      continue;
-    }
-    if (item.unchanged) {
-      out << "unchanged since this run: not re-tuned (--skip-unchanged)\n";
-      continue;
-    }
-    const bool has_times = item.run_status == "done" || item.run_status == "interrupted" ||
-                           item.run_status == "no_device";
-    if (!has_times || item.contexts.empty()) {
-      std::string message = item.run_message.substr(0, item.run_message.find('\n'));
-      if (message.size() > 100) message = message.substr(0, 97) + "...";
-      out << item.run_status << (message.empty() ? "" : ": " + message) << "\n";
-      continue;
-    }
-    for (size_t k = 0; k < item.contexts.size(); ++k) {
-      const BatchContext& c = item.contexts[k];
-      if (k) out << std::string(indent, ' ');
-      out << std::left << std::setw(14) << c.label << std::right << std::setw(12)
-          << (c.best_ms                          ? fixed(*c.best_ms, 4)
-              : item.run_status == "no_device"   ? std::string("not timed")
-              : item.run_status == "interrupted" ? std::string("stopped")
-                                                 : std::string("none correct"))
-          << std::setw(22)
-          << (c.previous_ms ? fixed(*c.previous_ms, 4) + " (" + std::to_string(c.previous_run) + ")"
-                            : std::string("first run"));
-      std::string change = "";
-      if (auto ch = c.change()) change = (*ch >= 0 ? "+" : "") + fixed(100 * *ch, 1) + "%";
-      out << std::setw(10) << change << (c.regression ? "  REGRESSION" : "");
-      if (item.run_status == "interrupted") out << "  (stopped early: not compared)";
-      out << "\n";
-    }
-  }
-  if (r.interrupted) {
-    out << "batch: stopped (Ctrl-C or SIGTERM); the job in hand stored what it measured\n";
-  } else if (r.regressions) {
-    out << "batch: " << r.regressions << " context" << (r.regressions == 1 ? "" : "s")
-        << " regressed: the best time is more than " << fixed(100 * r.regression, 1)
-        << "% slower than the previous finished run's on the same device (or nothing was "
-           "correct); `gputune show RUN` has the measurements\n";
-  }
-  out << "batch: exit " << r.exit_code << "\n";
 }
 
 }  // namespace gputune::app

@@ -2,7 +2,8 @@
  * Owns: what `gputune batch` reports: each context of a job's run against the previous finished
  * run of the job, a regression re-measured before it is reported (the run's winner and the
  * previous winner side by side in one `gputune run` of just those configurations), the report
- * without running anything (`--report-only`), and the report as Markdown and JSON files.
+ * without running anything (`--report-only`), and the report as the terminal table
+ * (print_batch_report) and as Markdown and JSON files.
  * Must not: tune (a confirmation is a `gputune run` of its own, through BatchOptions::run), or
  * write to the suite's database (a confirmation measures into a temporary one).
  */
@@ -257,6 +258,78 @@ BatchReport report_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& 
   }
   rep.exit_code = suite_exit_code(rep);
   return rep;
+}
+
+void print_batch_report(const BatchReport& r, std::ostream& out) {
+  out << "\nbatch: " << r.items.size() << " job" << (r.items.size() == 1 ? "" : "s")
+      << ", database " << r.db_path << "\n";
+  // Jobs by the path they were named with, relative to here when they are under it.
+  std::vector<std::string> names;
+  size_t width = 4;
+  for (const BatchItem& item : r.items) {
+    std::error_code ec;
+    const fs::path rel = fs::relative(item.job.file, fs::current_path(ec), ec);
+    const bool under = !ec && !rel.empty() && *rel.begin() != "..";
+    names.push_back(under ? rel.string() : item.job.file.string());
+    width = std::max(width, names.back().size() + 2);
+  }
+  const size_t indent = width + 6 + 7;
+  out << std::left << std::setw(static_cast<int>(width)) << "job" << std::setw(6) << "exit"
+      << std::setw(7) << "run" << std::setw(14) << "context" << std::right << std::setw(12)
+      << "best ms" << std::setw(22) << "previous ms (run)" << std::setw(10) << "change"
+      << "\n";
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const BatchItem& item = r.items[i];
+    out << std::left << std::setw(static_cast<int>(width)) << names[i];
+    if (!item.ran) {
+      out << "not run (the suite was stopped)\n";
+      continue;
+    }
+    out << std::setw(6) << item.exit_code << std::setw(7)
+        << (item.run_id ? std::to_string(item.run_id) : "-");
+    if (!item.run_id) {
+      out << "no run stored (its message is above)\n";
+      continue;
+    }
+    if (item.unchanged) {
+      out << "unchanged since this run: not re-tuned (--skip-unchanged)\n";
+      continue;
+    }
+    const bool has_times = item.run_status == "done" || item.run_status == "interrupted" ||
+                           item.run_status == "no_device";
+    if (!has_times || item.contexts.empty()) {
+      std::string message = item.run_message.substr(0, item.run_message.find('\n'));
+      if (message.size() > 100) message = message.substr(0, 97) + "...";
+      out << item.run_status << (message.empty() ? "" : ": " + message) << "\n";
+      continue;
+    }
+    for (size_t k = 0; k < item.contexts.size(); ++k) {
+      const BatchContext& c = item.contexts[k];
+      if (k) out << std::string(indent, ' ');
+      out << std::left << std::setw(14) << c.label << std::right << std::setw(12)
+          << (c.best_ms                          ? fixed(*c.best_ms, 4)
+              : item.run_status == "no_device"   ? std::string("not timed")
+              : item.run_status == "interrupted" ? std::string("stopped")
+                                                 : std::string("none correct"))
+          << std::setw(22)
+          << (c.previous_ms ? fixed(*c.previous_ms, 4) + " (" + std::to_string(c.previous_run) + ")"
+                            : std::string("first run"));
+      std::string change = "";
+      if (auto ch = c.change()) change = (*ch >= 0 ? "+" : "") + fixed(100 * *ch, 1) + "%";
+      out << std::setw(10) << change << (c.regression ? "  REGRESSION" : "");
+      if (item.run_status == "interrupted") out << "  (stopped early: not compared)";
+      out << "\n";
+    }
+  }
+  if (r.interrupted) {
+    out << "batch: stopped (Ctrl-C or SIGTERM); the job in hand stored what it measured\n";
+  } else if (r.regressions) {
+    out << "batch: " << r.regressions << " context" << (r.regressions == 1 ? "" : "s")
+        << " regressed: the best time is more than " << fixed(100 * r.regression, 1)
+        << "% slower than the previous finished run's on the same device (or nothing was "
+           "correct); `gputune show RUN` has the measurements\n";
+  }
+  out << "batch: exit " << r.exit_code << "\n";
 }
 
 std::string batch_report_markdown(const BatchReport& r) {
