@@ -7,7 +7,6 @@
 #include <set>
 #include <sstream>
 
-#include "db/browse.h"
 #include "db/store.h"
 #include "tuner/command_line.h"
 #include "tuner/hang_watch.h"
