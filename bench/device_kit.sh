@@ -4,7 +4,8 @@
 # on the development machine, everything the GPU work runs into one archive that travels as a
 # carried path, and unpacks it on the GPU machine:
 #
-#   bench/device_kit.sh pack       here: Release build in build-kit/ (gputune, gpu_test, gpu_bench,
+#   bench/device_kit.sh pack       here: Release build in build-kit/ (gputune, gpu_test,
+#                                  select_gpu_test, gpu_bench,
 #                                  naive_gpu_bench), stripped, with every shared library they load
 #                                  (glibc and its loader included, libcuda and NVRTC excluded: the
 #                                  GPU machine's own are used) and clang's resource headers, into
@@ -28,7 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kit_dir=$root/.devkit
 archive=$kit_dir/kit.tar.xz
 build=$root/build-kit
-targets=(gputune tests/gpu_test bench/gpu_bench bench/naive_gpu_bench)
+targets=(gputune tests/gpu_test tests/select_gpu_test bench/gpu_bench bench/naive_gpu_bench)
 max_bytes=$((60 * 1024 * 1024))
 
 die() {
@@ -210,6 +211,7 @@ selftest() {
     bash bench/device_kit.sh unpack
     . build-kit/kit-env.sh
     build-kit/tests/gpu_test --gtest_brief=1
+    build-kit/tests/select_gpu_test --gtest_brief=1
     build-kit/gputune prune configs/examples/transpose.json --device h100-sxm --no-store \
       --cache-dir - | tail -n 3
     # A header only clang'"'"'s resource directory has: found in the kit'"'"'s copy.

@@ -4,7 +4,8 @@
 # logs and a summary back in $OUT. Each `device` call may run 10 minutes, so give each call the
 # steps that fit; the kit is unpacked once per machine (again when a newer kit travels).
 #   bash bench/on_device.sh STEP[@SECONDS] [ARGS] [-- STEP[@SECONDS] [ARGS] ...]
-#     tests                     build-kit/tests/gpu_test (the ctest label `gpu`), log in bench/out
+#     tests                     build-kit/tests/gpu_test and select_gpu_test (the ctest label
+#                               `gpu`), logs in bench/out
 #     bench                     bench/run_gpu_benchmarks.sh: variants/s, matmul vs cuBLAS at 4096^3
 #     naive [ARGS]              bench/run_naive_gpu_bench.sh ARGS (e.g. --budget 300 configs/naive/mv.json)
 #     proof [JOB[:N] ...]       bench/run_model_proof.sh: issue #3's proof on measured data
@@ -38,6 +39,10 @@ cd "$root" || exit 2
 
 step_tests() {
   "$kit/tests/gpu_test" --gtest_output="xml:$logs/gpu_test.xml" 2>&1 | tee -i "$logs/gpu_test.log"
+  local rc=${PIPESTATUS[0]}
+  "$kit/tests/select_gpu_test" --gtest_output="xml:$logs/select_gpu_test.xml" 2>&1 |
+    tee -i "$logs/select_gpu_test.log"
+  return $((rc ? rc : PIPESTATUS[0]))
 }
 
 # Issue #49's figures on the GPU: the streaming runs of bench/run_stream_bench.sh, cold, each
