@@ -104,6 +104,7 @@ int run_worker(const WorkerOptions& o) {
     }
     std::cerr << "gputune worker " << name << ": job " << item->id << " (" << item->name << ")\n";
     std::string status = "failed", message;
+    bool context_lost = false;
     try {
       // The job, its kernel and the files they read, each at its submitting machine's path under
       // this worker's own folder (the same folder every time: cache keys stay the same).
@@ -124,6 +125,7 @@ int run_worker(const WorkerOptions& o) {
       ro.should_stop = [&] { return g_stop.load() || store.cancel_requested(item->id); };
       tuner::RunReport rep = run_job(job, ro);
       message = rep.message;
+      context_lost = rep.context_lost;
       switch (rep.exit_code) {
         case tuner::kExitOk:
           status = "done";
@@ -143,7 +145,12 @@ int run_worker(const WorkerOptions& o) {
     // Messages name the files as they were submitted, not the worker's copies.
     for (size_t at; (at = message.find(root.string())) != std::string::npos;)
       message.erase(at, root.string().size());
-    if (status == "queued") {
+    if (context_lost) {
+      // A variant lost this process's CUDA context (it is stored as runtime). CUDA cannot go on
+      // here: the job goes back to the queue, not counted as an attempt, and this worker ends;
+      // the supervisor starts a new one, which resumes the run without that variant.
+      store.requeue_running(name, /*count_attempt=*/false);
+    } else if (status == "queued") {
       store.requeue_running(name);  // shutting down: the next start resumes it
     } else {
       store.finish_queue(item->id, status, message);
@@ -153,6 +160,7 @@ int run_worker(const WorkerOptions& o) {
     std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
               << message << "\n";
     tuner::trim_cache_after_use(tuner::cache_for(o.cache_dir).dir(), std::cerr);
+    if (context_lost) return tuner::kExitInterrupted;
   }
   return 0;
 }

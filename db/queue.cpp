@@ -140,12 +140,13 @@ bool Store::cancel_requested(std::int64_t id) {
   return s.step() && s.int64(0) != 0;
 }
 
-std::vector<std::int64_t> Store::requeue_running(const std::string& worker) {
+std::vector<std::int64_t> Store::requeue_running(const std::string& worker, bool count_attempt) {
   Statement s(db_,
               "UPDATE queue SET status='queued', worker='', message='interrupted; resumed', "
-              "inflight_context_id=NULL, inflight_variant_id=NULL, inflight_since=NULL "
+              "inflight_context_id=NULL, inflight_variant_id=NULL, inflight_since=NULL, "
+              "attempts=max(0, attempts - ?2) "
               "WHERE status='running' AND (?1='' OR worker=?1) RETURNING id");
-  s.bind(1, worker);
+  s.bind(1, worker).bind(2, count_attempt ? 0 : 1);
   std::vector<std::int64_t> out;
   while (s.step()) out.push_back(s.int64(0));
   return out;

@@ -291,7 +291,10 @@ class Store {
   bool request_cancel(std::int64_t id);
   bool cancel_requested(std::int64_t id);
   /// Puts running jobs back in the queue (after a daemon restart or a worker fault); returns them.
-  std::vector<std::int64_t> requeue_running(const std::string& worker = {});
+  /// `count_attempt` false: their claim is not counted as an attempt (the worker ended because a
+  /// variant lost its CUDA context: the job made progress, nothing failed).
+  std::vector<std::int64_t> requeue_running(const std::string& worker = {},
+                                            bool count_attempt = true);
   void set_in_flight(std::int64_t queue_id, std::int64_t context_id, std::int64_t variant_id);
   void clear_in_flight(std::int64_t queue_id);
   /// (context_id, variant_id) pairs a run has measured in its first pass (not re-measurements).

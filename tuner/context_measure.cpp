@@ -194,12 +194,24 @@ Outcome ContextRun::launch(Candidate& c, Trial& t, const db::MeasurementRecord& 
                            const std::vector<std::vector<unsigned char>>* expected,
                            std::vector<std::vector<unsigned char>>* capture) {
   if (s_.opt.on_measure_start) s_.opt.on_measure_start(ctx_id_, row.variant_id);
-  if (s_.hang_watch) s_.hang_watch->begin(row, "configuration " + c.config.key());
+  if (s_.hang_watch)
+    s_.hang_watch->begin(row, "configuration " + c.config.key() + " in " + ctx_.name);
   const Clock::time_point t0 = Clock::now();
-  Outcome o = measurer_->run(c.compiled, *t.launch, expected, capture, s_.job.measure.repeats);
-  s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  if (s_.hang_watch) s_.hang_watch->end();
-  return o;
+  try {
+    Outcome o = measurer_->run(c.compiled, *t.launch, expected, capture, s_.job.measure.repeats);
+    s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s_.hang_watch) s_.hang_watch->end();
+    return o;
+  } catch (const ContextLost& e) {
+    // Nothing more runs in this process. Watched (`gputune run`): the watch stores the variant
+    // and ends the process, and its supervisor goes on in a new one. Unwatched (the daemon's
+    // worker, --kernel-timeout 0): stored here; run_job stops the run for a new process.
+    if (s_.hang_watch) s_.hang_watch->stop_after_lost_context(e.what(), e.stored_reason());
+    db::MeasurementRecord m = row;
+    m.status = db::Status::kRuntime, m.reason = e.stored_reason();
+    s_.store->add_measurement(m);
+    throw;
+  }
 }
 
 /// A configuration measured before an interruption: what it measured then counts now (the

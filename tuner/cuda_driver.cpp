@@ -49,7 +49,6 @@ const Driver& Driver::instance() {
     load(d.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
     load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     load(d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    load(d.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2");
     load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
     load(d.cuCtxSynchronize, "cuCtxSynchronize");
     load(d.cuModuleLoadData, "cuModuleLoadData");
@@ -154,14 +153,6 @@ PrimaryContext::~PrimaryContext() {
 
 void PrimaryContext::make_current() const {
   drv().check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
-}
-
-void PrimaryContext::reset() {
-  const Driver& d = drv();
-  d.check(d.cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
-  d.check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
-  d.check(d.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease");  // keep one reference
-  make_current();
 }
 
 Module::Module(const std::string& cubin, const std::string& kernel) {

@@ -26,6 +26,21 @@ class CudaError : public std::runtime_error {
   bool sticky() const;
 };
 
+/// A sticky error ended the process's CUDA context: CUDA cannot go on in this process (the
+/// driver's documentation: "the process must be terminated and relaunched"; on an H200 a
+/// is the error; the tuner stores the variant that caused it and the run goes on in a new
+/// process (HangWatch::stop_after_lost_context, run_restarting, the daemon's worker restart).
+class ContextLost : public CudaError {
+ public:
+  explicit ContextLost(const CudaError& e) : CudaError(e) {}
+  /// The reason stored for the variant that caused it.
+  std::string stored_reason() const {
+    return std::string(what()) +
+           " (the CUDA context is lost: CUDA cannot go on in this process, so the run goes on in "
+           "a new one)";
+  }
+};
+
 /// Function table of the driver. `instance()` loads it once; check `available()`.
 struct Driver {
 #define GPUTUNE_CU_FN(name) decltype(&::name) name = nullptr
@@ -38,7 +53,6 @@ struct Driver {
   GPUTUNE_CU_FN(cuDeviceTotalMem);
   GPUTUNE_CU_FN(cuDevicePrimaryCtxRetain);
   GPUTUNE_CU_FN(cuDevicePrimaryCtxRelease);
-  GPUTUNE_CU_FN(cuDevicePrimaryCtxReset);
   GPUTUNE_CU_FN(cuCtxSetCurrent);
   GPUTUNE_CU_FN(cuCtxSynchronize);
   GPUTUNE_CU_FN(cuModuleLoadData);
@@ -107,8 +121,6 @@ class PrimaryContext {
   PrimaryContext(const PrimaryContext&) = delete;
   ~PrimaryContext();
   void make_current() const;
-  /// Resets the context after a sticky error (all allocations and modules are gone afterwards).
-  void reset();
   CUdevice device() const { return dev_; }
 
  private:

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -79,13 +80,25 @@ void HangWatch::stop_the_run() {
                            " s (--kernel-timeout), and a running kernel cannot be interrupted";
   const std::string message = "stopped: " + what_ + " hung (no return within " + limit + " s); `" +
                               resume_ + "` goes on without it";
+  stop(db::Status::kTimeout, hung, message, "hung");
+}
+
+void HangWatch::stop_after_lost_context(const std::string& error, const std::string& reason) {
+  std::unique_lock<std::mutex> lock(mu_);  // the watch thread must not stop the run meanwhile
+  const std::string message = "stopped: " + what_ + " lost the CUDA context (" + error + "); `" +
+                              resume_ + "` goes on without it";
+  stop(db::Status::kRuntime, reason, message, "fault");
+}
+
+void HangWatch::stop(db::Status status, const std::string& reason, const std::string& message,
+                     const char* kind) {
   // This process's measuring time (from when the watch began, as the pipeline's deadline).
   const double spent =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   try {
     db::Store store(db_path_);
     db::MeasurementRecord m = row_;  // as `run` built it (tuner/measurement_row.h)
-    m.status = db::Status::kTimeout, m.reason = hung;
+    m.status = status, m.reason = reason;
     m.samples_ms.clear(), m.time_ms.reset(), m.gflops.reset(), m.gbps.reset();
     store.add_measurement(m);
     store.stop_run(run_id_, "interrupted", message);
@@ -99,7 +112,7 @@ void HangWatch::stop_the_run() {
     const bool stopping = stopping_ && stopping_();  // then there is nothing to go on with
     char line[4096];                                 // at most PIPE_BUF: written at once
     const int n =
-        std::snprintf(line, sizeof line, "%s %lld %.3f %.3900s\n", stopping ? "stop" : "hung",
+        std::snprintf(line, sizeof line, "%s %lld %.3f %.3900s\n", stopping ? "stop" : kind,
                       static_cast<long long>(run_id_), spent, what_.c_str());
     if (n > 0 && write(report_fd_, line, static_cast<size_t>(n)) != n)
       std::fprintf(stderr, "gputune: could not tell the supervisor: %s\n", std::strerror(errno));
@@ -174,8 +187,9 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     sigaddset(&stops, sig);
   }
   double spent = 0;
-  std::vector<std::string> hung_names;
-  for (int restarts = 0;; ++restarts) {
+  std::vector<std::string> hung_names, fault_names;
+  int restarts = 0;  // after hangs; a fault's restart is certain progress and is not counted
+  for (;;) {
     int link[2];
     if (pipe2(link, O_CLOEXEC) != 0)
       throw std::runtime_error(std::string("cannot create a pipe to supervise the run: ") +
@@ -240,36 +254,57 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     long long run = 0;
     double child_spent = 0;
     int name_at = 0;
-    const bool hung = n > 0 &&
-                      std::sscanf(report, "hung %lld %lf %n", &run, &child_spent, &name_at) == 2 &&
-                      name_at > 0;
-    if (hung) {
-      std::string name(report + name_at);
-      if (!name.empty() && name.back() == '\n') name.pop_back();
-      hung_names.push_back(name);
-    }
-    // What this command left behind: the variants that hung are not in the ranking.
+    char kind[8] = {};
+    const bool reported =
+        n > 0 &&
+        std::sscanf(report, "%7s %lld %lf %n", kind, &run, &child_spent, &name_at) == 3 &&
+        name_at > 0;
+    const bool hung = reported && std::strcmp(kind, "hung") == 0;
+    const bool fault = reported && std::strcmp(kind, "fault") == 0;
+    std::string name = reported ? report + name_at : "";
+    if (!name.empty() && name.back() == '\n') name.pop_back();
+    // The same variant reported twice would mean resume did not skip it: stop rather than loop.
+    const bool again = fault && std::find(fault_names.begin(), fault_names.end(), name) !=
+                                    fault_names.end();
+    if (hung) hung_names.push_back(name);
+    if (fault && !again) fault_names.push_back(name);
+    // What this command left behind: the variants that hung or faulted are not in the ranking.
     auto summary = [&] {
-      if (hung_names.empty()) return;
-      log << "gputune: " << hung_names.size() << " variant" << (hung_names.size() == 1 ? "" : "s")
-          << " hung and " << (hung_names.size() == 1 ? "is" : "are") << " stored as timeout: ";
-      for (size_t i = 0; i < hung_names.size(); ++i) log << (i ? "; " : "") << hung_names[i];
-      log << "\n";
+      auto list = [&](const std::vector<std::string>& names, const char* what) {
+        if (names.empty()) return;
+        log << "gputune: " << names.size() << " variant" << (names.size() == 1 ? "" : "s") << " "
+            << what << ": ";
+        for (size_t i = 0; i < names.size(); ++i) log << (i ? "; " : "") << names[i];
+        log << "\n";
+      };
+      list(hung_names, hung_names.size() == 1 ? "hung and is stored as timeout"
+                                              : "hung and are stored as timeout");
+      list(fault_names, fault_names.size() == 1
+                            ? "faulted (the CUDA context was lost) and is stored as runtime"
+                            : "faulted (the CUDA context was lost) and are stored as runtime");
     };
-    if (!hung || code != kExitInterrupted || g_stop_signal) {
+    if (!(hung || fault) || again || code != kExitInterrupted || g_stop_signal) {
+      if (again)
+        log << "gputune: not restarting: " << name
+            << " lost the CUDA context again after a restart that should have skipped it\n";
       summary();
       return code;
     }
     spent += child_spent;
-    if (restarts >= max_restarts) {
+    if (hung && restarts >= max_restarts) {
       log << "gputune: not restarting: " << restarts << " restart" << (restarts == 1 ? "" : "s")
           << " after hung kernels already (--max-restarts " << max_restarts << ")\n";
       summary();
       return code;
     }
     args = with_resume(args, run);
-    log << "gputune: restarting to measure the rest (" << restarts + 1 << " of at most "
-        << max_restarts << "): gputune " << shell_command(args) << "\n";
+    if (hung)
+      log << "gputune: restarting to measure the rest (" << ++restarts << " of at most "
+          << max_restarts << "): gputune " << shell_command(args) << "\n";
+    else
+      log << "gputune: " << name
+          << " lost the CUDA context (stored as runtime); going on in a new process: gputune "
+          << shell_command(args) << "\n";
     log.flush();
   }
 }

@@ -48,10 +48,19 @@ class HangWatch {
   void begin(const db::MeasurementRecord& row, const std::string& what);
   /// It returned.
   void end();
+  /// The variant in flight lost the process's CUDA context (ContextLost: `error` its message,
+  /// `reason` what is stored): stores its row as `runtime`, the run as interrupted, reports a
+  /// fault to the supervisor as a hang is reported (run_restarting then resumes the run in a new
+  /// process) and ends the process with exit code 5.
+  [[noreturn]] void stop_after_lost_context(const std::string& error, const std::string& reason);
 
  private:
   void watch();
   [[noreturn]] void stop_the_run();
+  /// Stores `row_` as `status`/`reason`, the run as interrupted with `message`, reports `kind`
+  /// ("hung" or "fault") to the supervisor and ends the process.
+  [[noreturn]] void stop(db::Status status, const std::string& reason, const std::string& message,
+                         const char* kind);
 
   const std::string db_path_;
   const std::int64_t run_id_;
@@ -84,6 +93,9 @@ SupervisorLink supervisor_link();
 /// {"run", "job.json"}) with this program in a child process and returns its exit code. When the
 /// child stopped because a kernel hung, runs it again with `--resume RUN` (replacing a --resume
 /// in `args`), at most `max_restarts` times; progress is certain, as resume skips what hung.
+/// When a variant lost the child's CUDA context (HangWatch::stop_after_lost_context), runs it
+/// again likewise without counting it: each such stop stores one more variant, and the same
+/// variant reported twice stops instead.
 /// Never restarts after a stop signal or any other exit. A child killed by a signal kills this
 /// process with the same signal, unless `survive_child_signal` (then the result is 128 + the
 /// signal, as a shell gives it: `gputune batch` goes on with its next job). A stop signal sent to

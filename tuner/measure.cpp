@@ -133,16 +133,15 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
     o.status = db::Status::kCorrect;
     return o;
   } catch (const CudaError& e) {
-    o.status = db::Status::kRuntime;
-    o.reason = e.what();
     if (e.sticky()) {
-      // The context is unusable: reset it and rebuild this context's buffers for the next variant.
+      // The context is gone, and CUDA cannot make a new one in this process: nothing more runs
+      // here (no frees into it either). The caller stores this variant and goes on in a new one.
       for (auto& b : buffers_) b.abandon();
       flush_.abandon();
-      ctx_.reset();
-      allocate();
-      o.reason += " (context was reset)";
+      throw ContextLost(e);
     }
+    o.status = db::Status::kRuntime;
+    o.reason = e.what();
     return o;
   }
 }

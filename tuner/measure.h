@@ -40,7 +40,9 @@ class Measurer {
 
   /// Runs a variant once, reads outputs back; verifies against the ArgumentReferences or, when
   /// none, against `expected` (the default configuration's outputs) if given; then times it.
-  /// `capture` receives the outputs when non-null (to become the reference).
+  /// `capture` receives the outputs when non-null (to become the reference). A sticky error (the
+  /// variant wrote out of bounds, trapped, ...) throws ContextLost: this Measurer, its context and
+  /// every CUDA object of the process are unusable from then on.
   Outcome run(const CompiledVariant& cv, const Variant& v,
               const std::vector<std::vector<unsigned char>>* expected,
               std::vector<std::vector<unsigned char>>* capture, int repeats);

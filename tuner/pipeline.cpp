@@ -130,6 +130,19 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     s.pool.reset();  // before the state it compiles for
     report_time(s);
     return rep;
+  } catch (const ContextLost& e) {
+    // The variant that caused it is stored (ContextRun::launch): the run is interrupted, to be
+    // resumed by a new process (the daemon restarts its worker, which resumes it).
+    s.pool.reset();
+    rep.interrupted = rep.context_lost = true;
+    rep.exit_code = kExitInterrupted;
+    rep.message = "stopped after " + std::to_string(s.done_total) +
+                  " measurements: a variant lost the CUDA context (" + e.what() +
+                  "), and CUDA cannot go on in this process; `" + s.resume_command +
+                  "` goes on without it";
+    s.store->stop_run(s.run_id, "interrupted", rep.message);
+    report_time(s);
+    return rep;
   } catch (const std::exception& e) {
     s.pool.reset();
     try {

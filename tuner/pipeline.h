@@ -92,6 +92,9 @@ struct RunReport {
   std::size_t correct = 0, failed = 0;
   bool timed = false;
   bool interrupted = false;
+  /// A variant lost the process's CUDA context (stored as runtime; the run is interrupted): this
+  /// process can run nothing more on the GPU, a new one resumes the run.
+  bool context_lost = false;
   bool unchanged = false;     ///< skip_unchanged found run_id: nothing was compiled or stored
   std::vector<BestRow> best;  ///< per context
   // The model (model_guided strategy or GPUTune.Pruner.Enabled), last context.

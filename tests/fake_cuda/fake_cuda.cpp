@@ -6,8 +6,9 @@
 // is how tests tell configurations apart:
 //   - time: a deterministic fake clock advances by a cost that is lowest for 128 threads per block
 //     and 2 elements per thread (the expected winner);
-//   - blockDim.x == 1024: the launch faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky until the primary
-//     context is reset), as a crashing kernel would;
+//   - blockDim.x == 1024: the launch faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky for the rest of
+//     the process: on a real GPU (an H200, driver of CUDA 13) a reset primary context could not
+//     be retained again), as a crashing kernel would;
 //   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored);
 //   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
 //   driver);
@@ -194,13 +195,6 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
   return guard();
 }
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
-  for (auto& [p, n] : g_allocations) std::free(p);
-  g_allocations.clear();
-  g_allocated = 0;
-  g_sticky = CUDA_SUCCESS;
-  return CUDA_SUCCESS;
-}
 CUresult cuCtxSetCurrent(CUcontext) { return guard(); }
 CUresult cuCtxSynchronize() { return guard(); }
 CUresult cuModuleLoadData(CUmodule* m, const void* image) {

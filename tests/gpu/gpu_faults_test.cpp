@@ -1,8 +1,9 @@
 // GPU fault tests (ctest label `gpu`, skipped without a driver or device): variants of one kernel
 // that write far out of bounds, trap (`__trap()`) and never end, beside correct ones, in one
-// context of one `gputune run`. The faulting ones are stored as runtime, the endless one as
-// timeout (the run restarts past it), the run completes, and the correct variants measured after
-// the faults are verified and timed as in a run without any fault. About 30 s on an H100.
+// context of one `gputune run`. The faulting ones are stored as runtime (each loses the process's
+// CUDA context: the run goes on in a new process), the endless one as timeout (the run restarts
+// past it), the run completes, and the correct variants measured after the faults are verified
+// and timed as in a run without any fault.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -102,6 +103,10 @@ TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffec
                              "' --cache-dir '" + (dir / "cache").string() + "' --kernel-timeout 5");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("restarting"), std::string::npos) << r.out;  // past the endless one
+  // past each that lost the context: CUDA cannot go on in the process that ran it
+  EXPECT_NE(r.out.find("lost the CUDA context (stored as runtime); going on in a new process"),
+            std::string::npos)
+      << r.out;
   auto c = test::run_gputune("run '" + faulty_job(clean, "[0]") + "' --db '" + clean_db +
                              "' --cache-dir '" + (clean / "cache").string() + "'");
   ASSERT_EQ(c.exit_code, 0) << c.out;
@@ -111,9 +116,10 @@ TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffec
     const std::string b = block;
     const auto& oob = faulted.at(b + ",1");
     EXPECT_EQ(oob.status, "runtime") << oob.reason;
-    EXPECT_NE(oob.reason.find("context was reset"), std::string::npos) << oob.reason;
+    EXPECT_NE(oob.reason.find("the CUDA context is lost"), std::string::npos) << oob.reason;
     const auto& trap = faulted.at(b + ",2");
     EXPECT_EQ(trap.status, "runtime") << trap.reason;
+    EXPECT_NE(trap.reason.find("the CUDA context is lost"), std::string::npos) << trap.reason;
     const auto& endless = faulted.at(b + ",3");
     EXPECT_EQ(endless.status, "timeout") << endless.reason;
     EXPECT_NE(endless.reason.find("hung"), std::string::npos) << endless.reason;

@@ -1087,7 +1087,7 @@ TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
   auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
   EXPECT_EQ(hung.exit_code, 5) << hung.out;
-  const std::string said = "gputune: stopped: configuration 512,1 hung (no return within 1 s); `";
+  const std::string said = "gputune: stopped: configuration 512,1 in 1M hung (no return within 1 s); `";
   const size_t at = hung.out.find(said);
   ASSERT_NE(at, std::string::npos) << hung.out;
   const size_t from = at + said.size(), to = hung.out.find('`', from);
@@ -1150,8 +1150,8 @@ TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(count_of(r.out, "gputune: restarting to measure the rest"), 2u) << r.out;
   EXPECT_NE(r.out.find("(2 of at most 10): gputune run " + file), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("gputune: 2 variants hung and are stored as timeout: configuration 512,1; "
-                       "configuration 512,2\n"),
+  EXPECT_NE(r.out.find("gputune: 2 variants hung and are stored as timeout: configuration 512,1 "
+                       "in 1M; configuration 512,2 in 1M\n"),
             std::string::npos)
       << r.out;
   {
