@@ -2,8 +2,8 @@
 # Issue #47 on a real GPU: `gputune run JOB` killed with SIGKILL (its whole process group: the
 # supervisor and the tuning process in the middle of a kernel, a compile or a store) at random
 # moments, KILLS times, each time resumed with --resume, then left to finish. Before each kill it
-# reads how many measurements the run has stored (`gputune runs`), after it again: a finished
-# measurement lost would show as a smaller count. The database is left in OUTDIR for the checks
+# reads how many pairs the run has stored with a verified time (`gputune runs`), after it again:
+# a finished measurement lost would show as a smaller count. The database is left in OUTDIR for the checks
 # that need SQLite (bench/check_kill_db.py: integrity, every pair measured exactly once).
 #   bash bench/gpu_kill_loop.sh JOB KILLS OUTDIR [RUN ARGS...]
 # e.g. (on the GPU machine, from the kit) bash bench/gpu_kill_loop.sh configs/examples/matmul.json
@@ -17,7 +17,9 @@ mkdir -p "$out"
 db=$out/kill.db log=$out/kill.log cache=$(mktemp -d)
 rm -f "$db" "$db-wal" "$db-shm"
 RANDOM=${KILL_SEED:-47}
-stored() { "$gputune" runs --db "$db" 2>/dev/null | awk '$1 == 1 { split($4, p, "/"); print p[1] }'; }
+# Pairs with a verified time stored (`runs`' timed column, counted from the measurement rows; its
+# progress column is a counter the run updates every 64 pairs, too coarse for this).
+stored() { "$gputune" runs --db "$db" 2>/dev/null | awk '$1 == 1 { print $5 }'; }
 echo "# gputune kill loop: $job, $kills kills, $(date -u +%FT%TZ)" >"$log"
 lost_total=0
 for ((i = 1; i <= kills; ++i)); do
