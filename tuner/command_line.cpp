@@ -29,6 +29,9 @@ std::vector<std::string> with_resume(const std::vector<std::string>& args, std::
       continue;
     }
     if (args[i].rfind("--resume=", 0) == 0) continue;
+    // --resume goes on with the run whatever changed: the two are refused together (a batch
+    // with --skip-unchanged restarting a job after a hang or a lost context hit that).
+    if (args[i] == "--skip-unchanged") continue;
     out.push_back(args[i]);
   }
   out.push_back("--resume");

@@ -23,7 +23,7 @@ std::string shell_quote(std::string_view word);
 std::string shell_command(const std::vector<std::string>& words);
 
 /// `args` (a command's words after "gputune") with its --resume option, if any, replaced by
-/// `--resume RUN` at the end.
+/// `--resume RUN` at the end, and without --skip-unchanged (refused with --resume).
 std::vector<std::string> with_resume(const std::vector<std::string>& args, std::int64_t run);
 
 /// "gputune " + the quoted words of with_resume(args, run).

@@ -8,7 +8,8 @@
 //     and 2 elements per thread (the expected winner);
 //   - blockDim.x == 1024: the launch faults (CUDA_ERROR_ILLEGAL_ADDRESS, sticky for the rest of
 //     the process: on a real GPU (an H200, driver of CUDA 13) a reset primary context could not
-//     be retained again), as a crashing kernel would;
+//     be retained again), as a crashing kernel would; FAKE_CUDA_FAULT_BLOCK=N moves the fault to
+//     blockDim.x == N (0: no launch faults), for tests whose subject is not faults;
 //   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored);
 //   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
 //   driver);
@@ -260,7 +261,11 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
   }
   if (long ms = knob("FAKE_CUDA_SLOW_MS"); ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  if (bx == 1024) {
+  static const long fault_block = [] {
+    const char* v = std::getenv("FAKE_CUDA_FAULT_BLOCK");
+    return v ? std::atol(v) : 1024L;
+  }();
+  if (fault_block > 0 && bx == static_cast<unsigned>(fault_block)) {
     g_sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
     return CUDA_SUCCESS;  // like a real fault: reported by the next synchronising call
   }

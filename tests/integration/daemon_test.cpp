@@ -60,9 +60,14 @@ TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
   ASSERT_EQ(item["status"], "done") << item.dump();
   db::Store store(db);
   std::int64_t run = item["run_id"].get<std::int64_t>();
-  int crashed = 0, hung = 0;
+  int crashed = 0, hung = 0, lost = 0;
   for (auto& m : store.measurements(run)) {
     auto p = json::parse(m.params_json);
+    if (p["block_size_x"] == 1024) {  // the fake driver's sticky fault: the worker ends, anew
+      ++lost;
+      EXPECT_EQ(m.status, "runtime");
+      EXPECT_NE(m.reason.find("the CUDA context is lost"), std::string::npos) << m.reason;
+    }
     if (p["block_size_x"] == 64) {
       ++crashed;
       EXPECT_EQ(m.status, "runtime");
@@ -76,6 +81,10 @@ TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
   }
   EXPECT_EQ(crashed, 4);
   EXPECT_EQ(hung, 4);
+  EXPECT_EQ(lost, 4);
+  // Each crash and hang cost an attempt; a lost context, which the worker ends itself after
+  // storing the variant, does not (the first claim is the first attempt).
+  EXPECT_EQ(item["attempts"], 1 + crashed + hung) << item.dump();
   expect_each_variant_once(store, run);
   auto best = d.get("/api/best?kernel=vector_add&context=4096");
   ASSERT_TRUE(best.is_array()) << best.dump();
