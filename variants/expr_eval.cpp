@@ -27,6 +27,40 @@ using detail::quoted;
 // Python's integers are unbounded and its lists as long as memory allows; ours are int64 and
 // capped, and going past either is an error, never a wrapped value, a hang or an exhausted machine.
 constexpr std::int64_t kMaxElements = 10'000'000;  ///< list or string length, comprehension steps
+/// List and string elements one evaluation may create in all (every list and string built,
+/// copied or repeated counts): the per-list cap alone let a comprehension of repeated lists take
+/// 3.1 GB (expr_fuzz, finding 9). At most about a gigabyte.
+constexpr std::int64_t kMaxElementsPerEvaluation = 25'000'000;
+
+/// What the running evaluation (Expr::eval, on this thread) may still create; -1: none runs.
+thread_local std::int64_t t_elements_left = -1;
+
+/// Counts `n` elements about to be created against the evaluation's budget.
+void charge(std::uint64_t n) {
+  if (t_elements_left < 0) return;
+  if (n > static_cast<std::uint64_t>(t_elements_left))
+    throw ExprError("the expression creates more than " +
+                    std::to_string(kMaxElementsPerEvaluation) +
+                    " list and string elements in all (gputune's limit per evaluation, so that "
+                    "no expression can exhaust the machine's memory)");
+  t_elements_left -= static_cast<std::int64_t>(n);
+}
+
+/// The budget of the outermost evaluation on this thread.
+class ElementBudget {
+ public:
+  ElementBudget() : outer_(t_elements_left < 0) {
+    if (outer_) t_elements_left = kMaxElementsPerEvaluation;
+  }
+  ~ElementBudget() {
+    if (outer_) t_elements_left = -1;
+  }
+  ElementBudget(const ElementBudget&) = delete;
+  ElementBudget& operator=(const ElementBudget&) = delete;
+
+ private:
+  bool outer_;
+};
 
 [[noreturn]] void overflow(const char* what) {
   type_error(std::string("integer overflow in ") + what +
@@ -77,6 +111,7 @@ std::int64_t float_to_int(double x) {
 void check_length(std::uint64_t elements, const char* what) {
   if (elements > static_cast<std::uint64_t>(kMaxElements))
     type_error(std::string(what) + " of more than " + std::to_string(kMaxElements) + " elements");
+  charge(elements);
 }
 
 std::int64_t floordiv(std::int64_t a, std::int64_t b) {
@@ -109,6 +144,7 @@ Value arith(Op op, const Value& a, const Value& b) {
       auto len = static_cast<std::int64_t>(a.as_str().size());
       if (len == 0) return a;  // "" * 10**18 is "", at once (expr_fuzz: it looped 10**18 times)
       if (n > kMaxElements / len) check_length(UINT64_MAX, "a repeated string");
+      charge(static_cast<std::uint64_t>(len * n));
       std::string s;
       s.reserve(static_cast<size_t>(len * n));
       for (std::int64_t i = 0; i < n; ++i) s += a.as_str();
@@ -117,6 +153,7 @@ Value arith(Op op, const Value& a, const Value& b) {
     auto len = static_cast<std::int64_t>(a.as_list().size());
     if (len == 0) return a;  // [] * 10**18 likewise
     if (n > kMaxElements / len) check_length(UINT64_MAX, "a repeated list");
+    charge(static_cast<std::uint64_t>(len * n));
     List l;
     l.reserve(static_cast<size_t>(len * n));
     for (std::int64_t i = 0; i < n; ++i) l.insert(l.end(), a.as_list().begin(), a.as_list().end());
@@ -211,12 +248,15 @@ bool compare(Cmp c, const Value& a, const Value& b) {
   return false;
 }
 
-List iterate(const Value& v) {
+/// The elements `v` iterates over: a list's own (no copy; lists are immutable and shared), or a
+/// string's characters, made in `chars`.
+const List& elements(const Value& v, List& chars) {
   if (v.is_list()) return v.as_list();
   if (v.is_str()) {
-    List l;
-    for (char c : v.as_str()) l.push_back(Value(std::string(1, c)));
-    return l;
+    charge(v.as_str().size());
+    chars.clear();
+    for (char c : v.as_str()) chars.push_back(Value(std::string(1, c)));
+    return chars;
   }
   type_error(std::string("'") + v.type_name() + "' object is not iterable");
 }
@@ -237,6 +277,7 @@ class Evaluator {
       }
       case Op::List: {
         List l;
+        charge(n.kids.size());
         l.reserve(n.kids.size());
         for (auto& k : n.kids) l.push_back(eval(*k));
         return Value(std::move(l));
@@ -273,7 +314,8 @@ class Evaluator {
       }
       case Op::Slice: {
         Value c = eval(*n.kids[0]);
-        List l = iterate(c);
+        List chars;
+        const List& l = elements(c, chars);
         std::int64_t sz = static_cast<std::int64_t>(l.size());
         auto bound = [&](const NodePtr& k, std::int64_t dflt) {
           if (!k) return dflt;
@@ -282,6 +324,7 @@ class Evaluator {
           return std::clamp<std::int64_t>(v, 0, sz);
         };
         std::int64_t lo = bound(n.kids[1], 0), hi = bound(n.kids[2], sz);
+        if (lo < hi) charge(static_cast<std::uint64_t>(hi - lo));
         if (c.is_str())
           return Value(
               lo < hi ? c.as_str().substr(static_cast<size_t>(lo), static_cast<size_t>(hi - lo))
@@ -337,11 +380,14 @@ class Evaluator {
 
   void comp(const Node& n, size_t level, List& out) {
     if (level == n.clauses.size()) {
+      charge(1);
       out.push_back(eval(*n.kids[0]));
       return;
     }
     const auto& cl = n.clauses[level];
-    List items = iterate(eval(*cl.iter));
+    const Value iterable = eval(*cl.iter);  // held: `items` may be its own list
+    List chars;
+    const List& items = elements(iterable, chars);
     auto s = static_cast<size_t>(cl.slot);
     env_.grow(cl.slot);
     Value saved = env_.values[s];
@@ -349,7 +395,7 @@ class Evaluator {
     for (auto& item : items) {
       if (++steps_ > kMaxElements)
         type_error("a comprehension runs more than " + std::to_string(kMaxElements) + " steps");
-      env_.set(cl.slot, std::move(item));
+      env_.set(cl.slot, item);
       bool ok = true;
       for (auto& c : cl.conds)
         if (!eval(*c).truthy()) {
@@ -401,7 +447,8 @@ class Evaluator {
       case Builtin::Max: {
         const char* nm = n.builtin == Builtin::Min ? "min" : "max";
         if (args.empty()) type_error(std::string(nm) + "() expected at least 1 argument");
-        List items = args.size() == 1 ? iterate(args[0]) : args;
+        List chars;
+        const List& items = args.size() == 1 ? elements(args[0], chars) : args;
         if (items.empty()) type_error(std::string(nm) + "() arg is an empty sequence");
         Value best = items[0];
         for (size_t i = 1; i < items.size(); ++i) {
@@ -414,7 +461,10 @@ class Evaluator {
       case Builtin::Len:
         need(1, 1, "len");
         if (args[0].is_str()) return Value(static_cast<std::int64_t>(args[0].as_str().size()));
-        return Value(static_cast<std::int64_t>(iterate(args[0]).size()));
+        {
+          List chars;
+          return Value(static_cast<std::int64_t>(elements(args[0], chars).size()));
+        }
       case Builtin::Int:
         need(1, 1, "int");
         if (args[0].is_float()) return Value(float_to_int(args[0].as_double()));
@@ -441,7 +491,11 @@ class Evaluator {
         return Value(args[0].truthy());
       case Builtin::Str:
         need(1, 1, "str");
-        return Value(args[0].str());
+        {
+          Value s(args[0].str());  // a list's text (bounded by what the budget let it build)
+          charge(s.as_str().size());
+          return s;
+        }
       case Builtin::Abs:
         need(1, 1, "abs");
         if (args[0].is_float()) return Value(std::fabs(args[0].as_double()));
@@ -449,7 +503,8 @@ class Evaluator {
       case Builtin::Sum: {
         need(1, 2, "sum");
         Value acc = args.size() == 2 ? args[1] : Value(static_cast<std::int64_t>(0));
-        for (auto& e : iterate(args[0])) acc = arith(Op::Add, acc, e);
+        List chars;
+        for (auto& e : elements(args[0], chars)) acc = arith(Op::Add, acc, e);
         return acc;
       }
       case Builtin::Round: {
@@ -470,7 +525,12 @@ class Evaluator {
       }
       case Builtin::ListFn:
         need(0, 1, "list");
-        return args.empty() ? Value(List{}) : Value(iterate(args[0]));
+        if (args.empty()) return Value(List{});
+        if (args[0].is_list()) return args[0];  // the same immutable list
+        {
+          List chars;
+          return Value(List(elements(args[0], chars)));
+        }
     }
     type_error("unknown builtin");
   }
@@ -481,6 +541,7 @@ class Evaluator {
 Value Expr::eval(Env& env) const {
   if (!root_) throw ExprError("evaluating an empty expression");
   try {
+    ElementBudget budget;
     return Evaluator(env, *symbols_).eval(*root_);
   } catch (const ExprError& e) {
     throw ExprError("in expression " + quoted(text_) + ": " + e.what());

@@ -242,6 +242,30 @@ TEST(Expr, ListsStringsAndComprehensionsAreCappedAtTenMillion) {
   EXPECT_EQ(ev("[1] * 0").str(), "[]");
 }
 
+// Every list under the cap, but many of them: one evaluation creates at most 25 million list and
+// string elements in all (expr_fuzz's finding 9 built lists of millions in a comprehension until
+// it held 3.1 GB). Python-sized work below the budget still evaluates, and the budget is per
+// evaluation: the next one starts afresh.
+TEST(Expr, OneEvaluationCreatesAtMostTwentyFiveMillionElementsInAll) {
+  for (const char* text :
+       {"[[0] * 5000000 for i in range(6)]", "[len(list(range(10**7))) for i in range(3)]",
+        "[str(range(10**6)) for i in range(30)]", "sum([len('ab' * 4000000) for i in range(4)])",
+        "[31*3*[72*2**i for i in range(1*36)]*i for i in range(30*3*[72*2**i for i in range(1*36)]"
+        "*i for i in range(ProblemSize[0]*23))]"}) {
+    try {
+      Value v = eval_expression(text, {{"ProblemSize", Value(List{Value(std::int64_t{4096})})}});
+      ADD_FAILURE() << text << " gave a value of length " << v.str().size();
+    } catch (const ExprError& e) {
+      EXPECT_NE(std::string(e.what()).find("more than 25000000 list and string elements in all"),
+                std::string::npos)
+          << text << ": " << e.what();
+    }
+  }
+  EXPECT_EQ(ev("len([x for x in range(10**7)])").as_int(), 10'000'000);  // 2 x 10^7 created
+  EXPECT_EQ(ev("len([x for x in range(10**7)])").as_int(), 10'000'000);  // afresh
+  EXPECT_EQ(ev("sum([len([0] * 1000) for i in range(1000)])").as_int(), 1'000'000);
+}
+
 TEST(Expr, NestingIsBoundedAndEachBracketIsParsedOnce) {
   // Every bracket used to be parsed twice (once to look for `for`), so 30 nested parentheses took
   // 2^30 parses. Python's tokenizer allows 200 levels; so do we, at once.
