@@ -129,7 +129,9 @@ int cmd_submit(int argc, char** argv) {
   const auto cwd = std::filesystem::current_path(ec);
   nlohmann::json body = {{"name", job.name},
                          {"job_file", std::filesystem::absolute(file).lexically_normal().string()},
-                         {"document", nlohmann::json::parse(std::ifstream(file))},
+                         // the text load_tuning_job read and checked (a number beyond a double
+                         // among them refused there), not the file read a second time
+                         {"document", nlohmann::json::parse(job.document)},
                          {"kernel_source", kernel_source},
                          {"files", files}};
   if (!ec) body["cwd"] = cwd.lexically_normal().string();

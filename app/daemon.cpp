@@ -1,6 +1,7 @@
 #include "app/daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -241,6 +242,11 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
 }  // namespace
 
 int serve(const ServeOptions& o) {
+  // The HTTP threads each took a glibc arena of their own and kept what selection rebuilds and
+  // header renders freed: over 3 minutes of load the daemon grew from 268 to 580 MiB, and with 2
+  // arenas it stayed at 277-280 MiB (bench/results/load-vm-2026-11-27.md). The workers are
+  // processes of their own (exec), unaffected.
+  mallopt(M_ARENA_MAX, 2);
   // Signals go to one watcher thread; every other thread blocks them.
   sigset_t set;
   sigemptyset(&set);

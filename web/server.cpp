@@ -280,6 +280,8 @@ struct Server::Impl {
         {R"(/api/runs/(\d+)/scatter.svg)", kRunCache},
         {R"(/api/runs/(\d+)/parameters.svg)", kRunCache},
         {R"(/api/contexts/(\d+)/history)", kGlobalCache},
+        // a tuned header reads every winner of the kernel: 1.4 to 2.7 s under load (load_bench)
+        {R"(/api/kernels/(\d+)/header)", kGlobalCache},
         {R"(/api/contexts/(\d+)/history.svg)", kGlobalCache}};
     auto it = kinds.find(pattern);
     return it == kinds.end() ? kNoCache : it->second;
@@ -301,12 +303,17 @@ struct Server::Impl {
             fn(req, res);
             if (res.status != -1 && res.status != 200)  // -1: the handler left the default (200)
               throw HttpError{res.status, json::parse(res.body).value("error", "error"), ""};
-            return res.get_header_value("Content-Type") + "\n" + res.body;
+            // the type, the download name (a header file's) and the body
+            return res.get_header_value("Content-Type") + "\n" +
+                   res.get_header_value("Content-Disposition") + "\n" + res.body;
           });
-          auto nl = body.find('\n');
+          const auto type_end = body.find('\n'), name_end = body.find('\n', type_end + 1);
           res.status = 200;
           res.set_header("Cache-Control", "no-store");
-          res.set_content(body.substr(nl + 1), body.substr(0, nl));
+          if (name_end > type_end + 1)
+            res.set_header("Content-Disposition",
+                           body.substr(type_end + 1, name_end - type_end - 1));
+          res.set_content(body.substr(name_end + 1), body.substr(0, type_end));
         }));
   }
 

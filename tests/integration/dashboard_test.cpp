@@ -164,6 +164,12 @@ TEST_F(Dashboard, EveryPageLoadsSortsAndShowsSubmittedJobs) {
             std::string::npos)
       << header->body;
   EXPECT_EQ(api.Get("/api/kernels/999/header")->status, 404);
+  auto cached = api.Get(href.c_str());  // from the server's cache: the same file, the same name
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(cached->get_header_value("Content-Disposition"),
+            header->get_header_value("Content-Disposition"));
+  EXPECT_EQ(cached->get_header_value("Content-Type"), header->get_header_value("Content-Type"));
+  EXPECT_EQ(cached->body, header->body);
   snap(wd, "kernel");
 
   // Run page: a large run, paged and sorted by the server.
