@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "daemon_util.h"
 #include "db/store.h"
 #include "test_util.h"
 #include "tuner/cuda_driver.h"
@@ -135,6 +136,45 @@ TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffec
   }
   EXPECT_EQ(db::Store(db).run(1)->status, "done");
   EXPECT_EQ(db::Store(db).winners("faulty").size(), 1u);
+}
+
+// The same out-of-bounds and trapping variants submitted to `gputune serve`: each ends its
+// worker's CUDA context, the worker stores it and ends, and the supervisor's new worker resumes
+// the job, which completes with the correct variants verified and a winner. The lost contexts
+// cost no attempts (a job fails after 20 worker deaths).
+TEST(GpuFaults, TheDaemonsWorkerGoesOnPastEachLostContext) {
+  const auto& d = tuner::Driver::instance();
+  if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason();
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string();
+  test::Daemon daemon(db, {"--cache-dir", (dir / "cache").string()});
+  ASSERT_FALSE(daemon.url().empty()) << daemon.output();
+  auto r = test::run_gputune("submit '" + faulty_job(dir, "[0, 1, 2]") + "' --server " +
+                             daemon.url() + " --token " + daemon.token());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto id = json::parse(r.out.substr(r.out.find('{')))["id"].get<std::int64_t>();
+  const json item = daemon.wait_for_job(id, 120);
+  ASSERT_EQ(item["status"], "done") << item.dump();
+  EXPECT_EQ(item["attempts"], 1) << item.dump();
+  db::Store store(db);
+  std::map<std::string, db::MeasurementRow> first;
+  for (auto& m : store.measurements(item["run_id"].get<std::int64_t>()))
+    if (m.reason.rfind("re-measurement", 0) != 0) {
+      EXPECT_EQ(first.count(m.config_key), 0u) << m.config_key << " measured twice";
+      first[m.config_key] = m;
+    }
+  ASSERT_EQ(first.size(), 6u);
+  for (const char* block : {"128", "256"}) {
+    const std::string b = block;
+    for (const char* fault : {",1", ",2"}) {
+      const auto& m = first.at(b + fault);
+      EXPECT_EQ(m.status, "runtime") << m.config_key << ": " << m.reason;
+      EXPECT_NE(m.reason.find("the CUDA context is lost"), std::string::npos) << m.reason;
+    }
+    EXPECT_EQ(first.at(b + ",0").status, "correct") << first.at(b + ",0").reason;
+  }
+  EXPECT_EQ(store.winners("faulty").size(), 1u);
+  EXPECT_EQ(daemon.stop(), 0);
 }
 
 }  // namespace
