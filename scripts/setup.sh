@@ -25,6 +25,8 @@ if [ ! -x "${CUDAToolkit_ROOT:-/usr/local/cuda}/bin/nvcc" ] && ! command -v nvcc
   exit 2
 fi
 export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
+# GPUTUNE_SETUP_NO_BUILD=1: the packages only (scripts/sanitize.sh builds its own tree).
+[ "${GPUTUNE_SETUP_NO_BUILD:-0}" = 1 ] && exit 0
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON
 cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUTUNE_WERROR=$werror >/dev/null
