@@ -328,7 +328,7 @@ struct Server::Impl {
 void Server::Impl::static_files() {
   for (const Asset& a : assets()) {
     std::string path = a.path;
-    auto serve = [this, &a](const httplib::Request&, httplib::Response& res) {
+    auto serve = [&a](const httplib::Request&, httplib::Response& res) {
       res.set_header("Content-Security-Policy",
                      "default-src 'self'; img-src 'self' data:; style-src 'self'");
       res.set_header("X-Content-Type-Options", "nosniff");

@@ -565,8 +565,10 @@ TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
       std::binary_search(found.chosen.begin(), found.chosen.end(), static_cast<size_t>(def)));
   EXPECT_EQ(optima.count(found.best_key), 1u) << found.best_key;
   EXPECT_NEAR(found.best_ms, optimum, 1e-12);
-  EXPECT_TRUE(std::any_of(found.chosen.begin(), found.chosen.end(),
-                          [&](size_t i) { return optima.count(all[i].key()) > 0; }));
+  EXPECT_TRUE(std::any_of(
+      found.chosen.begin(), found.chosen.end(),
+      // by name: clang 14 cannot capture structured bindings
+      [&optima = optima, &all = all](size_t i) { return optima.count(all[i].key()) > 0; }));
   const std::string line = found.summary(space.size(), mo.limit);
   EXPECT_NE(line.find("the space holds 400 configurations, more than the 40 the model analyses"),
             std::string::npos)
