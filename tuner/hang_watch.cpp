@@ -256,16 +256,15 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     int name_at = 0;
     char kind[8] = {};
     const bool reported =
-        n > 0 &&
-        std::sscanf(report, "%7s %lld %lf %n", kind, &run, &child_spent, &name_at) == 3 &&
+        n > 0 && std::sscanf(report, "%7s %lld %lf %n", kind, &run, &child_spent, &name_at) == 3 &&
         name_at > 0;
     const bool hung = reported && std::strcmp(kind, "hung") == 0;
     const bool fault = reported && std::strcmp(kind, "fault") == 0;
     std::string name = reported ? report + name_at : "";
     if (!name.empty() && name.back() == '\n') name.pop_back();
     // The same variant reported twice would mean resume did not skip it: stop rather than loop.
-    const bool again = fault && std::find(fault_names.begin(), fault_names.end(), name) !=
-                                    fault_names.end();
+    const bool again =
+        fault && std::find(fault_names.begin(), fault_names.end(), name) != fault_names.end();
     if (hung) hung_names.push_back(name);
     if (fault && !again) fault_names.push_back(name);
     // What this command left behind: the variants that hung or faulted are not in the ranking.

@@ -9,9 +9,9 @@
  * context (stop_after_lost_context): CUDA cannot go on in that process.
  * Also owns going on after such a stop: `gputune run` runs the tuning in a child process
  * (run_restarting) and, when the child's HangWatch reports a hang or a lost context through a
- * pipe, starts it again with `--resume RUN`, so one command measures the whole space. The supervising process never
- * loads the CUDA driver; it forwards SIGINT/SIGTERM sent to it, and the job's time budget carries
- * over the restarts.
+ * pipe, starts it again with `--resume RUN`, so one command measures the whole space. The
+ * supervising process never loads the CUDA driver; it forwards SIGINT/SIGTERM sent to it, and the
+ * job's time budget carries over the restarts.
  * Consumes: the run's ids. Produces: nothing but those rows and the exit. Must not: touch the GPU.
  */
 #pragma once

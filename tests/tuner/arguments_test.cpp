@@ -49,11 +49,31 @@ TEST(Arguments, SizedAndFilledFromTheJob) {
 // Arguments that together need more memory than the machine has available are refused before
 // any is allocated, naming the largest (each alone fits: the old per-argument check let Linux
 // overcommit them and the process was killed while filling the second). Sizes only: no limit.
+// A scalar whose value does not fit its type is bad input, named by its field: vector_add's
+// int32 n at a problem size of 3 x 10^9 (the checking build's UBSan reported the conversion).
+TEST(Arguments, AScalarThatDoesNotFitItsTypeIsRefused) {
+  Job job = load_job(test::examples_dir() / "vector_add.json");
+  ContextSpec big = job.contexts[0];
+  big.name = "3G";
+  big.problem_size = List{Value(std::int64_t{3'000'000'000})};
+  try {
+    make_arguments(job, big, ArgumentContents::SizesOnly);
+    FAIL() << "an int32 took 3000000000";
+  } catch (const JobError& e) {
+    EXPECT_EQ(e.field, "KernelSpecification.Arguments[3] (n).FillValue") << e.what();
+    EXPECT_NE(e.problem.find("3000000000"), std::string::npos) << e.problem;
+    EXPECT_NE(e.problem.find("does not fit in its Type int32"), std::string::npos) << e.problem;
+  }
+  job.arguments.back().type = "int64";
+  EXPECT_NO_THROW(make_arguments(job, big, ArgumentContents::SizesOnly));
+}
+
 TEST(Arguments, ArgumentsThatDoNotFitTogetherAreRefusedBeforeAnyIsAllocated) {
   const std::uint64_t available = available_memory_bytes();
   ASSERT_GT(available, 0u) << "/proc/meminfo has no MemAvailable";
   Job job = load_job(test::examples_dir() / "vector_add.json");
   const std::uint64_t n = available / 4 / 2 + 1;  // floats: three arrays of half of it each
+  job.arguments.back().type = "int64";  // n: an int32 cannot hold it (ScalarsThatDoNotFit...)
   ContextSpec big = job.contexts[0];
   big.name = "big";
   big.problem_size = List{Value(static_cast<std::int64_t>(n))};
