@@ -324,6 +324,15 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
     }
   };
   // A vector's bytes, checked before multiplying (no wrap-around).
+  // A FillValue (an argument's or a reference's) that its integer type `type` cannot hold.
+  auto require_fits = [&](const std::string& path, ScalarKind kind, const std::string& type,
+                          double v) {
+    if (!fits(kind, v))
+      throw JobError(job.file.string(), path + ".FillValue",
+                     "evaluates to " + Value(v).repr() + " in context " + ctx.name +
+                         ", which does not fit in its Type " + type,
+                     "give a value the type holds, or a wider Type (e.g. int64)");
+  };
   auto vector_bytes = [&](const std::string& path, std::uint64_t elements, std::uint64_t element) {
     constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
     if (elements > kMaxBytes / element)
@@ -367,11 +376,7 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
     } else {
       double fill_value = eval(a.fill_value, path + ".FillValue").as_double();
       // Constant: the value itself; Random: values in [0, FillValue)
-      if (!fits(h.type.kind, fill_value))
-        throw JobError(job.file.string(), path + ".FillValue",
-                       "evaluates to " + Value(fill_value).repr() + " in context " + ctx.name +
-                           ", which does not fit in its Type " + a.type,
-                       "give a value the type holds, or a wider Type (e.g. int64)");
+      require_fits(path, h.type.kind, a.type, fill_value);
       if (h.is_vector && !fill) {
         out.push_back(std::move(h));
         continue;
@@ -404,7 +409,8 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
     const ReferenceArgument& r = job.references[i];
     std::string path =
         "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "] (" + r.name + ")";
-    for (auto& h : out) {
+    for (size_t j = 0; j < out.size(); ++j) {  // out[j] is job.arguments[j]'s
+      HostArgument& h = out[j];
       if (h.name != r.target) continue;
       std::uint64_t scalars = h.elements * static_cast<std::uint64_t>(h.type.components);
       if (r.fill_type == "BinaryRaw") {
@@ -412,11 +418,7 @@ std::vector<HostArgument> make_arguments(const Job& job, const ContextSpec& ctx,
                                scalars * static_cast<std::uint64_t>(h.type.scalar_bytes));
       } else {
         double v = eval(r.fill_value, path + ".FillValue").as_double();
-        if (!fits(h.type.kind, v))
-          throw JobError(job.file.string(), path + ".FillValue",
-                         "evaluates to " + Value(v).repr() + " in context " + ctx.name +
-                             ", which does not fit in its target's type",
-                         "give a value the type holds");
+        require_fits(path, h.type.kind, job.arguments[j].type, v);
         h.reference.assign(h.data.size(), 0);
         for (std::uint64_t k = 0; k < scalars; ++k) write_scalar(h.type, h.reference.data(), k, v);
       }

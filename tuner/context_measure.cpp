@@ -208,7 +208,7 @@ Outcome ContextRun::launch(Candidate& c, Trial& t, const db::MeasurementRecord& 
     // worker, --kernel-timeout 0): stored here; run_job stops the run for a new process.
     if (s_.hang_watch) s_.hang_watch->stop_after_lost_context(e.what(), e.stored_reason());
     db::MeasurementRecord m = row;
-    m.status = db::Status::kRuntime, m.reason = e.stored_reason();
+    set_failed(m, db::Status::kRuntime, e.stored_reason());
     s_.store->add_measurement(m);
     throw;
   }

@@ -27,7 +27,8 @@ class CudaError : public std::runtime_error {
 };
 
 /// A sticky error ended the process's CUDA context: CUDA cannot go on in this process (the
-/// driver's documentation: "the process must be terminated and relaunched"; on an H200 a
+/// driver's documentation: "the process must be terminated and relaunched"; on an H200 a reset
+/// primary context could not be retained again: the retain failed with the same error). `what()`
 /// is the error; the tuner stores the variant that caused it and the run goes on in a new
 /// process (HangWatch::stop_after_lost_context, run_restarting, the daemon's worker restart).
 class ContextLost : public CudaError {

@@ -20,6 +20,7 @@
 #include "db/store.h"
 #include "tuner/command_line.h"
 #include "tuner/exit_codes.h"
+#include "tuner/measurement_row.h"
 #include "tuner/stop_signals.h"
 
 namespace gputune::tuner {
@@ -98,8 +99,7 @@ void HangWatch::stop(db::Status status, const std::string& reason, const std::st
   try {
     db::Store store(db_path_);
     db::MeasurementRecord m = row_;  // as `run` built it (tuner/measurement_row.h)
-    m.status = status, m.reason = reason;
-    m.samples_ms.clear(), m.time_ms.reset(), m.gflops.reset(), m.gbps.reset();
+    set_failed(m, status, reason);
     store.add_measurement(m);
     store.stop_run(run_id_, "interrupted", message);
     store.set_run_seconds_spent(run_id_, spent_before_ + spent);
@@ -269,18 +269,16 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     if (fault && !again) fault_names.push_back(name);
     // What this command left behind: the variants that hung or faulted are not in the ranking.
     auto summary = [&] {
-      auto list = [&](const std::vector<std::string>& names, const char* what) {
+      auto list = [&](const std::vector<std::string>& names, const char* what, const char* as) {
         if (names.empty()) return;
-        log << "gputune: " << names.size() << " variant" << (names.size() == 1 ? "" : "s") << " "
-            << what << ": ";
+        const bool one = names.size() == 1;
+        log << "gputune: " << names.size() << " variant" << (one ? "" : "s") << " " << what
+            << " and " << (one ? "is" : "are") << " stored as " << as << ": ";
         for (size_t i = 0; i < names.size(); ++i) log << (i ? "; " : "") << names[i];
         log << "\n";
       };
-      list(hung_names, hung_names.size() == 1 ? "hung and is stored as timeout"
-                                              : "hung and are stored as timeout");
-      list(fault_names, fault_names.size() == 1
-                            ? "faulted (the CUDA context was lost) and is stored as runtime"
-                            : "faulted (the CUDA context was lost) and are stored as runtime");
+      list(hung_names, "hung", "timeout");
+      list(fault_names, "faulted (the CUDA context was lost)", "runtime");
     };
     if (!(hung || fault) || again || code != kExitInterrupted || g_stop_signal) {
       if (again)

@@ -49,6 +49,11 @@ void set_outcome(db::MeasurementRecord& m, const Outcome& o, const Trial& t) {
   if (t.launch && t.launch->bytes) m.gbps = *t.launch->bytes / (o.median_ms * 1e-3) / 1e9;
 }
 
+void set_failed(db::MeasurementRecord& row, db::Status status, const std::string& reason) {
+  row.status = status, row.reason = reason;
+  row.samples_ms.clear(), row.time_ms.reset(), row.gflops.reset(), row.gbps.reset();
+}
+
 bool set_unlaunchable(db::MeasurementRecord& m, const Candidate& c, const Trial& t) {
   if (c.state == Candidate::Compile::kDone && !c.compiled.ok) {
     m.status = db::Status::kCompile, m.reason = "NVRTC compile failed", m.log = c.compiled.log;

@@ -35,6 +35,10 @@ db::MeasurementRecord measurement_row(const RowKeys& keys, const Candidate& c, c
 /// rates (GFLOP/s, GB/s) the job's Work gives.
 void set_outcome(db::MeasurementRecord& row, const Outcome& o, const Trial& t);
 
+/// A row that failed without an outcome (its measurement hung, or lost the CUDA context): the
+/// status and reason set, no samples, time or rates.
+void set_failed(db::MeasurementRecord& row, db::Status status, const std::string& reason);
+
 /// Why a candidate cannot be launched in this context (it did not compile, its cubin could not be
 /// read, it has no launch geometry): the row's status and reason are set and true returned.
 bool set_unlaunchable(db::MeasurementRecord& row, const Candidate& c, const Trial& t);
