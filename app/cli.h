@@ -61,6 +61,10 @@ std::uint64_t budget_option(const cxxopts::ParseResult& r);
 std::uint64_t model_analyses_option(const cxxopts::ParseResult& r);
 /// --max-restarts N of `run` and `batch`.
 int max_restarts_option(const cxxopts::ParseResult& r);
+/// --compile-nice N (run, batch, serve): how far below normal the compile threads run
+/// (tuner::set_compile_nice), set now; the value given, to pass on to child processes.
+std::optional<int> apply_compile_nice(const cxxopts::ParseResult& r);
+extern const char* const kCompileNiceHelp;
 /// What loading the job noted, on stderr.
 void print_job_notes(const Job& job);
 /// Replaces `file` whole or not at all; false (with the reason on stderr) when it cannot.

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "app/cli.h"
+#include "tuner/compile.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/pipeline.h"
 
@@ -88,6 +89,19 @@ int max_restarts_option(const cxxopts::ParseResult& r) {
   if (n < 0 || n > 1000000)
     throw JobError("command line", "--max-restarts", std::to_string(n) + " restarts",
                    "give a number from 0 (stop at the first hung kernel) to 1000000");
+  return n;
+}
+
+const char* const kCompileNiceHelp =
+    "nice steps the compile threads run below normal, 0..19 (default 10; 0: normal priority)";
+
+std::optional<int> apply_compile_nice(const cxxopts::ParseResult& r) {
+  if (!r.count("compile-nice")) return std::nullopt;
+  const int n = r["compile-nice"].as<int>();
+  if (n < 0 || n > 19)
+    throw JobError("command line", "--compile-nice", std::to_string(n) + " steps",
+                   "give a number from 0 (compile at normal priority) to 19 (the lowest)");
+  tuner::set_compile_nice(n);
   return n;
 }
 

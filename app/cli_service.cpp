@@ -65,10 +65,12 @@ int cmd_serve(int argc, char** argv) {
       "kernel-timeout", "seconds a single measurement may take before its worker is killed",
       cxxopts::value<double>()->default_value("120"))("cache-dir", "cubin cache folder",
                                                       cxxopts::value<std::string>())(
-      "no-gpu", "start no workers")("h,help", "help");
+      "no-gpu", "start no workers")("compile-nice", kCompileNiceHelp, cxxopts::value<int>())(
+      "h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
   ServeOptions so;
+  so.compile_nice = apply_compile_nice(r);
   so.db_path = db_of(r);
   so.port = r["port"].as<int>();
   so.bind = r["bind"].as<std::string>();
@@ -85,8 +87,10 @@ int cmd_worker(int argc, char** argv) {
   auto o = command_options("gputune worker", "(internal) a daemon worker process for one GPU");
   o.add_options()("db", "database file", cxxopts::value<std::string>())(
       "device", "CUDA device ordinal", cxxopts::value<int>()->default_value("0"))(
-      "cache-dir", "cubin cache folder", cxxopts::value<std::string>());
+      "cache-dir", "cubin cache folder", cxxopts::value<std::string>())(
+      "compile-nice", kCompileNiceHelp, cxxopts::value<int>());
   auto r = o.parse(argc, argv);
+  apply_compile_nice(r);
   WorkerOptions wo;
   wo.db_path = db_of(r);
   wo.device = r["device"].as<int>();

@@ -56,11 +56,13 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<int>()->default_value("10"))(
       "skip-unchanged",
       "exit 0 at once when a finished run measured the same source, device and contexts")(
-      "q,quiet", "no progress line")("h,help", "help");
+      "compile-nice", kCompileNiceHelp, cxxopts::value<int>())("q,quiet", "no progress line")(
+      "h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "job")) return *rc;
+  apply_compile_nice(r);
   Job job = tuner::load_tuning_job(r["job"].as<std::string>());
   if (r.count("strategy")) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
@@ -205,6 +207,7 @@ int cmd_batch(int argc, char** argv) {
       "report-md", "also write the report as Markdown to FILE", cxxopts::value<std::string>())(
       "report-json", "also write the report as JSON to FILE", cxxopts::value<std::string>())(
       "report-only", "tune nothing: report each job's newest run in --db (after `db merge`)")(
+      "compile-nice", kCompileNiceHelp, cxxopts::value<int>())(
       "no-confirm", "report a regression without re-measuring it first")(
       "slurm", "write a SLURM job array (one shard per task) and its merge job; run nothing")(
       "partition", "--slurm: the partition (default: the cluster's)",
@@ -220,6 +223,7 @@ int cmd_batch(int argc, char** argv) {
   o.positional_help("SUITE...");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, "suite")) return *rc;
+  const std::optional<int> nice = apply_compile_nice(r);
   const double pct = r["regression"].as<double>();
   if (!(pct >= 0) || pct > 1000)
     throw JobError("command line", "--regression", "a threshold of " + std::to_string(pct) + "%",
@@ -247,6 +251,7 @@ int cmd_batch(int argc, char** argv) {
     v << r["kernel-timeout"].as<double>();
     bo.run_args.insert(bo.run_args.end(), {"--kernel-timeout", v.str()});
   }
+  if (nice) bo.run_args.insert(bo.run_args.end(), {"--compile-nice", std::to_string(*nice)});
   if (r.count("quiet")) bo.run_args.push_back("--quiet");
   if (r.count("skip-unchanged")) bo.run_args.push_back("--skip-unchanged");
   for (const char* slurm_only : {"partition", "tasks", "nodes-per-type", "submit"})

@@ -181,6 +181,14 @@ struct WorkerProc {
 
 pid_t spawn_worker(const ServeOptions& o, int device) {
   const pid_t server = getpid();
+  // The command line is built before fork: the child of a threaded process must not allocate.
+  const std::string dev = std::to_string(device), cache = o.cache_dir.string();
+  const std::string nice = o.compile_nice ? std::to_string(*o.compile_nice) : "";
+  std::vector<const char*> argv = {o.self_exe.c_str(), "worker",   "--db",
+                                   o.db_path.c_str(),  "--device", dev.c_str()};
+  if (!cache.empty()) argv.insert(argv.end(), {"--cache-dir", cache.c_str()});
+  if (!nice.empty()) argv.insert(argv.end(), {"--compile-nice", nice.c_str()});
+  argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     // The worker ends with the server however the server ends (kill -9 included): told to stop
@@ -194,11 +202,6 @@ pid_t spawn_worker(const ServeOptions& o, int device) {
     sigset_t all;
     sigemptyset(&all);
     pthread_sigmask(SIG_SETMASK, &all, nullptr);
-    std::string dev = std::to_string(device), cache = o.cache_dir.string();
-    std::vector<const char*> argv = {o.self_exe.c_str(), "worker",   "--db",
-                                     o.db_path.c_str(),  "--device", dev.c_str()};
-    if (!cache.empty()) argv.insert(argv.end(), {"--cache-dir", cache.c_str()});
-    argv.push_back(nullptr);
     execv(o.self_exe.c_str(), const_cast<char* const*>(argv.data()));
     std::perror("gputune: exec worker");
     _exit(127);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace gputune::app {
@@ -22,6 +23,8 @@ struct ServeOptions {
   bool no_gpu = false;    ///< start no workers (serve the dashboard only)
   std::string self_exe;   ///< the gputune binary (workers are `gputune worker`)
   int max_attempts = 20;  ///< a job whose worker died this often is failed
+  /// the workers' --compile-nice (tuner::set_compile_nice); none: their default
+  std::optional<int> compile_nice;
 };
 
 /// Blocks until SIGTERM or SIGINT; returns the exit code.

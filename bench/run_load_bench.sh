@@ -6,14 +6,17 @@
 # fixed rate and job submissions, for a given time; latency per endpoint against the published
 # targets (bench/results/web-vm-2026-11-21.md), errors, and the daemon's and workers' RSS.
 # Usage: bench/run_load_bench.sh [--seconds 180] [--measurements N] [--read-rate R]
-#          [--submit-every S] [--max-growth-mib M] [--result FILE] [--gputune BIN] [BUILD_DIR]
+#          [--submit-every S] [--max-growth-mib M] [--compile-nice N] [--result FILE]
+#          [--gputune BIN] [BUILD_DIR]
 # --measurements N: a fresh database of N measurements instead of big.db's copy; --result FILE:
 # also write the Markdown report there with the machine, date, commit and command. Exits with
-# load_bench's status (1: an error, or the daemon's RSS grew beyond the bound).
+# load_bench's status (1: an error, or the daemon's RSS grew beyond the bound). --compile-nice N:
+# the daemon's (its workers' compile threads' priority; default: gputune's, 10).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command_line="bench/run_load_bench.sh $*"
 seconds=180 measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
+serve_args=()
 build=$root/build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -22,6 +25,7 @@ while [ $# -gt 0 ]; do
     --read-rate) read_rate=$2; shift 2 ;;
     --submit-every) submit_every=$2; shift 2 ;;
     --max-growth-mib) max_growth=$2; shift 2 ;;
+    --compile-nice) serve_args+=(--compile-nice "$2"); shift 2 ;;
     --result) result=$2; shift 2 ;;
     --gputune) gputune=$2; shift 2 ;;
     -*) echo "run_load_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -49,7 +53,7 @@ else
   "$build/bench/make_big_db" "$db" "$measurements" >/dev/null 2>&1
 fi
 LD_LIBRARY_PATH=$build/tests/fake_cuda "$gputune" serve --db "$db" --port 0 \
-  --cache-dir "$work/cache" > "$work/serve.log" 2>&1 &
+  --cache-dir "$work/cache" "${serve_args[@]}" > "$work/serve.log" 2>&1 &
 server=$!
 url=""
 for _ in $(seq 150); do

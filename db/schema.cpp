@@ -191,6 +191,11 @@ ALTER TABLE runs ADD COLUMN naive_fallback TEXT NOT NULL DEFAULT '';
 ALTER TABLE winners ADD COLUMN provisional INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE winners ADD COLUMN replaced_measurement_id INTEGER REFERENCES measurements(id);
 )SQL",
+    // 11: a kernel's variants by kernel: the dashboard's kernel list counted them by scanning
+    // every variant (20 ms per request over 100,000; bench/results/load-*.md).
+    R"SQL(
+CREATE INDEX variants_kernel ON variants(kernel_id);
+)SQL",
 };
 
 // Switching a file to WAL needs it to itself, and SQLite answers BUSY at once (its busy handler

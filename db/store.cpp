@@ -501,11 +501,17 @@ std::vector<MeasurementRow> Store::measurements(std::int64_t run_id, std::int64_
       "m.samples, m.compile_ms, m.registers, m.static_smem, m.local_bytes, m.spill_bytes, "
       "m.occupancy, m.gflops, m.gbps, m.cubin_hash, m.grid, m.block, v.config_key, v.params, "
       "c.label, m.created_at, m.predicted_ms, m.is_default FROM measurements m JOIN variants v "
-      "ON v.id=m.variant_id JOIN contexts c ON c.id=m.context_id WHERE (?1=0 OR m.run_id=?1) AND "
-      "(?2=0 OR "
-      "m.context_id=?2) "
-      "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
-  s.bind(1, run_id).bind(2, context_id);
+      "ON v.id=m.variant_id JOIN contexts c ON c.id=m.context_id WHERE " +
+          // Only the filters given, so that SQLite searches the run's (or context's) index: with
+          // "?1=0 OR m.run_id=?1" it scanned every measurement (a T4 export of a 24-row run in a
+          // million-row database took 130 ms; bench/results/load-*.md).
+          std::string(run_id && context_id ? "m.run_id=?1 AND m.context_id=?2 "
+                      : run_id             ? "m.run_id=?1 "
+                      : context_id         ? "m.context_id=?2 "
+                                           : "1 ") +
+          "ORDER BY c.label, m.status<>'correct', m.time_ms, m.id");
+  if (run_id) s.bind(1, run_id);
+  if (context_id) s.bind(2, context_id);
   std::vector<MeasurementRow> out;
   auto opt_int = [&](int c) {
     return s.is_null(c) ? std::nullopt : std::optional<int>(static_cast<int>(s.int64(c)));
@@ -573,9 +579,9 @@ std::vector<DeviceRecord> Store::devices(std::int64_t run_id) {
   Statement s(db_,
               "SELECT DISTINCT d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_mem, d.source "
               "FROM devices d "
-              "WHERE ?1=0 OR d.id IN (SELECT c.device_id FROM measurements m JOIN contexts c ON "
-              "c.id=m.context_id "
-              "WHERE m.run_id=?1) ORDER BY d.id");
+              // the run's contexts from its per-context counts, not from its measurements
+              "WHERE ?1=0 OR d.id IN (SELECT c.device_id FROM measurement_counts n JOIN contexts "
+              "c ON c.id=n.context_id WHERE n.run_id=?1 AND n.n>0) ORDER BY d.id");
   s.bind(1, run_id);
   std::vector<DeviceRecord> out;
   while (s.step()) {

@@ -1,17 +1,23 @@
 #include "tuner/compile.h"
 
 #include <nvrtc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "tuner/cache_admin.h"
@@ -364,6 +370,37 @@ long long mem_available_bytes() {
 }
 }  // namespace
 
+namespace {
+std::atomic<int> g_compile_nice{10};
+}  // namespace
+
+void set_compile_nice(int steps) {
+  if (steps < 0 || steps > 19)
+    throw std::invalid_argument("--compile-nice " + std::to_string(steps) +
+                                ": give nice steps from 0 (compile at normal priority) to 19");
+  g_compile_nice = steps;
+}
+
+int compile_nice() { return g_compile_nice; }
+
+void lower_compile_thread_priority() {
+  const int steps = g_compile_nice;
+  if (steps == 0) return;
+  const auto tid = static_cast<id_t>(gettid());
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (!(now == -1 && errno != 0) && setpriority(PRIO_PROCESS, tid, std::min(19, now + steps)) == 0)
+    return;
+  static std::once_flag said;
+  const int err = errno;
+  std::call_once(said, [err] {
+    std::fprintf(stderr,
+                 "gputune: compile threads keep the normal priority (setpriority: %s); they "
+                 "compete with measuring for the cores\n",
+                 std::strerror(err));
+  });
+}
+
 int default_compile_threads() {
   return compile_threads_for(std::thread::hardware_concurrency(), mem_available_bytes());
 }
@@ -412,9 +449,13 @@ std::vector<CompiledVariant> compile_all(
       }
     }
   };
+  // Every worker on a thread of its own, at compile priority; the caller keeps its own.
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      lower_compile_thread_priority();
+      worker();
+    });
   for (auto& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);
   return out;

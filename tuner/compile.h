@@ -100,6 +100,19 @@ int compile_threads_for(unsigned cores, long long available_bytes);
 /// compile_threads_for this machine (hardware threads, MemAvailable from /proc/meminfo).
 int default_compile_threads();
 
+/// Compile work (NVRTC, and the model's analyses with the naive front end) runs this many nice
+/// steps below normal, so that the thread that measures and, in `gputune serve`, the HTTP threads
+/// get a core at once while it compiles (on 2 cores a compiling worker put the dashboard's p99
+/// over its targets: bench/results/load-*.md). Nice only weighs under contention: with cores to
+/// spare the compile is as fast. Process-wide, 10 by default (`--compile-nice`); 0: no change.
+/// Throws std::invalid_argument outside 0..19.
+void set_compile_nice(int steps);
+int compile_nice();
+/// Lowers the calling thread's priority by compile_nice() steps (Linux gives each thread its own
+/// nice value). Only for a thread that does nothing but compile or analyse: an unprivileged
+/// thread cannot raise it back. A failure is said once on stderr, and the work goes on.
+void lower_compile_thread_priority();
+
 /// Compiles all variants with `threads` workers (0: default), using the cache. `on_done(i, result)`
 /// is called from worker threads (serialise inside it) as each finishes, after the cache has it:
 /// it may change the result (drop the cubin once it has been read). Once `should_stop()` says

@@ -203,7 +203,11 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
   // A clang AST per worker: the compile pool's rule (one per core as far as memory holds).
   int nt = threads > 0 ? threads : default_compile_threads();
   std::vector<std::thread> pool;
-  for (int k = 0; k < nt; ++k) pool.emplace_back(worker);
+  for (int k = 0; k < nt; ++k)
+    pool.emplace_back([&] {
+      lower_compile_thread_priority();
+      worker();
+    });
   for (auto& t : pool) t.join();
   prog.finish();
   m.analyses_cached = cached;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tuner/arguments.h"
+#include "tuner/compile.h"
 #include "tuner/model_search.h"
 #include "tuner/strategy.h"
 #include "variants/instantiate.h"
@@ -97,7 +98,10 @@ ModelWork::ModelWork(const RunState& s, Plan plan, bool search)
       plan_(std::move(plan)),
       plan_ready_(!search),
       contexts_(s.job.contexts.size()),
-      thread_([this] { work(); }) {}
+      thread_([this] {
+        lower_compile_thread_priority();
+        work();
+      }) {}
 
 ModelWork::~ModelWork() {
   cancel_ = true;

@@ -55,5 +55,16 @@ TEST(Help, TheUsageNamesEveryCommandByGroup) {
   EXPECT_NE(r.out.find("\n  devices "), std::string::npos) << r.out;
 }
 
+// --compile-nice (run, batch, serve) takes 0..19 and says so, naming the option, before it reads
+// anything else.
+TEST(Help, ACompileNiceOutside0To19IsRefusedNamingTheOption) {
+  for (const std::string cmd : {"run no-such-job.json", "batch no-such-suite", "serve --no-gpu"}) {
+    auto r = test::run_gputune(cmd + " --compile-nice 20");
+    EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("--compile-nice"), std::string::npos) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("from 0"), std::string::npos) << cmd << "\n" << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace gputune

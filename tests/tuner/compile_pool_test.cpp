@@ -1,7 +1,10 @@
 #include "tuner/compile_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -56,6 +59,31 @@ TEST(CompilePool, DropsWhatIsNotStartedAndRethrowsWhatAWorkerThrew) {
   }
   EXPECT_EQ(started, 1);
   for (size_t i = 1; i < cs.size(); ++i) EXPECT_EQ(cs[i].state, Candidate::Compile::kNot) << i;
+}
+
+int thread_nice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); }
+
+// Compiles run below the priority of the thread that measures (--compile-nice, 10 by default),
+// so that measuring and the daemon's HTTP threads get a core at once; the caller keeps its own.
+TEST(CompilePool, CompilesRunAtTheCompileNiceBelowTheCaller) {
+  const int caller = thread_nice();
+  for (int steps : {7, 0}) {
+    set_compile_nice(steps);
+    std::atomic<int> seen{-100};
+    {
+      CompilePool pool(1, [&](Candidate&) { seen = thread_nice(); });
+      Candidate c;
+      pool.submit(c);
+      ASSERT_NE(pool.wait(2000ms), nullptr);
+    }
+    EXPECT_EQ(seen, std::min(19, caller + steps)) << steps << " steps";
+    EXPECT_EQ(thread_nice(), caller) << "the caller's own priority is unchanged";
+  }
+  set_compile_nice(10);
+  EXPECT_EQ(compile_nice(), 10);
+  EXPECT_THROW(set_compile_nice(20), std::invalid_argument);
+  EXPECT_THROW(set_compile_nice(-1), std::invalid_argument);
+  EXPECT_EQ(compile_nice(), 10) << "a refused value changes nothing";
 }
 
 }  // namespace

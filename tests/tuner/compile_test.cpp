@@ -1,6 +1,8 @@
 #include "tuner/compile.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -57,10 +59,17 @@ TEST(Compile, CacheServesIdenticalCubinsAndSurvivesCorruption) {
   for (int i = 0; i < 6; ++i)
     vs.push_back(variant("p[threadIdx.x] = VALUE;", {"-DVALUE=" + std::to_string(i) + ".0f"}));
   vs.push_back(variant("this does not compile;"));
-  std::atomic<int> callbacks{0};
-  auto cold =
-      compile_all(vs, "sm_90", cache, 3, [&](size_t, const CompiledVariant&) { ++callbacks; });
+  std::atomic<int> callbacks{0}, below{0};
+  const int caller = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  auto cold = compile_all(vs, "sm_90", cache, 3, [&](size_t, const CompiledVariant&) {
+    ++callbacks;
+    // every compile ran on a worker at the compile nice (10 by default), never on the caller
+    if (getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())) == std::min(19, caller + 10))
+      ++below;
+  });
   EXPECT_EQ(callbacks.load(), 7);
+  EXPECT_EQ(below.load(), 7);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), caller);
   auto warm = compile_all(vs, "sm_90", cache, 2);
   for (size_t i = 0; i < 6; ++i) {
     ASSERT_TRUE(cold[i].ok);
