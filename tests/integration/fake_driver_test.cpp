@@ -883,7 +883,8 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
     if (!search) args.insert(args.end(), {"--model-analyses", "0"});
     const pid_t pid = start_in_group(log, args);
     ASSERT_GE(pid, 0);
-    for (int i = 0; i < 2400 && analyses() < 4; ++i)
+    // up to 6 minutes: the checking build (ASan, UBSan) took over 2 to enumerate the space
+    for (int i = 0; i < 7200 && analyses() < 4; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const size_t before = analyses();
     kill(-pid, SIGINT);  // as a terminal sends it: to the whole group
@@ -1198,11 +1199,13 @@ TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
 
 // The job's time budget covers the whole run, restarts included: the restarted process is left
 // what the first one did not spend (here nothing, as the hang alone took longer than the budget).
+// The budget, 3 s, leaves the four configurations before the hang time to be measured in the
+// checking build too (ASan and UBSan make each launch of the fake driver slower).
 TEST(FakeDriver, ARestartAfterAHangKeepsTheTimeBudget) {
   test::TempDir dir;
-  const std::string file = hang_job(dir, {{"Seconds", 1.5}}), db = (dir / "g.db").string();
+  const std::string file = hang_job(dir, {{"Seconds", 3}}), db = (dir / "g.db").string();
   auto r = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + "run '" + file + "' --db '" + db +
-              "' --kernel-timeout 2 --cache-dir '" + (dir / "cache").string() + "'");
+              "' --kernel-timeout 4 --cache-dir '" + (dir / "cache").string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(count_of(r.out, "gputune: restarting"), 1u) << r.out;
   db::Store store(db);
@@ -1220,21 +1223,21 @@ TEST(FakeDriver, ARestartAfterAHangKeepsTheTimeBudget) {
 }
 
 // A resume typed by hand goes on with what is left of the time budget too: the run stores the
-// seconds it spent measuring (here the hang, 2 s, is more than the 1.5 s budget).
+// seconds it spent measuring (here the hang, 4 s, is more than the 3 s budget).
 TEST(FakeDriver, AResumeByHandGoesOnWithWhatIsLeftOfTheTimeBudget) {
   test::TempDir dir;
-  const std::string file = hang_job(dir, {{"Seconds", 1.5}}), db = (dir / "g.db").string();
-  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 2 --cache-dir '" +
+  const std::string file = hang_job(dir, {{"Seconds", 3}}), db = (dir / "g.db").string();
+  const std::string run = "run '" + file + "' --db '" + db + "' --kernel-timeout 4 --cache-dir '" +
                           (dir / "cache").string() + "'";
   auto hung = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + run + " --max-restarts 0");
   ASSERT_EQ(hung.exit_code, 5) << hung.out;
   const std::optional<double> stopped = db::Store(db).run(1)->seconds_spent;
   ASSERT_TRUE(stopped.has_value());
-  EXPECT_GE(*stopped, 2.0);
+  EXPECT_GE(*stopped, 4.0);
   auto resumed = sh(with_fake("") + run + " --resume 1");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("gputune: note: run 1 has spent "), std::string::npos) << resumed.out;
-  EXPECT_NE(resumed.out.find("it goes on with the 0 s left of its 1.5 s time budget"),
+  EXPECT_NE(resumed.out.find("it goes on with the 0 s left of its 3 s time budget"),
             std::string::npos)
       << resumed.out;
   db::Store store(db);
