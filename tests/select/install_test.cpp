@@ -37,9 +37,10 @@ TEST(SelectInstall, AnotherProjectFindsGputuneAndChoosesThroughIt) {
   const fs::path decisions = state / "matmul.decisions.json";
   test::write_file(decisions, select::to_json(test::matmul_table(device.name, device.arch)).dump());
 
-  auto configure = test::run_command(
-      cmake + " -S " + quoted(test::examples_dir() / "app") + " -B " + quoted(build) +
-      " -DCMAKE_PREFIX_PATH=" + quoted(prefix) + " -DCUDAToolkit_ROOT='" GPUTUNE_CUDA_ROOT "'");
+  auto configure =
+      test::run_command(cmake + " -S " + quoted(test::examples_dir() / "app") + " -B " +
+                        quoted(build) + " -DCMAKE_PREFIX_PATH=" + quoted(prefix) +
+                        " -DCUDAToolkit_ROOT='" GPUTUNE_CUDA_ROOT "' " + GPUTUNE_CONSUMER_ARGS);
   ASSERT_EQ(configure.exit_code, 0) << configure.out;
   auto built = test::run_command(cmake + " --build " + quoted(build) + " -j2");
   ASSERT_EQ(built.exit_code, 0) << built.out;
