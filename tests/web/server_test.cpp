@@ -460,6 +460,38 @@ TEST(Security, SubmittedPathsThatCouldLeaveTheWorkersFolderAreRefused) {
 // Server::handle answers a request given as its bytes as run() answers it on a connection (the
 // fuzz target's way in, tests/fuzz/web_fuzz.cpp): routes, parameters, the token, the peer's
 // address.
+// A cached result is rebuilt when the database changed, except that one that took long to build
+// is rebuilt at most once per rebuild_factor times its build time (served as it was meanwhile),
+// so that a tuning worker's stream of measurements cannot keep the server rebuilding.
+TEST(Api, ASlowCachedResultIsRebuiltAtMostOncePerTwentyBuildTimes) {
+  for (const double factor : {0.0, 1e9}) {
+    SCOPED_TRACE(factor);
+    test::TempDir dir;
+    const std::string path = (dir / "g.db").string();
+    db::Store store(path);
+    const std::int64_t kernel = store.upsert_kernel("vector_add", "h1", "src");
+    const std::int64_t ctx = test::vector_add_context(store, kernel, "GPU", 9, 132, "1M", 1 << 20);
+    const std::int64_t run = store.begin_run(store.upsert_job("v", "/v.json", "{}"), "random", 2);
+    test::vector_add_measurement(store, run, kernel, ctx, 128, 1, 2.0);
+    ServerOptions o{path, "t", "127.0.0.1", 0, {}};
+    o.rebuild_floor_s = 0;  // every build counts as slow
+    o.rebuild_factor = factor;
+    Server server(o);
+    const std::string get =
+        "GET /api/contexts/" + std::to_string(ctx) + "/history HTTP/1.1\r\n\r\n";
+    const std::string before = server.handle(get);
+    ASSERT_NE(before.find("\"best_ms\":2.0"), std::string::npos) << before;
+    test::vector_add_measurement(store, run, kernel, ctx, 256, 1, 1.0);
+    const std::string after = server.handle(get);
+    if (factor == 0) {
+      EXPECT_NE(after.find("\"best_ms\":1.0"), std::string::npos) << "rebuilt at once: " << after;
+    } else {
+      auto body = [](const std::string& r) { return r.substr(r.find("\r\n\r\n")); };
+      EXPECT_EQ(body(after), body(before)) << "served as built, within the factor's window";
+    }
+  }
+}
+
 TEST(Api, HandleAnswersARequestsBytesAsAConnectionWould) {
   test::TempDir dir;
   Server server({(dir / "g.db").string(), "secret-token", "127.0.0.1", 0, {}});
