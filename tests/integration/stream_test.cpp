@@ -49,9 +49,11 @@ fs::file_time_type file_time_of(const std::string& created_at) {
 }
 
 /// `gputune run` of dir/job.json on the fake driver, into dir/g.db, with 2 compile workers and
-/// the cubin and analysis cache dir/cache (empty at first).
-test::CommandResult run_job(const test::TempDir& dir) {
-  return test::run_command(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
+/// the cubin and analysis cache dir/cache (empty at first). `env`: the fake driver's settings
+/// (by default its fault at 1024 threads per block is off: these tests are about the stream).
+test::CommandResult run_job(const test::TempDir& dir,
+                            const std::string& env = "FAKE_CUDA_FAULT_BLOCK=0") {
+  return test::run_command(with_fake(env) + "run '" + (dir / "job.json").string() + "' --db '" +
                            (dir / "g.db").string() + "' -j 2 --cache-dir '" +
                            (dir / "cache").string() + "'");
 }
