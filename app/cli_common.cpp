@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <stdexcept>
 
 #include "app/cli.h"
 #include "tuner/compile.h"
@@ -98,10 +99,12 @@ const char* const kCompileNiceHelp =
 std::optional<int> apply_compile_nice(const cxxopts::ParseResult& r) {
   if (!r.count("compile-nice")) return std::nullopt;
   const int n = r["compile-nice"].as<int>();
-  if (n < 0 || n > 19)
+  try {
+    tuner::set_compile_nice(n);  // checks the range
+  } catch (const std::invalid_argument&) {
     throw JobError("command line", "--compile-nice", std::to_string(n) + " steps",
                    "give a number from 0 (compile at normal priority) to 19 (the lowest)");
-  tuner::set_compile_nice(n);
+  }
   return n;
 }
 

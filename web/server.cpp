@@ -199,18 +199,35 @@ struct Server::Impl {
     };
   }
 
-  // Derived results (series, aggregates, charts) of a run are cached until the run changes.
-  /// A derived result that took long to build (10 ms or more: ServerOptions) is rebuilt, after
-  /// the database changed, at most once per 20 times its build time, so that while a worker stores
-  /// measurements every moment rebuilding never takes more than about 5% of the time: a tuned
-  /// header over a million measurements takes a second, and rebuilt at every change it held a
-  /// core and put the other endpoints' p99 over their targets (bench/results/load-*.md). It is
-  /// then at most that old: the newest measurements show within 20 build times.
-  struct CacheEntry {
+  /// When a cached result was built, from which database (or run) version, and in how long.
+  struct Built {
     std::int64_t version = -1;
+    std::chrono::steady_clock::time_point at;
+    double seconds = 0;
+  };
+  /// Whether a result built as `b` is still served for `version`: its own, or, when it took long
+  /// to build (ServerOptions::rebuild_floor_s, 10 ms), until rebuild_factor (20) build times have
+  /// passed. While a worker stores measurements every moment, rebuilding then never takes more
+  /// than about 5% of the time: a tuned header over a million measurements takes a second, and
+  /// rebuilt at every change it held a core and put the other endpoints' p99 over their targets
+  /// (bench/results/load-*.md); a selection table takes seconds. The newest measurements show
+  /// within 20 build times.
+  bool still_served(const Built& b, std::int64_t version,
+                    std::chrono::steady_clock::time_point now) const {
+    const double age = std::chrono::duration<double>(now - b.at).count();
+    return b.version == version ||
+           (b.seconds >= opt.rebuild_floor_s && age < opt.rebuild_factor * b.seconds);
+  }
+  static Built built_since(std::int64_t version, std::chrono::steady_clock::time_point start) {
+    return {version, start,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  }
+
+  // Derived results (series, aggregates, charts, headers), cached until the run (or the
+  // database) changes, as still_served says.
+  struct CacheEntry {
+    Built built;
     std::string body;
-    std::chrono::steady_clock::time_point built;
-    double build_seconds = 0;
   };
   std::mutex cache_mu;
   std::map<std::string, CacheEntry> cache;
@@ -223,36 +240,24 @@ struct Server::Impl {
     {
       std::lock_guard<std::mutex> lock(cache_mu);
       auto it = cache.find(key);
-      if (it != cache.end()) {
-        const CacheEntry& e = it->second;
-        const double age = std::chrono::duration<double>(start - e.built).count();
-        if (e.version == version ||
-            (e.build_seconds >= opt.rebuild_floor_s && age < opt.rebuild_factor * e.build_seconds))
-          return e.body;
-      }
+      if (it != cache.end() && still_served(it->second.built, version, start))
+        return it->second.body;
     }
     std::string body = make();
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const Built built = built_since(version, start);
     std::lock_guard<std::mutex> lock(cache_mu);
     if (cache.size() > 512) cache.clear();
-    cache[key] = {version, body, start, took};
+    cache[key] = {built, body};
     return body;
   }
   std::int64_t global_version() { return db::Browser(store()).measurements_version(); }
 
-  // The runtime selection table (select::table_from_store) of the whole database, rebuilt only
-  // when a measurement was added since: a lookup is then the table's memoized choose().
-  /// Runtime selection's table per kernel, rebuilt from the database when a measurement was
-  /// added since; while a worker is tuning (a new measurement every moment) a table that took
-  /// long to build is rebuilt at most once per 20 times its build time, so that answering never
-  /// spends more than about 5% of the time rebuilding (a table over a million measurements
-  /// takes seconds).
+  // The runtime selection table (select::table_from_store) of the whole database per kernel,
+  // rebuilt when a measurement was added since, as still_served says: a lookup is then the
+  // table's memoized choose().
   struct SelectEntry {
     select::Table table;
-    std::int64_t version = -1;
-    std::chrono::steady_clock::time_point built;
-    double build_seconds = 0;
+    Built built;
   };
   std::mutex select_mu;
   std::map<std::string, SelectEntry> select_tables;
@@ -261,12 +266,8 @@ struct Server::Impl {
     std::lock_guard<std::mutex> lock(select_mu);
     const auto now = std::chrono::steady_clock::now();
     auto it = select_tables.find(kernel);
-    if (it != select_tables.end()) {
-      const SelectEntry& e = it->second;
-      const double age = std::chrono::duration<double>(now - e.built).count();
-      if (e.version == version || (e.build_seconds >= 0.01 && age < 20 * e.build_seconds))
-        return e.table;
-    }
+    if (it != select_tables.end() && still_served(it->second.built, version, now))
+      return it->second.table;
     select::DecisionTable data = select::table_from_store(store(), kernel);
     data.origin = "the daemon's database";
     if (data.kernels.empty()) {  // say which kernels there are, as select would over all of them
@@ -281,10 +282,9 @@ struct Server::Impl {
     }
     auto t = select::Table::from(std::move(data));
     if (!t) throw std::runtime_error(t.error().message);
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count();
+    const Built built = built_since(version, now);
     if (select_tables.size() > 256) select_tables.clear();
-    select_tables[kernel] = SelectEntry{std::move(t).value(), version, now, took};
+    select_tables[kernel] = SelectEntry{std::move(t).value(), built};
     return select_tables[kernel].table;
   }
   json select_answer(const httplib::Request& req);

@@ -26,9 +26,10 @@ struct ServerOptions {
   /// How a stored winner's source is had when it is not the kernel file's (a naive kernel's
   /// generated variant); the kernel page shows it. None: not shown.
   db::SourceCommand source_command;
-  /// A cached derived result (chart, series, tuned header) that took at least `rebuild_floor_s`
-  /// to build is rebuilt after the database changed at most once per `rebuild_factor` times its
-  /// build time (so rebuilding takes at most about 1/factor of the time while a worker tunes).
+  /// A cached derived result (chart, series, tuned header, runtime selection table) that took at
+  /// least `rebuild_floor_s` to build is rebuilt after the database changed at most once per
+  /// `rebuild_factor` times its build time (so rebuilding takes at most about 1/factor of the
+  /// time while a worker tunes).
   double rebuild_floor_s = 0.01, rebuild_factor = 20;
 };
 
