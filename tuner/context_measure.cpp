@@ -1,10 +1,11 @@
 /** \file tuner/context_measure.cpp
  * Owns: one configuration in one context of `gputune run` (ContextRun, tuner/context_run.h): its
  * trial (launch, occupancy, prediction), judging it once compiled (rules 1-3, and rule 4 through
- * the stream), measuring it (or recording why not), a resumed run's measurements, and storing
- * its row.
+ * the stream), measuring it (or recording why not), a resumed run's measurements and reference
+ * outputs, and storing its row.
  * Must not: decide what is searched or in which order (context_stage.cpp and the strategy do), or
  * print reports (context_report.cpp does). */
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -151,6 +152,7 @@ std::optional<double> ContextRun::measure(Candidate& c, Trial& t, const std::str
       row.reason = "not run: the job's time budget was spent";
     } else {
       const bool is_ref = need_reference_ && reference_.empty();
+      row.reason = note;  // its role, should the launch hang or lose the context (set_failed)
       Outcome o = launch(c, t, row, is_ref ? nullptr : &reference_, is_ref ? &reference_ : nullptr);
       set_outcome(row, o, t);
       if (o.status == db::Status::kCorrect) {
@@ -214,22 +216,55 @@ Outcome ContextRun::launch(Candidate& c, Trial& t, const db::MeasurementRecord& 
   }
 }
 
-/// A configuration measured before an interruption: what it measured then counts now (the
-/// reference outputs are not stored: they are captured again from it).
+/// A configuration measured before an interruption: what it measured then counts now.
 std::optional<double> ContextRun::resumed(Candidate& c, Trial& t) {
   t.measured = true;
   auto it = resumed_ms_.find(s_.variant_id(c));
   if (it == resumed_ms_.end()) return std::nullopt;
   t.time_ms = it->second;
   t.measurement_id = resumed_mid_[c.variant_id];
-  if (measurer_ && need_reference_ && reference_.empty() && c.usable() && t.launch) {
-    Outcome o = measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1);
-    if (o.status != db::Status::kCorrect) reference_.clear();
-  }
   return t.time_ms;
 }
 
-/// What this run measured in this context before it was interrupted (a resume).
+/// A resumed context's reference outputs, captured again before anything new is measured (they
+/// are not stored): from the configuration that was the reference before the interruption, or,
+/// should it not run correctly now, from the fastest correct one (each was verified against
+/// it). Otherwise the first configuration measured anew would become the reference unchecked,
+/// whatever it computes, and the re-measurements would go unverified. False: Ctrl-C stopped it.
+bool ContextRun::capture_resumed_reference() {
+  if (!measurer_ || !need_reference_ || !reference_.empty() || correct_.empty()) return true;
+  std::vector<std::size_t> order;
+  if (resumed_reference_) order.push_back(*resumed_reference_);
+  std::vector<std::pair<double, std::size_t>> by_time = correct_;
+  std::sort(by_time.begin(), by_time.end());
+  for (auto& [ms, index] : by_time)
+    if (index != resumed_reference_) order.push_back(index);
+  for (std::size_t index : order) {
+    Candidate& c = s_.candidate(index);
+    if (!wait_compiled(s_, c)) return false;  // Ctrl-C
+    Trial& t = trial(c);
+    if (!c.usable() || !t.launch) continue;
+    if (measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1).status ==
+        db::Status::kCorrect) {
+      if (index != resumed_reference_)
+        s_.log << "gputune: note: resumed: the reference configuration "
+               << (resumed_reference_ ? s_.candidate(*resumed_reference_).config.key() : "")
+               << " did not run again; reference outputs come from " << c.config.key()
+               << ", measured correct against it before\n";
+      return true;
+    }
+    reference_.clear();
+  }
+  s_.log << "gputune: warning: resumed: none of the " << order.size()
+         << " configurations measured correct before ran again; the next one measured becomes "
+            "the reference\n";
+  return true;
+}
+
+/// What this run measured in this context before it was interrupted (a resume), by stage: the
+/// search's measurements, correct or failed, count against its budget as they did then; the
+/// regret sample's are counted by the sample when its walk reaches them (so that it draws the
+/// same configurations and times no more than it wants); the re-measurements by name_winner.
 void ContextRun::load_resumed() {
   if (s_.already.empty()) return;
   for (auto& m : s_.store->measurements(s_.run_id, ctx_id_)) {
@@ -238,19 +273,30 @@ void ContextRun::load_resumed() {
           m.id, m.status == db::Status::kCorrect ? m.time_ms : std::optional<double>()};
       continue;
     }
-    if (m.status == db::Status::kCorrect && m.time_ms) {
-      const long i = s_.space.find(m.config_key);
-      if (i < 0) continue;
-      Candidate& c = s_.candidate(static_cast<std::size_t>(i));
-      c.variant_id = m.variant_id;
-      resumed_ms_[m.variant_id] = *m.time_ms;
-      resumed_mid_[m.variant_id] = m.id;
-      correct_.emplace_back(*m.time_ms, c.index);
-      Trial& t = trials_[c.index];
-      t.measurement_id = m.id, t.measured = true, t.time_ms = m.time_ms;
-      if (!best_ms_ || *m.time_ms < *best_ms_) best_ms_ = m.time_ms;
-      if (c.is_default) default_ms_ = m.time_ms;
+    const bool correct = m.status == db::Status::kCorrect && m.time_ms;
+    // Timed and failed (not "not run": the time budget stored what it cut as timeout).
+    const bool failed = m.status.timed() && !correct && m.reason.rfind("not run", 0) != 0;
+    if (!correct && !failed) continue;
+    const long i = s_.space.find(m.config_key);
+    if (i < 0) continue;
+    Candidate& c = s_.candidate(static_cast<std::size_t>(i));
+    c.variant_id = m.variant_id;
+    Trial& t = trials_[c.index];
+    t.measurement_id = m.id;
+    const bool sample = m.reason.find("regret sample (") != std::string::npos;
+    if (sample) resumed_samples_.insert(c.index);
+    t.measured = !sample;
+    if (failed) {
+      ++failures_;
+      continue;
     }
+    if (m.reason.rfind("reference", 0) == 0) resumed_reference_ = c.index;
+    resumed_ms_[m.variant_id] = *m.time_ms;
+    resumed_mid_[m.variant_id] = m.id;
+    correct_.emplace_back(*m.time_ms, c.index);
+    t.time_ms = m.time_ms;
+    if (!best_ms_ || *m.time_ms < *best_ms_) best_ms_ = m.time_ms;
+    if (c.is_default) default_ms_ = m.time_ms;
   }
 }
 

@@ -46,6 +46,7 @@ class ContextRun {
   // --- Stages (context_stage.cpp) ---------------------------------------------------------
   bool measure_default();
   bool start_search();
+  bool compile_resumed();
   void search();
   void not_run_for_time();
   void regret_sample();
@@ -70,6 +71,7 @@ class ContextRun {
                  std::vector<std::vector<unsigned char>>* capture);
   std::optional<double> resumed(Candidate& c, Trial& t);
   void load_resumed();
+  bool capture_resumed_reference();
   void store_unlaunchable(Candidate& c, Trial& t);
   void store(Candidate& c, Trial& t, db::MeasurementRecord& row);
 
@@ -108,6 +110,8 @@ class ContextRun {
   std::map<std::string, std::size_t> removed_;         // per rule 1-3
   std::map<std::int64_t, double> resumed_ms_;          // by variant id
   std::map<std::int64_t, std::int64_t> resumed_mid_;
+  std::optional<std::size_t> resumed_reference_;     // space index of the stored reference row
+  std::unordered_set<std::size_t> resumed_samples_;  // space indices the regret sample timed
   /// Re-measurements this run stored here before it was interrupted (by variant id): a resume
   /// counts them instead of measuring them again.
   struct Remeasured {

@@ -1,5 +1,6 @@
 // One context of `gputune run` (tuner/run_stages.h: tune_context), top-down:
 //   measure_default  the default configuration first, at once: the reference and the baseline
+//   capture_resumed_reference  resumed: the reference outputs again, before anything new runs
 //   start_search     the plan and the model's best cases (ModelWork), the strategy, the stream
 //   search           compiles and measurements overlap: the strategy is asked as far ahead as
 //                    the look-ahead, each cubin is measured as soon as it is ready, and each
@@ -40,7 +41,8 @@ void ContextRun::run() {
     for (auto& a : measurer_->arguments())
       need_reference_ = need_reference_ || (a.output && a.reference.empty());
   load_resumed();
-  if (!measure_default() || !start_search()) {
+  const bool started = measure_default() && capture_resumed_reference() && start_search();
+  if (!started) {
     stopped();
     return;
   }
@@ -94,6 +96,7 @@ bool ContextRun::start_search() {
   }
   if (!s_.opt.screen && model_) compile_whole_plan();
   if (s_.opt.should_stop && s_.opt.should_stop()) return false;
+  if (!compile_resumed()) return false;
   const std::size_t n = plan_->index.size();
   SearchStream::Settings settings;
   settings.look_ahead = 2 * static_cast<std::size_t>(s_.pool->threads());
@@ -174,9 +177,27 @@ bool ContextRun::start_search() {
     if (t.measured && s_.job.pruner.enabled && c.usable() && t.launch &&
         judged_.insert(index).second)
       apply_rules(c, t);
+    if (t.measured && c.usable() && t.launch && !c.compiled.cubin_hash.empty())
+      measured_binaries_.insert(binary(c, t));
     if (t.prediction.ok && sets_best(t)) stream_->offer_best(t.prediction.ms);
     if (t.measured) stream_->add_measured(static_cast<std::size_t>(pos), t.time_ms);
   }
+  return true;
+}
+
+/// A resumed run's measured configurations, compiled again (from the cache, as a rule) before
+/// the search, when rule 3 is on: it keeps the first of each binary and launch, and without
+/// theirs it would keep (and measure, counted against the budget) a configuration that the
+/// interrupted process had pruned as the same binary as one it measured. False: Ctrl-C.
+bool ContextRun::compile_resumed() {
+  if (!s_.job.pruner.enabled) return true;
+  std::vector<Candidate*> resumed;
+  for (auto& [index, t] : trials_)
+    if (t.measured) resumed.push_back(&s_.candidate(index));
+  for (Candidate* c : resumed)
+    if (c->state == Candidate::Compile::kNot) s_.pool->submit(*c);
+  for (Candidate* c : resumed)
+    if (!wait_compiled(s_, *c)) return false;
   return true;
 }
 
@@ -281,9 +302,17 @@ void ContextRun::regret_sample() {
         s_.pool->submit(c);
     const std::size_t pos = walk[w];
     Candidate& c = s_.candidate(plan_->index[pos]);
+    const bool from_search = plan_->left_out[pos] != 0;
     if (!wait_compiled(s_, c)) {
       s_.rep.interrupted = true;
       break;
+    }
+    if (resumed_samples_.count(c.index)) {  // timed as a sample before an interruption
+      left_out_timed += from_search;
+      ++timed;
+      if (auto ms = measure(c, trial(c), ""); ms && (!best_sample || *ms < *best_sample))
+        best_sample = ms;
+      continue;
     }
     Trial& t = trial(c);
     if (!c.usable() || !t.launch) {
@@ -296,7 +325,6 @@ void ContextRun::regret_sample() {
       ++not_samples;
       continue;
     }
-    const bool from_search = plan_->left_out[pos] != 0;
     left_out_timed += from_search;
     ++timed;
     const std::string why = stream_->dropped(pos) ? "pruned by rule model"
@@ -399,10 +427,11 @@ void ContextRun::name_winner() {
     Trial& t = trial(c);
     if (!c.usable() || !t.launch) continue;
     db::MeasurementRecord row = measurement_row(keys(c), c, t);
+    const std::string role = "re-measurement of a top-" + std::to_string(top) + " variant";
+    row.reason = role;  // kept should the launch hang or lose the context (set_failed)
     Outcome o = launch(c, t, row, reference_.empty() ? nullptr : &reference_, nullptr);
     set_outcome(row, o, t);
-    row.reason = "re-measurement of a top-" + std::to_string(top) + " variant" +
-                 (o.reason.empty() ? "" : ": " + o.reason);
+    row.reason = role + (o.reason.empty() ? "" : ": " + o.reason);
     const std::int64_t mid = s_.store->add_measurement(row);
     if (o.status == db::Status::kCorrect && (!fresh || o.median_ms < winner_ms)) {
       winner_ms = o.median_ms, winner_mid = mid, winner = c.index;

@@ -50,7 +50,7 @@ void set_outcome(db::MeasurementRecord& m, const Outcome& o, const Trial& t) {
 }
 
 void set_failed(db::MeasurementRecord& row, db::Status status, const std::string& reason) {
-  row.status = status, row.reason = reason;
+  row.status = status, row.reason = row.reason.empty() ? reason : row.reason + ": " + reason;
   row.samples_ms.clear(), row.time_ms.reset(), row.gflops.reset(), row.gbps.reset();
 }
 

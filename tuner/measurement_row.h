@@ -36,7 +36,9 @@ db::MeasurementRecord measurement_row(const RowKeys& keys, const Candidate& c, c
 void set_outcome(db::MeasurementRecord& row, const Outcome& o, const Trial& t);
 
 /// A row that failed without an outcome (its measurement hung, or lost the CUDA context): the
-/// status and reason set, no samples, time or rates.
+/// status and reason set, no samples, time or rates. A reason the row carried already is its role
+/// (what launched it: "re-measurement of a top-3 variant", "regret sample (...)") and is kept
+/// before the failure's, so that a resume knows which stage the row belongs to.
 void set_failed(db::MeasurementRecord& row, db::Status status, const std::string& reason);
 
 /// Why a candidate cannot be launched in this context (it did not compile, its cubin could not be

@@ -11,6 +11,8 @@
 //     be retained again), as a crashing kernel would; FAKE_CUDA_FAULT_BLOCK=N moves the fault to
 //     blockDim.x == N (0: no launch faults), for tests whose subject is not faults;
 //   - blockDim.x == 512 with 8 elements per thread: a wrong result (c = a, b ignored);
+//   - FAKE_CUDA_LAUNCH_FAIL_BLOCK=N: a launch with blockDim.x == N fails at once with
+//     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, which is not sticky: the process goes on;
 //   - FAKE_CUDA_CRASH_BLOCK=N: a launch with blockDim.x == N aborts the process (a crashing
 //   driver);
 //   - FAKE_CUDA_HANG_BLOCK=N: a launch with blockDim.x == N never returns (a hung kernel); with
@@ -24,10 +26,14 @@
 //     (every variant then agrees with the reference) and costs the fake clock by its block shape
 //     (lowest at 256 threads), so that a whole naive-kernel run can be timed for orchestration
 //     (bench/run_stream_bench.sh), never for what the kernel computes.
+//   - FAKE_CUDA_LAUNCH_LOG=PATH: each vector_add launch appends one line to PATH, "pid
+//     blockDim.x elements-per-thread", so a test can read which configurations each process ran
+//     and in which order;
 //   - FAKE_CUDA_BUSY_FILE=PATH: at exit, the real seconds spent inside launches and copies (the
 //     fake GPU's busy time) are written to PATH, so a benchmark can say how long it sat idle.
 // It never stands in for a GPU measurement: the tests that use it check orchestration only.
 #include <cuda.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -253,6 +259,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
     const char* v = std::getenv(name);
     return v ? std::atol(v) : -1L;
   };
+  if (const char* path = std::getenv("FAKE_CUDA_LAUNCH_LOG"))
+    if (FILE* log = std::fopen(path, "a")) {
+      std::fprintf(log, "%ld %u %ld\n", static_cast<long>(getpid()), bx, tile);
+      std::fclose(log);
+    }
+  if (static_cast<long>(bx) == knob("FAKE_CUDA_LAUNCH_FAIL_BLOCK"))
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   if (static_cast<long>(bx) == knob("FAKE_CUDA_CRASH_BLOCK")) std::abort();
   if (static_cast<long>(bx) == knob("FAKE_CUDA_HANG_BLOCK")) {
     if (const char* mark = std::getenv("FAKE_CUDA_HANG_MARK"))

@@ -17,6 +17,8 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -761,8 +763,9 @@ TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
   job["GPUTune"]["Contexts"] = {{4096}};
   job["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 1024;  // faults in the fake driver
   test::write_file(dir / "job.json", job.dump());
-  auto r = sh(with_fake() + "run '" + (dir / "job.json").string() + "' --db '" +
-              (dir / "g.db").string() + "'");
+  const std::string launches = (dir / "launches").string();
+  auto r = sh(with_fake("FAKE_CUDA_LAUNCH_LOG='" + launches + "'") + "run '" +
+              (dir / "job.json").string() + "' --db '" + (dir / "g.db").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   // Which correct variant becomes the reference depends on the order compiles finish in (the
   // pipeline streams them), so the note is read, not assumed: it names a configuration that was
@@ -784,6 +787,103 @@ TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
   }
   EXPECT_EQ(references, 1) << r.out;
   EXPECT_EQ(wrong, 1);  // 512,8 is still caught
+  // Each of the four 1024-thread configurations loses the context, so five processes ran. Each
+  // one after the process that chose the reference captures its outputs again before it runs
+  // anything new: its first launch is the reference's (here the block and elements per thread
+  // of the configuration), not the next configuration of the search, which would otherwise
+  // become the reference unchecked (512,8 did, now and then).
+  const auto comma = ref.find(',');
+  ASSERT_NE(comma, std::string::npos) << ref;
+  const std::string ref_launch = ref.substr(0, comma) + " " + ref.substr(comma + 1);
+  std::vector<std::pair<std::string, std::string>> first;  // (pid, its first launch)
+  std::istringstream log(test::read_file(launches));
+  for (std::string pid, block, tile; log >> pid >> block >> tile;)
+    if (first.empty() || first.back().first != pid) first.emplace_back(pid, block + " " + tile);
+  ASSERT_EQ(first.size(), 5u) << test::read_file(launches);
+  EXPECT_EQ(first[0].second, "1024 1");    // the default
+  EXPECT_EQ(first[1].second, ref_launch);  // the first correct one, chosen as the reference
+  for (std::size_t p = 2; p < first.size(); ++p)
+    EXPECT_EQ(first[p].second, ref_launch) << "process " << p + 1 << " of 5\n" << r.out;
+}
+
+// A run stopped by Ctrl-C and resumed where its reference configuration (the default) no longer
+// launches: the resumed process takes the reference outputs from the fastest configuration
+// measured correct before, says so, and verifies everything new against them, so the wrong
+// variant (512,8) is still caught, whenever it comes.
+TEST(FakeDriver, AResumeWhoseReferenceNoLongerRunsTakesItFromTheFastestCorrectOne) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string launches = (dir / "launches").string();
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{4096}};
+  test::write_file(dir / "job.json", job.dump());
+  const std::string path = (dir / "job.json").string();
+  const pid_t pid = start_in_group(log, {"run", path, "--db", db},
+                                   {{"FAKE_CUDA_SLOW_MS", "20"}, {"FAKE_CUDA_FAULT_BLOCK", "0"}});
+  ASSERT_GE(pid, 0);
+  auto correct = [&] {
+    try {
+      db::Store store(db);
+      std::vector<db::MeasurementRow> rows;
+      for (auto& m : store.measurements(0))
+        if (m.status == "correct") rows.push_back(m);
+      return rows;
+    } catch (const std::exception&) {  // not created yet
+      return std::vector<db::MeasurementRow>{};
+    }
+  };
+  for (int i = 0; i < 600 && correct().size() < 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(-pid, SIGINT);
+  const auto status = test::wait_for_child(pid, 30);
+  kill(-pid, SIGKILL);
+  ASSERT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 5) << test::read_file(log);
+  // What the resume should take the reference from: the fastest correct one not on 256 threads.
+  std::string fastest;
+  double fastest_ms = 1e300;
+  bool default_is_reference = false;
+  for (auto& m : correct()) {
+    default_is_reference |= m.config_key == "256,1" && m.reason.rfind("reference", 0) == 0;
+    if (m.config_key.rfind("256,", 0) != 0 && m.time_ms && *m.time_ms < fastest_ms)
+      fastest = m.config_key, fastest_ms = *m.time_ms;
+  }
+  ASSERT_TRUE(default_is_reference) << test::read_file(log);
+  ASSERT_FALSE(fastest.empty()) << test::read_file(log);
+  const std::string resumed_log = (dir / "resumed.txt").string();
+  const pid_t again = start_in_group(resumed_log, {"run", path, "--db", db, "--resume", "1"},
+                                     {{"FAKE_CUDA_FAULT_BLOCK", "0"},
+                                      {"FAKE_CUDA_LAUNCH_FAIL_BLOCK", "256"},
+                                      {"FAKE_CUDA_LAUNCH_LOG", launches}});
+  const auto resumed = test::wait_for_child(again, 120);
+  kill(-again, SIGKILL);
+  const std::string out = test::read_file(resumed_log);
+  ASSERT_TRUE(resumed && WIFEXITED(*resumed)) << out;
+  EXPECT_EQ(WEXITSTATUS(*resumed), 0) << out;
+  EXPECT_NE(out.find("the reference configuration 256,1 did not run again; reference outputs come "
+                     "from " +
+                     fastest + ", measured correct against it before"),
+            std::string::npos)
+      << out;
+  // Its first launches: the stored reference (fails), then the fastest correct one.
+  std::istringstream lines(test::read_file(launches));
+  std::vector<std::string> first;
+  for (std::string p, block, tile; first.size() < 2 && lines >> p >> block >> tile;)
+    first.push_back(block + "," + tile);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0], "256,1");
+  EXPECT_EQ(first[1], fastest);
+  db::Store store(db);
+  int references = 0, wrong = 0;
+  for (auto& m : store.measurements(0)) {
+    references += m.reason.rfind("reference", 0) == 0;
+    if (m.status == "correctness") {
+      ++wrong;
+      EXPECT_EQ(m.config_key, "512,8");
+    }
+  }
+  EXPECT_EQ(references, 1);
+  EXPECT_EQ(wrong, 1) << out;
 }
 
 // Ctrl-C (here SIGINT sent to the process) stops `gputune run` before the next measurement:

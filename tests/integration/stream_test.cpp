@@ -108,8 +108,9 @@ TEST(Stream, TheFirstMeasurementComesBeforeTheBulkOfTheCompiles) {
 // model_guided with a budget: it asks for configurations as it goes, no further ahead than its
 // look-ahead (two per compile worker), so what it compiles is bounded by the budget (plus the
 // look-ahead, the regret sample and the default), not by the space; and it measures exactly its
-// budget.
-TEST(Stream, TheBudgetBoundsTheCompilesAndTheStreamStopsExactlyAtIt) {
+// budget. `env`: the fake driver's settings; `lost`: whether a variant must lose the CUDA
+// context on the way (the run then goes on in new processes, resumed).
+void budget_bounds_the_search(const std::string& env, bool lost) {
   test::TempDir dir;
   auto job = job_in(dir, 10, /*slow_compiles=*/false);  // 240 configurations
   job["GPUTune"]["Search"] = {{"Strategy", "model_guided"}};
@@ -118,14 +119,16 @@ TEST(Stream, TheBudgetBoundsTheCompilesAndTheStreamStopsExactlyAtIt) {
   test::write_file(dir / "job.json", job.dump());
   const fs::path cache = dir / "cache";
   const std::string db = (dir / "g.db").string();
-  auto r = run_job(dir);
+  auto r = run_job(dir, env);
   ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.out.find("lost the CUDA context") != std::string::npos, lost) << r.out;
   const size_t lookahead = 4, regret = 2;
   db::Store store(db);
-  // Measured by the search: exactly the budget. Compiled besides: the look-ahead, the regret
-  // sample, the default, what rules 1-3 ruled out once compiled (here the same binary and launch
-  // as one measured: the spare parameter changes nothing), and what waited while one ordered
-  // before it was compiled first (the log counts those).
+  // Measured by the search: exactly the budget (a variant that lost the context counts, as any
+  // failed measurement). Compiled besides: the look-ahead, the regret sample, the default, what
+  // rules 1-3 ruled out once compiled (here the same binary and launch as one measured: the
+  // spare parameter changes nothing), and what waited while one ordered before it was compiled
+  // first (the log counts those).
   size_t searched = 0, sampled = 0, ruled_out = 0;
   for (const auto& m : store.measurements(1)) {
     if (m.status == "constraints" && m.reason.rfind("pruned by rule model", 0) != 0) ++ruled_out;
@@ -136,14 +139,29 @@ TEST(Stream, TheBudgetBoundsTheCompilesAndTheStreamStopsExactlyAtIt) {
       ++searched;
   }
   EXPECT_EQ(searched, 6u) << r.out;
+  EXPECT_EQ(sampled, regret) << r.out;
+  EXPECT_EQ(store.run(1)->budget, std::optional<std::int64_t>(6));
+  if (lost) return;  // each new process compiles what it resumes again (from the cache)
   size_t parked = 0;
   if (auto at = r.out.find("gputune: model_guided: "); at != std::string::npos)
     if (r.out.find(" times a compiled variant waited", at) != std::string::npos)
       parked = std::stoul(r.out.substr(at + 23));
   EXPECT_LE(cubins(cache).size(), 6 + lookahead + regret + 1 + ruled_out + parked) << r.out;
   EXPECT_LE(parked, 6u) << "at most as many as the budget";
-  EXPECT_EQ(sampled, regret) << r.out;
-  EXPECT_EQ(store.run(1)->budget, std::optional<std::int64_t>(6));
+}
+
+TEST(Stream, TheBudgetBoundsTheCompilesAndTheStreamStopsExactlyAtIt) {
+  budget_bounds_the_search("FAKE_CUDA_FAULT_BLOCK=0", false);
+}
+
+// The same search where 512-thread blocks lose the CUDA context (the model proposes some early,
+// and the regret sample draws some): each resumed process counts what the ones before measured,
+// failed or not, against the budget and the sample, so the search still measures exactly 6 and
+// the sample times 2. (Before, a resumed process counted only the correct ones, and kept as
+// "first of its binary" one that the process before had pruned as a duplicate: 7 searched, 3
+// sampled.)
+TEST(Stream, TheBudgetAndTheRegretSampleHoldAcrossLostContexts) {
+  budget_bounds_the_search("FAKE_CUDA_FAULT_BLOCK=512", true);
 }
 
 // One variant compiles slowly (a second kernel of 150 dependent sinf calls keeps ptxas busy for
