@@ -330,6 +330,9 @@ struct Server::Impl {
           });
           const auto type_end = body.find('\n'), name_end = body.find('\n', type_end + 1);
           res.status = 200;
+          // A response built for this request has the handler's headers: set once, not twice.
+          res.headers.erase("Cache-Control");
+          res.headers.erase("Content-Disposition");
           res.set_header("Cache-Control", "no-store");
           if (name_end > type_end + 1)
             res.set_header("Content-Disposition",

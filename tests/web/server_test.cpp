@@ -492,6 +492,40 @@ TEST(Api, ASlowCachedResultIsRebuiltAtMostOncePerTwentyBuildTimes) {
   }
 }
 
+// A cached endpoint's response carries each of its headers once, whether it was built for this
+// request (the handler sets them, and the cache sets them again for what it serves) or served
+// from the cache.
+TEST(Api, ACachedResponseCarriesEachHeaderOnce) {
+  test::TempDir dir;
+  const std::string path = (dir / "g.db").string();
+  db::Store store(path);
+  const std::int64_t kernel = store.upsert_kernel("vector_add", "h1", "src");
+  const std::int64_t ctx = test::vector_add_context(store, kernel, "GPU", 9, 132, "1M", 1 << 20);
+  const std::int64_t run = store.begin_run(store.upsert_job("v", "/v.json", "{}"), "random", 2);
+  test::vector_add_measurement(store, run, kernel, ctx, 128, 1, 2.0);
+  Server server({path, "t", "127.0.0.1", 0, {}});
+  auto count = [](const std::string& response, const std::string& header) {
+    const std::string head = response.substr(0, response.find("\r\n\r\n"));
+    std::size_t n = 0;
+    for (auto at = head.find("\r\n" + header + ": "); at != std::string::npos;
+         at = head.find("\r\n" + header + ": ", at + 1))
+      ++n;
+    return n;
+  };
+  for (const std::string& target : {"/api/contexts/" + std::to_string(ctx) + "/history",
+                                    "/api/runs/" + std::to_string(run) + "/best.svg",
+                                    "/api/kernels/" + std::to_string(kernel) + "/header"})
+    for (const char* pass : {"built", "from the cache"}) {
+      SCOPED_TRACE(target + ", " + pass);
+      const std::string r = server.handle("GET " + target + " HTTP/1.1\r\n\r\n");
+      ASSERT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+      EXPECT_EQ(count(r, "Cache-Control"), 1u) << r;
+      const bool download = target.find("/header") != std::string::npos;  // a file's name
+      EXPECT_EQ(count(r, "Content-Disposition"), download ? 1u : 0u) << r;
+      EXPECT_EQ(count(r, "Content-Type"), 1u) << r;
+    }
+}
+
 TEST(Api, HandleAnswersARequestsBytesAsAConnectionWould) {
   test::TempDir dir;
   Server server({(dir / "g.db").string(), "secret-token", "127.0.0.1", 0, {}});
