@@ -247,10 +247,13 @@ bool ContextRun::capture_resumed_reference() {
     if (measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1).status ==
         db::Status::kCorrect) {
       if (index != resumed_reference_)
-        s_.log << "gputune: note: resumed: the reference configuration "
-               << (resumed_reference_ ? s_.candidate(*resumed_reference_).config.key() : "")
-               << " did not run again; reference outputs come from " << c.config.key()
-               << ", measured correct against it before\n";
+        s_.log << "gputune: note: resumed: "
+               << (resumed_reference_
+                       ? "the reference configuration " +
+                             s_.candidate(*resumed_reference_).config.key() + " did not run again"
+                       : std::string("no reference row is stored"))
+               << "; reference outputs come from " << c.config.key()
+               << ", measured correct before\n";
       return true;
     }
     reference_.clear();
