@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -244,8 +245,20 @@ bool ContextRun::capture_resumed_reference() {
     if (!wait_compiled(s_, c)) return false;  // Ctrl-C
     Trial& t = trial(c);
     if (!c.usable() || !t.launch) continue;
-    if (measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1).status ==
-        db::Status::kCorrect) {
+    Outcome o;
+    try {
+      o = measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1);
+    } catch (const ContextLost& e) {
+      // Not a measurement (nothing is stored for it), so not the lost-context stop, whose
+      // resume goes on without the variant: this one would be tried again.
+      throw std::runtime_error("resuming: configuration " + c.config.key() +
+                               ", measured correct before the interruption, lost the CUDA "
+                               "context when run again for the reference outputs (" +
+                               e.what() +
+                               "); nothing was stored for it, and `--resume` tries it again "
+                               "(is the GPU healthy? nvidia-smi)");
+    }
+    if (o.status == db::Status::kCorrect) {
       if (index != resumed_reference_)
         s_.log << "gputune: note: resumed: "
                << (resumed_reference_

@@ -806,39 +806,50 @@ TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
     EXPECT_EQ(first[p].second, ref_launch) << "process " << p + 1 << " of 5\n" << r.out;
 }
 
+/// The correct rows stored in `db` (none while it does not exist yet).
+std::vector<db::MeasurementRow> correct_rows(const std::string& db) {
+  try {
+    db::Store store(db);
+    std::vector<db::MeasurementRow> rows;
+    for (auto& m : store.measurements(0))
+      if (m.status == "correct") rows.push_back(m);
+    return rows;
+  } catch (const std::exception&) {  // not created yet
+    return {};
+  }
+}
+
+/// vector_add in one context of 4096 (dir/job.json), run into dir/g.db on the fake driver with
+/// its fault off and stopped by Ctrl-C once 4 configurations are stored correct (the default,
+/// 256,1, the reference, among them): run 1, interrupted, for a test to resume.
+void interrupted_vector_add(const test::TempDir& dir) {
+  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
+  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
+  job["GPUTune"]["Contexts"] = {{4096}};
+  test::write_file(dir / "job.json", job.dump());
+  const pid_t pid = start_in_group(log, {"run", (dir / "job.json").string(), "--db", db},
+                                   {{"FAKE_CUDA_SLOW_MS", "20"}, {"FAKE_CUDA_FAULT_BLOCK", "0"}});
+  ASSERT_GE(pid, 0);
+  for (int i = 0; i < 600 && correct_rows(db).size() < 4; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(-pid, SIGINT);
+  const auto status = test::wait_for_child(pid, 30);
+  kill(-pid, SIGKILL);
+  ASSERT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 5) << test::read_file(log);
+}
+
 // A run stopped by Ctrl-C and resumed where its reference configuration (the default) no longer
 // launches: the resumed process takes the reference outputs from the fastest configuration
 // measured correct before, says so, and verifies everything new against them, so the wrong
 // variant (512,8) is still caught, whenever it comes.
 TEST(FakeDriver, AResumeWhoseReferenceNoLongerRunsTakesItFromTheFastestCorrectOne) {
   test::TempDir dir;
-  const std::string db = (dir / "g.db").string(), log = (dir / "out.txt").string();
+  const std::string db = (dir / "g.db").string(), path = (dir / "job.json").string();
   const std::string launches = (dir / "launches").string();
-  auto job = nlohmann::json::parse(test::read_file(test::examples_dir() / "vector_add.json"));
-  job["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "vector_add.cu").string();
-  job["GPUTune"]["Contexts"] = {{4096}};
-  test::write_file(dir / "job.json", job.dump());
-  const std::string path = (dir / "job.json").string();
-  const pid_t pid = start_in_group(log, {"run", path, "--db", db},
-                                   {{"FAKE_CUDA_SLOW_MS", "20"}, {"FAKE_CUDA_FAULT_BLOCK", "0"}});
-  ASSERT_GE(pid, 0);
-  auto correct = [&] {
-    try {
-      db::Store store(db);
-      std::vector<db::MeasurementRow> rows;
-      for (auto& m : store.measurements(0))
-        if (m.status == "correct") rows.push_back(m);
-      return rows;
-    } catch (const std::exception&) {  // not created yet
-      return std::vector<db::MeasurementRow>{};
-    }
-  };
-  for (int i = 0; i < 600 && correct().size() < 4; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  kill(-pid, SIGINT);
-  const auto status = test::wait_for_child(pid, 30);
-  kill(-pid, SIGKILL);
-  ASSERT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 5) << test::read_file(log);
+  interrupted_vector_add(dir);
+  if (HasFatalFailure()) return;
+  auto correct = [&] { return correct_rows(db); };
   // What the resume should take the reference from: the fastest correct one not on 256 threads.
   std::string fastest;
   double fastest_ms = 1e300;
@@ -848,8 +859,8 @@ TEST(FakeDriver, AResumeWhoseReferenceNoLongerRunsTakesItFromTheFastestCorrectOn
     if (m.config_key.rfind("256,", 0) != 0 && m.time_ms && *m.time_ms < fastest_ms)
       fastest = m.config_key, fastest_ms = *m.time_ms;
   }
-  ASSERT_TRUE(default_is_reference) << test::read_file(log);
-  ASSERT_FALSE(fastest.empty()) << test::read_file(log);
+  ASSERT_TRUE(default_is_reference);
+  ASSERT_FALSE(fastest.empty());
   const std::string resumed_log = (dir / "resumed.txt").string();
   const pid_t again = start_in_group(resumed_log, {"run", path, "--db", db, "--resume", "1"},
                                      {{"FAKE_CUDA_FAULT_BLOCK", "0"},
@@ -884,6 +895,38 @@ TEST(FakeDriver, AResumeWhoseReferenceNoLongerRunsTakesItFromTheFastestCorrectOn
   }
   EXPECT_EQ(references, 1);
   EXPECT_EQ(wrong, 1) << out;
+}
+
+// A resume whose reference configuration loses the CUDA context when it runs again for its
+// outputs: nothing was measured, so nothing is stored for it; the run stops as failed with an
+// error that says so (not "goes on without it", as for a variant measured anew), and a later
+// resume, on a driver that works, finishes the run with one reference row.
+TEST(FakeDriver, AReferenceThatLosesTheContextWhenResumedStopsTheRunAndALaterResumeFinishes) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string(), path = (dir / "job.json").string();
+  interrupted_vector_add(dir);
+  if (HasFatalFailure()) return;
+  const std::size_t stored = db::Store(db).measurements(0).size();
+  auto r = sh(with_fake("FAKE_CUDA_FAULT_BLOCK=256") + "run '" + path + "' --db '" + db +
+              "' --resume 1");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("configuration 256,1, measured correct before the interruption, lost the "
+                       "CUDA context when run again for the reference outputs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("goes on without it"), std::string::npos) << r.out;
+  {
+    db::Store store(db);
+    EXPECT_EQ(store.measurements(0).size(), stored) << "nothing stored for it";
+    EXPECT_EQ(store.run(1)->status, "failed");
+  }
+  r = sh(with_fake("FAKE_CUDA_FAULT_BLOCK=0") + "run '" + path + "' --db '" + db + "' --resume 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  db::Store store(db);
+  int references = 0;
+  for (auto& m : store.measurements(0)) references += m.reason.rfind("reference", 0) == 0;
+  EXPECT_EQ(references, 1);
+  EXPECT_EQ(store.run(1)->status, "done");
 }
 
 // Ctrl-C (here SIGINT sent to the process) stops `gputune run` before the next measurement:
