@@ -23,8 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       apply_ptxas_log(r, std::string(cubin), kernels[i]);
     } catch (const CubinError& e) {
       // A malformed .nv.info of a kernel present is refused; a kernel present must be found.
-      // (The whole phrase: a fuzzed kernel name may hold "not in" itself.)
-      if (std::string(e.what()).find("' is not in the cubin (it has: ") != std::string::npos)
+      // The message is matched from its start, the name included: a fuzzed kernel name may hold
+      // any phrase of it (libFuzzer learns the strings a target compares against).
+      const std::string not_found = "kernel '" + kernels[i] + "' is not in the cubin (it has: ";
+      if (std::string(e.what()).rfind(not_found, 0) == 0)
         gputune::fuzz::finding("listed kernel '" + kernels[i] + "' not found: " + e.what());
     }
   }
