@@ -460,6 +460,21 @@ TEST(Security, SubmittedPathsThatCouldLeaveTheWorkersFolderAreRefused) {
 // Server::handle answers a request given as its bytes as run() answers it on a connection (the
 // fuzz target's way in, tests/fuzz/web_fuzz.cpp): routes, parameters, the token, the peer's
 // address.
+/// dir/g.db with one kernel (vector_add), one context of 1M on "GPU" and one run holding one
+/// measurement (128,1 at 2.0 ms).
+struct OneMeasurement {
+  explicit OneMeasurement(const test::TempDir& dir)
+      : path((dir / "g.db").string()), store(std::make_unique<db::Store>(path)) {
+    kernel = store->upsert_kernel("vector_add", "h1", "src");
+    ctx = test::vector_add_context(*store, kernel, "GPU", 9, 132, "1M", 1 << 20);
+    run = store->begin_run(store->upsert_job("v", "/v.json", "{}"), "random", 2);
+    test::vector_add_measurement(*store, run, kernel, ctx, 128, 1, 2.0);
+  }
+  std::string path;
+  std::unique_ptr<db::Store> store;
+  std::int64_t kernel = 0, ctx = 0, run = 0;
+};
+
 // A cached result is rebuilt when the database changed, except that one that took long to build
 // is rebuilt at most once per rebuild_factor times its build time (served as it was meanwhile),
 // so that a tuning worker's stream of measurements cannot keep the server rebuilding.
@@ -467,13 +482,10 @@ TEST(Api, ASlowCachedResultIsRebuiltAtMostOncePerTwentyBuildTimes) {
   for (const double factor : {0.0, 1e9}) {
     SCOPED_TRACE(factor);
     test::TempDir dir;
-    const std::string path = (dir / "g.db").string();
-    db::Store store(path);
-    const std::int64_t kernel = store.upsert_kernel("vector_add", "h1", "src");
-    const std::int64_t ctx = test::vector_add_context(store, kernel, "GPU", 9, 132, "1M", 1 << 20);
-    const std::int64_t run = store.begin_run(store.upsert_job("v", "/v.json", "{}"), "random", 2);
-    test::vector_add_measurement(store, run, kernel, ctx, 128, 1, 2.0);
-    ServerOptions o{path, "t", "127.0.0.1", 0, {}};
+    const OneMeasurement one(dir);
+    db::Store& store = *one.store;
+    const std::int64_t kernel = one.kernel, ctx = one.ctx, run = one.run;
+    ServerOptions o{one.path, "t", "127.0.0.1", 0, {}};
     o.rebuild_floor_s = 0;  // every build counts as slow
     o.rebuild_factor = factor;
     Server server(o);
@@ -497,13 +509,9 @@ TEST(Api, ASlowCachedResultIsRebuiltAtMostOncePerTwentyBuildTimes) {
 // from the cache.
 TEST(Api, ACachedResponseCarriesEachHeaderOnce) {
   test::TempDir dir;
-  const std::string path = (dir / "g.db").string();
-  db::Store store(path);
-  const std::int64_t kernel = store.upsert_kernel("vector_add", "h1", "src");
-  const std::int64_t ctx = test::vector_add_context(store, kernel, "GPU", 9, 132, "1M", 1 << 20);
-  const std::int64_t run = store.begin_run(store.upsert_job("v", "/v.json", "{}"), "random", 2);
-  test::vector_add_measurement(store, run, kernel, ctx, 128, 1, 2.0);
-  Server server({path, "t", "127.0.0.1", 0, {}});
+  const OneMeasurement one(dir);
+  const std::int64_t kernel = one.kernel, ctx = one.ctx, run = one.run;
+  Server server({one.path, "t", "127.0.0.1", 0, {}});
   auto count = [](const std::string& response, const std::string& header) {
     const std::string head = response.substr(0, response.find("\r\n\r\n"));
     std::size_t n = 0;
