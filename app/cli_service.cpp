@@ -66,11 +66,18 @@ int cmd_serve(int argc, char** argv) {
       cxxopts::value<double>()->default_value("120"))("cache-dir", "cubin cache folder",
                                                       cxxopts::value<std::string>())(
       "no-gpu", "start no workers")("compile-nice", kCompileNiceHelp, cxxopts::value<int>())(
-      "h,help", "help");
+      "rebuild-nice",
+      "nice steps (0-19) of the thread that rebuilds slow cached results (tuned headers, "
+      "selection tables, charts of big runs) while requests get the result built before",
+      cxxopts::value<int>()->default_value("19"))("h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
   ServeOptions so;
   so.compile_nice = apply_compile_nice(r);
+  so.rebuild_nice = r["rebuild-nice"].as<int>();
+  if (so.rebuild_nice < 0 || so.rebuild_nice > 19)
+    throw std::invalid_argument("--rebuild-nice " + std::to_string(so.rebuild_nice) +
+                                ": give nice steps from 0 (normal priority) to 19");
   so.db_path = db_of(r);
   so.port = r["port"].as<int>();
   so.bind = r["bind"].as<std::string>();

@@ -265,6 +265,7 @@ int serve(const ServeOptions& o) {
   web::ServerOptions so;
   so.db_path = o.db_path, so.token = token, so.bind = o.bind, so.port = o.port;
   so.source_command = tuner::generate_command;  // a naive kernel's winner: its generate command
+  so.rebuild_nice = o.rebuild_nice;
   web::Server server(so);
   int port = server.bind();
 

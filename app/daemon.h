@@ -25,6 +25,9 @@ struct ServeOptions {
   int max_attempts = 20;  ///< a job whose worker died this often is failed
   /// the workers' --compile-nice (tuner::set_compile_nice); none: their default
   std::optional<int> compile_nice;
+  /// nice steps of the server's background rebuilds of slow cached results
+  /// (web::ServerOptions::rebuild_nice)
+  int rebuild_nice = 19;
 };
 
 /// Blocks until SIGTERM or SIGINT; returns the exit code.

@@ -9,7 +9,9 @@
 // --enforce-targets) when a p99 is over its published target.
 // Usage: load_bench --url URL --token TOKEN --pid PID --job JOB.json [--seconds 180]
 //          [--read-rate 100] [--readers 4] [--submit-every 5] [--targets web-results.md]
-//          [--max-growth-mib 64] [--enforce-targets]
+//          [--max-growth-mib 64] [--only TEXT] [--enforce-targets]
+// --only TEXT: read only the endpoints whose path holds TEXT (at --read-rate in all), e.g. to
+// measure one endpoint's latency floor on an otherwise idle daemon.
 #include <dirent.h>
 #include <httplib.h>
 
@@ -37,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  std::string url, token, job, targets;
+  std::string url, token, job, targets, only;
   int pid = 0, readers = 4;
   double seconds = 180, read_rate = 100, submit_every = 5, max_growth_mib = 64;
   bool enforce_targets = false;
@@ -47,7 +49,7 @@ struct Options {
   std::fprintf(stderr,
                "load_bench: %s\nusage: load_bench --url URL --token TOKEN --pid PID --job JOB.json "
                "[--seconds S] [--read-rate R] [--readers N] [--submit-every S] [--targets FILE] "
-               "[--max-growth-mib M] [--enforce-targets]\n",
+               "[--max-growth-mib M] [--only TEXT] [--enforce-targets]\n",
                why.c_str());
   std::exit(2);
 }
@@ -70,6 +72,8 @@ Options parse(int argc, char** argv) {
       o.job = v;
     else if (a == "--targets")
       o.targets = v;
+    else if (a == "--only")
+      o.only = v;
     else if (a == "--pid")
       o.pid = std::stoi(v);
     else if (a == "--readers")
@@ -159,14 +163,32 @@ std::map<std::string, double> published_p99(const std::string& file) {
   return out;
 }
 
+/// The handler's time, and its thread's CPU time, from a response's "Server-Timing: ...,
+/// app;dur=MS, cpu;dur=MS" (NaN without).
+struct ServerTime {
+  double wall = NAN, cpu = NAN;
+};
+ServerTime server_ms(const httplib::Result& r) {
+  if (!r) return {};
+  const std::string timing = r->get_header_value("Server-Timing");
+  auto metric = [&](const std::string& name) {
+    const auto at = timing.find(name + ";dur=");
+    return at == std::string::npos ? NAN : std::atof(timing.c_str() + at + name.size() + 5);
+  };
+  return {metric("app"), metric("cpu")};
+}
+
 struct Stats {
   std::mutex mu;
-  std::vector<double> ms;
+  /// as the client saw it; the handler's own and its CPU time (Server-Timing)
+  std::vector<double> ms, server, cpu;
   long errors = 0;
   std::string last_error;
-  void add(double t, bool ok, const std::string& why) {
+  void add(double t, bool ok, const std::string& why, ServerTime server_t = {}) {
     std::lock_guard<std::mutex> lock(mu);
     ms.push_back(t);
+    if (!std::isnan(server_t.wall)) server.push_back(server_t.wall);
+    if (!std::isnan(server_t.cpu)) cpu.push_back(server_t.cpu);
     if (!ok) ++errors, last_error = why;
   }
 };
@@ -274,7 +296,9 @@ int run(const Options& o) {
       "/api/runs/" + small + "/t4?context=" + small_label, "/"};
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   for (auto& p : paths)
-    endpoints.push_back(std::make_unique<Endpoint>()), endpoints.back()->path = p;
+    if (o.only.empty() || p.find(o.only) != std::string::npos)
+      endpoints.push_back(std::make_unique<Endpoint>()), endpoints.back()->path = p;
+  if (endpoints.empty()) usage("--only " + o.only + " matches no endpoint");
   Endpoint submit, cancel;
   submit.path = "POST /api/jobs";
   cancel.path = "POST /api/jobs/ID/cancel";
@@ -319,7 +343,8 @@ int run(const Options& o) {
       const bool ok = r && r->status == 200;
       e.stats.add(took, ok,
                   r ? std::to_string(r->status) + " " + r->body.substr(0, 200)
-                    : httplib::to_string(r.error()));
+                    : httplib::to_string(r.error()),
+                  server_ms(r));
       next += std::chrono::duration_cast<Clock::duration>(interval);
       if (Clock::now() - next > std::chrono::seconds(1)) next = Clock::now();  // no burst
     }
@@ -341,7 +366,9 @@ int run(const Options& o) {
     c.set_read_timeout(60, 0);
     auto next = start;
     for (int n = 0;; ++n) {
-      std::this_thread::sleep_until(next);
+      // not past the end: with --submit-every longer than the run, the one submission is all
+      std::this_thread::sleep_until(
+          std::min(next, std::chrono::time_point_cast<Clock::duration>(end)));
       if (Clock::now() >= end) break;
       const std::string body = job_body();
       auto t0 = Clock::now();
@@ -350,7 +377,8 @@ int run(const Options& o) {
       const bool ok = r && r->status == 201;
       submit.stats.add(took, ok,
                        r ? std::to_string(r->status) + " " + r->body.substr(0, 200)
-                         : httplib::to_string(r.error()));
+                         : httplib::to_string(r.error()),
+                       server_ms(r));
       submitted += ok;
       if (ok && n % 3 == 2) {  // one in three cancelled at once (409 if it already finished)
         const std::string path = "/api/jobs/" +
@@ -362,7 +390,8 @@ int run(const Options& o) {
         const bool cok = rc && (rc->status == 200 || rc->status == 409);
         cancel.stats.add(took, cok,
                          rc ? std::to_string(rc->status) + " " + rc->body.substr(0, 200)
-                            : httplib::to_string(rc.error()));
+                            : httplib::to_string(rc.error()),
+                         server_ms(rc));
         cancelled += cok;
       }
       next += std::chrono::duration_cast<Clock::duration>(
@@ -402,8 +431,13 @@ int run(const Options& o) {
       o.targets.empty() ? std::map<std::string, double>{} : published_p99(o.targets);
   long errors = 0, requests = 0;
   int over_target = 0;
-  std::printf("| endpoint | requests | errors | p50 | p90 | p99 | max | published p99 |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  // "handler p99": the server's own time (Server-Timing), without the connection and the client;
+  // "its CPU p99": the CPU time its thread used (the rest of the handler's time it waited, for a
+  // core or a lock). The published p99s are wrk's, as a client sees them.
+  std::printf(
+      "| endpoint | requests | errors | p50 | p90 | p99 | max | handler p99 | its CPU p99 | "
+      "published p99 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   auto row = [&](Endpoint& e) {
     const auto& v = e.stats.ms;
     requests += static_cast<long>(v.size()), errors += e.stats.errors;
@@ -413,11 +447,13 @@ int run(const Options& o) {
       over_target += !within;
       target = ms(it->second) + (within ? " (within)" : " (**over**)");
     }
-    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s |\n", e.path.c_str(), v.size(),
-                e.stats.errors, ms(percentile(v, 0.5)).c_str(), ms(percentile(v, 0.9)).c_str(),
-                ms(percentile(v, 0.99)).c_str(),
+    const auto &h = e.stats.server, &cpu = e.stats.cpu;
+    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s | %s | %s |\n", e.path.c_str(),
+                v.size(), e.stats.errors, ms(percentile(v, 0.5)).c_str(),
+                ms(percentile(v, 0.9)).c_str(), ms(percentile(v, 0.99)).c_str(),
                 ms(v.empty() ? NAN : *std::max_element(v.begin(), v.end())).c_str(),
-                target.c_str());
+                h.empty() ? "" : ms(percentile(h, 0.99)).c_str(),
+                cpu.empty() ? "" : ms(percentile(cpu, 0.99)).c_str(), target.c_str());
     if (e.stats.errors)
       std::fprintf(stderr, "errors on %s, last: %s\n", e.path.c_str(), e.stats.last_error.c_str());
   };

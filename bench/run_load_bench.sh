@@ -6,17 +6,19 @@
 # fixed rate and job submissions, for a given time; latency per endpoint against the published
 # targets (bench/results/web-vm-2026-11-21.md), errors, and the daemon's and workers' RSS.
 # Usage: bench/run_load_bench.sh [--seconds 180] [--measurements N] [--read-rate R]
-#          [--submit-every S] [--max-growth-mib M] [--compile-nice N] [--result FILE]
+#          [--submit-every S] [--max-growth-mib M] [--compile-nice N] [--rebuild-nice N]
+#          [--only TEXT] [--result FILE]
 #          [--gputune BIN] [BUILD_DIR]
 # --measurements N: a fresh database of N measurements instead of big.db's copy; --result FILE:
 # also write the Markdown report there with the machine, date, commit and command. Exits with
 # load_bench's status (1: an error, or the daemon's RSS grew beyond the bound). --compile-nice N:
-# the daemon's (its workers' compile threads' priority; default: gputune's, 10).
+# the daemon's (its workers' compile threads' priority; default: gputune's, 10). --rebuild-nice N:
+# the daemon's (its background rebuilds' priority; default: gputune's, 19).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command_line="bench/run_load_bench.sh $*"
 seconds=180 measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
-serve_args=()
+serve_args=() load_args=()
 build=$root/build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,6 +28,8 @@ while [ $# -gt 0 ]; do
     --submit-every) submit_every=$2; shift 2 ;;
     --max-growth-mib) max_growth=$2; shift 2 ;;
     --compile-nice) serve_args+=(--compile-nice "$2"); shift 2 ;;
+    --rebuild-nice) serve_args+=(--rebuild-nice "$2"); shift 2 ;;
+    --only) load_args+=(--only "$2"); shift 2 ;;
     --result) result=$2; shift 2 ;;
     --gputune) gputune=$2; shift 2 ;;
     -*) echo "run_load_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -66,7 +70,8 @@ status=0
 "$build/bench/load_bench" --url "$url" --token "$(cat "$db.token")" --pid "$server" \
   --job "$root/configs/examples/vector_add.json" --seconds "$seconds" --read-rate "$read_rate" \
   --submit-every "$submit_every" --max-growth-mib "$max_growth" \
-  --targets "$root/bench/results/web-vm-2026-11-21.md" > "$work/report.md" || status=$?
+  --targets "$root/bench/results/web-vm-2026-11-21.md" "${load_args[@]}" > "$work/report.md" ||
+  status=$?
 cat "$work/report.md"
 if grep -qi "sanitizer" "$work/serve.log"; then
   echo "the daemon or a worker reported a sanitizer error:" >&2

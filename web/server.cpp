@@ -1,11 +1,13 @@
 #include "web/server.h"
 
 #include <httplib.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +29,7 @@
 #include "variants/space.h"
 #include "web/assets.h"
 #include "web/charts.h"
+#include "web/rebuilds.h"
 
 namespace gputune::web {
 
@@ -177,6 +180,8 @@ struct Server::Impl {
   httplib::Server::Handler wrap(
       bool write, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
     return [this, write, fn](const httplib::Request& req, httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = thread_cpu_ms();
       try {
         if (write && !authorized(req))
           throw HttpError{
@@ -196,7 +201,28 @@ struct Server::Impl {
       } catch (const std::exception& e) {
         send_json(res, 500, {{"error", e.what()}, {"field", ""}});
       }
+      set_server_timing(res, start, cpu_start);
     };
+  }
+  /// The calling thread's CPU time in ms.
+  static double thread_cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+  /// Server-Timing (shown by a browser's developer tools, read by bench/load_bench): how long
+  /// the handler took ("app;dur=MS") and how much CPU its thread used meanwhile ("cpu;dur=MS";
+  /// the rest it waited: for a core, a lock, the disk), after how a cached result was had, where
+  /// it was.
+  static void set_server_timing(httplib::Response& res, std::chrono::steady_clock::time_point start,
+                                double cpu_start) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    char dur[96];
+    std::snprintf(dur, sizeof dur, "app;dur=%.3f, cpu;dur=%.3f", ms, thread_cpu_ms() - cpu_start);
+    std::string timing = res.get_header_value("Server-Timing");
+    res.headers.erase("Server-Timing");
+    res.set_header("Server-Timing", timing.empty() ? dur : timing + ", " + dur);
   }
 
   /// When a cached result was built, from which database (or run) version, and in how long.
@@ -205,56 +231,110 @@ struct Server::Impl {
     std::chrono::steady_clock::time_point at;
     double seconds = 0;
   };
-  /// Whether a result built as `b` is still served for `version`: its own, or, when it took long
-  /// to build (ServerOptions::rebuild_floor_s, 10 ms), until rebuild_factor (20) build times have
-  /// passed. While a worker stores measurements every moment, rebuilding then never takes more
-  /// than about 5% of the time: a tuned header over a million measurements takes a second, and
-  /// rebuilt at every change it held a core and put the other endpoints' p99 over their targets
-  /// (bench/results/load-*.md); a selection table takes seconds. The newest measurements show
-  /// within 20 build times.
-  bool still_served(const Built& b, std::int64_t version,
-                    std::chrono::steady_clock::time_point now) const {
-    const double age = std::chrono::duration<double>(now - b.at).count();
-    return b.version == version ||
-           (b.seconds >= opt.rebuild_floor_s && age < opt.rebuild_factor * b.seconds);
-  }
   static Built built_since(std::int64_t version, std::chrono::steady_clock::time_point start) {
     return {version, start,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   }
+  /// What a lookup of a cached result (`b`) does for `version`: serve it (its own version), build
+  /// a new one on this thread (a result quick to build, under ServerOptions::rebuild_floor_s), or
+  /// serve it while `rebuilds` builds its successor, at most once per rebuild_factor (20) build
+  /// times (a slow one: a tuned header over a million measurements, a selection table, a chart of
+  /// a big run). While a worker stores measurements every moment, rebuilding then takes at most
+  /// about 5% of a core, at nice 19, and no request waits for it; the newest measurements show
+  /// within 20 build times and one rebuild.
+  enum class Lookup { kServe, kBuildHere, kServeStale, kServeStaleAndRebuild };
+  Lookup lookup(const Built& b, std::int64_t version,
+                std::chrono::steady_clock::time_point now) const {
+    if (b.version == version) return Lookup::kServe;
+    if (b.seconds < opt.rebuild_floor_s) return Lookup::kBuildHere;
+    const double age = std::chrono::duration<double>(now - b.at).count();
+    return age < opt.rebuild_factor * b.seconds ? Lookup::kServeStale
+                                                : Lookup::kServeStaleAndRebuild;
+  }
 
   // Derived results (series, aggregates, charts, headers), cached until the run (or the
-  // database) changes, as still_served says.
+  // database) changes, as lookup() says.
   struct CacheEntry {
     Built built;
-    std::string body;
+    std::shared_ptr<const std::string> body;
   };
+  enum Cache { kNoCache, kRunCache, kGlobalCache };
   std::mutex cache_mu;
   std::map<std::string, CacheEntry> cache;
-  std::string cached(const httplib::Request& req, std::int64_t version,
-                     const std::function<std::string()>& make) {
+  /// Builds a cached route's body for a request (its path's matches set): on a request thread or
+  /// in `rebuilds`.
+  using Builder = std::function<std::string(const httplib::Request&)>;
+  std::int64_t version_of(Cache kind, const httplib::Request& req) {
+    return kind == kRunCache ? db::Browser(store()).run_version(path_id(req)) : global_version();
+  }
+  /// The body for `req`, and how it was had ("hit", "stale" or "built", for Server-Timing).
+  std::pair<std::shared_ptr<const std::string>, const char*> cached(const httplib::Request& req,
+                                                                    Cache kind,
+                                                                    const std::regex& route,
+                                                                    const Builder& build) {
     std::string key = req.path + "?";
     for (auto& [k, v] : req.params)
       if (k != "t") key += k + "=" + v + "&";  // t= only defeats the browser's cache
+    const std::int64_t version = version_of(kind, req);
     const auto start = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> lock(cache_mu);
       auto it = cache.find(key);
-      if (it != cache.end() && still_served(it->second.built, version, start))
-        return it->second.body;
+      if (it != cache.end()) switch (lookup(it->second.built, version, start)) {
+          case Lookup::kServe:
+            return {it->second.body, "hit"};
+          case Lookup::kServeStaleAndRebuild:
+            rebuilds.post("cache " + key,
+                          [this, key, kind, route, build, path = req.path, params = req.params] {
+                            httplib::Request r;
+                            r.method = "GET", r.path = path, r.params = params;
+                            std::regex_match(r.path, r.matches, route);
+                            rebuild_cached(key, kind, r, build);
+                          });
+            [[fallthrough]];
+          case Lookup::kServeStale:
+            return {it->second.body, "stale"};
+          case Lookup::kBuildHere:
+            break;
+        }
     }
-    std::string body = make();
+    auto body = std::make_shared<const std::string>(build(req));
     const Built built = built_since(version, start);
     std::lock_guard<std::mutex> lock(cache_mu);
     if (cache.size() > 512) cache.clear();
     cache[key] = {built, body};
-    return body;
+    return {body, "built"};
+  }
+  /// A background rebuild of a cached result. When it fails (the run is gone), the entry goes,
+  /// so that the next request builds it and gets the error.
+  void rebuild_cached(const std::string& key, Cache kind, const httplib::Request& r,
+                      const Builder& build) {
+    try {
+      const std::int64_t version = version_of(kind, r);
+      const auto start = std::chrono::steady_clock::now();
+      auto body = std::make_shared<const std::string>(build(r));
+      const Built built = built_since(version, start);
+      std::lock_guard<std::mutex> lock(cache_mu);
+      cache[key] = {built, body};
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(cache_mu);
+      cache.erase(key);
+      rethrow_with_message();
+    }
+  }
+  /// Rethrows the exception being handled, an HttpError as a std::runtime_error with its message.
+  [[noreturn]] static void rethrow_with_message() {
+    try {
+      throw;
+    } catch (const HttpError& e) {
+      throw std::runtime_error(std::to_string(e.status) + " " + e.message);
+    }
   }
   std::int64_t global_version() { return db::Browser(store()).measurements_version(); }
 
   // The runtime selection table (select::table_from_store) of the whole database per kernel,
-  // rebuilt when a measurement was added since, as still_served says: a lookup is then the
-  // table's memoized choose().
+  // rebuilt when a measurement was added since, as lookup() says: a lookup is then the table's
+  // memoized choose().
   struct SelectEntry {
     select::Table table;
     Built built;
@@ -263,11 +343,36 @@ struct Server::Impl {
   std::map<std::string, SelectEntry> select_tables;
   select::Table selection(const std::string& kernel) {
     const std::int64_t version = global_version();
-    std::lock_guard<std::mutex> lock(select_mu);
     const auto now = std::chrono::steady_clock::now();
-    auto it = select_tables.find(kernel);
-    if (it != select_tables.end() && still_served(it->second.built, version, now))
-      return it->second.table;
+    {
+      std::lock_guard<std::mutex> lock(select_mu);
+      auto it = select_tables.find(kernel);
+      if (it != select_tables.end()) switch (lookup(it->second.built, version, now)) {
+          case Lookup::kServe:
+            return it->second.table;
+          case Lookup::kServeStaleAndRebuild:
+            rebuilds.post("selection " + kernel, [this, kernel] {
+              try {
+                build_selection(kernel);
+              } catch (...) {
+                std::lock_guard<std::mutex> lock(select_mu);
+                select_tables.erase(kernel);
+                rethrow_with_message();
+              }
+            });
+            [[fallthrough]];
+          case Lookup::kServeStale:
+            return it->second.table;
+          case Lookup::kBuildHere:
+            break;
+        }
+    }
+    return build_selection(kernel);
+  }
+  /// Builds the selection table of `kernel` from the database as it is now, and keeps it.
+  select::Table build_selection(const std::string& kernel) {
+    const std::int64_t version = global_version();
+    const auto start = std::chrono::steady_clock::now();
     select::DecisionTable data = select::table_from_store(store(), kernel);
     data.origin = "the daemon's database";
     if (data.kernels.empty()) {  // say which kernels there are, as select would over all of them
@@ -282,14 +387,14 @@ struct Server::Impl {
     }
     auto t = select::Table::from(std::move(data));
     if (!t) throw std::runtime_error(t.error().message);
-    const Built built = built_since(version, now);
+    const Built built = built_since(version, start);
+    std::lock_guard<std::mutex> lock(select_mu);
     if (select_tables.size() > 256) select_tables.clear();
-    select_tables[kernel] = SelectEntry{std::move(t).value(), built};
-    return select_tables[kernel].table;
+    select_tables[kernel] = SelectEntry{*t, built};
+    return std::move(t).value();
   }
   json select_answer(const httplib::Request& req);
 
-  enum Cache { kNoCache, kRunCache, kGlobalCache };
   /// Derived results (series, aggregates, charts) are served from memory while the run (or, for a
   /// context's history, the database) has no new measurement.
   static Cache cache_kind(const std::string& pattern) {
@@ -310,35 +415,34 @@ struct Server::Impl {
 
   void get(const std::string& pattern,
            std::function<void(const httplib::Request&, httplib::Response&)> fn) {
-    Cache cache = cache_kind(pattern);
+    const Cache cache = cache_kind(pattern);
     if (cache == kNoCache) {
       http.Get(pattern, wrap(false, std::move(fn)));
       return;
     }
-    http.Get(
-        pattern,
-        wrap(false, [this, fn, cache](const httplib::Request& req, httplib::Response& res) {
-          std::int64_t version = cache == kRunCache ? db::Browser(store()).run_version(path_id(req))
-                                                    : global_version();
-          std::string body = cached(req, version, [&] {
-            fn(req, res);
-            if (res.status != -1 && res.status != 200)  // -1: the handler left the default (200)
-              throw HttpError{res.status, json::parse(res.body).value("error", "error"), ""};
-            // the type, the download name (a header file's) and the body
-            return res.get_header_value("Content-Type") + "\n" +
-                   res.get_header_value("Content-Disposition") + "\n" + res.body;
-          });
-          const auto type_end = body.find('\n'), name_end = body.find('\n', type_end + 1);
-          res.status = 200;
-          // A response built for this request has the handler's headers: set once, not twice.
-          res.headers.erase("Cache-Control");
-          res.headers.erase("Content-Disposition");
-          res.set_header("Cache-Control", "no-store");
-          if (name_end > type_end + 1)
-            res.set_header("Content-Disposition",
-                           body.substr(type_end + 1, name_end - type_end - 1));
-          res.set_content(body.substr(name_end + 1), body.substr(0, type_end));
-        }));
+    // Built with a response of its own, so that it can be built on any thread (Rebuilds).
+    const Builder build = [fn](const httplib::Request& req) {
+      httplib::Response res;
+      fn(req, res);
+      if (res.status != -1 && res.status != 200)  // -1: the handler left the default (200)
+        throw HttpError{res.status, json::parse(res.body).value("error", "error"), ""};
+      // the type, the download name (a header file's) and the body
+      return res.get_header_value("Content-Type") + "\n" +
+             res.get_header_value("Content-Disposition") + "\n" + res.body;
+    };
+    http.Get(pattern, wrap(false, [this, build, cache, route = std::regex(pattern)](
+                                      const httplib::Request& req, httplib::Response& res) {
+               const auto [body, how] = cached(req, cache, route, build);
+               const auto type_end = body->find('\n'), name_end = body->find('\n', type_end + 1);
+               res.status = 200;
+               res.set_header("Cache-Control", "no-store");
+               res.set_header("Server-Timing", std::string("cache;desc=\"") + how + "\"");
+               if (name_end > type_end + 1)
+                 res.set_header("Content-Disposition",
+                                body->substr(type_end + 1, name_end - type_end - 1));
+               res.set_content(body->data() + name_end + 1, body->size() - name_end - 1,
+                               body->substr(0, type_end));
+             }));
   }
 
   void routes();  ///< every route, by group:
@@ -347,6 +451,10 @@ struct Server::Impl {
   void chart_routes();
   void write_routes();
   void static_files();
+
+  explicit Impl(ServerOptions o) : opt(std::move(o)), rebuilds(opt.rebuild_nice) {}
+  /// Last, so that it is gone (its thread joined) before anything its jobs use.
+  Rebuilds rebuilds;
 };
 
 void Server::Impl::static_files() {
@@ -751,8 +859,7 @@ std::string bad_submitted_path(const std::string& path) {
   return "";
 }
 
-Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->opt = std::move(options);
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   db::Store probe(impl_->opt.db_path);  // fail now (bad file, not ours) rather than per request
   impl_->routes();
   impl_->static_files();
@@ -796,6 +903,8 @@ int Server::bind() {
 void Server::run() { impl_->http.listen_after_bind(); }
 
 void Server::stop() { impl_->http.stop(); }
+
+void Server::settle() { impl_->rebuilds.drain(); }
 
 std::string Server::handle(std::string_view request, const std::string& remote_addr) {
   MemoryStream stream(request, remote_addr);

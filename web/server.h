@@ -31,6 +31,9 @@ struct ServerOptions {
   /// `rebuild_factor` times its build time (so rebuilding takes at most about 1/factor of the
   /// time while a worker tunes).
   double rebuild_floor_s = 0.01, rebuild_factor = 20;
+  /// Such a rebuild runs on a background thread this many nice steps below normal (web/rebuilds.h),
+  /// while requests are served the result built before: 19 (the lowest), 0 for none.
+  int rebuild_nice = 19;
 };
 
 class Server {
@@ -50,6 +53,9 @@ class Server {
   /// no bytes at all). In this process and thread, without a socket: for the fuzz target
   /// (tests/fuzz/web_fuzz.cpp) and tests.
   std::string handle(std::string_view request, const std::string& remote_addr = "127.0.0.1");
+  /// Waits until no background rebuild of a cached result is queued or running, so that the
+  /// next request is served what was stored before this call (tests; see ServerOptions).
+  void settle();
 
  private:
   struct Impl;

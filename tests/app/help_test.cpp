@@ -66,5 +66,15 @@ TEST(Help, ACompileNiceOutside0To19IsRefusedNamingTheOption) {
   }
 }
 
+// So does serve's --rebuild-nice (its background rebuilds' priority).
+TEST(Help, ARebuildNiceOutside0To19IsRefusedNamingTheOption) {
+  for (const std::string n : {"20", "-1"}) {
+    auto r = test::run_gputune("serve --no-gpu --rebuild-nice " + n);
+    EXPECT_EQ(r.exit_code, 2) << n << "\n" << r.out;
+    EXPECT_NE(r.out.find("--rebuild-nice " + n + ": give nice steps from 0"), std::string::npos)
+        << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace gputune
