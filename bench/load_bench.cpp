@@ -74,6 +74,7 @@ Options parse(int argc, char** argv) {
       o.targets = v;
     else if (a == "--only")
       o.only = v;
+
     else if (a == "--pid")
       o.pid = std::stoi(v);
     else if (a == "--readers")
@@ -166,7 +167,7 @@ std::map<std::string, double> published_p99(const std::string& file) {
 /// The handler's time, and its thread's CPU time, from a response's "Server-Timing: ...,
 /// app;dur=MS, cpu;dur=MS" (NaN without).
 struct ServerTime {
-  double wall = NAN, cpu = NAN;
+  double wall = NAN, cpu = NAN, queue = NAN;
 };
 ServerTime server_ms(const httplib::Result& r) {
   if (!r) return {};
@@ -175,13 +176,14 @@ ServerTime server_ms(const httplib::Result& r) {
     const auto at = timing.find(name + ";dur=");
     return at == std::string::npos ? NAN : std::atof(timing.c_str() + at + name.size() + 5);
   };
-  return {metric("app"), metric("cpu")};
+  return {metric("app"), metric("cpu"), metric("queue")};
 }
 
 struct Stats {
   std::mutex mu;
-  /// as the client saw it; the handler's own and its CPU time (Server-Timing)
-  std::vector<double> ms, server, cpu;
+  /// as the client saw it; the handler's own, its CPU time and its wait for a core
+  /// (Server-Timing)
+  std::vector<double> ms, server, cpu, queue;
   long errors = 0;
   std::string last_error;
   void add(double t, bool ok, const std::string& why, ServerTime server_t = {}) {
@@ -189,6 +191,7 @@ struct Stats {
     ms.push_back(t);
     if (!std::isnan(server_t.wall)) server.push_back(server_t.wall);
     if (!std::isnan(server_t.cpu)) cpu.push_back(server_t.cpu);
+    if (!std::isnan(server_t.queue)) queue.push_back(server_t.queue);
     if (!ok) ++errors, last_error = why;
   }
 };
@@ -433,11 +436,12 @@ int run(const Options& o) {
   int over_target = 0;
   // "handler p99": the server's own time (Server-Timing), without the connection and the client;
   // "its CPU p99": the CPU time its thread used (the rest of the handler's time it waited, for a
-  // core or a lock). The published p99s are wrk's, as a client sees them.
+  // core or a lock); "its wait for a core p99": the time it was runnable but not running
+  // (/proc/thread-self/schedstat). The published p99s are wrk's, as a client sees them.
   std::printf(
       "| endpoint | requests | errors | p50 | p90 | p99 | max | handler p99 | its CPU p99 | "
-      "published p99 |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "its wait for a core p99 | published p99 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   auto row = [&](Endpoint& e) {
     const auto& v = e.stats.ms;
     requests += static_cast<long>(v.size()), errors += e.stats.errors;
@@ -447,13 +451,14 @@ int run(const Options& o) {
       over_target += !within;
       target = ms(it->second) + (within ? " (within)" : " (**over**)");
     }
-    const auto &h = e.stats.server, &cpu = e.stats.cpu;
-    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s | %s | %s |\n", e.path.c_str(),
+    const auto &h = e.stats.server, &cpu = e.stats.cpu, &queue = e.stats.queue;
+    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.path.c_str(),
                 v.size(), e.stats.errors, ms(percentile(v, 0.5)).c_str(),
                 ms(percentile(v, 0.9)).c_str(), ms(percentile(v, 0.99)).c_str(),
                 ms(v.empty() ? NAN : *std::max_element(v.begin(), v.end())).c_str(),
                 h.empty() ? "" : ms(percentile(h, 0.99)).c_str(),
-                cpu.empty() ? "" : ms(percentile(cpu, 0.99)).c_str(), target.c_str());
+                cpu.empty() ? "" : ms(percentile(cpu, 0.99)).c_str(),
+                queue.empty() ? "" : ms(percentile(queue, 0.99)).c_str(), target.c_str());
     if (e.stats.errors)
       std::fprintf(stderr, "errors on %s, last: %s\n", e.path.c_str(), e.stats.last_error.c_str());
   };

@@ -30,6 +30,7 @@
 #include "web/assets.h"
 #include "web/charts.h"
 #include "web/rebuilds.h"
+#include "web/thread_sched.h"
 
 namespace gputune::web {
 
@@ -182,6 +183,7 @@ struct Server::Impl {
     return [this, write, fn](const httplib::Request& req, httplib::Response& res) {
       const auto start = std::chrono::steady_clock::now();
       const double cpu_start = thread_cpu_ms();
+      const long long queued_start = thread_run_queue_ns();
       try {
         if (write && !authorized(req))
           throw HttpError{
@@ -201,7 +203,7 @@ struct Server::Impl {
       } catch (const std::exception& e) {
         send_json(res, 500, {{"error", e.what()}, {"field", ""}});
       }
-      set_server_timing(res, start, cpu_start);
+      set_server_timing(res, start, cpu_start, queued_start);
     };
   }
   /// The calling thread's CPU time in ms.
@@ -211,15 +213,20 @@ struct Server::Impl {
     return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
   }
   /// Server-Timing (shown by a browser's developer tools, read by bench/load_bench): how long
-  /// the handler took ("app;dur=MS") and how much CPU its thread used meanwhile ("cpu;dur=MS";
-  /// the rest it waited: for a core, a lock, the disk), after how a cached result was had, where
-  /// it was.
+  /// the handler took ("app;dur=MS"), how much CPU its thread used meanwhile ("cpu;dur=MS") and
+  /// how long it waited for a core ("queue;dur=MS", where the kernel says; the rest it waited
+  /// for a lock or the disk), after how a cached result was had, where it was.
   static void set_server_timing(httplib::Response& res, std::chrono::steady_clock::time_point start,
-                                double cpu_start) {
+                                double cpu_start, long long queued_start) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    char dur[96];
-    std::snprintf(dur, sizeof dur, "app;dur=%.3f, cpu;dur=%.3f", ms, thread_cpu_ms() - cpu_start);
+    char dur[128];
+    int n = std::snprintf(dur, sizeof dur, "app;dur=%.3f, cpu;dur=%.3f", ms,
+                          thread_cpu_ms() - cpu_start);
+    const long long queued_end = queued_start < 0 ? -1 : thread_run_queue_ns();
+    if (queued_end >= queued_start && queued_start >= 0)
+      std::snprintf(dur + n, sizeof dur - static_cast<size_t>(n), ", queue;dur=%.3f",
+                    static_cast<double>(queued_end - queued_start) * 1e-6);
     std::string timing = res.get_header_value("Server-Timing");
     res.headers.erase("Server-Timing");
     res.set_header("Server-Timing", timing.empty() ? dur : timing + ", " + dur);

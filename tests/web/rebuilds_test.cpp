@@ -5,11 +5,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+
+#include "web/thread_sched.h"
 
 namespace gputune::web {
 namespace {
@@ -78,6 +82,29 @@ TEST(Rebuilds, StoppingWaitsForTheJobInProgressAndDropsTheQueuedOnes) {
   }
   EXPECT_TRUE(first_done);
   EXPECT_FALSE(second_ran);
+}
+
+// The run-queue wait the Server-Timing header reports grows while a thread is runnable but other
+// threads hold every core: here as many spinning threads as cores, and one more.
+TEST(ThreadSched, TheRunQueueWaitGrowsWhileEveryCoreIsBusy) {
+  const long long before = thread_run_queue_ns();
+  if (before < 0) GTEST_SKIP() << "the kernel gives no /proc/thread-self/schedstat";
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < cores; ++i)
+    spinners.emplace_back([&] {
+      while (!stop) {
+      }
+    });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  stop = true;
+  for (auto& t : spinners) t.join();
+  const long long after = thread_run_queue_ns();
+  EXPECT_GT(after, before) << "300 ms on " << cores + 1 << " runnable threads for " << cores
+                           << " cores, and no wait";
 }
 
 }  // namespace
