@@ -66,9 +66,7 @@ int cmd_serve(int argc, char** argv) {
       cxxopts::value<double>()->default_value("120"))("cache-dir", "cubin cache folder",
                                                       cxxopts::value<std::string>())(
       "no-gpu", "start no workers")("compile-nice", kCompileNiceHelp, cxxopts::value<int>())(
-      "rebuild-nice",
-      "nice steps (0-19) of the thread that rebuilds slow cached results (tuned headers, "
-      "selection tables, charts of big runs) while requests get the result built before",
+      "rebuild-nice", "nice steps (0-19) of the background rebuilds of slow cached results",
       cxxopts::value<int>()->default_value("19"))("h,help", "help");
   auto r = o.parse(argc, argv);
   if (auto rc = help_or_missing(o, r, nullptr)) return *rc;
