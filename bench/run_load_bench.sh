@@ -7,17 +7,20 @@
 # targets (bench/results/web-vm-2026-11-21.md), errors, and the daemon's and workers' RSS.
 # Usage: bench/run_load_bench.sh [--seconds 180] [--measurements N] [--read-rate R]
 #          [--submit-every S] [--max-growth-mib M] [--compile-nice N] [--rebuild-nice N]
-#          [--only TEXT] [--result FILE]
+#          [--only TEXT] [--sched-trace S] [--result FILE]
 #          [--gputune BIN] [BUILD_DIR]
 # --measurements N: a fresh database of N measurements instead of big.db's copy; --result FILE:
 # also write the Markdown report there with the machine, date, commit and command. Exits with
 # load_bench's status (1: an error, or the daemon's RSS grew beyond the bound). --compile-nice N:
 # the daemon's (its workers' compile threads' priority; default: gputune's, 10). --rebuild-nice N:
-# the daemon's (its background rebuilds' priority; default: gputune's, 19).
+# the daemon's (its background rebuilds' priority; default: gputune's, 19). --sched-trace S:
+# record the scheduler (`perf sched record`, needs perf and root) for S seconds from 30 s into
+# the load, and add to the report which wake-ups waited for a core and behind what
+# (bench/sched_delays.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command_line="bench/run_load_bench.sh $*"
-seconds=180 measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
+seconds=180 sched_trace="" tracer="" measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
 serve_args=() load_args=()
 build=$root/build
 while [ $# -gt 0 ]; do
@@ -30,6 +33,7 @@ while [ $# -gt 0 ]; do
     --compile-nice) serve_args+=(--compile-nice "$2"); shift 2 ;;
     --rebuild-nice) serve_args+=(--rebuild-nice "$2"); shift 2 ;;
     --only) load_args+=(--only "$2"); shift 2 ;;
+    --sched-trace) sched_trace=$2; shift 2 ;;
     --result) result=$2; shift 2 ;;
     --gputune) gputune=$2; shift 2 ;;
     -*) echo "run_load_bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -66,12 +70,37 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 if [ -z "$url" ]; then echo "gputune serve did not start:" >&2; cat "$work/serve.log" >&2; exit 1; fi
+if [ -n "$sched_trace" ]; then
+  if ! command -v perf >/dev/null; then
+    echo "run_load_bench.sh: --sched-trace needs perf (apt-get install linux-perf)" >&2; exit 2
+  fi
+  if [ $((sched_trace + 30)) -gt "${seconds%.*}" ]; then
+    echo "run_load_bench.sh: --sched-trace $sched_trace needs --seconds of at least $((sched_trace + 30))" >&2
+    exit 2
+  fi
+  (sleep 30 && perf sched record -o "$work/sched.data" -- sleep "$sched_trace" \
+    > "$work/perf.log" 2>&1) &
+  tracer=$!
+fi
 status=0
 "$build/bench/load_bench" --url "$url" --token "$(cat "$db.token")" --pid "$server" \
   --job "$root/configs/examples/vector_add.json" --seconds "$seconds" --read-rate "$read_rate" \
   --submit-every "$submit_every" --max-growth-mib "$max_growth" \
   --targets "$root/bench/results/web-vm-2026-11-21.md" "${load_args[@]}" > "$work/report.md" ||
   status=$?
+if [ -n "$sched_trace" ]; then
+  wait "$tracer" || true
+  {
+    echo
+    echo "### Waits for a core (\`--sched-trace $sched_trace\`)"
+    echo
+    if perf sched timehist -i "$work/sched.data" > "$work/timehist.txt" 2>> "$work/perf.log"; then
+      python3 "$root/bench/sched_delays.py" "$work/timehist.txt" "$server"
+    else
+      echo "perf sched could not record here:"; echo; sed 's/^/    /' "$work/perf.log" | tail -5
+    fi
+  } >> "$work/report.md"
+fi
 cat "$work/report.md"
 if grep -qi "sanitizer" "$work/serve.log"; then
   echo "the daemon or a worker reported a sanitizer error:" >&2

@@ -1,5 +1,6 @@
 #include "web/rebuilds.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ int Rebuilds::thread_nice() const {
 }
 
 void Rebuilds::loop(int nice) {
+  pthread_setname_np(pthread_self(), "gputune-rebuild");  // as top -H and perf show it
   // Linux gives each thread its own nice value: this lowers this thread only.
   const auto tid = static_cast<id_t>(gettid());
   if (nice > 0) {

@@ -1,6 +1,7 @@
 #include "web/server.h"
 
 #include <httplib.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -181,6 +182,9 @@ struct Server::Impl {
   httplib::Server::Handler wrap(
       bool write, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
     return [this, write, fn](const httplib::Request& req, httplib::Response& res) {
+      // httplib's pool threads, named for top -H and perf (bench/sched_delays.py)
+      thread_local const bool named = pthread_setname_np(pthread_self(), "gputune-http") == 0;
+      (void)named;
       const auto start = std::chrono::steady_clock::now();
       const double cpu_start = thread_cpu_ms();
       const long long queued_start = thread_run_queue_ns();

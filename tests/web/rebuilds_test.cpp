@@ -2,6 +2,7 @@
 #include "web/rebuilds.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,8 +26,10 @@ TEST(Rebuilds, RunsEachJobAtTheLowestPriorityOnceAtATimePerKey) {
   std::promise<void> started, gate;
   std::shared_future<void> open = gate.get_future().share();
   std::atomic<int> nice{-100}, runs_a{0}, runs_b{0};
+  char name[16] = {};
   ASSERT_TRUE(rebuilds.post("a", [&] {
     nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    pthread_getname_np(pthread_self(), name, sizeof name);
     ++runs_a;
     started.set_value();
     open.wait();
@@ -41,6 +44,7 @@ TEST(Rebuilds, RunsEachJobAtTheLowestPriorityOnceAtATimePerKey) {
   EXPECT_EQ(runs_b, 1);
   EXPECT_EQ(rebuilds.finished(), 2);
   EXPECT_EQ(nice, 19);
+  EXPECT_STREQ(name, "gputune-rebuild") << "as top -H and perf show the thread";
   EXPECT_EQ(rebuilds.thread_nice(), 19);
   EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), 0)
       << "only the rebuild thread is lowered";

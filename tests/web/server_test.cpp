@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <pthread.h>
 
 #include <cctype>
 #include <cmath>
@@ -580,6 +581,26 @@ TEST(Api, EveryResponseSaysHowLongItsHandlerTook) {
     EXPECT_LE(std::stod(m[2]), std::stod(m[1]) + 0.01)
         << "a thread's CPU time within its wall time";
   }
+}
+
+// httplib's pool threads are named, so that top -H and perf (bench/sched_delays.py) tell them
+// from the background rebuild and the workers.
+TEST(Api, ARequestThreadIsNamedGputuneHttp) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  Server server({one.path, "t", "127.0.0.1", 0, {}});
+  char before[16] = {}, after[16] = {};
+  std::string response;
+  std::thread t([&] {  // not this test's thread: it keeps its name
+    pthread_setname_np(pthread_self(), "a-test-thread");  // not its creator's, which it inherits
+    pthread_getname_np(pthread_self(), before, sizeof before);
+    response = server.handle("GET /api/runs HTTP/1.1\r\n\r\n");
+    pthread_getname_np(pthread_self(), after, sizeof after);
+  });
+  t.join();
+  EXPECT_NE(response.find("200 OK"), std::string::npos) << response.substr(0, 200);
+  EXPECT_STREQ(before, "a-test-thread");
+  EXPECT_STREQ(after, "gputune-http");
 }
 
 // A cached endpoint's response carries each of its headers once, whether it was built for this
