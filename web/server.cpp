@@ -2,7 +2,9 @@
 
 #include <httplib.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -30,6 +32,7 @@
 #include "variants/space.h"
 #include "web/assets.h"
 #include "web/charts.h"
+#include "web/connection.h"
 #include "web/rebuilds.h"
 #include "web/thread_sched.h"
 
@@ -120,10 +123,46 @@ std::int64_t path_id(const httplib::Request& req, size_t i = 1) {
   return std::stoll(v);
 }
 
-/// httplib's server with its handling of one connection's request reachable (Server::handle).
+/// httplib's server with its handling of one connection's request reachable (Server::handle),
+/// and a connection loop of its own (web/connection.h): a response leaves in one send, and an
+/// idle keep-alive connection sleeps until its next request or stop_idle_connections().
 class HttpServer : public httplib::Server {
  public:
   using httplib::Server::process_request;
+  HttpServer() : stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (stop_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  }
+  ~HttpServer() override { ::close(stop_fd_); }
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+  /// Wakes every connection waiting for its next request, to close: before stop(), which
+  /// joins the threads that serve them. The server does not serve again after it.
+  void stop_idle_connections() {
+    const std::uint64_t one = 1;
+    if (::write(stop_fd_, &one, sizeof one) < 0) {
+    }  // already signalled: the counter is non-zero
+  }
+
+ private:
+  static int ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
+  /// As httplib's loop: up to keep_alive_max_count_ requests, each within the keep-alive timeout
+  /// of the one before, the last answered with "Connection: close".
+  bool process_and_close_socket(socket_t sock) override {
+    ConnectionStream strm(sock, ms(read_timeout_sec_, read_timeout_usec_),
+                          ms(write_timeout_sec_, write_timeout_usec_));
+    bool ok = false;
+    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+      if (!wait_for_request(sock, stop_fd_, ms(keep_alive_timeout_sec_, 0))) break;
+      bool closed = false;
+      ok = process_request(strm, left == 1, closed, nullptr);
+      ok = strm.flush() && ok;
+      if (!ok || closed) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+  int stop_fd_;
 };
 
 /// A connection in memory: the request's bytes to read, the response's written.
@@ -894,6 +933,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
   // client's delayed ACK add ~40 ms to every keep-alive response.
   impl_->http.set_tcp_nodelay(true);
+  // httplib closes a keep-alive connection after 5 requests: a dashboard's client would then
+  // connect again for every sixth (an accept, a hand-over to a pool thread). nginx's old default;
+  // an idle connection still closes after httplib's 5 s.
+  impl_->http.set_keep_alive_max_count(100);
 }
 
 Server::~Server() = default;
@@ -913,7 +956,10 @@ int Server::bind() {
 
 void Server::run() { impl_->http.listen_after_bind(); }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  impl_->http.stop_idle_connections();
+  impl_->http.stop();
+}
 
 void Server::settle() { impl_->rebuilds.drain(); }
 

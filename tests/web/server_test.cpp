@@ -1,11 +1,19 @@
 #include "web/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,6 +28,7 @@
 #include "tuned_store.h"
 #include "variants/hash.h"
 #include "web/charts.h"
+#include "web/connection.h"
 
 namespace gputune::web {
 namespace {
@@ -581,6 +590,110 @@ TEST(Api, EveryResponseSaysHowLongItsHandlerTook) {
     EXPECT_LE(std::stod(m[2]), std::stod(m[1]) + 0.01)
         << "a thread's CPU time within its wall time";
   }
+}
+
+/// A loopback connection to `port` that has sent one GET of `target` and read its whole answer,
+/// and stays open (keep-alive). -1 when that failed.
+int keep_alive_connection(int port, const std::string& target) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  std::string got;
+  char buf[4096];
+  for (;;) {  // the headers, then Content-Length bytes
+    const size_t end = got.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      const size_t cl = got.find("Content-Length: ");
+      if (cl != std::string::npos && got.size() >= end + 4 + std::stoul(got.substr(cl + 16)))
+        return fd;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const ssize_t n = ::poll(&p, 1, 5000) == 1 ? ::recv(fd, buf, sizeof buf, 0) : -1;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return -1;
+}
+
+/// Voluntary context switches (sleeps) of this process's threads named gputune-http, but this one.
+long request_thread_sleeps() {
+  long n = 0;
+  const std::string self = std::to_string(gettid());
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (t.path().filename() == self) continue;
+    std::ifstream comm(t.path() / "comm"), status(t.path() / "status");
+    std::string name, line;
+    if (!std::getline(comm, name) || name != "gputune-http") continue;
+    while (std::getline(status, line))
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) n += std::stol(line.substr(24));
+  }
+  return n;
+}
+
+// A response's headers and body leave in one send (httplib writes them separately: the client
+// woke for each), and reads are served from one read ahead.
+TEST(Connection, AResponseLeavesInOneSend) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds), 0);  // one record per send
+  ConnectionStream strm(fds[0], 1000, 1000);
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n";
+  ASSERT_EQ(strm.write(head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  ASSERT_EQ(strm.write("body", 4), 4);
+  pollfd p{fds[1], POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "nothing is sent before the response is complete";
+  ASSERT_TRUE(strm.flush());
+  char buf[4096];
+  const ssize_t n = ::recv(fds[1], buf, sizeof buf, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(std::max<ssize_t>(n, 0))), head + "body");
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "one send, not two";
+  const std::string req = "GET / HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::send(fds[1], req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::string read_back;
+  char c;
+  while (read_back.size() < req.size() && strm.read(&c, 1) == 1) read_back += c;
+  EXPECT_EQ(read_back, req);
+  ::close(fds[1]);
+  EXPECT_FALSE(strm.flush() && strm.write("x", 1) == 1 && strm.flush()) << "the peer is gone";
+  ::close(fds[0]);
+}
+
+// An idle keep-alive connection sleeps until its next request: httplib's own loop woke its thread
+// every 11 ms, each wake-up a chance to wait a scheduler tick for a core on a small machine.
+TEST(Connection, AnIdleKeepAliveConnectionLetsItsThreadSleep) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  Serving serving(one.path);
+  const int fd = keep_alive_connection(serving.port(), "/api/runs");
+  ASSERT_GE(fd, 0);
+  const long before = request_thread_sleeps();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long woke = request_thread_sleeps() - before;
+  ::close(fd);
+  EXPECT_LT(woke, 5) << "the thread serving an idle connection woke " << woke << " times in 300 ms";
+}
+
+// stop() wakes the threads waiting on idle keep-alive connections: it does not wait for their
+// keep-alive timeout (5 s).
+TEST(Connection, StopDoesNotWaitForAnIdleKeepAliveConnection) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  auto serving = std::make_unique<Serving>(one.path);
+  const int fd = keep_alive_connection(serving->port(), "/api/runs");
+  ASSERT_GE(fd, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  serving.reset();  // stop(), then the serving thread joined
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  EXPECT_LT(s, 2.5) << "stop() took " << s << " s with an idle keep-alive connection open";
 }
 
 // httplib's pool threads are named, so that top -H and perf (bench/sched_delays.py) tell them

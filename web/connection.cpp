@@ -1,0 +1,109 @@
+#include "web/connection.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace gputune::web {
+
+namespace {
+
+constexpr size_t kReadAhead = 4096;
+constexpr size_t kSendAt = 64 * 1024;
+
+/// poll() on one descriptor for `events`, restarted after a signal; >0 ready, 0 timeout, <0 error.
+int poll_one(int fd, short events, int timeout_ms) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, timeout_ms);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
+
+void address_of(const sockaddr_storage& a, socklen_t len, std::string& ip, int& port) {
+  char host[NI_MAXHOST] = {}, serv[NI_MAXSERV] = {};
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv,
+                  NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    ip = host;
+    port = std::atoi(serv);
+  }
+}
+
+}  // namespace
+
+ConnectionStream::ConnectionStream(int sock, int read_timeout_ms, int write_timeout_ms)
+    : sock_(sock), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+
+bool ConnectionStream::is_readable() const {
+  return in_at_ < in_.size() || poll_one(sock_, POLLIN, read_timeout_ms_) > 0;
+}
+
+ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (in_at_ == in_.size()) {
+    if (!is_readable()) return -1;
+    in_.resize(std::max(kReadAhead, size));
+    ssize_t n;
+    do n = ::recv(sock_, in_.data(), in_.size(), 0);
+    while (n < 0 && errno == EINTR);
+    in_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    in_at_ = 0;
+    if (n <= 0) return n;
+  }
+  const size_t n = std::min(size, in_.size() - in_at_);
+  std::memcpy(ptr, in_.data() + in_at_, n);
+  in_at_ += n;
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  out_.append(ptr, size);
+  if (out_.size() >= kSendAt && !flush()) return -1;
+  return static_cast<ssize_t>(size);
+}
+
+bool ConnectionStream::flush() {
+  size_t at = 0;
+  while (at < out_.size()) {
+    const ssize_t n = ::send(sock_, out_.data() + at, out_.size() - at, MSG_NOSIGNAL);
+    if (n > 0) {
+      at += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // a send timeout (SO_SNDTIMEO, set by httplib) or a full buffer: wait for room once more
+      if (poll_one(sock_, POLLOUT, write_timeout_ms_) <= 0) break;
+    } else {
+      break;
+    }
+  }
+  const bool sent = at == out_.size();
+  out_.clear();
+  return sent;
+}
+
+void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getpeername(sock_, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, len, ip, port);
+}
+
+void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(sock_, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, len, ip, port);
+}
+
+bool wait_for_request(int sock, int stop_fd, int timeout_ms) {
+  pollfd p[2] = {{sock, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+  for (;;) {
+    const int n = ::poll(p, stop_fd >= 0 ? 2 : 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0 && !(stop_fd >= 0 && p[1].revents) && p[0].revents;
+  }
+}
+
+}  // namespace gputune::web
