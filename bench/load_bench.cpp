@@ -184,6 +184,9 @@ struct Stats {
   /// as the client saw it; the handler's own, its CPU time and its wait for a core
   /// (Server-Timing)
   std::vector<double> ms, server, cpu, queue;
+  /// per request: the handler's time neither on a core nor waiting for one (a lock, the disk),
+  /// and the client's time outside the handler (the connection, both sides' wake-ups)
+  std::vector<double> blocked, outside;
   long errors = 0;
   std::string last_error;
   void add(double t, bool ok, const std::string& why, ServerTime server_t = {}) {
@@ -192,6 +195,9 @@ struct Stats {
     if (!std::isnan(server_t.wall)) server.push_back(server_t.wall);
     if (!std::isnan(server_t.cpu)) cpu.push_back(server_t.cpu);
     if (!std::isnan(server_t.queue)) queue.push_back(server_t.queue);
+    if (!std::isnan(server_t.wall)) outside.push_back(std::max(0.0, t - server_t.wall));
+    if (!std::isnan(server_t.wall) && !std::isnan(server_t.cpu) && !std::isnan(server_t.queue))
+      blocked.push_back(std::max(0.0, server_t.wall - server_t.cpu - server_t.queue));
     if (!ok) ++errors, last_error = why;
   }
 };
@@ -440,11 +446,13 @@ int run(const Options& o) {
   // "handler p99": the server's own time (Server-Timing), without the connection and the client;
   // "its CPU p99": the CPU time its thread used (the rest of the handler's time it waited, for a
   // core or a lock); "its wait for a core p99": the time it was runnable but not running
-  // (/proc/thread-self/schedstat). The published p99s are wrk's, as a client sees them.
+  // (/proc/thread-self/schedstat); "blocked p99": the rest of a handler's time, on a lock or the
+  // disk; "outside p99": a request's time outside the handler, the connection and the wake-ups
+  // of both sides. Each is its own p99. The published p99s are wrk's, as a client sees them.
   std::printf(
       "| endpoint | requests | errors | p50 | p90 | p99 | max | handler p99 | its CPU p99 | "
-      "its wait for a core p99 | published p99 |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "its wait for a core p99 | blocked p99 | outside p99 | published p99 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   auto row = [&](Endpoint& e) {
     const auto& v = e.stats.ms;
     requests += static_cast<long>(v.size()), errors += e.stats.errors;
@@ -455,13 +463,16 @@ int run(const Options& o) {
       target = ms(it->second) + (within ? " (within)" : " (**over**)");
     }
     const auto &h = e.stats.server, &cpu = e.stats.cpu, &queue = e.stats.queue;
-    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.path.c_str(),
-                v.size(), e.stats.errors, ms(percentile(v, 0.5)).c_str(),
+    const auto &blocked = e.stats.blocked, &outside = e.stats.outside;
+    std::printf("| `%s` | %zu | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                e.path.c_str(), v.size(), e.stats.errors, ms(percentile(v, 0.5)).c_str(),
                 ms(percentile(v, 0.9)).c_str(), ms(percentile(v, 0.99)).c_str(),
                 ms(v.empty() ? NAN : *std::max_element(v.begin(), v.end())).c_str(),
                 h.empty() ? "" : ms(percentile(h, 0.99)).c_str(),
                 cpu.empty() ? "" : ms(percentile(cpu, 0.99)).c_str(),
-                queue.empty() ? "" : ms(percentile(queue, 0.99)).c_str(), target.c_str());
+                queue.empty() ? "" : ms(percentile(queue, 0.99)).c_str(),
+                blocked.empty() ? "" : ms(percentile(blocked, 0.99)).c_str(),
+                outside.empty() ? "" : ms(percentile(outside, 0.99)).c_str(), target.c_str());
     if (e.stats.errors)
       std::fprintf(stderr, "errors on %s, last: %s\n", e.path.c_str(), e.stats.last_error.c_str());
   };
