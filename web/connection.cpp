@@ -43,6 +43,7 @@ bool ConnectionStream::is_readable() const {
 }
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (!out_.empty() && !flush()) return -1;  // "100 Continue": the client waits for it
   if (in_at_ == in_.size()) {
     if (!is_readable()) return -1;
     in_.resize(std::max(kReadAhead, size));
@@ -60,29 +61,38 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 }
 
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  if (failed_) return -1;
+  if (size >= kSendAt) {  // a big body: not copied
+    if (!flush() || !send_all(ptr, size)) return -1;
+    return static_cast<ssize_t>(size);
+  }
   out_.append(ptr, size);
   if (out_.size() >= kSendAt && !flush()) return -1;
   return static_cast<ssize_t>(size);
 }
 
 bool ConnectionStream::flush() {
+  const bool sent = send_all(out_.data(), out_.size());
+  out_.clear();
+  return sent;
+}
+
+bool ConnectionStream::send_all(const char* ptr, size_t size) {
   size_t at = 0;
-  while (at < out_.size()) {
-    const ssize_t n = ::send(sock_, out_.data() + at, out_.size() - at, MSG_NOSIGNAL);
+  while (!failed_ && at < size) {
+    const ssize_t n = ::send(sock_, ptr + at, size - at, MSG_NOSIGNAL);
     if (n > 0) {
       at += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       // a send timeout (SO_SNDTIMEO, set by httplib) or a full buffer: wait for room once more
-      if (poll_one(sock_, POLLOUT, write_timeout_ms_) <= 0) break;
+      if (poll_one(sock_, POLLOUT, write_timeout_ms_) <= 0) failed_ = true;
     } else {
-      break;
+      failed_ = true;
     }
   }
-  const bool sent = at == out_.size();
-  out_.clear();
-  return sent;
+  return !failed_;
 }
 
 void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {

@@ -20,22 +20,30 @@ class ConnectionStream : public httplib::Stream {
   ConnectionStream(int sock, int read_timeout_ms, int write_timeout_ms);
 
   bool is_readable() const override;
-  bool is_writable() const override { return true; }  ///< writes are gathered; flush() waits
+  /// Writes are gathered and flush() waits for room: false only once a send failed.
+  bool is_writable() const override { return !failed_; }
+  /// Sends what was gathered first (httplib's "100 Continue" before it reads a request's body).
   ssize_t read(char* ptr, size_t size) override;
-  /// Gathers; sends once 64 KiB are gathered (a big body), else at flush(). -1 when that fails.
+  /// Gathers; a write of 64 KiB or more (a big body) is sent at once, after what was gathered.
+  /// -1 once a send failed.
   ssize_t write(const char* ptr, size_t size) override;
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override { return sock_; }
 
-  /// Sends what was gathered; false when the peer is gone or a write timed out.
+  /// Sends what was gathered; false when the peer is gone or a write timed out (then and after).
   bool flush();
+  /// Bytes read ahead and not yet taken (the next request of a client that pipelines).
+  bool buffered() const { return in_at_ < in_.size(); }
 
  private:
+  bool send_all(const char* ptr, size_t size);
+
   int sock_, read_timeout_ms_, write_timeout_ms_;
-  std::string in_;  ///< read ahead: httplib reads a request's line and headers a byte at a time
+  std::string in_;  ///< read ahead: httplib's line reader takes a request's head a byte at a time
   size_t in_at_ = 0;
   std::string out_;
+  bool failed_ = false;
 };
 
 /// Waits up to `timeout_ms` until `sock` has something to read (a request, or its end) or

@@ -152,7 +152,9 @@ class HttpServer : public httplib::Server {
                           ms(write_timeout_sec_, write_timeout_usec_));
     bool ok = false;
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-      if (!wait_for_request(sock, stop_fd_, ms(keep_alive_timeout_sec_, 0))) break;
+      // a pipelined request may be read ahead already: the socket then has nothing to say
+      if (!strm.buffered() && !wait_for_request(sock, stop_fd_, ms(keep_alive_timeout_sec_, 0)))
+        break;
       bool closed = false;
       ok = process_request(strm, left == 1, closed, nullptr);
       ok = strm.flush() && ok;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -592,51 +593,84 @@ TEST(Api, EveryResponseSaysHowLongItsHandlerTook) {
   }
 }
 
-/// A loopback connection to `port` that has sent one GET of `target` and read its whole answer,
-/// and stays open (keep-alive). -1 when that failed.
-int keep_alive_connection(int port, const std::string& target) {
+/// A loopback TCP connection to `port` (-1 when it failed).
+int connect_to(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const std::string req = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
-    ::close(fd);
-    return -1;
-  }
-  std::string got;
-  char buf[4096];
-  for (;;) {  // the headers, then Content-Length bytes
-    const size_t end = got.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      const size_t cl = got.find("Content-Length: ");
-      if (cl != std::string::npos && got.size() >= end + 4 + std::stoul(got.substr(cl + 16)))
-        return fd;
-    }
-    pollfd p{fd, POLLIN, 0};
-    const ssize_t n = ::poll(&p, 1, 5000) == 1 ? ::recv(fd, buf, sizeof buf, 0) : -1;
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
   ::close(fd);
   return -1;
 }
 
-/// Voluntary context switches (sleeps) of this process's threads named gputune-http, but this one.
-long request_thread_sleeps() {
+bool send_text(int fd, const std::string& text) {
+  return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+}
+
+/// What `fd` receives within `ms` ms, until `done(received)` says it is enough.
+std::string receive(int fd, int ms, const std::function<bool(const std::string&)>& done) {
+  std::string got;
+  char buf[4096];
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!done(got)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) != 1) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+/// How many whole responses (a head, then Content-Length bytes) `text` holds.
+int whole_responses(const std::string& text) {
+  int n = 0;
+  for (size_t at = 0;;) {
+    const size_t end = text.find("\r\n\r\n", at);
+    if (end == std::string::npos) return n;
+    const size_t cl = text.find("Content-Length: ", at);
+    const size_t length =
+        cl != std::string::npos && cl < end ? std::stoul(text.substr(cl + 16)) : 0;
+    if (text.size() < end + 4 + length) return n;
+    ++n, at = end + 4 + length;
+  }
+}
+
+/// A loopback connection to `port` that has sent one GET of `target`, read its whole answer (not
+/// one that closes the connection), and stays open. -1 when that failed.
+int keep_alive_connection(int port, const std::string& target) {
+  const int fd = connect_to(port);
+  if (fd < 0) return -1;
+  const std::string got =
+      send_text(fd, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n")
+          ? receive(fd, 5000, [](const std::string& r) { return whole_responses(r) == 1; })
+          : "";
+  if (whole_responses(got) == 1 && got.find("Connection: close") == std::string::npos) return fd;
+  ::close(fd);
+  return -1;
+}
+
+/// Voluntary context switches (sleeps) of this process's threads named gputune-http, but this one,
+/// and how many such threads there are.
+std::pair<long, int> request_thread_sleeps() {
   long n = 0;
+  int threads = 0;
   const std::string self = std::to_string(gettid());
   for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
     if (t.path().filename() == self) continue;
     std::ifstream comm(t.path() / "comm"), status(t.path() / "status");
     std::string name, line;
     if (!std::getline(comm, name) || name != "gputune-http") continue;
+    ++threads;
     while (std::getline(status, line))
       if (line.rfind("voluntary_ctxt_switches:", 0) == 0) n += std::stol(line.substr(24));
   }
-  return n;
+  return {n, threads};
 }
 
 // A response's headers and body leave in one send (httplib writes them separately: the client
@@ -674,11 +708,55 @@ TEST(Connection, AnIdleKeepAliveConnectionLetsItsThreadSleep) {
   Serving serving(one.path);
   const int fd = keep_alive_connection(serving.port(), "/api/runs");
   ASSERT_GE(fd, 0);
-  const long before = request_thread_sleeps();
+  const auto [before, threads] = request_thread_sleeps();
+  ASSERT_GE(threads, 1) << "the request was served by a thread named gputune-http";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const long woke = request_thread_sleeps() - before;
-  ::close(fd);
+  const long woke = request_thread_sleeps().first - before;
   EXPECT_LT(woke, 5) << "the thread serving an idle connection woke " << woke << " times in 300 ms";
+  // and the connection still serves
+  ASSERT_TRUE(send_text(fd, "GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  EXPECT_EQ(whole_responses(receive(fd, 5000, [](auto& r) { return whole_responses(r) == 1; })), 1);
+  ::close(fd);
+}
+
+// A client that sends "Expect: 100-continue" (curl, for a big POST) gets the 100 before it
+// sends the body: it is not held with the response's writes.
+TEST(Connection, AnExpectContinueIsAnsweredBeforeTheBody) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  Serving serving(one.path);
+  const int fd = connect_to(serving.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_text(fd,
+                        "POST /api/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                        "application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"));
+  const std::string cont =
+      receive(fd, 2000, [](const std::string& r) { return r.find("\r\n\r\n") != r.npos; });
+  EXPECT_EQ(cont.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << cont;
+  ASSERT_TRUE(send_text(fd, "{}"));
+  const std::string answer =
+      receive(fd, 5000, [](const std::string& r) { return whole_responses(r) == 1; });
+  EXPECT_NE(answer.find("HTTP/1.1 401"), std::string::npos) << "no token: " << answer;
+  ::close(fd);
+}
+
+// Two requests sent at once (pipelined) are both answered at once: the second, read ahead with
+// the first, is not left waiting for the socket to say more.
+TEST(Connection, PipelinedRequestsAreAnsweredInTurn) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  Serving serving(one.path);
+  const int fd = connect_to(serving.port());
+  ASSERT_GE(fd, 0);
+  const std::string get = "GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  ASSERT_TRUE(send_text(fd, get + get));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string got =
+      receive(fd, 4000, [](const std::string& r) { return whole_responses(r) == 2; });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(whole_responses(got), 2) << got.substr(0, 300);
+  EXPECT_LT(s, 2.0) << "the second answer took the keep-alive timeout";
+  ::close(fd);
 }
 
 // stop() wakes the threads waiting on idle keep-alive connections: it does not wait for their
