@@ -932,8 +932,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
       res.set_content(res.status == 404 ? "not found" : why, "text/plain");
   });
   impl_->http.set_payload_max_length(kMaxJobRequestBytes + 1024);
-  // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and the
-  // client's delayed ACK add ~40 ms to every keep-alive response.
+  // A response leaves in one send (web/connection.h), a big body in more: without TCP_NODELAY,
+  // Nagle's algorithm and the client's delayed ACK could hold a response's last segment ~40 ms.
   impl_->http.set_tcp_nodelay(true);
   // httplib closes a keep-alive connection after 5 requests: a dashboard's client would then
   // connect again for every sixth (an accept, a hand-over to a pool thread). nginx's old default;
