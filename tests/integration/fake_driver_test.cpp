@@ -38,13 +38,16 @@ using test::with_fake;
 
 test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); }
 
-/// The traffic reports (one per analysed variant) in a cache folder.
+/// The traffic reports (one per analysed variant) in a cache folder. Only finished ones: a process
+/// that loses the CUDA context ends at once (HangWatch::stop), and a report it was writing then
+/// stays as write_atomically's temporary file (<key>.json.tmp<pid>-<thread>) until a later run
+/// trims the cache.
 size_t traffic_reports(const fs::path& cache) {
   size_t n = 0;
   std::error_code ec;
   if (fs::exists(cache / "traffic", ec))
     for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
-      n += e.is_regular_file();
+      n += e.is_regular_file() && e.path().extension() == ".json";
   return n;
 }
 
