@@ -32,7 +32,8 @@ std::string dump(const std::string& path) {
   Store store(path);
   const char* queries[] = {
       "SELECT 'device '||uid||name||cc_major||cc_minor||sm_count||total_mem||source FROM devices",
-      "SELECT 'kernel '||hash||name||quote(source) FROM kernels",
+      "SELECT 'kernel '||hash||name||quote(source)||' variants '||variant_count||' counted '||"
+      "(SELECT count(*) FROM variants v WHERE v.kernel_id=kernels.id) FROM kernels",
       "SELECT 'job '||hash||name||file FROM jobs",
       "SELECT 'context '||c.hash||k.hash||d.uid||label||problem_size||input_values||arch||"
       "driver_version||toolkit_version||nvrtc_version FROM contexts c JOIN kernels k ON "
