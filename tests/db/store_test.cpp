@@ -495,6 +495,54 @@ TEST(Store, AKernelsVariantCountIsKeptByTriggers) {
   EXPECT_FALSE(read.count("variants"));
 }
 
+// A page of one context's measurements by time reads its ids from an index alone: before,
+// it read a table row for each measurement of the run, in time order, until it had a page of
+// that context's (1.5 ms per page over 600,000 in 8 contexts: bench/results/load-*.md).
+TEST(Store, APageOfOneContextsMeasurementsByTimeReadsAboutAPageOfRows) {
+  Fixture f;
+  std::vector<std::int64_t> contexts = {f.context};
+  for (int i = 1; i < 8; ++i) {
+    ContextRecord c;
+    c.kernel_id = f.kernel, c.device_id = f.device, c.label = "n" + std::to_string(i),
+    c.problem_size_json = "[" + std::to_string(i) + ",1,1]";
+    c.arch = "sm_90", c.toolkit_version = "13.0", c.nvrtc_version = "13.0";
+    contexts.push_back(f.store.upsert_context(c));
+  }
+  // 8,000 measurements, the contexts taking turns and the times in no order of ids.
+  f.store.db().exec("BEGIN");
+  for (int i = 0; i < 8000; ++i) {
+    MeasurementRecord m;
+    m.run_id = f.run, m.context_id = contexts[static_cast<size_t>(i % 8)];
+    m.variant_id = i % 2 ? f.v1 : f.v2, m.status = "correct";
+    m.time_ms = 1.0 + (i * 7919 % 8000) / 1000.0;
+    m.log = std::string(200, 'x');  // rows as wide as a compile log makes them
+    f.store.add_measurement(m);
+  }
+  f.store.db().exec("COMMIT");
+  MeasurementQuery q;
+  q.run_id = f.run, q.context_id = contexts[3], q.limit = 50;
+  auto pages_read = [&] {
+    int hit = 0, miss = 0, high = 0;
+    sqlite3_db_status(f.store.db().get(), SQLITE_DBSTATUS_CACHE_HIT, &hit, &high, 0);
+    sqlite3_db_status(f.store.db().get(), SQLITE_DBSTATUS_CACHE_MISS, &miss, &high, 0);
+    return hit + miss;
+  };
+  const int before = pages_read();
+  const auto page = Browser(f.store).measurements(q);
+  const int read = pages_read() - before;
+  ASSERT_EQ(page["items"].size(), 50u);
+  EXPECT_EQ(page["total"].get<int>(), 1000);
+  double last = 0;
+  for (const auto& m : page["items"]) {
+    EXPECT_EQ(m["context_id"].get<std::int64_t>(), contexts[3]);
+    EXPECT_GE(m["time_ms"].get<double>(), last);
+    last = m["time_ms"].get<double>();
+  }
+  // 50 rows, each a walk from the table's root, plus the index's pages: not the 400 rows of the
+  // run the page's 50 are among.
+  EXPECT_LT(read, 400) << "pages read for one page of 50";
+}
+
 // A daemon, a CLI run and a reader can open the same new file at the same moment: each one
 // must find the schema whole, and none may run a migration another has already applied.
 TEST(Store, ProcessesOpeningANewFileTogetherEachFindTheWholeSchema) {
