@@ -26,6 +26,7 @@
 #include "db/store.h"
 #include "fake_process.h"
 #include "test_util.h"
+#include "tuner/cache_admin.h"
 #include "tuner/command_line.h"
 #include "tuner/generate.h"
 
@@ -38,18 +39,11 @@ using test::with_fake;
 
 test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); }
 
-/// The traffic reports (one per analysed variant) in a cache folder. Only finished ones: a process
-/// that loses the CUDA context ends at once (HangWatch::stop), and a report it was writing then
-/// stays as write_atomically's temporary file (<key>.json.tmp<pid>-<thread>) until a later run
-/// trims the cache.
-size_t traffic_reports(const fs::path& cache) {
-  size_t n = 0;
-  std::error_code ec;
-  if (fs::exists(cache / "traffic", ec))
-    for (const auto& e : fs::recursive_directory_iterator(cache / "traffic", ec))
-      n += e.is_regular_file() && e.path().extension() == ".json";
-  return n;
-}
+/// The traffic reports (one per analysed variant) in a cache folder, as `gputune cache` counts
+/// them: finished ones only. A process that loses the CUDA context ends at once
+/// (HangWatch::stop), and a report it was writing then stays as write_atomically's temporary
+/// file until a later run trims the cache.
+size_t traffic_reports(const fs::path& cache) { return tuner::cache_usage(cache).traffic.entries; }
 
 /// Rows in the measurements table of a database another process is writing (0 before it has one).
 size_t measurement_rows(const std::string& db) {
