@@ -9,9 +9,14 @@
 // --enforce-targets) when a p99 is over its published target.
 // Usage: load_bench --url URL --token TOKEN --pid PID --job JOB.json [--seconds 180]
 //          [--read-rate 100] [--readers 4] [--submit-every 5] [--targets web-results.md]
-//          [--max-growth-mib 64] [--only TEXT] [--enforce-targets]
+//          [--max-growth-mib 64] [--only TEXT] [--arrivals even|poisson] [--trace FILE]
+//          [--enforce-targets]
 // --only TEXT: read only the endpoints whose path holds TEXT (at --read-rate in all), e.g. to
 // measure one endpoint's latency floor on an otherwise idle daemon.
+// --arrivals: the reads evenly spaced at --read-rate (the default), or arriving independently at
+// that mean rate (poisson: at times two or more at once, as from many users).
+// --trace FILE: every read as a CSV line (its lane, when it started, the client's time and the
+// Server-Timing parts), to look at one endpoint's slow requests beside what ran at that moment.
 #include <dirent.h>
 #include <httplib.h>
 
@@ -27,7 +32,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,17 +46,18 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  std::string url, token, job, targets, only;
+  std::string url, token, job, targets, only, trace;
   int pid = 0, readers = 4;
   double seconds = 180, read_rate = 100, submit_every = 5, max_growth_mib = 64;
-  bool enforce_targets = false;
+  bool enforce_targets = false, poisson = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "load_bench: %s\nusage: load_bench --url URL --token TOKEN --pid PID --job JOB.json "
                "[--seconds S] [--read-rate R] [--readers N] [--submit-every S] [--targets FILE] "
-               "[--max-growth-mib M] [--only TEXT] [--enforce-targets]\n",
+               "[--max-growth-mib M] [--only TEXT] [--arrivals even|poisson] [--trace FILE] "
+               "[--enforce-targets]\n",
                why.c_str());
   std::exit(2);
 }
@@ -74,6 +82,12 @@ Options parse(int argc, char** argv) {
       o.targets = v;
     else if (a == "--only")
       o.only = v;
+    else if (a == "--trace")
+      o.trace = v;
+    else if (a == "--arrivals") {
+      if (v != "even" && v != "poisson") usage("--arrivals must be even or poisson, not " + v);
+      o.poisson = v == "poisson";
+    }
 
     else if (a == "--pid")
       o.pid = std::stoi(v);
@@ -333,19 +347,60 @@ int run(const Options& o) {
 
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(o.seconds);
-  const double per_endpoint = o.read_rate / static_cast<double>(endpoints.size());  // req/s
-  // Reads `lane` in turn at `rate` requests/s in all, from `clients` keep-alive clients.
-  auto read_lane = [&](const std::vector<Endpoint*>& lane, double rate, int clients, int t,
-                       std::atomic<std::size_t>& turn) {
+  // One schedule for all reads: slot k at start + k / rate, each endpoint in turn, the slow ones
+  // spread evenly among the others. Each slot belongs to one client: a slow endpoint's to the
+  // slow lane's, a fast one's to the fast clients in turn. Without one schedule (each lane its
+  // own clock from `start`) both lanes cycled their endpoints with the same period, so the same
+  // pairs (the slow lane's first endpoint and the fast lane's first) arrived at the same instant
+  // every cycle, and the lighter one always waited for a core behind the other.
+  std::vector<Endpoint*> order;
+  for (size_t i = 0, next_slow = 0; i < fast.size() || next_slow < slow.size();) {
+    // the slow endpoint j goes at about position (j + 0.5) * N / |slow| of the N
+    const double due = slow.empty() ? 0
+                                    : (static_cast<double>(next_slow) + 0.5) *
+                                          static_cast<double>(endpoints.size()) /
+                                          static_cast<double>(slow.size());
+    if (next_slow < slow.size() && (i == fast.size() || static_cast<double>(order.size()) >= due))
+      order.push_back(slow[next_slow++]);
+    else
+      order.push_back(fast[i++]);
+  }
+  const std::set<const Endpoint*> is_slow(slow.begin(), slow.end());
+  // The slots' times: evenly spaced, or (--arrivals poisson) independent arrivals at the same
+  // mean rate, as many users' reads would be (a fixed seed, so that runs compare).
+  std::vector<Clock::time_point> slot_at;
+  {
+    std::mt19937_64 random(47);
+    std::exponential_distribution<double> gap(o.read_rate);
+    double t = 0;
+    for (std::size_t k = 0; t < o.seconds; ++k) {
+      slot_at.push_back(
+          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t)));
+      t = o.poisson ? t + gap(random) : static_cast<double>(k + 1) / o.read_rate;
+    }
+  }
+  struct Traced {
+    const Endpoint* endpoint;
+    int lane;  ///< the fast lane's clients 0.., the slow lane -1
+    double at, took;
+    ServerTime server;
+  };
+  std::mutex trace_mu;
+  std::vector<Traced> trace;
+  // Reads the slots of client `lane` (-1: the slow lane's) on one keep-alive connection.
+  auto read_lane = [&](int lane) {
     httplib::Client c(o.url);
     c.set_keep_alive(true);
     c.set_read_timeout(60, 0);
-    const auto interval = std::chrono::duration<double>(clients / rate);
-    auto next = start + interval * (static_cast<double>(t) / clients);
-    while (true) {
-      std::this_thread::sleep_until(std::chrono::time_point_cast<Clock::duration>(next));
-      if (Clock::now() >= end) break;
-      Endpoint& e = *lane[turn++ % lane.size()];
+    std::size_t fast_seen = 0;  // fast slots before slot k: they go to the fast clients in turn
+    for (std::size_t k = 0; k < slot_at.size(); ++k) {
+      Endpoint& e = *order[k % order.size()];
+      const bool mine =
+          is_slow.count(&e) ? lane == -1 : static_cast<int>(fast_seen++ % o.readers) == lane;
+      if (!mine) continue;
+      const auto at = slot_at[k];
+      if (Clock::now() - at > std::chrono::seconds(1)) continue;  // behind: skip, no burst
+      std::this_thread::sleep_until(at);
       const auto t0 = Clock::now();
       auto r = c.Get(e.path.c_str());
       const double took = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -354,20 +409,17 @@ int run(const Options& o) {
                   r ? std::to_string(r->status) + " " + r->body.substr(0, 200)
                     : httplib::to_string(r.error()),
                   server_ms(r));
-      next += std::chrono::duration_cast<Clock::duration>(interval);
-      if (Clock::now() - next > std::chrono::seconds(1)) next = Clock::now();  // no burst
+      if (!o.trace.empty()) {
+        std::lock_guard<std::mutex> lock(trace_mu);
+        trace.push_back({&e, lane, std::chrono::duration<double, std::milli>(t0 - start).count(),
+                         took, server_ms(r)});
+      }
     }
   };
-  std::atomic<std::size_t> fast_turn{0}, slow_turn{0};
   std::vector<std::thread> threads;
   if (!fast.empty())
-    for (int t = 0; t < o.readers; ++t)
-      threads.emplace_back([&, t] {
-        read_lane(fast, per_endpoint * static_cast<double>(fast.size()), o.readers, t, fast_turn);
-      });
-  if (!slow.empty())
-    threads.emplace_back(
-        [&] { read_lane(slow, per_endpoint * static_cast<double>(slow.size()), 1, 0, slow_turn); });
+    for (int t = 0; t < o.readers; ++t) threads.emplace_back([&, t] { read_lane(t); });
+  if (!slow.empty()) threads.emplace_back([&] { read_lane(-1); });
   std::atomic<long> submitted{0}, cancelled{0};
   threads.emplace_back([&] {
     httplib::Client c(o.url);
@@ -437,6 +489,17 @@ int run(const Options& o) {
   }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+
+  if (!o.trace.empty()) {
+    std::ofstream out(o.trace);
+    out << "endpoint,lane,at_ms,took_ms,handler_ms,cpu_ms,queue_ms\n";
+    std::sort(trace.begin(), trace.end(),
+              [](const Traced& a, const Traced& b) { return a.at < b.at; });
+    for (const auto& r : trace)
+      out << '"' << r.endpoint->path << "\"," << r.lane << ',' << r.at << ',' << r.took << ','
+          << r.server.wall << ',' << r.server.cpu << ',' << r.server.queue << '\n';
+    if (!out) std::fprintf(stderr, "load_bench: cannot write the trace %s\n", o.trace.c_str());
+  }
 
   // The report.
   const auto targets =

@@ -7,7 +7,8 @@
 # targets (bench/results/web-vm-2026-11-21.md), errors, and the daemon's and workers' RSS.
 # Usage: bench/run_load_bench.sh [--seconds 180] [--measurements N] [--read-rate R]
 #          [--submit-every S] [--max-growth-mib M] [--compile-nice N] [--rebuild-nice N]
-#          [--only TEXT] [--sched-trace S] [--result FILE]
+#          [--only TEXT] [--arrivals even|poisson] [--trace FILE] [--sched-trace S]
+#          [--result FILE]
 #          [--gputune BIN] [BUILD_DIR]
 # --measurements N: a fresh database of N measurements instead of big.db's copy; --result FILE:
 # also write the Markdown report there with the machine, date, commit and command. Exits with
@@ -16,11 +17,12 @@
 # the daemon's (its background rebuilds' priority; default: gputune's, 19). --sched-trace S:
 # record the scheduler (`perf sched record`, needs perf and root) for S seconds from 30 s into
 # the load, and add to the report which wake-ups waited for a core and behind what
-# (bench/sched_delays.py).
+# (bench/sched_delays.py). --arrivals: the reads evenly spaced (default) or poisson (independent
+# arrivals at the same mean rate). --trace FILE: every read as a CSV line (load_bench --trace).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command_line="bench/run_load_bench.sh $*"
-seconds=180 sched_trace="" tracer="" measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
+seconds=180 arrivals=even sched_trace="" tracer="" measurements="" read_rate=100 submit_every=5 max_growth=64 result="" gputune=""
 serve_args=() load_args=()
 build=$root/build
 while [ $# -gt 0 ]; do
@@ -33,6 +35,8 @@ while [ $# -gt 0 ]; do
     --compile-nice) serve_args+=(--compile-nice "$2"); shift 2 ;;
     --rebuild-nice) serve_args+=(--rebuild-nice "$2"); shift 2 ;;
     --only) load_args+=(--only "$2"); shift 2 ;;
+    --trace) load_args+=(--trace "$2"); shift 2 ;;
+    --arrivals) arrivals=$2; load_args+=(--arrivals "$2"); shift 2 ;;
     --sched-trace) sched_trace=$2; shift 2 ;;
     --result) result=$2; shift 2 ;;
     --gputune) gputune=$2; shift 2 ;;
@@ -115,7 +119,7 @@ if [ -n "$result" ]; then
     echo "- commit: $(git -C "$root" rev-parse --short HEAD)"
     echo "- command: \`$command_line\`"
     echo "- database: a copy of \`bench/out/big.db\` ($(sqlite3 "$db" 'select count(*) from measurements') measurements at the end) unless --measurements; one worker on the fake driver tunes the submitted jobs (vector_add, one context, 24 configurations)"
-    echo "- load: \`bench/load_bench\`, $read_rate reads/s over 4 keep-alive clients, every GET endpoint in turn with ids read from the daemon; a job submitted every $submit_every s, one in three cancelled at once"
+    echo "- load: \`bench/load_bench\`, $read_rate reads/s ($arrivals arrivals) over 4 keep-alive clients and one for the slow endpoints, every GET endpoint in turn with ids read from the daemon; a job submitted every $submit_every s, one in three cancelled at once"
     echo
     cat "$work/report.md"
   } > "$result"
