@@ -34,9 +34,25 @@
 
 namespace gputune::app {
 
+// jemalloc's control entry point: defined where the binary runs on jemalloc (GPUTUNE_JEMALLOC in
+// CMakeLists.txt, or preloaded), null otherwise.
+extern "C" int mallctl(const char*, void*, size_t*, void*, size_t) __attribute__((weak));
+
 namespace {
 
 std::atomic<bool> g_stop{false};  // a worker was asked to stop
+
+/// The allocator this process runs on, for the daemon's first line: "jemalloc 5.3.0" or "glibc
+/// malloc" (a sanitizer's where it brings its own; it says so itself).
+std::string allocator_name() {
+  if (!mallctl) return "glibc malloc";
+  const char* version = nullptr;
+  size_t size = sizeof version;
+  if (mallctl("version", static_cast<void*>(&version), &size, nullptr, 0) != 0 || !version)
+    return "jemalloc";
+  const std::string v = version;  // "5.3.0-0-g54eaed1d..."
+  return "jemalloc " + v.substr(0, v.find('-'));
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -281,7 +297,7 @@ int serve(const ServeOptions& o) {
     gpu_note = std::to_string(workers.size()) + " worker(s), one per GPU";
   }
   std::cout << "gputune serve: http://" << o.bind << ":" << port << "/ (database " << o.db_path
-            << "; " << gpu_note << ")\n";
+            << "; " << gpu_note << "; " << allocator_name() << ")\n";
   if (!resumed.empty())
     std::cout << "gputune serve: resuming " << resumed.size() << " interrupted job(s)\n";
   if (created)

@@ -347,6 +347,9 @@ int run(const Options& o) {
 
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(o.seconds);
+  // steady_clock is CLOCK_MONOTONIC: a trace's times line up with perf's (perf record -k 1)
+  std::fprintf(stderr, "load_bench: the reads start at CLOCK_MONOTONIC %.6f s\n",
+               std::chrono::duration<double>(start.time_since_epoch()).count());
   // One schedule for all reads: slot k at start + k / rate, each endpoint in turn, the slow ones
   // spread evenly among the others. Each slot belongs to one client: a slow endpoint's to the
   // slow lane's, a fast one's to the fast clients in turn. Without one schedule (each lane its

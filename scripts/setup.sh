@@ -4,7 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(cmake g++ make pkg-config libsqlite3-dev nlohmann-json3-dev libcxxopts-dev libgtest-dev
-          libbenchmark-dev libssl-dev zlib1g-dev libcpp-httplib-dev
+          libbenchmark-dev libssl-dev zlib1g-dev libcpp-httplib-dev libjemalloc-dev
           libclang-14-dev libclang-cpp14-dev llvm-14-dev)
 # shellcheck disable=SC2206
 packages+=(${GPUTUNE_EXTRA_PACKAGES:-})

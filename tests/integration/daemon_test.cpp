@@ -50,6 +50,10 @@ TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
                  {kFakeEnv, "FAKE_CUDA_CRASH_BLOCK=64", "FAKE_CUDA_HANG_BLOCK=32"});
   ASSERT_FALSE(d.url().empty()) << d.output();
   EXPECT_NE(d.output().find("1 worker(s), one per GPU"), std::string::npos) << d.output();
+  // The allocator the build chose (GPUTUNE_JEMALLOC): the daemon's latency under load rests on it.
+  EXPECT_NE(d.output().find(GPUTUNE_EXPECT_JEMALLOC ? "; jemalloc 5." : "; glibc malloc)"),
+            std::string::npos)
+      << d.output();
   EXPECT_NE(d.output().find("write token (printed only now"), std::string::npos);
   struct stat st {};
   ASSERT_EQ(stat((db + ".token").c_str(), &st), 0);
