@@ -42,9 +42,16 @@ namespace {
 
 std::atomic<bool> g_stop{false};  // a worker was asked to stop
 
-/// The allocator this process runs on, for the daemon's first line: "jemalloc 5.3.0" or "glibc
-/// malloc" (a sanitizer's where it brings its own; it says so itself).
+/// The allocator this process runs on, for the daemon's first line: "jemalloc 5.3.0", "glibc
+/// malloc", or AddressSanitizer's in the checking build.
 std::string allocator_name() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "AddressSanitizer's malloc";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return "AddressSanitizer's malloc";
+#endif
+#endif
   if (!mallctl) return "glibc malloc";
   const char* version = nullptr;
   size_t size = sizeof version;
