@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace gputune::web {
@@ -107,12 +108,22 @@ void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
   if (getsockname(sock_, reinterpret_cast<sockaddr*>(&a), &len) == 0) address_of(a, len, ip, port);
 }
 
-bool wait_for_request(int sock, int stop_fd, int timeout_ms) {
-  pollfd p[2] = {{sock, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+Wait wait_for_request(int sock, int stop_fd, int pressure_fd, int timeout_ms,
+                      const std::function<bool()>& claim) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  pollfd p[3] = {{sock, POLLIN, 0}, {stop_fd, POLLIN, 0}, {pressure_fd, POLLIN, 0}};
   for (;;) {
-    const int n = ::poll(p, stop_fd >= 0 ? 2 : 1, timeout_ms);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    // poll() skips a negative descriptor
+    const int n = ::poll(p, 3, static_cast<int>(std::max<long long>(left, 0)));
     if (n < 0 && errno == EINTR) continue;
-    return n > 0 && !(stop_fd >= 0 && p[1].revents) && p[0].revents;
+    if (n <= 0) return Wait::kEnd;  // the time is up, or an error
+    if (p[0].revents) return Wait::kRequest;
+    if (p[1].revents) return Wait::kEnd;
+    if (p[2].revents && claim()) return Wait::kPark;
+    // another connection took the turn: wait on (the pressure fd is not readable once taken)
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <string>
 
 namespace gputune::web {
@@ -46,8 +47,16 @@ class ConnectionStream : public httplib::Stream {
   bool failed_ = false;
 };
 
-/// Waits up to `timeout_ms` until `sock` has something to read (a request, or its end) or
-/// `stop_fd` is readable (the server stops). True only for the first.
-bool wait_for_request(int sock, int stop_fd, int timeout_ms);
+/// What a connection waiting for its next request should do.
+enum class Wait {
+  kRequest,  ///< `sock` has something to read: a request, or its end
+  kPark,     ///< a task waits for a thread and `claim` gave this connection the turn to give way
+  kEnd,      ///< the keep-alive time is up, the server stops (`stop_fd`), or poll failed
+};
+/// Waits up to `timeout_ms` for `sock`'s next request. While `pressure_fd` is readable (a task
+/// waits for a thread: web/connection_pool.h) it asks `claim`; -1 for `pressure_fd` or `stop_fd`:
+/// none. A request already readable wins over the other two.
+Wait wait_for_request(int sock, int stop_fd, int pressure_fd, int timeout_ms,
+                      const std::function<bool()>& claim);
 
 }  // namespace gputune::web

@@ -33,6 +33,7 @@
 #include "web/assets.h"
 #include "web/charts.h"
 #include "web/connection.h"
+#include "web/connection_pool.h"
 #include "web/rebuilds.h"
 #include "web/thread_sched.h"
 
@@ -124,15 +125,23 @@ std::int64_t path_id(const httplib::Request& req, size_t i = 1) {
 }
 
 /// httplib's server with its handling of one connection's request reachable (Server::handle),
-/// and a connection loop of its own (web/connection.h): a response leaves in one send, and an
-/// idle keep-alive connection sleeps until its next request or stop_idle_connections().
+/// a connection loop of its own (web/connection.h): a response leaves in one send, and an idle
+/// keep-alive connection sleeps until its next request or stop_idle_connections(); and request
+/// threads that an idle connection gives back when another needs one (web/connection_pool.h).
 class HttpServer : public httplib::Server {
  public:
   using httplib::Server::process_request;
-  HttpServer() : stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  HttpServer()
+      : stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        pool_(CPPHTTPLIB_THREAD_POOL_COUNT,
+              [this](int sock, std::size_t requests_left) { serve(sock, requests_left); }) {
     if (stop_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+    new_task_queue = [this] { return pool_.task_queue(); };
   }
-  ~HttpServer() override { ::close(stop_fd_); }
+  ~HttpServer() override {
+    pool_.shutdown();  // its threads serve through this object: joined before it goes
+    ::close(stop_fd_);
+  }
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   /// Wakes every connection waiting for its next request, to close: before stop(), which
@@ -142,29 +151,44 @@ class HttpServer : public httplib::Server {
     if (::write(stop_fd_, &one, sizeof one) < 0) {
     }  // already signalled: the counter is non-zero
   }
+  const ConnectionPool& pool() const { return pool_; }
 
  private:
   static int ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
-  /// As httplib's loop: up to keep_alive_max_count_ requests, each within the keep-alive timeout
-  /// of the one before, the last answered with "Connection: close".
+  /// A new connection: served on the pool's thread (httplib's accept loop enqueues it).
   bool process_and_close_socket(socket_t sock) override {
+    serve(sock, keep_alive_max_count_);
+    return true;
+  }
+  /// As httplib's loop: up to keep_alive_max_count_ requests, each within the keep-alive timeout
+  /// of the one before, the last answered with "Connection: close". A connection waiting for its
+  /// next request while a task waits for a thread is parked instead (its thread taken back);
+  /// its next request brings it here again with the requests it has left.
+  void serve(int sock, std::size_t requests_left) {
     ConnectionStream strm(sock, ms(read_timeout_sec_, read_timeout_usec_),
                           ms(write_timeout_sec_, write_timeout_usec_));
-    bool ok = false;
-    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+    const int keep_alive_ms = ms(keep_alive_timeout_sec_, 0);
+    for (std::size_t left = requests_left; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
       // a pipelined request may be read ahead already: the socket then has nothing to say
-      if (!strm.buffered() && !wait_for_request(sock, stop_fd_, ms(keep_alive_timeout_sec_, 0)))
-        break;
+      if (!strm.buffered()) {
+        const Wait w = wait_for_request(sock, stop_fd_, pool_.pressure_fd(), keep_alive_ms,
+                                        [this] { return pool_.take_pressure(); });
+        if (w == Wait::kPark) {
+          pool_.park(sock, left, keep_alive_ms);
+          return;
+        }
+        if (w == Wait::kEnd) break;
+      }
       bool closed = false;
-      ok = process_request(strm, left == 1, closed, nullptr);
+      bool ok = process_request(strm, left == 1, closed, nullptr);
       ok = strm.flush() && ok;
       if (!ok || closed) break;
     }
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
-    return ok;
   }
   int stop_fd_;
+  ConnectionPool pool_;  ///< last: its threads use the rest
 };
 
 /// A connection in memory: the request's bytes to read, the response's written.

@@ -774,6 +774,63 @@ TEST(Connection, StopDoesNotWaitForAnIdleKeepAliveConnection) {
   EXPECT_LT(s, 2.5) << "stop() took " << s << " s with an idle keep-alive connection open";
 }
 
+// More idle keep-alive clients than request threads (a browser keeps up to 6 connections per
+// page open): httplib held a thread per connection until its 5 s keep-alive timeout, so with 8
+// idle connections a new client's request waited 5 s. Idle connections now give their threads
+// back (web/connection_pool.h), and still serve their next request.
+TEST(Connection, IdleKeepAliveConnectionsDoNotHoldBackANewClient) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  Serving serving(one.path);
+  const int idle = static_cast<int>(2 * CPPHTTPLIB_THREAD_POOL_COUNT);
+  std::vector<int> fds;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < idle; ++i) {
+    fds.push_back(keep_alive_connection(serving.port(), "/api/runs"));
+    ASSERT_GE(fds.back(), 0) << "connection " << i;
+  }
+  const double opened =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(opened, 2.5) << idle << " connections, one request each, took " << opened << " s";
+  const auto t1 = std::chrono::steady_clock::now();
+  const int fresh = keep_alive_connection(serving.port(), "/api/runs");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  EXPECT_GE(fresh, 0);
+  EXPECT_LT(s, 1.0) << "a new client waited " << s << " s behind " << idle << " idle ones";
+  // Each idle connection, parked or not, answers its next request.
+  const std::string get = "GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  for (int fd : fds) ASSERT_TRUE(send_text(fd, get));
+  for (size_t i = 0; i < fds.size(); ++i)
+    EXPECT_EQ(
+        whole_responses(receive(fds[i], 5000, [](auto& r) { return whole_responses(r) == 1; })), 1)
+        << "connection " << i;
+  for (int fd : fds) ::close(fd);
+  if (fresh >= 0) ::close(fresh);
+}
+
+// stop() closes the parked connections too, without waiting for their keep-alive timeout.
+TEST(Connection, StopClosesParkedConnectionsAtOnce) {
+  test::TempDir dir;
+  const OneMeasurement one(dir);
+  auto serving = std::make_unique<Serving>(one.path);
+  std::vector<int> fds;
+  for (int i = 0; i < static_cast<int>(2 * CPPHTTPLIB_THREAD_POOL_COUNT); ++i) {
+    fds.push_back(keep_alive_connection(serving->port(), "/api/runs"));
+    ASSERT_GE(fds.back(), 0) << "connection " << i;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  serving.reset();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 2.5) << "stop() took " << s << " s with idle keep-alive connections open";
+  for (size_t i = 0; i < fds.size(); ++i) {
+    char c;
+    pollfd p{fds[i], POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 2000), 1) << "connection " << i << " was left open";
+    EXPECT_LE(::recv(fds[i], &c, 1, 0), 0) << "connection " << i << " still talks";
+    ::close(fds[i]);
+  }
+}
+
 // httplib's pool threads are named, so that top -H and perf (bench/sched_delays.py) tell them
 // from the background rebuild and the workers.
 TEST(Api, ARequestThreadIsNamedGputuneHttp) {
