@@ -189,7 +189,8 @@ void ConnectionPool::run_parking() {
         }
     }
     for (int sock : expired) close_socket(sock);
-    for (auto [sock, left] : ready) enqueue([this, sock, left] { serve_(sock, left); });
+    for (const auto& r : ready)  // (clang 14 cannot capture a structured binding)
+      enqueue([this, sock = r.first, left = r.second] { serve_(sock, left); });
   }
   // Stopping: the parked connections are closed (a client sees its keep-alive end).
   std::lock_guard<std::mutex> lock(mu_);
