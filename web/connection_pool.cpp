@@ -134,7 +134,6 @@ void ConnectionPool::park(int sock, std::size_t requests_left, int keep_alive_ms
   const bool first = parked_.empty();
   parked_[sock] = {requests_left,
                    std::chrono::steady_clock::now() + std::chrono::milliseconds(keep_alive_ms)};
-  ++parks_;
   if (first) signal_fd(wake_.fd);  // the parking thread slept without a time limit
 }
 
@@ -213,16 +212,6 @@ void ConnectionPool::shutdown() {
   for (auto& t : threads_) t.join();
   std::lock_guard<std::mutex> lock(mu_);
   joined_ = true;
-}
-
-std::size_t ConnectionPool::parked() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return parked_.size();
-}
-
-std::size_t ConnectionPool::parks() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return parks_;
 }
 
 }  // namespace gputune::web

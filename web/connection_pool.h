@@ -52,9 +52,6 @@ class ConnectionPool {
   /// requests_left) runs as a task; after `keep_alive_ms` without one it is closed.
   void park(int sock, std::size_t requests_left, int keep_alive_ms);
 
-  std::size_t parked() const;  ///< connections parked now
-  std::size_t parks() const;   ///< connections parked since the start
-
   /// A view for httplib (Server::new_task_queue): it deletes the view, not the pool.
   httplib::TaskQueue* task_queue();
 
@@ -89,7 +86,6 @@ class ConnectionPool {
   bool stopping_ = false;
   bool joined_ = false;           ///< the request threads are gone: a task runs on its caller
   std::map<int, Parked> parked_;  ///< by socket
-  std::size_t parks_ = 0;
 
   std::vector<std::thread> threads_;
   std::thread parking_;  ///< last: started after the rest is ready

@@ -151,7 +151,6 @@ class HttpServer : public httplib::Server {
     if (::write(stop_fd_, &one, sizeof one) < 0) {
     }  // already signalled: the counter is non-zero
   }
-  const ConnectionPool& pool() const { return pool_; }
 
  private:
   static int ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
