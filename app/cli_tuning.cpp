@@ -461,7 +461,13 @@ int cmd_replay(int argc, char** argv) {
       "look-ahead",
       "model_guided's look-ahead as `run` streams it (default: two per compile worker)",
       cxxopts::value<int>())("cache-dir", "cubin cache folder", cxxopts::value<std::string>())(
-      "h,help", "help");
+      "score", "each strategy's performance score (Willemsen et al.), over measurements and time")(
+      "trajectories", "write every seed's measurements and their simulated times as JSON lines",
+      cxxopts::value<std::string>())(
+      "strategies", "the strategies to score (default: all): brute_force,random,model_guided,...",
+      cxxopts::value<std::vector<std::string>>())(
+      "compile-workers", "compile workers of the simulated stream (default: as `run` here)",
+      cxxopts::value<int>())("h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -495,6 +501,17 @@ int cmd_replay(int argc, char** argv) {
           "--look-ahead " + std::to_string(n) +
           ": give 1 (no look-ahead: each outcome known before the next is asked for) to 4096");
     ro.look_ahead = static_cast<std::size_t>(n);
+  }
+  ro.score = r.count("score") > 0;
+  ro.trajectories = string_option(r, "trajectories");
+  if (r.count("strategies")) ro.strategies = r["strategies"].as<std::vector<std::string>>();
+  if (r.count("compile-workers")) {
+    const int n = r["compile-workers"].as<int>();
+    if (n < 1 || n > 1024)
+      throw std::invalid_argument("--compile-workers " + std::to_string(n) +
+                                  ": give the compile workers of the machine to simulate, 1 to "
+                                  "1024 (`run` uses one per core, memory permitting)");
+    ro.compile_workers = static_cast<std::size_t>(n);
   }
   tuner::ReplayReport rep;
   try {

@@ -38,6 +38,9 @@ struct RecordedEntry {
   std::string failure;            ///< without a time: Kernel Tuner's error name, T4's invalidity
   std::vector<double> samples_ms;
   std::optional<double> gbps, gflops, compile_ms;
+  /// What benchmarking it took: Kernel Tuner's benchmark_time; T4's times.benchmark, else the
+  /// sum of its runtimes (what a replay charges a measurement in simulated time).
+  std::optional<double> benchmark_ms;
 };
 
 /// A Kernel Tuner cache file or a T4 results file, every field it uses checked for its kind.

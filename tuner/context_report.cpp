@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tuner/context_run.h"
+#include "tuner/portfolio.h"
 #include "tuner/progress.h"
 #include "tuner/strategy.h"
 
@@ -132,12 +133,13 @@ void ContextRun::learn_from_the_past() {
            << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
   }
   std::size_t imported = 0;
-  if (guide_->unpredicted_effects())
+  if (guide_->explorer())
     if (auto times = past_measurements(*s_.store, s_.device_id, s_.job.kernel_name, s_.run_id,
                                        ctx_id_, false, &imported);
         !times.empty()) {
       auto before = ParameterEffects::from_past(times);
       guide_->set_unpredicted_prior(before.learned());
+      if (guide_->unpredicted_prior_values() == 0) return;  // no variant without a prediction
       std::string taught = before.summary(4);
       s_.log << "gputune: model_guided: variants without a prediction start from what "
              << times.size() << " earlier measured times of kernel '" << s_.job.kernel_name
@@ -145,7 +147,7 @@ void ContextRun::learn_from_the_past() {
              << (imported ? " (" + std::to_string(imported) +
                                 " of them from imported Kernel Tuner caches)"
                           : std::string())
-             << " taught (" << guide_->unpredicted_effects()->prior_values()
+             << " taught (" << guide_->unpredicted_prior_values()
              << " parameter values of this space; "
              << (taught.empty() ? "no value off by 5% or more" : taught) << ")\n";
     }
@@ -197,12 +199,14 @@ void ContextRun::report_search() {
              << " of its weight (1: borne out here, 0: not)";
     s_.log << "\n";
   }
-  if (guide_->unpredicted_effects() && guide_->unpredicted_measured() > 0) {
-    std::string fast = guide_->unpredicted_effects()->summary(6);
-    s_.log << "gputune: model_guided: " << guide_->unpredicted_measured()
-           << " variants without a prediction were measured in the order their parameter "
-              "values' measured times suggest (time against the average: "
-           << (fast.empty() ? "no value off by 5% or more" : fast) << ")\n";
+  if (const Portfolio* p = guide_->explorer(); p && guide_->explored() > 0) {
+    const auto& uses = p->proposals_by_search();
+    s_.log << "gputune: model_guided: the portfolio search proposed " << guide_->explored()
+           << " of the variants measured (" << uses[0] << " by its surrogate, " << uses[1]
+           << " near the fastest, " << uses[2] << " at random"
+           << (uses[3] ? ", " + std::to_string(uses[3]) + " in the order earlier runs taught"
+                       : std::string())
+           << ")\n";
   }
 }
 

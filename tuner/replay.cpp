@@ -1,10 +1,14 @@
 #include "tuner/replay.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -12,8 +16,11 @@
 #include "db/store.h"
 #include "pruner/model.h"
 #include "tuner/compile.h"
+#include "tuner/methodology.h"
 #include "tuner/model_stage.h"
+#include "tuner/portfolio.h"
 #include "tuner/prune.h"
+#include "tuner/replay_search.h"
 #include "tuner/search_stream.h"
 #include "tuner/strategy.h"
 
@@ -35,9 +42,10 @@ std::map<std::string, Recorded> key_entries(const std::vector<db::RecordedEntry>
     }
     if (!ours) continue;
     // A configuration recorded twice (a T4 export keeps a re-measured one): its best time.
-    auto [it, fresh] = out.try_emplace(k, Recorded{e.time_ms, e.failure});
+    const Recorded rec{e.time_ms, e.failure, e.compile_ms, e.benchmark_ms};
+    auto [it, fresh] = out.try_emplace(k, rec);
     if (!fresh && e.time_ms && (!it->second.time_ms || *e.time_ms < *it->second.time_ms))
-      it->second = Recorded{e.time_ms, e.failure};
+      it->second = rec;
   }
   return out;
 }
@@ -105,6 +113,9 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
       e.time_ms = m.time_ms;
     else
       e.failure = m.status.str();
+    e.compile_ms = m.compile_ms;
+    if (!m.samples_ms.empty())
+      e.benchmark_ms = std::accumulate(m.samples_ms.begin(), m.samples_ms.end(), 0.0);
     auto [it, fresh] = at.emplace(m.config_key, recorded.size());
     if (fresh) {
       recorded.push_back(std::move(e));
@@ -198,16 +209,6 @@ std::size_t measurements_to_reach(const std::vector<size_t>& order,
 
 namespace {
 
-/// The recorded measurements laid over the job's space: what every strategy and the pruner are
-/// scored against.
-struct Recording {
-  /// Per space index: the recorded time (nullopt: it failed, or is not recorded).
-  std::vector<std::optional<double>> time;
-  std::vector<char> present;  ///< per space index: recorded
-  std::optional<size_t> def;  ///< the job's default configuration, when recorded
-  std::string context;        ///< where the pruner predicts (context_for_file)
-};
-
 /// Reads the measurements (a measurement file, or a run of a gputune database) and lays them over
 /// the space; what they hold, their optimum and the default's time go to `rep`. Throws when there
 /// is nothing to score against.
@@ -226,6 +227,8 @@ Recording read_recording(const Job& job, const Space& space, const std::string& 
   // Per space index: the recorded time (or failure); configurations without a record are left out.
   std::vector<std::optional<double>> time(space.size());
   std::vector<char> present(space.size(), 0);
+  r.compile_s.assign(space.size(), 0);
+  r.benchmark_s.assign(space.size(), 0);
   rep.optimum_ms = INFINITY;
   for (size_t i = 0; i < space.size(); ++i) {
     auto it = rec.find(space.config(i).key());
@@ -233,6 +236,9 @@ Recording read_recording(const Job& job, const Space& space, const std::string& 
     present[i] = 1;
     ++rep.matched;
     time[i] = it->second.time_ms;
+    r.compile_s[i] = it->second.compile_ms.value_or(0) / 1000;
+    r.benchmark_s[i] = it->second.benchmark_ms.value_or(0) / 1000;
+    r.costed += it->second.compile_ms || it->second.benchmark_ms;
     if (!time[i])
       ++rep.failed;
     else if (*time[i] < rep.optimum_ms)
@@ -256,21 +262,8 @@ Recording read_recording(const Job& job, const Space& space, const std::string& 
   }
   r.time = std::move(time);
   r.present = std::move(present);
+  r.optimum_ms = rep.optimum_ms;
   return r;
-}
-
-std::vector<size_t> restrict_to_present(const Recording& r, std::vector<size_t> order) {
-  order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return !r.present[i]; }),
-              order.end());
-  return order;
-}
-
-std::vector<size_t> default_first(const Recording& r, std::vector<size_t> order) {
-  if (r.def) {
-    order.erase(std::remove(order.begin(), order.end(), *r.def), order.end());
-    order.insert(order.begin(), *r.def);
-  }
-  return order;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -282,7 +275,9 @@ double percentile(std::vector<double> v, double p) {
 /// One strategy's score from the measurements each seed needed per tolerance.
 StrategyScore score(std::string name, const std::vector<std::vector<double>>& per_seed,
                     const ReplayOptions& o) {
-  StrategyScore s{std::move(name), static_cast<int>(per_seed.size()), {}, {}};
+  StrategyScore s;
+  s.strategy = std::move(name);
+  s.seeds = static_cast<int>(per_seed.size());
   for (size_t t = 0; t < o.within.size(); ++t) {
     std::vector<double> v;
     for (auto& seed : per_seed) v.push_back(seed[t]);
@@ -301,64 +296,116 @@ std::vector<double> reach_all(const std::vector<size_t>& order, const Recording&
   return n;
 }
 
-/// The strategies without feedback: brute_force, and random over the seeds.
-void score_blind_strategies(const Space& space, const Recording& r, const ReplayOptions& o,
-                            ReplayReport& rep) {
-  // Each strategy's order of the space, what is not recorded left out and the default first.
-  auto reach = [&](std::unique_ptr<Strategy> strategy) {
-    return reach_all(default_first(r, restrict_to_present(r, plan(*strategy, space.size()))), r, o,
-                     rep);
-  };
-  rep.strategies.push_back(score("brute_force", {reach(make_brute_force(space.size()))}, o));
-  std::vector<std::vector<double>> per_seed;
-  for (int seed = 1; seed <= o.seeds; ++seed)
-    per_seed.push_back(reach(make_random(space.size(), static_cast<std::uint64_t>(seed))));
-  rep.strategies.push_back(score("random", per_seed, o));
+/// The methodology over the recorded configurations (tuner/methodology.h), and each recorded
+/// space index's place in it (-1: not recorded).
+struct Scoring {
+  std::optional<Methodology> methodology;
+  std::vector<long> at;
+  std::string why_not;  ///< when there is no methodology
+};
+
+Scoring make_scoring(const Space& space, const Recording& r) {
+  Scoring s;
+  std::vector<ScoredConfig> configs;
+  s.at.assign(space.size(), -1);
+  for (size_t i = 0; i < space.size(); ++i)
+    if (r.present[i]) {
+      s.at[i] = static_cast<long>(configs.size());
+      configs.push_back({r.time[i], r.compile_s[i], r.benchmark_s[i]});
+    }
+  if (r.costed == 0) {
+    s.why_not =
+        "the measurements do not say what each configuration cost (no compile or "
+        "benchmark times): nothing to simulate time with";
+    return s;
+  }
+  try {
+    s.methodology.emplace(std::move(configs));
+  } catch (const std::invalid_argument& e) {
+    s.why_not = e.what();
+  }
+  return s;
 }
 
-/// model_guided without the model: every variant unpredicted, ordered by what the recorded
-/// times teach about each parameter value (a seeded random start). Only the recorded
-/// configurations are searched: the others would be skipped unmeasured anyway.
-void score_guided_without_model(const Space& space, const Recording& r, const ReplayOptions& o,
-                                size_t look_ahead, ReplayReport& rep) {
-  std::vector<size_t> recorded_at;  // space index of each recorded configuration
-  std::vector<Config> recorded;
-  for (size_t i = 0; i < space.size(); ++i)
-    if (r.present[i]) recorded_at.push_back(i), recorded.push_back(space.config(i));
-  const double tightest = *std::min_element(o.within.begin(), o.within.end());
+/// A strategy's seeds scored: measurements to each tolerance and, with the methodology, its
+/// performance scores.
+StrategyScore score_seeds(const std::string& name, const std::vector<SearchSeed>& seeds,
+                          const Recording& r, const ReplayOptions& o, const ReplayReport& rep,
+                          const Scoring& scoring) {
   std::vector<std::vector<double>> per_seed;
-  for (int seed = 1; seed <= o.seeds; ++seed) {
-    ModelGuided g(std::vector<pruner::ModelFeatures>(recorded.size()), pruner::DeviceRates{},
-                  pruner::Calibration{}, {}, recorded, static_cast<std::uint64_t>(seed));
-    SearchStream::Settings settings;
-    settings.look_ahead = look_ahead;
-    SearchStream stream(g, &g, settings);
-    std::vector<size_t> order;  // space indices
-    bool reached = false;       // nothing more to score
-    auto measure = [&](size_t k) {
-      const size_t i = recorded_at[k];
-      order.push_back(i);
-      reached = reached || (r.time[i] && *r.time[i] <= rep.optimum_ms * tightest);
-      return r.time[i];
-    };
-    if (r.def) {
-      const auto k = static_cast<size_t>(
-          std::lower_bound(recorded_at.begin(), recorded_at.end(), *r.def) - recorded_at.begin());
-      stream.add_measured(k, measure(k));
+  for (const SearchSeed& seed : seeds) per_seed.push_back(reach_all(seed.order, r, o, rep));
+  StrategyScore s = score(name, per_seed, o);
+  if (o.score && scoring.methodology) {
+    std::vector<Trajectory> t;
+    for (const SearchSeed& seed : seeds) {
+      Trajectory& one = t.emplace_back();
+      for (size_t k = 0; k < seed.order.size(); ++k)
+        one.evaluations.emplace_back(static_cast<size_t>(scoring.at[seed.order[k]]), seed.end_s[k]);
     }
-    if (!reached)
-      simulate_stream(
-          stream,
-          [](size_t) {
-            return CompileVerdict{true, NAN, false};
-          },
-          measure, [&] { return reached; });
-    per_seed.push_back(reach_all(order, r, o, rep));
+    const MethodologyScore m = scoring.methodology->score(t);
+    s.score_measurements = m.over_measurements, s.score_time = m.over_time;
+    s.score_note = m.note;
   }
-  rep.strategies.push_back(score("model_guided", per_seed, o));
-  rep.guided_note =
-      "model_guided without the model (every variant unpredicted): a seeded random start, then "
-      "ordered by the parameter-value effects the recorded times teach";
+  return s;
+}
+
+/// The trajectories file (ReplayOptions::trajectories): the space first, then a line per seed.
+class TrajectoryFile {
+ public:
+  explicit TrajectoryFile(const std::string& path) : path_(path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::binary | std::ios::trunc);
+    if (!out_)
+      throw std::runtime_error(path + ": cannot be written (" + std::strerror(errno) +
+                               "). Fix: give --trajectories a file in a folder that exists and "
+                               "that you can write to");
+  }
+  explicit operator bool() const { return out_.is_open(); }
+  void space(const Space& space, const Recording& r, const std::string& source) {
+    if (!*this) return;
+    nlohmann::json configs = nlohmann::json::array();
+    for (size_t i = 0; i < space.size(); ++i)
+      if (r.present[i])
+        configs.push_back({space.config(i).key(),
+                           r.time[i] ? nlohmann::json(*r.time[i]) : nlohmann::json(),
+                           r.compile_s[i], r.benchmark_s[i]});
+    line({{"space", {{"source", source}, {"configurations", std::move(configs)}}}});
+  }
+  void seeds(const Space& space, const std::string& strategy, const std::vector<SearchSeed>& seeds,
+             bool with_model) {
+    if (!*this) return;
+    for (size_t k = 0; k < seeds.size(); ++k) {
+      nlohmann::json ev = nlohmann::json::array();
+      for (size_t j = 0; j < seeds[k].order.size(); ++j)
+        ev.push_back({space.config(seeds[k].order[j]).key(), seeds[k].end_s[j]});
+      line({{"strategy", strategy},
+            {"seed", k + 1},
+            {"with_model", with_model},
+            {"evaluations", std::move(ev)}});
+    }
+  }
+  std::size_t lines() const { return lines_; }
+  void close() {
+    if (!*this) return;
+    out_.close();
+    if (!out_)
+      throw std::runtime_error(path_ + ": writing the trajectories failed (" +
+                               std::strerror(errno) + "). Fix: free space on its disk");
+  }
+
+ private:
+  void line(const nlohmann::json& j) {
+    out_ << j.dump() << "\n";
+    ++lines_;
+  }
+  std::string path_;
+  std::ofstream out_;
+  std::size_t lines_ = 0;
+};
+
+bool wanted(const ReplayOptions& o, const std::string& name) {
+  return o.strategies.empty() ||
+         std::find(o.strategies.begin(), o.strategies.end(), name) != o.strategies.end();
 }
 
 /// The pruner's rules at the job's margin against the recorded times: what they keep, the regret
@@ -541,19 +588,67 @@ void score_pruner(const Job& job, const Space& space, const Recording& r, const 
 }  // namespace
 
 ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions& o) {
+  for (const std::string& name : o.strategies)
+    if (std::find(strategies_without_model().begin(), strategies_without_model().end(), name) ==
+        strategies_without_model().end())
+      throw std::invalid_argument("--strategies: unknown strategy '" + name +
+                                  "' (replay scores brute_force, random, model_guided, portfolio)");
   ReplayReport rep;
   Space space = build_space(job);
   rep.space_size = space.size();
-  // model_guided is scored as `run` searches: a look-ahead of compiles (two per compile worker).
-  const size_t look_ahead =
-      o.look_ahead ? o.look_ahead : 2 * static_cast<size_t>(default_compile_threads());
+  // Every search is scored as `run` streams it: compile workers, and a look-ahead of compiles
+  // (two per compile worker).
+  const size_t workers =
+      o.compile_workers ? o.compile_workers : static_cast<size_t>(default_compile_threads());
+  const size_t look_ahead = o.look_ahead ? o.look_ahead : 2 * workers;
   rep.look_ahead = look_ahead;
+  rep.compile_workers = workers;
+  TrajectoryFile trajectories(o.trajectories);  // before the work: a path that fails, fails now
   const Recording r = read_recording(job, space, file, o, rep);
   rep.within = o.within;
-  score_blind_strategies(space, r, o, rep);
+  Scoring scoring;
+  Horizon horizon;
+  horizon.tightest = *std::min_element(o.within.begin(), o.within.end());
+  if (o.score || trajectories) {
+    scoring = make_scoring(space, r);
+    if (scoring.methodology) {
+      const Methodology& m = *scoring.methodology;
+      horizon.measurements = m.measurements_needed();
+      horizon.seconds = m.seconds_needed();
+      std::ostringstream range;
+      range << std::setprecision(3) << "from " << m.first_measurement() << " to "
+            << m.last_measurement() << " measurements, and from " << m.first_second() << " to "
+            << m.last_second() << " s (random search 1% to 95% of the way from the median "
+            << m.median_ms() << " ms to the optimum " << m.optimum_ms() << " ms)";
+      rep.score_range = range.str();
+    } else {
+      rep.score_range = "not scored: " + scoring.why_not;
+    }
+  }
+  trajectories.space(space, r, rep.source.empty() ? file : rep.source);
+  const bool with_model = !o.device.empty() && std::filesystem::exists(job.kernel_file);
+  const StreamShape shape{workers, look_ahead, o.portfolio};
+  const bool guided_asked =
+      std::find(o.strategies.begin(), o.strategies.end(), "model_guided") != o.strategies.end();
+  for (const std::string& name : strategies_without_model()) {
+    // model_guided with the model is scored below, when the pruner is; without it, it searches
+    // as portfolio does (the same row), scored only when asked for by name.
+    if (!wanted(o, name) || (name == "model_guided" && (with_model || !guided_asked))) {
+      if (name == "model_guided" && !with_model && wanted(o, "portfolio"))
+        rep.guided_note =
+            "model_guided without the model (every variant unpredicted) searches as portfolio "
+            "does: its row is portfolio's";
+      continue;
+    }
+    const std::vector<SearchSeed> seeds =
+        replay_without_model(name, space, r, o.seeds, horizon, shape);
+    rep.strategies.push_back(score_seeds(name, seeds, r, o, rep, scoring));
+    trajectories.seeds(space, name, seeds, false);
+    if (name == "model_guided")
+      rep.guided_note =
+          "model_guided without the model (every variant unpredicted) searches as portfolio does";
+  }
   // The pruner needs the kernel source (to compile) and a device.
-  if (o.device.empty() || !std::filesystem::exists(job.kernel_file))
-    score_guided_without_model(space, r, o, look_ahead, rep);
   if (o.device.empty()) {
     rep.pruner_note = "pruner not scored: give --device NAME";
   } else if (!std::filesystem::exists(job.kernel_file)) {
@@ -562,6 +657,8 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   } else {
     score_pruner(job, space, r, o, look_ahead, rep);
   }
+  trajectories.close();
+  rep.trajectories_written = trajectories.lines();
   return rep;
 }
 
@@ -589,6 +686,13 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
     head.push_back(to.str() + " (median)");
     head.push_back(to.str() + " (p90)");
   }
+  const bool scored = std::any_of(r.strategies.begin(), r.strategies.end(), [](const auto& s) {
+    return !std::isnan(s.score_measurements) || !std::isnan(s.score_time) || !s.score_note.empty();
+  });
+  if (scored) {
+    head.push_back("score (measurements)");
+    head.push_back("score (time)");
+  }
   // Each cell as wide as its heading and two spaces, the last one unpadded.
   auto row = [&](const std::string& name, const std::string& seeds,
                  const std::vector<std::string>& cells) {
@@ -611,8 +715,28 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
           c << v;
         cells.push_back(c.str());
       }
+    if (scored)
+      for (double v : {s.score_measurements, s.score_time}) {
+        std::ostringstream c;
+        if (std::isnan(v))
+          c << "-";
+        else
+          c << std::fixed << std::setprecision(3) << v;
+        cells.push_back(c.str());
+      }
     row(s.strategy, std::to_string(s.seeds), cells);
   }
+  if (!r.score_range.empty()) {
+    out << "score: the methodology's performance score (0: as random search, 1: the optimum at "
+           "once), averaged "
+        << r.score_range << "; time simulated as `run` streams the search with "
+        << r.compile_workers << " compile workers and a look-ahead of " << r.look_ahead << "\n";
+    for (const auto& s : r.strategies)
+      if (!s.score_note.empty()) out << "score: " << s.strategy << ": " << s.score_note << "\n";
+  }
+  if (r.trajectories_written)
+    out << "trajectories: " << r.trajectories_written - 1
+        << " seeds written (bench/score_trajectories.py scores them with the published package)\n";
   if (r.pruner_scored)
     out << "pruner: for " << r.predicted_device << ", context " << r.predicted_context << ": kept "
         << r.kept << " (" << std::fixed << std::setprecision(1) << 100 * r.fraction_pruned

@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tuner/portfolio.h"
 #include "variants/job.h"
 #include "variants/space.h"
 
@@ -24,6 +26,8 @@ namespace gputune::tuner {
 struct Recorded {
   std::optional<double> time_ms;  ///< nullopt: the configuration failed
   std::string failure;            ///< e.g. RuntimeFailedConfig, compile, runtime
+  /// What compiling and benchmarking it took, where the file says (a replay's simulated time).
+  std::optional<double> compile_ms, benchmark_ms;
 };
 
 /// The tuning problem a measurement file names; empty fields: not named. A gputune T4 export
@@ -62,6 +66,12 @@ struct StrategyScore {
   /// Measurements needed to get within each of ReplayOptions::within of the optimum: median and
   /// 90th percentile over seeds (NaN: the strategy stopped before getting there).
   std::vector<double> median_to, p90_to;
+  /// ReplayOptions::score: the methodology's performance score (tuner/methodology.h) over
+  /// measurements and over simulated time (NaN: not scored; score_note says why).
+  double score_measurements = std::numeric_limits<double>::quiet_NaN();
+  double score_time = std::numeric_limits<double>::quiet_NaN();
+  std::string score_note;
+  bool with_model = false;  ///< searched with the model's predictions
 };
 
 struct ReplayReport {
@@ -75,6 +85,12 @@ struct ReplayReport {
   std::string default_key;
   std::optional<double> default_ms;  ///< nullopt: it failed (or was not recorded)
   std::vector<StrategyScore> strategies;
+  /// ReplayOptions::score: the range the scores average over, in words (or why there is none).
+  std::string score_range;
+  /// The stream's shape the searches were simulated with: compile workers.
+  std::size_t compile_workers = 0;
+  /// ReplayOptions::trajectories: the lines written there.
+  std::size_t trajectories_written = 0;
   std::string guided_note;  ///< how model_guided was scored without the model (empty: with it)
   /// The look-ahead model_guided was scored with: configurations asked for before the outcomes
   /// of those before them were known (ReplayOptions::look_ahead).
@@ -131,6 +147,18 @@ struct ReplayOptions {
   /// model_guided's look-ahead, as `run` streams it (tuner/search_stream.h): compiles asked for
   /// ahead of the measurements. 0: what `run` uses on this machine (two per compile worker).
   std::size_t look_ahead = 0;
+  /// The compile workers of the simulated stream (0: what `run` uses on this machine).
+  std::size_t compile_workers = 0;
+  /// The strategies to score (empty: all); names of replay's table.
+  std::vector<std::string> strategies;
+  /// The methodology's performance score of each strategy (seeds run until the score's range is
+  /// covered, not only until the tightest tolerance).
+  bool score = false;
+  /// The portfolio search's settings (its defaults; bench/search_bench.cpp varies them).
+  PortfolioSettings portfolio;
+  /// Writes every seed's trajectory there (JSON lines: the space, then one line per seed; the
+  /// format bench/score_trajectories.py reads). Empty: none.
+  std::string trajectories;
 };
 
 ReplayReport replay(const Job& job, const std::string& measurements_file,

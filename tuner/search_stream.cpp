@@ -233,4 +233,50 @@ std::vector<std::size_t> simulate_stream(
   return order;
 }
 
+std::vector<TimedMeasurement> simulate_timed_stream(
+    SearchStream& stream, const std::function<CompileVerdict(std::size_t)>& compile,
+    const std::function<std::optional<double>(std::size_t)>& measure,
+    const std::function<double(std::size_t)>& compile_s,
+    const std::function<double(std::size_t)>& benchmark_s, std::size_t workers, double start_s,
+    const std::function<bool(double)>& enough) {
+  workers = std::max<std::size_t>(1, workers);
+  std::deque<std::size_t> waiting;                        // asked for, no worker yet
+  std::vector<std::pair<double, std::size_t>> compiling;  // (ends, position), per busy worker
+  std::optional<std::pair<double, std::size_t>> gpu;      // the measurement running
+  std::vector<TimedMeasurement> out;
+  double now = start_s;
+  for (;;) {
+    while (auto pos = stream.next_to_compile()) waiting.push_back(*pos);
+    while (compiling.size() < workers && !waiting.empty()) {
+      compiling.emplace_back(now + std::max(0.0, compile_s(waiting.front())), waiting.front());
+      waiting.pop_front();
+    }
+    if (!gpu)
+      if (auto pos = stream.next_to_measure()) {
+        gpu.emplace(now + std::max(0.0, benchmark_s(*pos)), *pos);
+        continue;
+      }
+    if (!gpu && compiling.empty()) break;  // nothing in flight: the stream is done or dry
+    // The next event: a measurement ends (first, at a tie: its outcome is reported before what
+    // compiled at the same instant is ready), or a compile does.
+    auto first = std::min_element(compiling.begin(), compiling.end());
+    if (gpu && (first == compiling.end() || gpu->first <= first->first)) {
+      now = gpu->first;
+      const std::size_t pos = gpu->second;
+      gpu.reset();
+      const std::optional<double> ms = measure(pos);
+      out.push_back({pos, now});
+      stream.measured(pos, ms);
+      if ((enough && enough(now)) || stream.done()) break;
+      continue;
+    }
+    now = first->first;
+    const std::size_t pos = first->second;
+    compiling.erase(first);
+    const CompileVerdict v = compile(pos);
+    stream.compiled(pos, v.usable, v.prediction, v.sets_best);
+  }
+  return out;
+}
+
 }  // namespace gputune::tuner

@@ -175,4 +175,25 @@ std::vector<std::size_t> simulate_stream(
     const std::function<std::optional<double>(std::size_t)>& measure,
     const std::function<bool()>& enough = {});
 
+/// One measurement of a timed simulation: the position measured and when its measurement ended
+/// (seconds since the stream began).
+struct TimedMeasurement {
+  std::size_t pos = 0;
+  double end_s = 0;
+};
+
+/// Drives `stream` as `run` performs it, in simulated time: `workers` compile workers take the
+/// configurations in the order the stream asked for them, each compile lasting `compile_s(pos)`;
+/// the GPU measures one compiled configuration at a time, in the order they became ready, each
+/// lasting `benchmark_s(pos)`, and its outcome is reported when it ends, before the stream is
+/// asked for more. `compile` and `measure` as simulate_stream takes them. Starts at `start_s`
+/// (what was measured before the stream). Stops when the stream is done or `enough(now)` says so
+/// after a measurement (`now`: when it ended).
+std::vector<TimedMeasurement> simulate_timed_stream(
+    SearchStream& stream, const std::function<CompileVerdict(std::size_t)>& compile,
+    const std::function<std::optional<double>(std::size_t)>& measure,
+    const std::function<double(std::size_t)>& compile_s,
+    const std::function<double(std::size_t)>& benchmark_s, std::size_t workers, double start_s,
+    const std::function<bool(double)>& enough = {});
+
 }  // namespace gputune::tuner

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "tuner/portfolio.h"
+
 namespace gputune::tuner {
 
 namespace {
@@ -22,9 +24,6 @@ constexpr double kStopZ = 2.0;
 constexpr const char* kUnset = "\x01unset";
 // Pseudo-measurements at full trust in a prior (ParameterEffects::prior_trust).
 constexpr double kPriorTrustWeight = 8.0;
-// How many spreads of the measured times an unpredicted variant whose values are not measured
-// yet is ranked better than its learned effects say (ModelGuided's order without the model).
-constexpr double kExploreZ = 2.0;
 
 /// The sample standard deviation of at least two values.
 double sample_sd(const std::vector<double>& x) {
@@ -360,41 +359,62 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
   if (with_configs &&
       std::any_of(best_case_blocks_.begin(), best_case_blocks_.end(), [](int b) { return b > 0; }))
     occupancy_.emplace(configs);
-  // The unpredicted variants, in a seeded random order until some are measured.
+  by_.assign(features_.size(), 0);
+  if (with_configs) {
+    // The portfolio beside the model: it proposes open variants (unpredicted ones only once the
+    // model is done), with the model's order as a feature; the model's order is not one of its
+    // own searches here (the bandit below chooses between the two).
+    PortfolioSettings ps;
+    ps.arms &= ~(1u << 3);
+    explorer_ = std::make_unique<Portfolio>(configs, seed, ps);
+    explorer_->set_filter(
+        [this](size_t i) { return state_[i] == 0 && (!unpredicted_only_ || predicted_[i] < 0); });
+    for (size_t i = 0; i < state_.size(); ++i)
+      if (state_[i] == 2) explorer_->exclude({i});
+    share_predictions();
+    bandit_ = std::make_unique<Bandit>(2, 24, 0.15);
+    coin_ = std::make_unique<std::mt19937_64>(seed * 0x2545f4914f6cdd1dULL + 7);
+    return;
+  }
+  // Without configurations: the unpredicted variants in a seeded random order.
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] < 0) unpredicted_order_.push_back(i);
   std::sort(unpredicted_order_.begin(), unpredicted_order_.end(),
             [&](size_t a, size_t b) { return shuffle_key(a, seed_) < shuffle_key(b, seed_); });
-  if (with_configs && !unpredicted_order_.empty()) blind_.emplace(configs);
+}
+
+ModelGuided::~ModelGuided() = default;
+
+void ModelGuided::share_predictions() {
+  if (!explorer_) return;
+  bool any = false;
+  for (double p : order_by_) any = any || p > 0;
+  if (any) explorer_->set_predictions(order_by_);
+}
+
+bool ModelGuided::explore_now() {
+  // A model that has ranked what was measured well needs no insurance (and its stop rule may
+  // end the search); before that, after its first proposals, the portfolio searches beside it.
+  if (!explorer_ || trusted_) return false;
+  if (model_proposed_ < kModelFirst) return false;
+  std::uniform_real_distribution<double> u(0, 1);
+  if (u(*coin_) < kExploreFloor) return true;
+  return bandit_->choose(3u) == 1;
 }
 
 std::optional<size_t> ModelGuided::next_unpredicted() {
+  if (explorer_) {
+    unpredicted_only_ = true;
+    const std::optional<size_t> pick = explorer_->next();
+    unpredicted_only_ = false;
+    if (pick) by_[*pick] = 1, ++explored_;
+    return pick;
+  }
   while (unpredicted_at_ < unpredicted_order_.size() &&
          state_[unpredicted_order_[unpredicted_at_]] != 0)
     ++unpredicted_at_;
   if (unpredicted_at_ == unpredicted_order_.size()) return std::nullopt;
   return unpredicted_order_[unpredicted_at_];
-}
-
-void ModelGuided::refit_unpredicted() {
-  blind_->fit(blind_measured_);
-  // The spread of the measured times (log): how far a value not measured yet might be from the
-  // learned ones, in the same units as the effects.
-  double sigma = 1;
-  if (blind_measured_.size() >= 2) {
-    std::vector<double> logs;
-    for (auto& [i, x] : blind_measured_) logs.push_back(x);
-    sigma = std::max(0.05, sample_sd(logs));
-  }
-  std::vector<std::tuple<double, std::uint64_t, size_t>> ranked;  // bound, tie-break, index
-  for (size_t i = 0; i < state_.size(); ++i)
-    if (state_[i] == 0 && predicted_[i] < 0)
-      ranked.emplace_back(blind_->order_factor(i) - kExploreZ * sigma * blind_->spread(i),
-                          shuffle_key(i, seed_), i);
-  std::sort(ranked.begin(), ranked.end());
-  unpredicted_order_.clear();
-  for (auto& [bound, key, i] : ranked) unpredicted_order_.push_back(i);
-  unpredicted_at_ = 0;
 }
 
 double ModelGuided::predict(size_t i) const {
@@ -472,7 +492,7 @@ ModelGuided::Evidence ModelGuided::evidence() const {
   return e;
 }
 
-bool ModelGuided::can_stop() const {
+bool ModelGuided::trusted() const {
   // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over >= 6),
   // each measurement against what the model predicted before it (the calibration aside).
   std::vector<double> p, m;
@@ -483,7 +503,11 @@ bool ModelGuided::can_stop() const {
   // every measurement, a weaker test lets chance alone stop the search.
   if (p.size() < 6) return false;
   const double rho = pruner::spearman(p, m);
-  if (!(rho >= 0.5) || rho * std::sqrt(static_cast<double>(p.size() - 1)) < 2) return false;
+  return rho >= 0.5 && rho * std::sqrt(static_cast<double>(p.size() - 1)) >= 2;
+}
+
+bool ModelGuided::can_stop() const {
+  if (!trusted_) return false;
   const Evidence e = evidence();
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] > 0 && stop_bound(i, e.error) * e.ratio < e.best)
@@ -524,6 +548,8 @@ std::optional<size_t> ModelGuided::next() {
           cover = i;
       if (cover) {
         covering_[*cover] = 1;  // confirm() keeps it: the value, not the order, is why it runs
+        by_[*cover] = 2;
+        if (explorer_) explorer_->taken(*cover);
         return propose(*cover);
       }
     }
@@ -543,7 +569,23 @@ std::optional<size_t> ModelGuided::next() {
     stop_reason_ = r.str();
   }
   if (!stop_reason_.empty()) pick.reset();
-  if (!pick) pick = next_unpredicted();  // not judged by the model, so never cut
+  // Beside the model's order, the portfolio's proposals, as the bandit says (not again after a
+  // compiled proposal went back for one the model orders before it: that is the model's turn).
+  const bool again = put_back_;
+  put_back_ = false;
+  if (pick && !again && explore_now())
+    if (const std::optional<size_t> alt = explorer_->next()) {
+      by_[*alt] = 1, ++explored_;
+      bandit_->used(1);
+      return propose(*alt);
+    }
+  if (pick) {
+    by_[*pick] = 2;
+    if (bandit_) bandit_->used(0);
+    if (explorer_) explorer_->taken(*pick);
+    return propose(*pick);
+  }
+  pick = next_unpredicted();  // not judged by the model, so never cut
   if (pick) return propose(*pick);
   return std::nullopt;
 }
@@ -554,7 +596,8 @@ size_t ModelGuided::propose(size_t i) {
 }
 
 bool ModelGuided::confirm(size_t i) {
-  if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0 || covering_[i])
+  if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0 || covering_[i] ||
+      by_[i] == 1)
     return true;
   // The open variants not compiled yet are ordered by their best case, a bound no compile can
   // lower: if one of them is ordered before i's compiled prediction, it could be faster, and it
@@ -563,6 +606,7 @@ bool ModelGuided::confirm(size_t i) {
     if (state_[j] == 0 && predicted_[j] > 0 && best_case_blocks_[j] > 0 &&
         order_by_[j] < order_by_[i]) {
       state_[i] = 0;
+      put_back_ = true;
       return false;
     }
   return true;
@@ -575,13 +619,13 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (state_[index] == 0 || state_[index] == 3) state_[index] = 1;
   if (effects_) effects_->note_tried(index);
   reported_[index] = 1;
-  if (!ms || !(*ms > 0)) return;
-  if (blind_ && predicted_[index] < 0) {
-    // Refitted after each of the first 32, then as their number grows by an eighth.
-    blind_measured_.emplace_back(index, std::log(*ms));
-    if (blind_measured_.size() <= 32 || blind_measured_.size() >= blind_->samples() * 9 / 8)
-      refit_unpredicted();
+  if (explorer_) {
+    // The bandit's reward of whichever proposed it, then the portfolio learns the outcome.
+    if (by_[index]) bandit_->reward(by_[index] == 1 ? 1 : 0, explorer_->reward(ms));
+    if (by_[index] == 2) ++model_proposed_;
+    explorer_->report(index, ms);
   }
+  if (!ms || !(*ms > 0)) return;
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {
@@ -591,6 +635,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   } else if (measured_.size() % 4 == 0) {
     refit_effects();
   }
+  if (predicted_[index] > 0) trusted_ = trusted();
 }
 
 void ModelGuided::set_prior(const ParameterEffects::Prior& prior) {
@@ -600,9 +645,21 @@ void ModelGuided::set_prior(const ParameterEffects::Prior& prior) {
 }
 
 void ModelGuided::set_unpredicted_prior(const ParameterEffects::Prior& prior) {
-  if (!blind_) return;
-  blind_->set_prior(prior);
-  refit_unpredicted();
+  if (!explorer_ || !effects_) return;
+  bool unpredicted = false;
+  for (size_t i = 0; i < state_.size(); ++i) unpredicted = unpredicted || predicted_[i] < 0;
+  if (!unpredicted) return;
+  // The prior's picture of the times (its effects, a log factor per configuration) is the
+  // portfolio's start and a feature of its surrogate, as a model's prediction would be.
+  ParameterEffects times = *effects_;
+  times.fit({});
+  times.set_prior(prior);
+  unpredicted_prior_values_ = times.prior_values();
+  std::vector<double> guess(state_.size(), NAN);
+  for (size_t i = 0; i < state_.size(); ++i)
+    if (predicted_[i] < 0) guess[i] = std::exp(times.order_factor(i));
+  explorer_->set_predictions(guess);
+  explorer_->use_prediction_order(true);
 }
 
 void ModelGuided::refit_effects() {
@@ -630,6 +687,9 @@ void ModelGuided::refit() {
   if (c.samples == 0) return;
   calibration_ = c;
   for (size_t i = 0; i < features_.size(); ++i) predicted_[i] = predict(i);
+  reorder();
+  share_predictions();
+  trusted_ = trusted();
 }
 
 void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -134,18 +135,27 @@ class ParameterEffects {
 /// spread), even allowing for the most optimistic error shown so far (min measured/predicted, and
 /// at least 25%); all of them judge each measurement against the effects learned before it, never
 /// against a fit that includes it. Before it stops, each parameter value of an open variant that
-/// no tried variant had is tried once, so the stop never rests on a guess. Variants without a
-/// prediction (a kernel the analysis could not read) are not judged by the model: they come after
-/// the predicted ones and are never cut, in an order of their own: a seeded random order until
-/// some are measured, then by a lower confidence bound of an additive model of log(measured time)
-/// over their parameter values (ParameterEffects fitted to the times themselves): the learned
-/// effect less kExploreZ times the times' spread times what is not known of the variant's values,
-/// so the search exploits what was fast and still tries values not measured yet. What earlier
-/// searches measured (set_unpredicted_prior) orders them from the start. What the model rule
-/// pruned under the starting calibration is held back (hold_back), not lost: a refitted model
-/// that predicts a held variant within the margin readmits it.
+/// no tried variant had is tried once, so the stop never rests on a guess.
+///
+/// Given the configurations, the portfolio search (tuner/portfolio.h) searches beside the model:
+/// after the model's first kModelFirst proposals, a bandit chooses each proposal from the model's
+/// order or from the portfolio (which sees the model's prediction as a feature of its surrogate),
+/// by how their proposals measured, and the portfolio gets at least kExploreFloor of them, so a
+/// model that is wrong for this kernel cannot hold the search for long while a right one keeps
+/// it. Variants without a prediction (a kernel the analysis could not read) are not judged by the
+/// model: they are the portfolio's, never cut (without the configurations: a seeded random order
+/// after the predicted ones); a search without any prediction is the portfolio search. What
+/// earlier searches measured (set_unpredicted_prior) starts the portfolio with their order. What
+/// the model rule pruned under the starting calibration is held back (hold_back), not lost: a
+/// refitted model that predicts a held variant within the margin readmits it.
+class Portfolio;
+class Bandit;
+
 class ModelGuided : public Strategy {
  public:
+  /// The model's proposals measured before the bandit starts, and the portfolio's share at least.
+  static constexpr size_t kModelFirst = 8;
+  static constexpr double kExploreFloor = 0.125;
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
   /// `configs`: the space's configurations, for the learned parameter effects (empty: ordered
   /// by the model alone). `seed`: the random order of unpredicted variants before any of them
@@ -157,6 +167,7 @@ class ModelGuided : public Strategy {
               pruner::Calibration start, std::vector<bool> excluded = {},
               const std::vector<Config>& configs = {}, std::uint64_t seed = 0,
               std::vector<int> best_case_blocks = {});
+  ~ModelGuided() override;
   std::optional<size_t> next() override;
   /// Also for a configuration it did not propose (the default, measured first): it is never
   /// proposed afterwards, and its values count as tried.
@@ -170,18 +181,19 @@ class ModelGuided : public Strategy {
   std::vector<size_t> unvisited() const;
   /// The parameter effects learned so far (nullptr without configurations).
   const ParameterEffects* effects() const { return effects_ ? &*effects_ : nullptr; }
-  /// The effects learned on the measured times of unpredicted variants (nullptr without
-  /// configurations or when every variant has a prediction).
-  const ParameterEffects* unpredicted_effects() const { return blind_ ? &*blind_ : nullptr; }
-  /// Unpredicted variants measured with a time so far (what unpredicted_effects learn from; a
-  /// refit follows each of the first 32, then each growth by an eighth).
-  size_t unpredicted_measured() const { return blind_measured_.size(); }
+  /// The portfolio search beside the model (nullptr without configurations).
+  const Portfolio* explorer() const { return explorer_.get(); }
+  /// Proposals the portfolio made so far (the rest are the model's).
+  size_t explored() const { return explored_; }
+  /// Values of this space that set_unpredicted_prior's prior spoke for.
+  size_t unpredicted_prior_values() const { return unpredicted_prior_values_; }
   /// Orders the search by what other searches learned (ParameterEffects::set_prior) until its
   /// own measurements take over; the stop rule is not changed. Without configurations, ignored.
   void set_prior(const ParameterEffects::Prior& prior);
   /// As set_prior, for the variants without a prediction: a prior learned from earlier searches'
-  /// times (each search centred on its own mean) orders them from the start, instead of the
-  /// random order. Without such variants or configurations, ignored.
+  /// times (each search centred on its own mean) is the portfolio's first order and a feature of
+  /// its surrogate (as a model's prediction would be). Without such variants or configurations,
+  /// ignored.
   void set_unpredicted_prior(const ParameterEffects::Prior& prior);
   /// `held[i]`: pruned by the model rule (predicted slower than `margin` x the best prediction)
   /// under the calibration it started with. Held variants are not proposed; each refit of the
@@ -227,9 +239,13 @@ class ModelGuided : public Strategy {
   size_t propose(size_t i);
   /// The open unpredicted variant to try next (nullopt: none left).
   std::optional<size_t> next_unpredicted();
-  /// Refits blind_ to the measured unpredicted variants and re-ranks the open ones.
-  void refit_unpredicted();
+  /// Whether the next proposal is the portfolio's rather than the model's (the bandit).
+  bool explore_now();
+  /// The model's current order as the portfolio's feature (predicted_ times the effects).
+  void share_predictions();
   bool can_stop() const;
+  /// The model has ranked what was measured well enough to be trusted (the stop rule's test).
+  bool trusted() const;
   struct Evidence {
     double best = -1;    // the best measured time
     double ratio = 0.8;  // min measured / foresight, at most 0.8
@@ -273,11 +289,18 @@ class ModelGuided : public Strategy {
   std::size_t next_refit_ = 4;
   std::size_t refitted_at_ = 0;  // measurements the last refit saw
   std::string stop_reason_;
-  // Unpredicted variants: the effects on log(measured time), the measurements they are fitted
-  // to, the open ones in the order to try (rebuilt by each refit; consumed from unpredicted_at_),
-  // and the seed of the random order.
-  std::optional<ParameterEffects> blind_;
-  std::vector<std::pair<size_t, double>> blind_measured_;
+  // The portfolio beside the model; what it may propose now (any open variant, or only the
+  // unpredicted ones once the model has stopped or has nothing left); per variant: proposed by it
+  // (1) or by the model (2); the bandit between the two (0 model, 1 portfolio) and its coin.
+  std::unique_ptr<Portfolio> explorer_;
+  bool unpredicted_only_ = false;
+  bool put_back_ = false;  ///< confirm() put the last proposal back
+  bool trusted_ = false;   ///< trusted() after the last measurement
+  std::vector<char> by_;
+  std::unique_ptr<Bandit> bandit_;
+  std::unique_ptr<std::mt19937_64> coin_;
+  size_t explored_ = 0, model_proposed_ = 0, unpredicted_prior_values_ = 0;
+  // Without configurations: the unpredicted variants in a seeded random order.
   std::vector<size_t> unpredicted_order_;
   size_t unpredicted_at_ = 0;
   std::uint64_t seed_ = 0;

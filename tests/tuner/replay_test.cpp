@@ -17,6 +17,8 @@
 namespace gputune::tuner {
 namespace {
 
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
 using nlohmann::json;
 
 /// Replays, for an H100, a strided copy over bs 128, 256 and stride 1..32 (12 configurations)
@@ -80,14 +82,15 @@ TEST(Replay, KernelTunerAndT4FilesOfTheSameRunAgree) {
   // Brute force in space order reaches the optimum (recorded times) at its position in the space.
   EXPECT_EQ(kt.strategies[0].median_to[0], 9986);
   EXPECT_FALSE(kt.pruner_scored);  // the kernel source is not shipped
-  // Without the kernel source, model_guided orders by what the recorded A4000 times teach about
-  // each parameter value: on these real measurements it needs far fewer than random search to
-  // get within 1% (75 at the median over 1000 seeds) and to the optimum (5460).
-  const StrategyScore &random = kt.strategies[1], &guided = kt.strategies[2];
-  EXPECT_EQ(guided.strategy, "model_guided");
-  EXPECT_EQ(guided.seeds, 50);
-  EXPECT_LT(guided.median_to[1] * 2, random.median_to[1]);
-  EXPECT_LT(guided.median_to[0] * 10, random.median_to[0]);
+  // Without the kernel source (model_guided would search as portfolio does), the portfolio
+  // search learns from the recorded A4000 times: on these real measurements it needs far fewer
+  // than random search to get within 1% (75 at the median over 1000 seeds) and to the optimum
+  // (5460).
+  const StrategyScore &random = kt.strategies[1], &portfolio = kt.strategies[2];
+  EXPECT_EQ(portfolio.strategy, "portfolio");
+  EXPECT_EQ(portfolio.seeds, 50);
+  EXPECT_LT(portfolio.median_to[1] * 2, random.median_to[1]);
+  EXPECT_LT(portfolio.median_to[0] * 10, random.median_to[0]);
   EXPECT_FALSE(kt.guided_note.empty());
 }
 
@@ -450,7 +453,7 @@ TEST(Replay, EveryStrategyMeasuresTheDefaultFirstAsRunDoes) {
   auto r = cache(1.0);
   EXPECT_EQ(r.default_key, "256");
   ASSERT_TRUE(r.default_ms.has_value());
-  ASSERT_EQ(r.strategies.size(), 3u);  // brute force, random, model_guided without the model
+  ASSERT_EQ(r.strategies.size(), 3u);  // brute force, random, portfolio (model_guided's search)
   for (const auto& s : r.strategies) {
     EXPECT_EQ(s.median_to[0], 1) << s.strategy;
     EXPECT_EQ(s.p90_to[0], 1) << s.strategy;
@@ -478,9 +481,9 @@ TEST(Replay, ScoresTheModelRankingAndModelGuided) {
   ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
   EXPECT_EQ(r.predicted_and_measured, 12u);
   EXPECT_GT(r.spearman, 0.8);
-  ASSERT_EQ(r.strategies.size(), 3u);
-  EXPECT_EQ(r.strategies[2].strategy, "model_guided");
-  EXPECT_LE(r.strategies[2].median_to[0], 2);  // the best prediction is the optimum (or its twin)
+  ASSERT_EQ(r.strategies.size(), 4u);  // brute force, random, portfolio, model_guided
+  EXPECT_EQ(r.strategies[3].strategy, "model_guided");
+  EXPECT_LE(r.strategies[3].median_to[0], 2);  // the best prediction is the optimum (or its twin)
   EXPECT_GT(r.guided_stopped_after, 0u);
   EXPECT_DOUBLE_EQ(r.guided_best_ratio, 1.0);
   std::ostringstream text;
@@ -605,8 +608,8 @@ TEST(Replay, TheTableHasAColumnPairPerToleranceAndSaysWhereASearchStopped) {
   ReplayReport r;
   r.within = {1.0, 1.05};
   const double stopped = std::numeric_limits<double>::quiet_NaN();
-  r.strategies.push_back({"random", 10, {40, 3}, {90, 7}});
-  r.strategies.push_back({"model_guided", 1, {stopped, 2}, {stopped, 2}});
+  r.strategies.push_back({"random", 10, {40, 3}, {90, 7}, kNaN, kNaN, "", false});
+  r.strategies.push_back({"model_guided", 1, {stopped, 2}, {stopped, 2}, kNaN, kNaN, "", true});
   std::ostringstream text;
   print_replay_report(r, text);
   const std::string t = text.str();

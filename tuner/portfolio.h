@@ -1,0 +1,162 @@
+/** \file tuner/portfolio.h
+ * Owns: the portfolio search (`--strategy portfolio`), gputune's search for a space whose
+ * variants the model cannot predict, and the searcher model_guided hands its unpredicted variants
+ * to: a bandit over three searches of the valid space, each proposing one configuration at a time.
+ *   - surrogate: a random forest (tuner/forest.h) fitted to log(measured time) over the
+ *     parameters' values (failures counted as slower than the slowest), proposing the open
+ *     configuration of highest expected improvement over the best;
+ *   - local: a neighbour of one of the fastest measured configurations (one or two parameters
+ *     moved to an adjacent or any value), the move a GPU programmer makes by hand;
+ *   - random: a uniformly random open configuration.
+ * It starts with a few random configurations; then each proposal comes from the search whose
+ * recent proposals did best (their measured times' ranks among everything measured, an
+ * area-under-the-curve credit over a sliding window, with an exploration bonus), and never less
+ * than a floor of random ones, so that a wrong picture (a surrogate fitted to a few points, a
+ * local optimum) cannot hold the search for long. Where the model predicts (set_predictions),
+ * the prediction is one more feature of the forest and its order a fourth search, so the search
+ * is no worse than without it when the model is wrong and follows it when it is right.
+ * Proposals may be asked for before earlier ones are reported (the stream's look-ahead).
+ * Must not: compile, launch or touch the database. */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tuner/forest.h"
+#include "tuner/strategy.h"
+#include "variants/space.h"
+
+namespace gputune::tuner {
+
+/// An area-under-the-curve bandit (ATF's AUCBandit, after OpenTuner's): each arm's credit is the
+/// weighted mean of its last `window` rewards in [0, 1], later ones weighing more, plus
+/// `explore` x sqrt(2 ln(uses of all) / uses of the arm); an arm never used goes first.
+class Bandit {
+ public:
+  Bandit(std::size_t arms, std::size_t window, double explore)
+      : rewards_(arms), uses_(arms, 0), window_(window), explore_(explore) {}
+  /// The arm to use among those `allowed` (bit a: arm a); -1 when none is.
+  int choose(unsigned allowed) const;
+  void used(int arm) { ++uses_[static_cast<std::size_t>(arm)]; }
+  void reward(int arm, double r) { rewards_[static_cast<std::size_t>(arm)].push_back(r); }
+  std::size_t uses(int arm) const { return uses_[static_cast<std::size_t>(arm)]; }
+  const std::vector<std::size_t>& all_uses() const { return uses_; }
+
+ private:
+  std::vector<std::vector<double>> rewards_;
+  std::vector<std::size_t> uses_;
+  std::size_t window_;
+  double explore_;
+};
+
+/// The portfolio's settings.
+struct PortfolioSettings {
+  std::size_t initial = 10;    ///< random proposals before the bandit starts
+  double random_floor = 0.10;  ///< the share of random proposals at least
+  std::size_t window = 24;     ///< proposals per search the credit looks back on
+  double explore = 0.15;       ///< weight of the bandit's exploration bonus
+  std::size_t pool = 4096;     ///< configurations the surrogate scores per refit (at most)
+  double refit_growth = 0.08;  ///< refit the forest when measurements grow by this fraction
+  std::size_t elites = 32;     ///< fastest configurations the local search starts from
+  Forest::Options forest{};
+  /// The surrogate's choice: 0 the highest expected improvement, 1 Thompson sampling (the
+  /// fastest by one tree drawn at random per proposal).
+  int acquisition = 0;
+  /// Mixed into the seed: other random choices for the same seed (for a benchmark's variance).
+  std::uint64_t salt = 0;
+  /// Searches on: bit 0 surrogate, 1 local, 2 random, 3 model order (with predictions).
+  unsigned arms = 0xF;
+};
+
+class Portfolio : public Strategy {
+ public:
+  using Options = PortfolioSettings;
+
+  /// `configs`: the space (or the plan), all with the same parameters. `seed`: the random choices.
+  Portfolio(const std::vector<Config>& configs, std::uint64_t seed)
+      : Portfolio(configs, seed, Options{}) {}
+  Portfolio(const std::vector<Config>& configs, std::uint64_t seed, Options options);
+
+  std::optional<std::size_t> next() override;
+  /// Also for a configuration it did not propose (the default, measured first).
+  void report(std::size_t index, std::optional<double> ms) override;
+  std::string name() const override { return "portfolio"; }
+
+  /// Never proposes these.
+  void exclude(const std::vector<std::size_t>& which);
+  /// Proposes only configurations `allowed` says yes to (besides its own bookkeeping); a search
+  /// that owns this one (model_guided) says which of its variants are open to it. Empty: all.
+  void set_filter(std::function<bool(std::size_t)> allowed) { allowed_ = std::move(allowed); }
+  /// Another search proposed configuration i: it is not proposed again here.
+  void taken(std::size_t i);
+  /// What a measurement of `ms` would earn the search that proposed it (before it is reported):
+  /// the share of the valid measurements so far that it beats (1: a new best; 0: a failure).
+  double reward(std::optional<double> ms) const;
+  /// The model's predicted times (ms; NaN or <= 0: none), for the forest and the model's order.
+  void set_predictions(const std::vector<double>& predicted_ms);
+  /// Whether the order of the predictions is one of its searches (the fourth; with a model that
+  /// orders its own proposals, as model_guided does, it is only the surrogate's feature).
+  void use_prediction_order(bool on) {
+    o_.arms = on ? o_.arms | (1u << kModel) : o_.arms & ~(1u << kModel);
+  }
+  /// Open configurations left (neither proposed nor excluded).
+  std::size_t open() const { return open_.size(); }
+  /// Proposals per search so far: surrogate, local, random, model.
+  const std::vector<std::size_t>& proposals_by_search() const { return bandit_.all_uses(); }
+  /// Which search proposed configuration i (-1: none, the default or not proposed).
+  int proposed_by(std::size_t i) const { return i < by_.size() ? by_[i] : -1; }
+  static const char* search_name(int arm);
+
+ private:
+  enum Arm { kSurrogate = 0, kLocal = 1, kRandom = 2, kModel = 3, kArms = 4 };
+  std::size_t params() const { return ranks_.size(); }
+  const std::uint32_t* row(std::size_t i) const { return &x_[i * params()]; }
+  std::uint64_t hash(const std::uint32_t* r) const;
+  long find(const std::vector<std::uint32_t>& r) const;
+  void close(std::size_t i);  ///< no longer open
+  int choose_arm();
+  bool allowed(std::size_t i) const { return state_[i] == 0 && (!allowed_ || allowed_(i)); }
+  std::optional<std::size_t> propose_random();
+  std::optional<std::size_t> propose_local();
+  std::optional<std::size_t> propose_surrogate();
+  std::optional<std::size_t> propose_model();
+  void refit();
+  /// The forest's features of configuration i (its ranks, and the prediction where there is one).
+  void features(std::size_t i, std::uint32_t* out) const;
+
+  Options o_;
+  std::mt19937_64 rng_;
+  std::vector<std::uint32_t> ranks_;  ///< per parameter with two or more values: how many
+  std::vector<std::uint32_t> x_;      ///< per configuration and parameter: the value's rank
+  std::unordered_multimap<std::uint64_t, std::uint32_t> at_;  ///< hash of ranks -> index
+  std::vector<char> state_;           ///< 0 open, 1 proposed, 2 reported, 3 excluded
+  std::vector<std::size_t> open_;     ///< the open configurations (unordered)
+  std::vector<std::size_t> open_at_;  ///< per configuration: its place in open_
+  std::vector<int> by_;               ///< per configuration: the search that proposed it
+  // Measurements: (index, log time; NaN: failed), and the fastest so far, fastest first.
+  std::vector<std::pair<std::size_t, double>> measured_;
+  std::vector<std::pair<double, std::size_t>> elites_;
+  Bandit bandit_;
+  std::size_t proposals_ = 0;
+  std::function<bool(std::size_t)> allowed_;
+  // Surrogate: the forest, the measurements it saw, and the pool ranked by expected improvement.
+  std::optional<Forest> forest_;
+  std::size_t fitted_at_ = 0;
+  std::vector<std::size_t> ranked_;
+  std::vector<std::size_t> pool_;  ///< what the surrogate chooses from (Thompson sampling)
+  std::size_t ranked_at_ = 0;
+  // The model: predicted log times (NaN: none) as a feature's rank, and its order.
+  std::vector<double> predicted_;
+  std::vector<std::uint32_t> predicted_rank_;
+  std::uint32_t predicted_ranks_ = 0;
+  std::vector<std::size_t> model_order_;
+  std::size_t model_at_ = 0;
+};
+
+}  // namespace gputune::tuner
