@@ -37,7 +37,8 @@ int cmd_run(int argc, char** argv) {
                                      cxxopts::value<std::string>())(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>()->default_value("0"))(
-      "strategy", "replace the job's GPUTune.Search.Strategy: brute_force, random, model_guided",
+      "strategy",
+      "replace the job's GPUTune.Search.Strategy: brute_force, random, portfolio, model_guided",
       cxxopts::value<std::string>())(
       "budget", "replace the job's GPUTune.Budget.Configurations (configurations measured)",
       cxxopts::value<std::uint64_t>())("model-analyses", kModelAnalysesHelp,
@@ -195,7 +196,7 @@ int cmd_batch(int argc, char** argv) {
       "no-gpu", "do not use a GPU even if one is present (compile and inspect only)")(
       "cache-dir", "cubin cache folder ('-' disables)", cxxopts::value<std::string>())(
       "j,threads", "compile workers", cxxopts::value<int>())(
-      "strategy", "every job's search strategy: brute_force, random, model_guided",
+      "strategy", "every job's search strategy: brute_force, random, portfolio, model_guided",
       cxxopts::value<std::string>())("budget", "every job's GPUTune.Budget.Configurations",
                                      cxxopts::value<std::uint64_t>())(
       "kernel-timeout", "as for `run`: seconds before a measurement counts as hung",

@@ -125,7 +125,7 @@ void ContextRun::learn_from_the_past() {
     auto before = ParameterEffects::from_past(past);
     guide_->set_prior(before.learned());
     std::string taught = before.summary(4);
-    s_.log << "gputune: model_guided: starts from what " << past.size()
+    s_.log << "gputune: " << s_.job.strategy << ": starts from what " << past.size()
            << " earlier measurements of kernel '" << s_.job.kernel_name
            << "' on this device taught ("
            << (guide_->effects() ? guide_->effects()->prior_values() : 0)
@@ -141,7 +141,7 @@ void ContextRun::learn_from_the_past() {
       guide_->set_unpredicted_prior(before.learned());
       if (guide_->unpredicted_prior_values() == 0) return;  // no variant without a prediction
       std::string taught = before.summary(4);
-      s_.log << "gputune: model_guided: variants without a prediction start from what "
+      s_.log << "gputune: " << s_.job.strategy << ": variants without a prediction start from what "
              << times.size() << " earlier measured times of kernel '" << s_.job.kernel_name
              << "' on this device"
              << (imported ? " (" + std::to_string(imported) +
@@ -173,23 +173,24 @@ void ContextRun::report_search() {
   }
   if (!guide_) return;
   if (stream_->parked() > 0)
-    s_.log << "gputune: model_guided: " << stream_->parked()
+    s_.log << "gputune: " << s_.job.strategy << ": " << stream_->parked()
            << " times a compiled variant waited, its real prediction behind the best case of "
               "one not compiled yet, which was compiled first (it is measured in the order of "
               "real predictions)\n";
   if (!guide_->stop_reason().empty())
-    s_.log << "gputune: model_guided stopped after " << steps_ << " of " << plan_->index.size()
-           << " variants: " << guide_->stop_reason() << "\n";
+    s_.log << "gputune: " << s_.job.strategy << " stopped after " << steps_ << " of "
+           << plan_->index.size() << " variants: " << guide_->stop_reason() << "\n";
   const std::size_t held = stream_->dropped_by_model().size() - stream_->left_out_excluded().size();
   if (held > 0) {
-    s_.log << "gputune: model_guided: refits on this run's measurements readmitted "
+    s_.log << "gputune: " << s_.job.strategy << ": refits on this run's measurements readmitted "
            << guide_->readmitted().size() << " of the " << held
            << " variants the model rule held back (" << readmitted_measured_
            << " of them measured by the search)\n";
   }
   if (guide_->effects() && guide_->effects()->samples() > 0) {
     std::string misses = guide_->effects()->summary(6);
-    s_.log << "gputune: model_guided: what the model misses per parameter value (measured / "
+    s_.log << "gputune: " << s_.job.strategy
+           << ": what the model misses per parameter value (measured / "
               "predicted against the average, learned from "
            << guide_->effects()->samples() << " measurements and used to order the rest): "
            << (misses.empty() ? "no value off by 5% or more" : misses);
@@ -199,11 +200,15 @@ void ContextRun::report_search() {
              << " of its weight (1: borne out here, 0: not)";
     s_.log << "\n";
   }
-  if (const Portfolio* p = guide_->explorer(); p && guide_->explored() > 0) {
+  if (const Portfolio* p = guide_->explorer();
+      p && (guide_->explored() > 0 || guide_->unpredicted_measured() > 0)) {
     const auto& uses = p->proposals_by_search();
-    s_.log << "gputune: model_guided: the portfolio search proposed " << guide_->explored()
-           << " of the variants measured (" << uses[0] << " by its surrogate, " << uses[1]
-           << " near the fastest, " << uses[2] << " at random"
+    s_.log << "gputune: " << s_.job.strategy << ": ";
+    if (guide_->unpredicted_measured() > 0)
+      s_.log << guide_->unpredicted_measured() << " variants without a prediction were measured; ";
+    s_.log << "the portfolio search proposed " << guide_->explored()
+           << " of the variants measured by this process (" << uses[0] << " by its surrogate, "
+           << uses[1] << " near the fastest, " << uses[2] << " at random"
            << (uses[3] ? ", " + std::to_string(uses[3]) + " in the order earlier runs taught"
                        : std::string())
            << ")\n";

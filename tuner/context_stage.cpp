@@ -329,7 +329,7 @@ void ContextRun::regret_sample() {
     ++timed;
     const std::string why = stream_->dropped(pos) ? "pruned by rule model"
                             : !t.decision.kept    ? "pruned by rule " + t.decision.rule
-                            : guide_              ? std::string("skipped by model_guided")
+                            : guide_              ? "skipped by " + s_.job.strategy
                                                   : std::string("pruned by rule model");
     if (auto ms = measure(c, t, "regret sample (" + why + ")");
         ms && (!best_sample || *ms < *best_sample))

@@ -79,8 +79,8 @@ Plan plan_without_search(RunState& s, bool& search) {
   } else if (s.stored_plan && space.size() > s.job.model_analyses) {
     s.log << "gputune: run " << *s.opt.resume_run << " planned all " << space.size()
           << " configurations without a model search, and goes on so\n";
-  } else if (space.size() > s.job.model_analyses) {
-    search = true;
+  } else if (space.size() > s.job.model_analyses && s.job.strategy == "model_guided") {
+    search = true;  // (portfolio searches the whole space itself, without the model)
     return p;
   }
   if (p.index.empty() && s.guided) {  // the whole space

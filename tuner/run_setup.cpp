@@ -222,8 +222,10 @@ void choose_device(RunState& s) {
   s.no_device_reason = no_device_reason;
   s.limits = limits;
   s.rates = rates;
-  s.guided = job.strategy == "model_guided";
-  s.use_model = s.guided || job.pruner.enabled;
+  // model_guided, and portfolio (model_guided's search without the model): a search with
+  // feedback over the whole space.
+  s.guided = job.strategy == "model_guided" || job.strategy == "portfolio";
+  s.use_model = job.strategy == "model_guided" || job.pruner.enabled;
 }
 
 /// Every context's arguments are sized, and checked against the memory they will take (this

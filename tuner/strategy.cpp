@@ -626,6 +626,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
     explorer_->report(index, ms);
   }
   if (!ms || !(*ms > 0)) return;
+  if (predicted_[index] < 0) ++unpredicted_measured_;
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {

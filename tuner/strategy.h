@@ -185,6 +185,9 @@ class ModelGuided : public Strategy {
   const Portfolio* explorer() const { return explorer_.get(); }
   /// Proposals the portfolio made so far (the rest are the model's).
   size_t explored() const { return explored_; }
+  /// Variants without a prediction measured with a time so far (those measured before the search
+  /// began, as a resumed run's, included).
+  size_t unpredicted_measured() const { return unpredicted_measured_; }
   /// Values of this space that set_unpredicted_prior's prior spoke for.
   size_t unpredicted_prior_values() const { return unpredicted_prior_values_; }
   /// Orders the search by what other searches learned (ParameterEffects::set_prior) until its
@@ -300,6 +303,7 @@ class ModelGuided : public Strategy {
   std::unique_ptr<Bandit> bandit_;
   std::unique_ptr<std::mt19937_64> coin_;
   size_t explored_ = 0, model_proposed_ = 0, unpredicted_prior_values_ = 0;
+  size_t unpredicted_measured_ = 0;
   // Without configurations: the unpredicted variants in a seeded random order.
   std::vector<size_t> unpredicted_order_;
   size_t unpredicted_at_ = 0;

@@ -127,7 +127,7 @@ struct Job {
   std::vector<ReferenceArgument> references;
   std::vector<ContextSpec> contexts;  // at least one
   // Search
-  std::string strategy = "brute_force";  // brute_force | random | model_guided
+  std::string strategy = "brute_force";  // brute_force | random | portfolio | model_guided
   std::uint64_t seed = 1;
   /// GPUTune.Search.ModelAnalyses: a space larger than this is not analysed and compiled whole
   /// under the model (model_guided, `prune`); the model searches it instead (tuner/model_search.h).

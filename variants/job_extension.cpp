@@ -159,9 +159,9 @@ void read_extension(Reader& r, const json& ext, Job& job) {
 
 void set_strategy(Job& job, const std::string& name, const std::string& file,
                   const std::string& field) {
-  if (name != "brute_force" && name != "random" && name != "model_guided")
+  if (name != "brute_force" && name != "random" && name != "model_guided" && name != "portfolio")
     throw JobError(file, field, "unknown strategy '" + name + "'",
-                   "use brute_force, random or model_guided");
+                   "use brute_force, random, portfolio or model_guided");
   job.strategy = name;
   if (!job.pruner.explicit_enabled) job.pruner.enabled = name == "model_guided";
 }

@@ -407,8 +407,8 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
   for (auto& [ctx, set] : measured) {
     EXPECT_EQ(set.size(), 24u) << "never cut: every variant measured";
     EXPECT_NE(r.out.find("gputune: model_guided: " + std::to_string(correct[ctx]) +
-                         " variants without a prediction were measured in the order their "
-                         "parameter values' measured times suggest"),
+                         " variants without a prediction were measured; the portfolio search "
+                         "proposed "),
               std::string::npos)
         << r.out;
   }
@@ -439,6 +439,30 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find(" earlier measured times of kernel 'vector_add' on this device (3 of them "
                        "from imported Kernel Tuner caches) taught"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(FakeDriver, PortfolioSearchesWithoutTheModelWithinTheBudget) {
+  // `--strategy portfolio`: model_guided's search without the model (no analysis, no pruner):
+  // the default first, then what the portfolio proposes, as many as the budget.
+  test::TempDir dir;
+  const std::string db = (dir / "p.db").string();
+  auto r = sh(with_fake() + "run '" + (test::examples_dir() / "vector_add.json").string() +
+              "' --strategy portfolio --budget 12 --db '" + db + "' --cache-dir '" +
+              (dir / "cache").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("; strategy portfolio\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("gputune: model:"), std::string::npos) << "no model runs: " << r.out;
+  EXPECT_EQ(r.out.find("gputune: pruner:"), std::string::npos) << "no pruner: " << r.out;
+  db::Store store(db);
+  std::map<std::int64_t, std::set<std::string>> measured;  // per context
+  for (auto& m : store.measurements(0))
+    if (m.reason.rfind("re-measurement", 0) != 0) measured[m.context_id].insert(m.params_json);
+  ASSERT_EQ(measured.size(), 2u);  // the example's two contexts
+  for (auto& [ctx, set] : measured) EXPECT_EQ(set.size(), 12u) << "the budget, default included";
+  EXPECT_NE(r.out.find("gputune: portfolio: 12 variants without a prediction were measured; the "
+                       "portfolio search proposed 11 of the variants measured by this process"),
             std::string::npos)
       << r.out;
 }
