@@ -468,7 +468,10 @@ int cmd_replay(int argc, char** argv) {
       "strategies", "the strategies to score (default: all): brute_force,random,model_guided,...",
       cxxopts::value<std::vector<std::string>>())(
       "compile-workers", "compile workers of the simulated stream (default: as `run` here)",
-      cxxopts::value<int>())("h,help", "help");
+      cxxopts::value<int>())(
+      "prune-report", "with --device: compile the whole space for the pruner's report (slow)")(
+      "model-seeds", "with --device: model_guided's seeds (default 1)", cxxopts::value<int>())(
+      "h,help", "help");
   o.parse_positional({"job"});
   o.positional_help("JOB");
   auto r = o.parse(argc, argv);
@@ -504,6 +507,12 @@ int cmd_replay(int argc, char** argv) {
     ro.look_ahead = static_cast<std::size_t>(n);
   }
   ro.score = r.count("score") > 0;
+  ro.prune_report = r.count("prune-report") > 0;
+  if (r.count("model-seeds")) {
+    ro.model_seeds = r["model-seeds"].as<int>();
+    if (ro.model_seeds < 1 || ro.model_seeds > 1000)
+      throw std::invalid_argument("--model-seeds must be 1..1000");
+  }
   ro.trajectories = string_option(r, "trajectories");
   if (r.count("strategies")) ro.strategies = r["strategies"].as<std::vector<std::string>>();
   if (r.count("compile-workers")) {

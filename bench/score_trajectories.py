@@ -5,7 +5,7 @@ The performance score of Willemsen, Schoonhoven, van Werkhoven et al., "A method
 optimization algorithms for auto-tuning" (FGCS 2024), as the package `autotuning_methodology`
 (PyPI) computes it, on the trajectories gputune wrote: the same numbers `gputune replay --score`
 prints, computed by the package's own classes, so the two can be checked against each other
-(tests/replay_score_test.cpp does, within 0.01).
+(tests/tuner/methodology_test.cpp does, within 0.01).
 
 The file (JSON lines): the first line is the space, {"space": {"source": ..., "configurations":
 [[key, time_ms or null, compile_s, benchmark_s], ...]}}, every configuration of the job's space
@@ -24,6 +24,7 @@ bootstrap bagging, as the package does by default) and over function evaluations
 against the baseline and averaged over the range.
 
 Usage: bench/out/peer-venv/bin/python bench/score_trajectories.py TRAJECTORIES... [--resolution N]
+       [--seed N]
 Prints one JSON object: {strategy: {"score_time": ..., "score_fevals": ...}, "_range": {...}}.
 """
 import argparse
@@ -108,8 +109,11 @@ def scores(space, runs, resolution=1000, confidence=0.95):
     with tempfile.TemporaryDirectory() as tmp:
         t4 = os.path.join(tmp, "space_T4.json")
         with open(t4, "w", encoding="utf-8") as f:
+            # A valid configuration first: the package checks its sums on the first result,
+            # and a failed one there (NaN) fails that check.
+            ordered = sorted(space.values(), key=lambda c: c[1] is None)
             json.dump({"schema_version": "1.0.0", "metadata": {"timeunit": "seconds"},
-                       "results": [t4_result(*c) for c in space.values()]}, f)
+                       "results": [t4_result(*c) for c in ordered]}, f)
         stats = SearchspaceStatistics("space", "recorded", True, TIME_KEYS, ["time"],
                                       pathlib.Path(t4), full_validate=False)
 
@@ -154,7 +158,12 @@ def main():
     ap.add_argument("--resolution", type=int, default=1000,
                     help="points of the time range (the package's default experiments: 1000)")
     ap.add_argument("--confidence", type=float, default=0.95)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed numpy's generator, which the package's bagging draws from "
+                         "(unseeded, as the package runs, by default)")
     args = ap.parse_args()
+    if args.seed is not None:
+        np.random.seed(args.seed)
     space, runs = read_lines(args.trajectories)
     json.dump(scores(space, runs, args.resolution, args.confidence), sys.stdout, indent=1)
     print()

@@ -26,6 +26,13 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--seeds" && i + 1 < argc) {
       o.seeds = std::atoi(argv[++i]);
+    } else if (a == "--look-ahead" && i + 1 < argc) {
+      o.look_ahead = static_cast<size_t>(std::atoi(argv[++i]));
+    } else if (a == "--workers" && i + 1 < argc) {
+      o.compile_workers = static_cast<size_t>(std::atoi(argv[++i]));
+    } else if (a == "--trajectories" && i + 1 < argc) {
+      o.trajectories = argv[++i];
+      o.within = {1.01, 1.05, 1.10};
     } else if (a == "--only" && i + 1 < argc) {
       o.strategies = {argv[++i]};
     } else if (a == "--set" && i + 1 < argc) {
@@ -62,6 +69,10 @@ int main(int argc, char** argv) {
         p.acquisition = static_cast<int>(v);
       else if (k == "salt")
         p.salt = static_cast<std::uint64_t>(v);
+      else if (k == "covering_start")
+        p.covering_start = v != 0;
+      else if (k == "reward")
+        p.reward = static_cast<int>(v);
       else {
         std::cerr << "unknown setting " << k << "\n";
         return 2;

@@ -50,6 +50,7 @@
 #include <set>
 #include <tuple>
 
+#include "db/snapshot.h"
 #include "db/store.h"
 
 namespace gputune::db {
@@ -67,95 +68,15 @@ struct Snapshot {
   bool skipped = false;  // OUT itself
 };
 
-/// A read-only connection of SQLite's C API (a shard is opened only so).
-struct ReadOnly {
-  sqlite3* db = nullptr;
-  ~ReadOnly() { sqlite3_close(db); }
-};
-
-std::string hex(std::int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::int64_t pragma_int(sqlite3* db, const std::string& sql, const std::string& shard,
-                        const std::string& out) {
-  sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
-  std::int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  std::string msg = sqlite3_errmsg(db);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_ROW)
-    throw DbError(shard + ": cannot be read as a database (" + msg + ")" + kNothingWritten + out +
-                      ". Fix: give gputune database files as shards",
-                  rc);
-  return v;
-}
-
 /// Checks a shard (read only) and copies it to `copy`; migrates the copy when older. Throws
 /// DbError naming the shard and the fix when it cannot be merged.
 Snapshot snapshot(const std::string& shard, const std::string& copy, const std::string& out) {
   Snapshot s{shard, copy};
-  std::error_code ec;
-  if (!fs::is_regular_file(shard, ec))
-    throw DbError(shard + ": no such file" + kNothingWritten + out +
-                  ". Fix: give the path of a gputune database (a shard) that exists");
-  if (!is_sqlite_file(shard))
-    throw DbError(shard + ": not an SQLite database, so not a gputune database" + kNothingWritten +
-                  out + ". Fix: give gputune database files as shards (a run's --db file)");
-  ReadOnly src;
-  int rc = sqlite3_open_v2(shard.c_str(), &src.db, SQLITE_OPEN_READONLY, nullptr);
-  if (rc != SQLITE_OK)
-    throw DbError(shard + ": cannot open (" + (src.db ? sqlite3_errmsg(src.db) : "out of memory") +
-                      ")" + kNothingWritten + out + ". Fix: check the file's permissions",
-                  rc);
-  sqlite3_busy_timeout(src.db, 10000);
-  const std::int64_t app = pragma_int(src.db, "PRAGMA application_id", shard, out);
-  const std::int64_t tables = pragma_int(src.db, "SELECT count(*) FROM sqlite_master", shard, out);
-  const std::int64_t version = pragma_int(src.db, "PRAGMA user_version", shard, out);
-  if (app != Store::kApplicationId)
-    throw DbError(shard + ": not a gputune database (application_id " + hex(app) + ", " +
-                  std::to_string(tables) + " tables; gputune's is " + hex(Store::kApplicationId) +
-                  ")" + kNothingWritten + out +
-                  ". Fix: give gputune database files as shards (a run's --db file)");
-  if (version > Store::kSchemaVersion)
-    throw DbError(shard + ": schema version " + std::to_string(version) +
-                  " is newer than this gputune's (" + std::to_string(Store::kSchemaVersion) + ")" +
-                  kNothingWritten + out +
-                  ". Fix: merge with the gputune that wrote the shard (or a newer one)");
-  if (version < 1)
-    throw DbError(shard + ": a gputune database without a schema (user_version " +
-                  std::to_string(version) + ")" + kNothingWritten + out +
-                  ". Fix: give a database gputune has written to");
-  s.version = static_cast<int>(version);
-  {
-    ReadOnly dst;
-    rc =
-        sqlite3_open_v2(copy.c_str(), &dst.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    sqlite3_backup* b =
-        rc == SQLITE_OK ? sqlite3_backup_init(dst.db, "main", src.db, "main") : nullptr;
-    if (b) {
-      rc = sqlite3_backup_step(b, -1);
-      sqlite3_backup_finish(b);
-    }
-    if (!b || rc != SQLITE_DONE)
-      throw DbError(shard + ": copying it to " + copy + " failed (" +
-                        (dst.db ? sqlite3_errmsg(dst.db) : "out of memory") + ")" +
-                        kNothingWritten + out + ". Fix: free space for the copy (--temp-dir)",
-                    rc);
-    sqlite3_stmt* st = nullptr;
-    std::string result = "(no answer)";
-    if (sqlite3_prepare_v2(dst.db, "PRAGMA quick_check", -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-      result = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (result != "ok")
-      throw DbError(shard + ": the database is damaged (quick_check: " + result + ")" +
-                    kNothingWritten + out + ". Fix: recover the shard (sqlite3 .recover) first");
-  }
-  if (s.version < Store::kSchemaVersion) Store migrated(copy);  // the copy, never the shard
+  s.version = snapshot_database(
+      shard, copy,
+      {kNothingWritten + out, "give gputune database files as shards (a run's --db file)",
+       "merge with the gputune that wrote the shard (or a newer one)",
+       "free space for the copy (--temp-dir)"});
   return s;
 }
 

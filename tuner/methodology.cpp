@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 
 namespace gputune::tuner {
@@ -130,6 +131,31 @@ std::vector<double> isotonic_decreasing(const std::vector<double>& x, const std:
     out.push_back(fit[k - 1] + t * (fit[k] - fit[k - 1]));
   }
   return out;
+}
+
+std::vector<double> isotonic_decreasing_bagged(const std::vector<double>& x,
+                                               const std::vector<double>& y,
+                                               const std::vector<double>& at, size_t estimators,
+                                               unsigned long long seed) {
+  const size_t n = x.size();
+  estimators = std::max<size_t>(estimators, 1);
+  // sklearn's _get_n_samples_bootstrap: round(n x max_samples), at least one.
+  const auto draws = std::max<size_t>(
+      1, static_cast<size_t>(
+             std::llround(static_cast<double>(n) / std::sqrt(static_cast<double>(estimators)))));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, n - 1);
+  std::vector<double> mean(at.size(), 0.0), bx(draws), by(draws);
+  for (size_t e = 0; e < estimators; ++e) {
+    for (size_t d = 0; d < draws; ++d) {
+      const size_t i = pick(rng);
+      bx[d] = x[i], by[d] = y[i];
+    }
+    const std::vector<double> fit = isotonic_decreasing(bx, by, at);
+    for (size_t k = 0; k < at.size(); ++k) mean[k] += fit[k];
+  }
+  for (double& v : mean) v /= static_cast<double>(estimators);
+  return mean;
 }
 
 }  // namespace methodology_detail
@@ -328,7 +354,9 @@ double Methodology::over_time(const std::vector<Trajectory>& seeds, std::string&
     }
     highest.push_back(last);
   }
-  std::vector<double> fit = md::isotonic_decreasing(x, y, time_range_);
+  // The package's bagging: one estimator per seed, at least three.
+  std::vector<double> fit = md::isotonic_decreasing_bagged(
+      x, y, time_range_, std::max<size_t>(seeds.size(), 3), 0x5eedULL);
   std::vector<double> curve;
   for (double v : fit)
     curve.push_back(dist_[std::clamp<long>(round_even(v), 0, static_cast<long>(dist_.size()) - 1)]);

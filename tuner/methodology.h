@@ -16,10 +16,12 @@
  * as the package computes it; over time, k is the time over the mean cost of a draw, and the curve
  * is the package's monotone cubic (PCHIP) interpolation. A strategy's curve over measurements is
  * the median over seeds of the rank of its best so far; over time, a decreasing isotonic
- * regression of the ranks of all seeds' bests against when they were found. The package fits
- * that regression by bootstrap bagging (a random result); here it is fitted once to all the
- * points, which bagging estimates (the two agree within 0.01: tests/methodology_test.cpp and
- * Replay.ScoreAgreesWithThePublishedPackage).
+ * regression of the ranks of all seeds' bests against when they were found, bagged as the package
+ * bags it (sklearn's BaggingRegressor: one estimator per seed, at least 3, each fitted to
+ * round(n / sqrt(estimators)) points drawn with replacement, their predictions averaged). The
+ * package draws from numpy's unseeded generator, so its score over time varies by a few
+ * thousandths from call to call; here the draws come from a fixed seed, so a score is
+ * reproducible (the two agree within 0.01: Methodology.ScoresAsThePublishedPackageDoes).
  *
  * Where the package has no answer this says why instead: a range that is empty (the optimum is
  * what random search finds first), a seed that ends before the range (a search that stopped keeps
@@ -115,6 +117,13 @@ std::vector<double> pchip(const std::vector<double>& x, const std::vector<double
 /// out_of_bounds="clip").fit(x, y).predict(at).
 std::vector<double> isotonic_decreasing(const std::vector<double>& x, const std::vector<double>& y,
                                         const std::vector<double>& at);
+/// sklearn.ensemble.BaggingRegressor(that regression, n_estimators=estimators,
+/// max_samples=1/sqrt(estimators), bootstrap=True).fit(x, y).predict(at), its draws from a
+/// generator seeded with `seed`.
+std::vector<double> isotonic_decreasing_bagged(const std::vector<double>& x,
+                                               const std::vector<double>& y,
+                                               const std::vector<double>& at,
+                                               std::size_t estimators, unsigned long long seed);
 }  // namespace methodology_detail
 
 }  // namespace gputune::tuner

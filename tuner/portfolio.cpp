@@ -24,6 +24,9 @@ const char* Portfolio::search_name(int arm) {
       return "random";
     case kModel:
       return "model";
+    case kRecombine:
+      return "recombination";
+
     default:
       return "none";
   }
@@ -96,11 +99,19 @@ Portfolio::Portfolio(const std::vector<Config>& configs, std::uint64_t seed, Opt
   x_.resize(n * P);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t q = 0; q < P; ++q) x_[i * P + q] = rank_of[source[q]][i];
+  seen_.resize(P);
+  frequency_.resize(P);
+  for (std::size_t q = 0; q < P; ++q) {
+    seen_[q].assign(ranks_[q], 0);
+    frequency_[q].assign(ranks_[q], 0);
+    for (std::size_t i = 0; i < n; ++i) ++frequency_[q][x_[i * P + q]];
+  }
   at_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) at_.emplace(hash(row(i)), static_cast<std::uint32_t>(i));
   open_.resize(n);
   std::iota(open_.begin(), open_.end(), std::size_t{0});
   open_at_ = open_;
+  if (o_.initial == 0) o_.initial = std::clamp<std::size_t>(2 * P, 8, 24);
 }
 
 std::uint64_t Portfolio::hash(const std::uint32_t* r) const {
@@ -165,7 +176,8 @@ std::optional<std::size_t> Portfolio::next() {
   else if (proposals_ > o_.initial && valid >= 2)
     arm = choose_arm();
   std::optional<std::size_t> pick;
-  switch (arm) {
+  if (arm == kRandom && proposals_ <= o_.initial && o_.covering_start) pick = propose_covering();
+  switch (pick ? -1 : arm) {
     case kSurrogate:
       pick = propose_surrogate();
       break;
@@ -175,15 +187,21 @@ std::optional<std::size_t> Portfolio::next() {
     case kModel:
       pick = propose_model();
       break;
+    case kRecombine:
+      pick = propose_recombined();
+      break;
+
     default:
       break;
   }
+  if (!pick && arm == kRecombine) arm = kLocal, pick = propose_local();
   if (!pick && arm == kLocal && (o_.arms & (1u << kSurrogate)))
     arm = kSurrogate, pick = propose_surrogate();
   if (!pick) arm = kRandom, pick = propose_random();
   if (!pick) return std::nullopt;
   by_[*pick] = arm;
   bandit_.used(arm);
+  cover(*pick);
   close(*pick);
   state_[*pick] = 1;
   return pick;
@@ -192,7 +210,8 @@ std::optional<std::size_t> Portfolio::next() {
 int Portfolio::choose_arm() {
   std::uniform_real_distribution<double> u(0, 1);
   if ((o_.arms & (1u << kRandom)) && u(rng_) < o_.random_floor) return kRandom;
-  unsigned allowed = o_.arms & ((1u << kSurrogate) | (1u << kLocal) | (1u << kRandom));
+  unsigned allowed =
+      o_.arms & ((1u << kSurrogate) | (1u << kLocal) | (1u << kRandom) | (1u << kRecombine));
   if (predicted_ranks_ && (o_.arms & (1u << kModel))) allowed |= 1u << kModel;
   const int arm = bandit_.choose(allowed);
   return arm < 0 ? kRandom : arm;
@@ -224,7 +243,11 @@ double Portfolio::reward(std::optional<double> ms) const {
   std::size_t valid = 0, beaten = 0;
   for (auto& [i, t] : measured_)
     if (!std::isnan(t)) ++valid, beaten += y < t;
-  return valid ? static_cast<double>(beaten) / static_cast<double>(valid) : 1.0;
+  if (valid == 0 || beaten == valid) return 1.0;  // a new best
+  const double share = static_cast<double>(beaten) / static_cast<double>(valid);
+  if (o_.reward == 1) return 0;
+  if (o_.reward == 2) return share >= 0.95 ? 0.5 : 0.0;
+  return share;
 }
 
 std::optional<std::size_t> Portfolio::propose_model() {
@@ -262,7 +285,7 @@ std::optional<std::size_t> Portfolio::propose_local() {
     return std::nullopt;
   };
   for (int attempt = 0; attempt < 48; ++attempt)
-    if (auto k = move(2)) return k;
+    if (auto k = move(2); k && (attempt >= 32 || !likely_fails(*k))) return k;
   // Every single move from each elite, fastest first: what is left next to the best.
   for (auto& [t, i] : elites_) {
     for (std::size_t q = 0; q < P; ++q) {
@@ -281,6 +304,61 @@ std::optional<std::size_t> Portfolio::propose_local() {
   return std::nullopt;
 }
 
+void Portfolio::cover(std::size_t i) {
+  for (std::size_t q = 0; q < params(); ++q) ++seen_[q][row(i)[q]];
+}
+
+std::optional<std::size_t> Portfolio::propose_covering() {
+  if (open_.empty()) return std::nullopt;
+  std::optional<std::size_t> best;
+  double best_score = -1;
+  for (int k = 0; k < 256; ++k) {
+    const std::size_t i = open_[static_cast<std::size_t>(rng_() % open_.size())];
+    if (!allowed(i)) continue;
+    // A value the constraints leave rare (in fewer than half of its share of the space) is
+    // left to chance: covering it would spend the start on the space's corners.
+    double score = 0;
+    for (std::size_t q = 0; q < params(); ++q) {
+      const std::uint32_t r = row(i)[q], c = seen_[q][r];
+      if (2 * frequency_[q][r] * ranks_[q] < state_.size()) continue;
+      score += (c == 0 ? 1.0 : 0.0) + 0.5 / (1.0 + c);
+    }
+    if (score > best_score) best_score = score, best = i;
+  }
+  return best;
+}
+
+std::optional<std::size_t> Portfolio::propose_recombined() {
+  // Each parameter's value from one of the fastest few (as a genetic search's crossover, or the
+  // grey wolves' leaders), now and then one moved to an adjacent value.
+  const std::size_t parents = std::min<std::size_t>(4, elites_.size());
+  if (parents < 2 || params() == 0) return std::nullopt;
+  std::uniform_real_distribution<double> u(0, 1);
+  const std::size_t P = params();
+  std::vector<std::uint32_t> r(P);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    for (std::size_t q = 0; q < P; ++q)
+      r[q] = row(elites_[static_cast<std::size_t>(rng_() % parents)].second)[q];
+    if (u(rng_) < 0.3) {
+      const std::size_t q = static_cast<std::size_t>(rng_() % P);
+      const bool up = (rng_() & 1) ? r[q] + 1 < ranks_[q] : r[q] == 0;
+      r[q] = up ? r[q] + 1 : r[q] - 1;
+    }
+    const long k = find(r);
+    if (k >= 0 && allowed(static_cast<std::size_t>(k)) &&
+        (attempt >= 48 || !likely_fails(static_cast<std::size_t>(k))))
+      return static_cast<std::size_t>(k);
+  }
+  return std::nullopt;
+}
+
+bool Portfolio::likely_fails(std::size_t i) const {
+  if (!forest_ || !forest_->fitted() || !std::isfinite(fail_line_)) return false;
+  std::vector<std::uint32_t> f(params() + (predicted_ranks_ ? 1 : 0));
+  features(i, f.data());
+  return forest_->predict(f.data()).mean > fail_line_;
+}
+
 void Portfolio::refit() {
   const std::size_t F = params() + (predicted_ranks_ ? 1 : 0);
   std::vector<std::uint32_t> ranks = ranks_;
@@ -293,11 +371,16 @@ void Portfolio::refit() {
     if (!std::isnan(t)) worst = std::max(worst, t);
   if (!std::isfinite(worst)) return;
   std::vector<std::uint32_t> f(F);
+  bool failed = false;
   for (auto& [i, t] : measured_) {
     features(i, f.data());
     x.insert(x.end(), f.begin(), f.end());
     y.push_back(std::isnan(t) ? worst + kLog2 : t);  // a failure: slower than the slowest
+    failed = failed || std::isnan(t);
   }
+  // Where the forest predicts above halfway from the slowest time to a failure's, it expects a
+  // failure: the local and recombining searches pass such configurations over.
+  fail_line_ = failed ? worst + kLog2 / 2 : INFINITY;
   forest_->fit(x, y, rng_);
   fitted_at_ = measured_.size();
   // The pool: every open configuration, or a random sample of them with the neighbours of the
@@ -373,6 +456,7 @@ std::optional<std::size_t> Portfolio::propose_surrogate() {
 
 void Portfolio::report(std::size_t index, std::optional<double> ms) {
   if (index >= state_.size() || state_[index] == 2) return;
+  if (state_[index] == 0 || state_[index] == 3) cover(index);  // proposed ones are covered
   close(index);
   state_[index] = 2;
   const bool ok = ms && *ms > 0;

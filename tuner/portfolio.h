@@ -19,6 +19,7 @@
  * Must not: compile, launch or touch the database. */
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -57,7 +58,9 @@ class Bandit {
 
 /// The portfolio's settings.
 struct PortfolioSettings {
-  std::size_t initial = 10;    ///< random proposals before the bandit starts
+  /// Proposals before the bandit starts (covering the values the space holds); 0: two per
+  /// parameter that has two values or more, from 8 to 24.
+  std::size_t initial = 0;
   double random_floor = 0.10;  ///< the share of random proposals at least
   std::size_t window = 24;     ///< proposals per search the credit looks back on
   double explore = 0.15;       ///< weight of the bandit's exploration bonus
@@ -68,10 +71,16 @@ struct PortfolioSettings {
   /// The surrogate's choice: 0 the highest expected improvement, 1 Thompson sampling (the
   /// fastest by one tree drawn at random per proposal).
   int acquisition = 0;
+  /// The first proposals cover the parameters' values (false: uniformly random).
+  bool covering_start = true;
+  /// The bandit's reward: 0 the share of the earlier measurements beaten, 1 only a new best,
+  /// 2 a new best, and half for the top 5%.
+  int reward = 0;
   /// Mixed into the seed: other random choices for the same seed (for a benchmark's variance).
   std::uint64_t salt = 0;
-  /// Searches on: bit 0 surrogate, 1 local, 2 random, 3 model order (with predictions).
-  unsigned arms = 0xF;
+  /// Searches on: bit 0 surrogate, 1 local, 2 random, 3 model order (with predictions),
+  /// 4 recombination of the fastest.
+  unsigned arms = 0x1F;
 };
 
 class Portfolio : public Strategy {
@@ -107,14 +116,14 @@ class Portfolio : public Strategy {
   }
   /// Open configurations left (neither proposed nor excluded).
   std::size_t open() const { return open_.size(); }
-  /// Proposals per search so far: surrogate, local, random, model.
+  /// Proposals per search so far: surrogate, local, random, model, recombination.
   const std::vector<std::size_t>& proposals_by_search() const { return bandit_.all_uses(); }
   /// Which search proposed configuration i (-1: none, the default or not proposed).
   int proposed_by(std::size_t i) const { return i < by_.size() ? by_[i] : -1; }
   static const char* search_name(int arm);
 
  private:
-  enum Arm { kSurrogate = 0, kLocal = 1, kRandom = 2, kModel = 3, kArms = 4 };
+  enum Arm { kSurrogate = 0, kLocal = 1, kRandom = 2, kModel = 3, kRecombine = 4, kArms = 5 };
   std::size_t params() const { return ranks_.size(); }
   const std::uint32_t* row(std::size_t i) const { return &x_[i * params()]; }
   std::uint64_t hash(const std::uint32_t* r) const;
@@ -126,7 +135,14 @@ class Portfolio : public Strategy {
   std::optional<std::size_t> propose_local();
   std::optional<std::size_t> propose_surrogate();
   std::optional<std::size_t> propose_model();
+  std::optional<std::size_t> propose_recombined();
+  /// The first proposals: the one that shows the most parameter values not seen yet (then the
+  /// least seen), among a random sample of the open ones: a space-filling start.
+  std::optional<std::size_t> propose_covering();
+  void cover(std::size_t i);
   void refit();
+  /// The forest expects configuration i to fail (a failure's value, more than halfway).
+  bool likely_fails(std::size_t i) const;
   /// The forest's features of configuration i (its ranks, and the prediction where there is one).
   void features(std::size_t i, std::uint32_t* out) const;
 
@@ -142,12 +158,15 @@ class Portfolio : public Strategy {
   // Measurements: (index, log time; NaN: failed), and the fastest so far, fastest first.
   std::vector<std::pair<std::size_t, double>> measured_;
   std::vector<std::pair<double, std::size_t>> elites_;
+  std::vector<std::vector<std::uint32_t>> seen_;  ///< per parameter and rank: proposed or measured
+  std::vector<std::vector<std::size_t>> frequency_;  ///< per parameter and rank: configurations
   Bandit bandit_;
   std::size_t proposals_ = 0;
   std::function<bool(std::size_t)> allowed_;
   // Surrogate: the forest, the measurements it saw, and the pool ranked by expected improvement.
   std::optional<Forest> forest_;
   std::size_t fitted_at_ = 0;
+  double fail_line_ = INFINITY;
   std::vector<std::size_t> ranked_;
   std::vector<std::size_t> pool_;  ///< what the surrogate chooses from (Thompson sampling)
   std::size_t ranked_at_ = 0;

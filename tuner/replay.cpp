@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "db/interchange.h"
+#include "db/snapshot.h"
 #include "db/store.h"
 #include "pruner/model.h"
 #include "tuner/compile.h"
@@ -20,6 +21,7 @@
 #include "tuner/model_stage.h"
 #include "tuner/portfolio.h"
 #include "tuner/prune.h"
+#include "tuner/replay_model.h"
 #include "tuner/replay_search.h"
 #include "tuner/search_stream.h"
 #include "tuner/strategy.h"
@@ -70,7 +72,10 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
                                                            const ReplayOptions& o,
                                                            std::size_t* entries,
                                                            std::string* source) {
-  db::Store store(file);
+  // Read without writing: a colleague's or an archived database is never changed (nor migrated:
+  // an older schema is migrated in the copy).
+  db::ReadOnlyCopy copy(file);
+  db::Store& store = copy.store();
   std::optional<db::RunRow> run;
   if (o.run) {
     run = store.run(*o.run);
@@ -266,10 +271,15 @@ Recording read_recording(const Job& job, const Space& space, const std::string& 
   return r;
 }
 
+/// The p-th percentile; NaN (a seed that stopped before getting there) counts as never, and a
+/// percentile that is never is NaN.
 double percentile(std::vector<double> v, double p) {
+  for (double& x : v)
+    if (std::isnan(x)) x = INFINITY;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  const double at =
+      v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+  return std::isinf(at) ? std::numeric_limits<double>::quiet_NaN() : at;
 }
 
 /// One strategy's score from the measurements each seed needed per tolerance.
@@ -333,7 +343,16 @@ StrategyScore score_seeds(const std::string& name, const std::vector<SearchSeed>
                           const Recording& r, const ReplayOptions& o, const ReplayReport& rep,
                           const Scoring& scoring) {
   std::vector<std::vector<double>> per_seed;
-  for (const SearchSeed& seed : seeds) per_seed.push_back(reach_all(seed.order, r, o, rep));
+  for (const SearchSeed& seed : seeds) {
+    std::vector<double> reach = reach_all(seed.order, r, o, rep);
+    // A tolerance the seed never got within (its stop rule ended it first): never.
+    double best = INFINITY;
+    for (size_t i : seed.order)
+      if (r.time[i]) best = std::min(best, *r.time[i]);
+    for (size_t t = 0; t < reach.size(); ++t)
+      if (best > rep.optimum_ms * o.within[t]) reach[t] = std::numeric_limits<double>::quiet_NaN();
+    per_seed.push_back(std::move(reach));
+  }
   StrategyScore s = score(name, per_seed, o);
   if (o.score && scoring.methodology) {
     std::vector<Trajectory> t;
@@ -654,8 +673,31 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   } else if (!std::filesystem::exists(job.kernel_file)) {
     rep.pruner_note =
         "pruner not scored: the kernel source " + job.kernel_file.string() + " is not available";
-  } else {
+  } else if (o.prune_report) {
     score_pruner(job, space, r, o, look_ahead, rep);
+  } else {
+    // model_guided as `run` streams it: only what the search asks for is compiled.
+    const GuidedReplay g = replay_guided(job, space, r, o, o.model_seeds, horizon, shape);
+    rep.predicted_device = g.device, rep.predicted_context = g.context;
+    if (!g.scored) {
+      rep.pruner_note = g.note;
+    } else {
+      StrategyScore s = score_seeds("model_guided", g.seeds, r, o, rep, scoring);
+      s.with_model = true;
+      rep.strategies.push_back(std::move(s));
+      trajectories.seeds(space, "model_guided", g.seeds, true);
+      rep.model_streamed = true;
+      rep.guided_stopped_after = g.stopped_after;
+      rep.guided_compiled = g.compiled;
+      rep.guided_best_ratio = g.best_ratio;
+      rep.spearman = g.spearman;
+      rep.predicted_and_measured = g.predicted_and_measured;
+      rep.removed_by_rule = g.removed_by_rule;
+      rep.model_predicted = g.predicted;
+      rep.pruner_note = "model rates from " + g.rates_source +
+                        "; the pruner's report over the whole space: --prune-report (it "
+                        "compiles every configuration)";
+    }
   }
   trajectories.close();
   rep.trajectories_written = trajectories.lines();
@@ -744,6 +786,22 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
         << ", recorded launch failures predicted " << r.failures_predicted << " of "
         << r.failures_recorded << ", valid variants rejected for resources " << r.valid_rejected
         << "\n";
+  if (r.model_streamed) {
+    out << "model_guided with the model for " << r.predicted_device << ", context "
+        << r.predicted_context << ": " << r.model_predicted << " of the " << r.space_size
+        << " configurations predicted from their source; of what it compiled, removed per rule:";
+    for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;
+    out << "\nmodel: Spearman " << std::setprecision(3) << r.spearman << " over "
+        << r.predicted_and_measured
+        << " configurations compiled by the search (real predictions against recorded times)\n";
+    if (r.guided_stopped_after)
+      out << "model_guided: stopped after " << r.guided_stopped_after << " measurements";
+    else
+      out << "model_guided: ran";
+    out << " with the best within " << std::setprecision(1) << 100 * (r.guided_best_ratio - 1)
+        << "% of the optimum, having compiled " << r.guided_compiled << " of the " << r.space_size
+        << " configurations (all seeds)\n";
+  }
   if (r.pruner_scored) {
     out << "pruner: removed per rule:";
     for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;

@@ -105,6 +105,10 @@ struct ReplayReport {
   // The model (with the kernel source and a device).
   std::size_t predicted_and_measured = 0;
   double spearman = 0;  ///< predicted vs recorded time, over the configurations with both
+  /// model_guided with the model was scored as `run` streams it (compiling what it asked for),
+  /// not over a whole-space pruner report (ReplayOptions::prune_report).
+  bool model_streamed = false;
+  std::size_t model_predicted = 0;       ///< configurations with a best case from their source
   std::size_t guided_stopped_after = 0;  ///< model_guided: measurements before its stop rule
   std::size_t guided_compiled =
       0;                         ///< model_guided: configurations it compiled (the default's too)
@@ -149,6 +153,12 @@ struct ReplayOptions {
   std::size_t look_ahead = 0;
   /// The compile workers of the simulated stream (0: what `run` uses on this machine).
   std::size_t compile_workers = 0;
+  /// With the model: the pruner's report over the whole space (every configuration compiled,
+  /// the rules, the margin sweep) instead of scoring model_guided as `run` streams it.
+  bool prune_report = false;
+  /// With the model: model_guided's seeds (its portfolio's random choices; what a seed compiled
+  /// is compiled for the next).
+  int model_seeds = 1;
   /// The strategies to score (empty: all); names of replay's table.
   std::vector<std::string> strategies;
   /// The methodology's performance score of each strategy (seeds run until the score's range is

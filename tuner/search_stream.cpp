@@ -125,6 +125,7 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
     }
     flying_[pos] = 1;
     ++in_flight_;
+    compiling_.push_back(pos);
     return pos;
   }
   return std::nullopt;
@@ -132,6 +133,7 @@ std::optional<std::size_t> SearchStream::next_to_compile() {
 
 bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, bool sets_best) {
   cover(pos);
+  std::erase(compiling_, pos);
   if (flying_[pos]) flying_[pos] = 0, --in_flight_;
   resolved_[pos] = 1;
   if (sets_best) offer_best(prediction);
@@ -179,6 +181,7 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
 
 void SearchStream::known(std::size_t pos, std::optional<double> ms, double prediction) {
   cover(pos);
+  std::erase(compiling_, pos);
   if (flying_[pos]) flying_[pos] = 0, --in_flight_;
   resolved_[pos] = 1;
   offer_best(prediction);
@@ -188,8 +191,19 @@ void SearchStream::known(std::size_t pos, std::optional<double> ms, double predi
 
 std::optional<std::size_t> SearchStream::next_to_measure() {
   if (stopped_ || ready_.empty()) return std::nullopt;
-  const std::size_t pos = ready_.front();
-  ready_.pop_front();
+  // model_guided: of what is ready, the one it orders first, and not before one it orders
+  // before that is compiled (compiles finish in any order on many workers, the quickest to
+  // compile first; the search's order is the point, and a compile takes a fraction of a second).
+  // Others: in the order they became ready.
+  auto at = ready_.begin();
+  if (guide_) {
+    for (auto it = ready_.begin(); it != ready_.end(); ++it)
+      if (guide_->measure_order(*it) < guide_->measure_order(*at)) at = it;
+    for (std::size_t c : compiling_)
+      if (guide_->measure_order(c) < guide_->measure_order(*at)) return std::nullopt;
+  }
+  const std::size_t pos = *at;
+  ready_.erase(at);
   return pos;
 }
 
@@ -238,7 +252,7 @@ std::vector<TimedMeasurement> simulate_timed_stream(
     const std::function<std::optional<double>(std::size_t)>& measure,
     const std::function<double(std::size_t)>& compile_s,
     const std::function<double(std::size_t)>& benchmark_s, std::size_t workers, double start_s,
-    const std::function<bool(double)>& enough) {
+    const std::function<bool(double)>& enough, const std::function<void(std::size_t)>& asked) {
   workers = std::max<std::size_t>(1, workers);
   std::deque<std::size_t> waiting;                        // asked for, no worker yet
   std::vector<std::pair<double, std::size_t>> compiling;  // (ends, position), per busy worker
@@ -246,7 +260,10 @@ std::vector<TimedMeasurement> simulate_timed_stream(
   std::vector<TimedMeasurement> out;
   double now = start_s;
   for (;;) {
-    while (auto pos = stream.next_to_compile()) waiting.push_back(*pos);
+    while (auto pos = stream.next_to_compile()) {
+      waiting.push_back(*pos);
+      if (asked) asked(*pos);
+    }
     while (compiling.size() < workers && !waiting.empty()) {
       compiling.emplace_back(now + std::max(0.0, compile_s(waiting.front())), waiting.front());
       waiting.pop_front();

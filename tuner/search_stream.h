@@ -85,7 +85,9 @@ class SearchStream {
   /// `prediction` as compiled() takes it (rule 4's best counts it).
   void known(std::size_t pos, std::optional<double> ms, double prediction);
 
-  /// The compiled configuration to measure next: the first to become ready.
+  /// The compiled configuration to measure next: the first to become ready; under model_guided
+  /// the one it orders first, once nothing it orders before that is still compiling (nullopt
+  /// meanwhile).
   std::optional<std::size_t> next_to_measure();
 
   /// Its outcome (nullopt: it failed), reported to the strategy.
@@ -145,6 +147,7 @@ class SearchStream {
   std::vector<std::size_t> by_best_case_;  // positions with a best case, highest first
   std::size_t by_best_case_at_ = 0;        // those before it are beyond margin x best_
   std::deque<std::size_t> ready_;
+  std::vector<std::size_t> compiling_;  // asked for, not compiled yet
   // exact: compiled, usable, waiting for rule 4 to be sure (position, real prediction); and the
   // positions with a best case, lowest first, with how many of them are compiled or dropped.
   std::vector<std::pair<std::size_t, double>> deferred_;
@@ -188,12 +191,14 @@ struct TimedMeasurement {
 /// lasting `benchmark_s(pos)`, and its outcome is reported when it ends, before the stream is
 /// asked for more. `compile` and `measure` as simulate_stream takes them. Starts at `start_s`
 /// (what was measured before the stream). Stops when the stream is done or `enough(now)` says so
-/// after a measurement (`now`: when it ended).
+/// after a measurement (`now`: when it ended). `asked(pos)`, if given, hears of each position as
+/// the stream asks for it (a replay that really compiles starts those compiles then).
 std::vector<TimedMeasurement> simulate_timed_stream(
     SearchStream& stream, const std::function<CompileVerdict(std::size_t)>& compile,
     const std::function<std::optional<double>(std::size_t)>& measure,
     const std::function<double(std::size_t)>& compile_s,
     const std::function<double(std::size_t)>& benchmark_s, std::size_t workers, double start_s,
-    const std::function<bool(double)>& enough = {});
+    const std::function<bool(double)>& enough = {},
+    const std::function<void(std::size_t)>& asked = {});
 
 }  // namespace gputune::tuner

@@ -393,13 +393,12 @@ void ModelGuided::share_predictions() {
 }
 
 bool ModelGuided::explore_now() {
-  // A model that has ranked what was measured well needs no insurance (and its stop rule may
-  // end the search); before that, after its first proposals, the portfolio searches beside it.
-  if (!explorer_ || trusted_) return false;
-  if (model_proposed_ < kModelFirst) return false;
+  // After the model's first proposals, the portfolio searches beside it: at least its floor,
+  // and as the bandit says while the model has not ranked what was measured well.
+  if (!explorer_ || model_proposed_ < kModelFirst) return false;
   std::uniform_real_distribution<double> u(0, 1);
   if (u(*coin_) < kExploreFloor) return true;
-  return bandit_->choose(3u) == 1;
+  return !trusted_ && bandit_->choose(3u) == 1;
 }
 
 std::optional<size_t> ModelGuided::next_unpredicted() {
@@ -507,7 +506,10 @@ bool ModelGuided::trusted() const {
 }
 
 bool ModelGuided::can_stop() const {
-  if (!trusted_) return false;
+  // Only a model that ranks what was measured well, and whose order found the best so far: if
+  // the portfolio beside it found something faster, the model does not know where the fastest
+  // are, whatever it predicts of the rest.
+  if (!trusted_ || (best_index_ < by_.size() && by_[best_index_] == 1)) return false;
   const Evidence e = evidence();
   for (size_t i = 0; i < state_.size(); ++i)
     if (state_[i] == 0 && predicted_[i] > 0 && stop_bound(i, e.error) * e.ratio < e.best)
@@ -627,6 +629,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   }
   if (!ms || !(*ms > 0)) return;
   if (predicted_[index] < 0) ++unpredicted_measured_;
+  if (best_index_ >= state_.size() || *ms < best_ms_) best_index_ = index, best_ms_ = *ms;
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {

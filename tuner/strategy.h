@@ -5,6 +5,7 @@
  * Must not: compile, launch or touch the database. */
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -138,13 +139,15 @@ class ParameterEffects {
 /// no tried variant had is tried once, so the stop never rests on a guess.
 ///
 /// Given the configurations, the portfolio search (tuner/portfolio.h) searches beside the model:
-/// after the model's first kModelFirst proposals, a bandit chooses each proposal from the model's
-/// order or from the portfolio (which sees the model's prediction as a feature of its surrogate),
-/// by how their proposals measured, and the portfolio gets at least kExploreFloor of them, so a
-/// model that is wrong for this kernel cannot hold the search for long while a right one keeps
-/// it. Variants without a prediction (a kernel the analysis could not read) are not judged by the
-/// model: they are the portfolio's, never cut (without the configurations: a seeded random order
-/// after the predicted ones); a search without any prediction is the portfolio search. What
+/// after the model's first kModelFirst proposals measured, at least kExploreFloor of the
+/// proposals are the portfolio's (which sees the model's prediction as a feature of its
+/// surrogate), and until the model ranks what was measured well a bandit chooses each one from
+/// the model's order or the portfolio by how their proposals measured; the stop rule waits while
+/// the fastest so far is one the portfolio found. So a model that is wrong for this kernel cannot
+/// hold the search, or stop it, while a right one keeps it. Variants without a prediction (a
+/// kernel the analysis could not read) are not judged by the model: they are the portfolio's,
+/// never cut (without the configurations: a seeded random order after the predicted ones); a
+/// search without any prediction is the portfolio search. What
 /// earlier searches measured (set_unpredicted_prior) starts the portfolio with their order. What
 /// the model rule pruned under the starting calibration is held back (hold_back), not lost: a
 /// refitted model that predicts a held variant within the margin readmits it.
@@ -185,6 +188,8 @@ class ModelGuided : public Strategy {
   const Portfolio* explorer() const { return explorer_.get(); }
   /// Proposals the portfolio made so far (the rest are the model's).
   size_t explored() const { return explored_; }
+  /// Whether the portfolio (not the model's order) proposed variant i.
+  bool explored(size_t i) const { return i < by_.size() && by_[i] == 1; }
   /// Variants without a prediction measured with a time so far (those measured before the search
   /// began, as a resumed run's, included).
   size_t unpredicted_measured() const { return unpredicted_measured_; }
@@ -220,6 +225,13 @@ class ModelGuided : public Strategy {
   /// A variant proposed to try a parameter value before the search stops is always measured
   /// (putting it back would propose it again: the stream would never end).
   bool confirm(size_t i);
+  /// Of compiled proposals waiting for the GPU, which to measure first (lower first): the
+  /// portfolio's proposals and the parameter values tried before a stop first (they were asked
+  /// for as such), then the model's by its order.
+  double measure_order(size_t i) const {
+    if (i >= order_by_.size() || by_[i] == 1 || covering_[i]) return -INFINITY;
+    return order_by_[i] > 0 ? order_by_[i] : INFINITY;
+  }
   /// Whether variant i is held back now.
   bool held_back(size_t i) const { return i < state_.size() && state_[i] == 3; }
   /// Variant i was compiled: `features` with its real occupancy replace the best-case ones it was
@@ -297,8 +309,10 @@ class ModelGuided : public Strategy {
   // (1) or by the model (2); the bandit between the two (0 model, 1 portfolio) and its coin.
   std::unique_ptr<Portfolio> explorer_;
   bool unpredicted_only_ = false;
-  bool put_back_ = false;  ///< confirm() put the last proposal back
-  bool trusted_ = false;   ///< trusted() after the last measurement
+  bool put_back_ = false;                        ///< confirm() put the last proposal back
+  bool trusted_ = false;                         ///< trusted() after the last measurement
+  size_t best_index_ = static_cast<size_t>(-1);  ///< the fastest measured so far
+  double best_ms_ = 0;
   std::vector<char> by_;
   std::unique_ptr<Bandit> bandit_;
   std::unique_ptr<std::mt19937_64> coin_;

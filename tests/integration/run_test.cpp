@@ -172,7 +172,8 @@ TEST(Cli, StrategyAndBudgetFromTheCommandLine) {
   auto bad = run_gputune(base + " --strategy bogus");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.out.find("'--strategy': unknown strategy 'bogus'"), std::string::npos) << bad.out;
-  EXPECT_NE(bad.out.find("brute_force, random or model_guided"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("brute_force, random, portfolio or model_guided"), std::string::npos)
+      << bad.out;
   auto zero = run_gputune(base + " --budget 0");
   EXPECT_EQ(zero.exit_code, 2) << zero.out;
   EXPECT_NE(zero.out.find("'--budget'"), std::string::npos) << zero.out;

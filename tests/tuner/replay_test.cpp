@@ -1,6 +1,7 @@
 #include "tuner/replay.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <functional>
@@ -13,6 +14,7 @@
 #include "db/interchange.h"
 #include "db/store.h"
 #include "test_util.h"
+#include "variants/hash.h"
 
 namespace gputune::tuner {
 namespace {
@@ -46,6 +48,7 @@ ReplayReport replay_strided(const test::TempDir& dir, const std::string& gputune
   o.device = "h100-sxm";
   o.cache_dir = dir / "cache";
   o.seeds = 20;
+  o.prune_report = true;  // the pruner's whole-space report
   return replay(load_job(dir / "job.json"), (dir / "cache.json").string(), o);
 }
 
@@ -130,6 +133,7 @@ TEST(Replay, ScoresThePrunerWhenTheSourceIsThere) {
                        .dump());
   ReplayOptions o;
   o.device = "h100-sxm";
+  o.prune_report = true;  // the pruner's whole-space report
   o.cache_dir = dir / "cache";
   auto r = replay(job, (dir / "cache.json").string(), o);
   ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
@@ -247,10 +251,12 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
     replay(job, foreign, o);
     ADD_FAILURE() << "another application's database";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("not a gputune database (it holds 1 tables of another "
-                                         "application); nothing was changed. Fix: give a new file "
-                                         "name or an existing gputune database (--db; replay's "
-                                         "--measurements also reads"),
+    EXPECT_NE(std::string(e.what()).find(foreign + ": not a gputune database (application_id "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("(nothing was read or written). Fix: give a gputune "
+                                         "database (a run's --db file), a Kernel Tuner cache or a "
+                                         "T4 file"),
               std::string::npos)
         << e.what();
   }
@@ -330,6 +336,7 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
   ReplayOptions o;
   o.seeds = 3;
   o.device = "h100-sxm";
+  o.prune_report = true;  // the pruner's whole-space report
   o.cache_dir = dir / "cache";
   auto r = replay(job, (dir / "large.t4.json").string(), o);
   EXPECT_EQ(r.source, "T4 export of k, context large on GPU, problem size [2, 1, 1]");
@@ -398,6 +405,7 @@ TEST(Replay, ScoresAKernelTunerCacheAtTheContextOfItsProblemSize) {
   ReplayOptions o;
   o.seeds = 3;
   o.device = "h100-sxm";
+  o.prune_report = true;  // the pruner's whole-space report
   o.cache_dir = dir / "cache";
   auto r = replay(job, cache(json({2.0, 1})), o);  // [2, 1, 1]: the large context
   EXPECT_EQ(r.source,
@@ -575,6 +583,7 @@ TEST(Replay, TheTargetIsJudgedWhereRuleFourKeepsTheMostThatStillPrunesNinetyPerc
   test::write_file(dir / "cache.json", json({{"cache", cache}}).dump());
   ReplayOptions o;
   o.device = "h100-sxm";
+  o.prune_report = true;  // the pruner's whole-space report
   o.cache_dir = dir / "cache";
   o.seeds = 5;
   const ReplayReport r = replay(load_job(dir / "job.json"), (dir / "cache.json").string(), o);
@@ -690,37 +699,92 @@ TEST(Replay, TheModelRanksTheH100MeasurementsAtLeastAsWellAsItDid) {
                                                {"transpose 4096x4096", {0.75, 2, 2, 1.0}},
                                                {"transpose 1000x3000", {0.62, 2, 5, 1.0}}};
   for (const H100Case& c : h100_cases(dir.path())) {
-    // model_guided as `run` streams it: look-ahead 1 waits for each outcome; the look-ahead of a
-    // 16-core host asks for 32 compiles before their outcomes are known (on transpose 1000x3000
-    // that costs 3 measurements: 5 where waiting needs 2, of 54 for random search). Either way
-    // it compiles only what could come first.
     const Floor& f = floors.at(c.name);
-    for (const std::size_t look_ahead : {1, 32}) {
-      SCOPED_TRACE(c.name + ", look-ahead " + std::to_string(look_ahead));
+    // The pruner's report: every configuration compiled, the model's ranking and rule 4.
+    {
+      SCOPED_TRACE(c.name + ", the pruner's report");
       ReplayOptions o;
       o.device = "NVIDIA H100 80GB HBM3";
-      o.cache_dir = dir / "cache";  // shared: the second look-ahead compiles nothing again
+      o.cache_dir = dir / "cache";  // shared: the searches below compile nothing again
       o.seeds = 1;
       o.within = {1.05};
       o.context = c.context;
-      o.look_ahead = look_ahead;
+      o.look_ahead = 1;
+      o.prune_report = true;
+      o.strategies = {"random"};
       const ReplayReport r = replay(c.job, c.file, o);
       ASSERT_TRUE(r.pruner_scored) << r.pruner_note;
-      const auto guided = std::find_if(r.strategies.begin(), r.strategies.end(),
-                                       [](const auto& s) { return s.strategy == "model_guided"; });
-      ASSERT_NE(guided, r.strategies.end());
-      EXPECT_LT(r.guided_compiled, r.space_size) << "it compiles only what could come first";
-      if (look_ahead != 1) {
-        EXPECT_LE(guided->median_to[0], f.streamed_to_5);
-        continue;
-      }
       EXPECT_GE(r.spearman, f.spearman);
-      EXPECT_LE(guided->median_to[0], f.guided_to_5);
       ASSERT_TRUE(r.at_target_pruned.has_value()) << "no margin prunes 90%";
       EXPECT_LE(r.at_target_pruned->regret, f.regret_at_90 + 1e-9);
       EXPECT_LE(r.at_target_pruned->regret, kTargetRegret) << "the pruning target is met";
     }
+    // model_guided as `run` streams it: look-ahead 1 waits for each outcome; the look-ahead of a
+    // 16-core host asks for 32 compiles before their outcomes are known (on transpose 1000x3000
+    // that costs 3 measurements: 5 where waiting needs 2, of 54 for random search). Either way
+    // it compiles only what could come first.
+    for (const std::size_t look_ahead : {1, 32}) {
+      SCOPED_TRACE(c.name + ", look-ahead " + std::to_string(look_ahead));
+      ReplayOptions o;
+      o.device = "NVIDIA H100 80GB HBM3";
+      o.cache_dir = dir / "cache";
+      o.seeds = 1;
+      o.within = {1.05};
+      o.context = c.context;
+      o.look_ahead = look_ahead;
+      o.compile_workers = std::max<std::size_t>(1, look_ahead / 2);  // two per worker, as `run`
+      o.strategies = {"random"};
+      const ReplayReport r = replay(c.job, c.file, o);
+      ASSERT_TRUE(r.model_streamed) << r.pruner_note;
+      const auto guided = std::find_if(r.strategies.begin(), r.strategies.end(),
+                                       [](const auto& s) { return s.strategy == "model_guided"; });
+      ASSERT_NE(guided, r.strategies.end());
+      EXPECT_LT(r.guided_compiled, r.space_size) << "it compiles only what could come first";
+      EXPECT_LE(guided->median_to[0], look_ahead == 1 ? f.guided_to_5 : f.streamed_to_5);
+    }
   }
+}
+
+// `replay --measurements DB` reads a database without writing it: one of an older schema (the
+// H100 matmul run's, schema 10) is migrated in a copy, and the file, its folder and its schema
+// are as they were.
+TEST(Replay, ReadsADatabaseWithoutChangingIt) {
+  test::TempDir dir;
+  const std::filesystem::path data = test::source_dir() / "tests/data/h100-2026-11-26";
+  std::filesystem::copy_file(data / "matmul_4096_r7.db", dir / "old.db");
+  auto matmul = json::parse(test::read_file(data / "matmul_4096_r7.json"));
+  matmul["KernelSpecification"]["KernelFile"] = (test::examples_dir() / "matmul.cu").string();
+  test::write_file(dir / "matmul.json", matmul.dump());
+  auto version = [&] {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2((dir / "old.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+    sqlite3_step(st);
+    const int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+  };
+  auto files = [&] {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+      out.insert(e.path().filename().string());
+    return out;
+  };
+  const int before = version();
+  ASSERT_LT(before, db::Store::kSchemaVersion) << "an older schema, as archived";
+  const std::string bytes = test::read_file(dir / "old.db");
+  const auto listing = files();
+  ReplayOptions o;
+  o.seeds = 3;
+  o.run = 1;
+  o.context = "4096";
+  const ReplayReport r = replay(load_job(dir / "matmul.json"), (dir / "old.db").string(), o);
+  EXPECT_GT(r.matched, 500u);
+  EXPECT_EQ(version(), before) << "not migrated";
+  EXPECT_EQ(sha256_hex(test::read_file(dir / "old.db")), sha256_hex(bytes)) << "not written";
+  EXPECT_EQ(files(), listing) << "nothing left beside it";
 }
 
 }  // namespace
