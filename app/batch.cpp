@@ -169,7 +169,10 @@ Suite collect_suite(const std::vector<std::string>& args) {
   Collector c;
   for (const std::string& a : args) c.add(a, "command line", false, 0);
   // Every job must load now: a broken one is found in seconds, not after hours of tuning.
-  for (SuiteJob& j : c.suite.jobs) j.strategy = tuner::load_tuning_job(j.file).strategy;
+  for (SuiteJob& j : c.suite.jobs) {
+    const Job job = tuner::load_tuning_job(j.file);
+    j.strategy = job.strategy, j.search_named = job.search_named;
+  }
   return std::move(c.suite);
 }
 

@@ -30,8 +30,9 @@ namespace gputune::app {
 struct SuiteJob {
   std::filesystem::path file;
   std::string named_by;
-  std::string document;  ///< the job file's text (how its runs are found in the database)
-  std::string strategy;  ///< its search strategy (GPUTune.Search.Strategy or the default)
+  std::string document;       ///< the job file's text (how its runs are found in the database)
+  std::string strategy;       ///< its search strategy (GPUTune.Search.Strategy or the default)
+  bool search_named = false;  ///< the job names its search (else a --budget chooses it)
 };
 
 struct Suite {

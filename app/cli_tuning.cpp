@@ -69,6 +69,7 @@ int cmd_run(int argc, char** argv) {
     set_strategy(job, r["strategy"].as<std::string>(), "command line", "--strategy");
   }
   if (r.count("budget")) job.budget.max_configurations = budget_option(r);
+  apply_default_strategy(job);  // a budget from the command line chooses as one in the job does
   if (r.count("model-analyses")) job.model_analyses = model_analyses_option(r);
   tuner::RunOptions opt;
   if (r.count("db")) opt.db_path = r["db"].as<std::string>();
@@ -240,8 +241,17 @@ int cmd_batch(int argc, char** argv) {
     bo.run_args.insert(bo.run_args.end(), {"--strategy", r["strategy"].as<std::string>()});
     bo.strategy = r["strategy"].as<std::string>();
   }
-  if (r.count("budget"))
+  if (r.count("budget")) {
     bo.run_args.insert(bo.run_args.end(), {"--budget", std::to_string(budget_option(r))});
+    // Each run chooses its search from the budget, as `run --budget` does.
+    for (SuiteJob& j : suite.jobs) {
+      if (r.count("strategy") || j.search_named) continue;
+      Job probe;
+      probe.budget.max_configurations = budget_option(r);
+      apply_default_strategy(probe);
+      j.strategy = probe.strategy;
+    }
+  }
   if (r.count("no-gpu")) bo.run_args.push_back("--no-gpu");
   if (r.count("cache-dir"))
     bo.run_args.insert(bo.run_args.end(), {"--cache-dir", r["cache-dir"].as<std::string>()});

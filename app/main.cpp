@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? tuner::kExitBadInput : 0;
   }
   std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::cout << "gputune " << GPUTUNE_VERSION << "\n";
+    return 0;
+  }
   try {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
     if (cmd == "batch") return cmd_batch(argc - 1, argv + 1);

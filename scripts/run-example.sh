@@ -3,7 +3,8 @@
 # every variant, stores them, and exits 3 ("nothing timed: no CUDA device").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/scripts/setup.sh" || exit $?
+# The binary alone: scripts/test.sh builds the tests.
+GPUTUNE_SETUP_TARGET=gputune bash "$root/scripts/setup.sh" || exit $?
 cd "$root"
 ./build/gputune run configs/examples/matmul.json "$@"
 rc=$?

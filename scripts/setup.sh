@@ -29,5 +29,9 @@ export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
 [ "${GPUTUNE_SETUP_NO_BUILD:-0}" = 1 ] && exit 0
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON
+echo "gputune setup: configuring build/ (cmake)"
 cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUTUNE_WERROR=$werror >/dev/null
-cmake --build "$root/build" -j "$(nproc)"
+# GPUTUNE_SETUP_TARGET=gputune (run-example.sh): the binary alone, not the tests.
+target=${GPUTUNE_SETUP_TARGET:-all}
+echo "gputune setup: building $target on $(nproc) cores (make's [ NN%] lines show how far it is)"
+cmake --build "$root/build" -j "$(nproc)" --target "$target"

@@ -268,7 +268,12 @@ SignatureMismatch signature_mismatch(const CpuModule& m, size_t i,
     const CpuParam::Kind kind = kind_of(h.type);
     const bool kinds_differ =
         kind != CpuParam::Kind::Other && p.kind != CpuParam::Kind::Other && kind != p.kind;
-    if (p.pointer != h.is_vector || (p.bytes != 0 && (p.bytes != bytes || kinds_differ)))
+    // A buffer read through a pointer to vectors of its elements (float2*, float4* over floats,
+    // as CLBlast's kernels take them) is the same memory: what the kernel means.
+    const bool vector_of_elements = p.pointer && h.is_vector && p.kind == CpuParam::Kind::Other &&
+                                    bytes != 0 && p.bytes > bytes && p.bytes % bytes == 0;
+    if (p.pointer != h.is_vector ||
+        (p.bytes != 0 && !vector_of_elements && (p.bytes != bytes || kinds_differ)))
       return {"KernelSpecification.Arguments[" + std::to_string(a) + "] (" + h.name + ")",
               "'" + h.name + "' is " + (h.is_vector ? "a Vector of " : "a Scalar ") +
                   std::to_string(bytes) + "-byte" + kind_name(kind) +

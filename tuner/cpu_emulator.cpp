@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <csetjmp>
 #include <csignal>
@@ -57,8 +58,36 @@ bool casts_pointers(const std::string& source) {
   return std::regex_search(std::regex_replace(source, ldg, "__ldg("), cast);
 }
 
+/// Drops `extern "C"`, and the braces of an `extern "C" { ... }` block with it (its contents
+/// stay, at the same lines).
 std::string strip_extern_c(std::string s) {
-  for (size_t p; (p = s.find("extern \"C\"")) != std::string::npos;) s.erase(p, 10);
+  for (size_t p; (p = s.find("extern \"C\"")) != std::string::npos;) {
+    s.replace(p, 10, 10, ' ');
+    size_t b = p + 10;
+    while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+    if (b >= s.size() || s[b] != '{') continue;
+    // The matching brace, past comments, strings and character literals.
+    int depth = 0;
+    for (size_t i = b; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+        i = s.find('\n', i);
+        if (i == std::string::npos) break;
+      } else if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+        i = s.find("*/", i + 2);
+        if (i == std::string::npos) break;
+        ++i;
+      } else if (c == '"' || c == '\'') {
+        for (++i; i < s.size() && s[i] != c; ++i)
+          if (s[i] == '\\') ++i;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        s[b] = ' ', s[i] = ' ';
+        break;
+      }
+    }
+  }
   return s;
 }
 

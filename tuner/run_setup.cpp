@@ -128,6 +128,14 @@ void check_resume(RunState& s) {
                    what + ": it is " + (prev->strategy == "prune" ? "a prune" : "an import") +
                        ", which measured nothing that a run could go on with",
                    "leave out --resume");
+  // A job that names no search goes on with the run's (its budget chose it: the run's budget
+  // is what it goes on with, below).
+  if (prev->strategy != job.strategy && !job.search_named &&
+      (prev->strategy == "brute_force" || prev->strategy == "random" ||
+       prev->strategy == "portfolio" || prev->strategy == "model_guided")) {
+    set_strategy(job, prev->strategy, "command line", "--resume");
+    job.search_named = false;
+  }
   if (prev->strategy != job.strategy)
     throw JobError(
         "command line", "--resume",

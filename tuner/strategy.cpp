@@ -367,8 +367,12 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
     PortfolioSettings ps;
     ps.arms &= ~(1u << 3);
     explorer_ = std::make_unique<Portfolio>(configs, seed, ps);
-    explorer_->set_filter(
-        [this](size_t i) { return state_[i] == 0 && (!unpredicted_only_ || predicted_[i] < 0); });
+    // What rule 4 held back was judged by the model: while the model has not ranked what was
+    // measured well, that judgement is no reason to keep it from the portfolio.
+    explorer_->set_filter([this](size_t i) {
+      return (state_[i] == 0 || (state_[i] == 3 && !trusted_)) &&
+             (!unpredicted_only_ || predicted_[i] < 0);
+    });
     for (size_t i = 0; i < state_.size(); ++i)
       if (state_[i] == 2) explorer_->exclude({i});
     share_predictions();
@@ -593,6 +597,7 @@ std::optional<size_t> ModelGuided::next() {
 }
 
 size_t ModelGuided::propose(size_t i) {
+  if (state_[i] == 3) --held_;  // the portfolio's, past a rule-4 judgement not to be trusted
   state_[i] = 1;  // its values count as tried once it is reported (measured or failed)
   return i;
 }

@@ -5,9 +5,12 @@
 #include "variants/job.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -130,7 +133,7 @@ void read_parameters(Reader& r, const json& space, Job& job) {
     std::string path = "ConfigurationSpace.TuningParameters[" + std::to_string(i) + "]";
     const json& p = params[i];
     if (!p.is_object()) r.fail(path, "expected an object {Name, Type, Values}");
-    r.check_keys(p, path, kParamKeys);
+    r.note_unknown_keys(p, path, kParamKeys);
     Parameter par;
     par.name = r.get_string(r.require(p, path, "Name", "the parameter's name"), path + ".Name");
     path += " (" + par.name + ")";
@@ -183,10 +186,12 @@ void read_parameters(Reader& r, const json& space, Job& job) {
       Value d = r.to_value(p["Default"], path + ".Default");
       bool found = std::any_of(par.values.begin(), par.values.end(),
                                [&](const Value& x) { return py_equal(x, d); });
-      if (!found)
-        r.fail(path + ".Default", "default " + d.repr() + " is not among the Values",
-               "pick one of the listed values");
-      par.default_value = d;
+      if (found) {
+        par.default_value = d;
+      } else {  // Kernel Tuner reads such a file; the first value is what it would start from
+        r.note(path + ".Default: " + d.repr() + " is not among the Values; the first value, " +
+               par.values.front().repr() + ", is the default configuration's");
+      }
     }
     job.parameters.push_back(std::move(par));
   }
@@ -202,7 +207,7 @@ void read_conditions(Reader& r, const json& space, Job& job) {
     std::string path = "ConfigurationSpace.Conditions[" + std::to_string(i) + "]";
     const json& c = conds[i];
     if (!c.is_object()) r.fail(path, "expected an object {Expression, Parameters}");
-    r.check_keys(c, path, kCondKeys);
+    r.note_unknown_keys(c, path, kCondKeys);
     Condition cond;
     cond.expression = r.get_expr(r.require(c, path, "Expression", "a boolean Python expression"),
                                  path + ".Expression");
@@ -230,7 +235,7 @@ void read_conditions(Reader& r, const json& space, Job& job) {
 
 Dim3Expr read_dim3(Reader& r, const json& obj, const std::string& path) {
   if (!obj.is_object()) r.fail(path, "expected an object {X, Y, Z}");
-  r.check_keys(obj, path, kDimKeys);
+  r.note_unknown_keys(obj, path, kDimKeys);
   Dim3Expr d;
   d.x = r.get_expr(r.require(obj, path, "X", "an expression"), path + ".X");
   if (obj.contains("Y")) d.y = r.get_expr(obj["Y"], path + ".Y");
@@ -255,7 +260,7 @@ void read_arguments(Reader& r, const json& ks, Job& job) {
     std::string path = "KernelSpecification.Arguments[" + std::to_string(i) + "]";
     const json& a = args[i];
     if (!a.is_object()) r.fail(path, "expected an object");
-    r.check_keys(a, path, kArgKeys);
+    r.note_unknown_keys(a, path, kArgKeys);
     Argument arg;
     arg.name =
         a.contains("Name") ? r.get_string(a["Name"], path + ".Name") : "arg" + std::to_string(i);
@@ -315,7 +320,7 @@ void read_references(Reader& r, const json& ks, Job& job) {
     std::string path = "KernelSpecification.ReferenceArguments[" + std::to_string(i) + "]";
     const json& a = refs[i];
     if (!a.is_object()) r.fail(path, "expected an object");
-    r.check_keys(a, path, kRefKeys);
+    r.note_unknown_keys(a, path, kRefKeys);
     ReferenceArgument ref;
     ref.name = r.get_string(r.require(a, path, "Name", "a name"), path + ".Name");
     ref.target = r.get_string(r.require(a, path, "TargetName", "the output argument it checks"),
@@ -376,17 +381,27 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
   if (doc.contains("Search")) {
     const json& s = doc["Search"];
     if (!s.is_object()) r.fail("Search", "expected an object {Name, Attributes}");
-    r.check_keys(s, "Search", {"Name", "Attributes"});
+    r.note_unknown_keys(s, "Search", {"Name", "Attributes"});
     std::string name =
         r.get_string(r.require(s, "Search", "Name", "BruteForce or Random"), "Search.Name");
     std::string lower;
     for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    job.search_named = true;
     if (lower == "bruteforce" || lower == "brute_force" || lower == "exhaustive")
       job.strategy = "brute_force";
     else if (lower == "random" || lower == "random_sample" || lower == "randomsearch")
       job.strategy = "random";
-    else
-      r.fail("Search.Name", "unknown search '" + name + "'", "use BruteForce or Random");
+    else if (lower == "model_guided" || lower == "modelguided")
+      job.strategy = "model_guided";
+    else if (lower == "portfolio")
+      job.strategy = "portfolio";
+    else {  // another tuner's optimiser (Kernel Tuner's genetic_algorithm, KTT's annealing, ...)
+      job.strategy = "portfolio";
+      r.note("Search.Name '" + name +
+             "' is not one of gputune's searches: it searches with portfolio (its search over "
+             "the valid space, ahead of Kernel Tuner's on the community's recorded spaces); "
+             "GPUTune.Search.Strategy or --strategy chooses another");
+    }
     if (s.contains("Attributes")) {
       if (!s["Attributes"].is_array())
         r.fail("Search.Attributes", "expected a list of {Name, Value}");
@@ -409,7 +424,7 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
     for (size_t i = 0; i < b.size(); ++i) {
       std::string path = "Budget[" + std::to_string(i) + "]";
       if (!b[i].is_object()) r.fail(path, "expected {Type, BudgetValue}");
-      r.check_keys(b[i], path, {"Type", "BudgetValue"});
+      r.note_unknown_keys(b[i], path, {"Type", "BudgetValue"});
       std::string type =
           r.get_string(r.require(b[i], path, "Type",
                                  "ConfigurationCount, TuningDuration or ConfigurationFraction"),
@@ -431,6 +446,125 @@ void read_search_and_budget(Reader& r, const json& doc, Job& job) {
   }
 }
 
+/// A kernel's parameter list as its source declares it, found by text (no compiler: the source
+/// may be OpenCL C): each parameter's text, and where the kernel is defined.
+struct SourceSignature {
+  std::vector<std::string> parameters;
+  std::string where;  ///< file:line
+};
+
+std::optional<SourceSignature> signature_in(const std::string& text, const std::string& name,
+                                            const std::string& file_name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t p = text.find(name); p != std::string::npos; p = text.find(name, p + 1)) {
+    if ((p > 0 && word(text[p - 1])) ||
+        (p + name.size() < text.size() && word(text[p + name.size()])))
+      continue;
+    size_t open = p + name.size();
+    while (open < text.size() && std::isspace(static_cast<unsigned char>(text[open]))) ++open;
+    if (open >= text.size() || text[open] != '(') continue;
+    // A kernel: __global__, __kernel or kernel in the declaration before the name.
+    const size_t from = text.find_last_of(";}", p);
+    const std::string before = text.substr(from == std::string::npos ? 0 : from + 1,
+                                           p - (from == std::string::npos ? 0 : from + 1));
+    if (before.find("__global__") == std::string::npos &&
+        before.find("__kernel") == std::string::npos && before.find("kernel ") == std::string::npos)
+      continue;
+    SourceSignature sig;
+    int depth = 0;
+    std::string current;
+    size_t i = open;
+    for (; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '(') {
+        if (depth++ == 0) continue;
+      } else if (c == ')') {
+        if (--depth == 0) break;
+      } else if (c == ',' && depth == 1) {
+        sig.parameters.push_back(current);
+        current.clear();
+        continue;
+      }
+      current += c == '\n' || c == '\t' ? ' ' : c;
+    }
+    if (i >= text.size()) continue;
+    size_t b = i + 1;
+    while (b < text.size() && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+    if (b >= text.size() || text[b] != '{') continue;  // a declaration, not the definition
+    if (current.find_first_not_of(' ') != std::string::npos) sig.parameters.push_back(current);
+    for (auto& q : sig.parameters) {
+      const size_t f = q.find_first_not_of(' '), l = q.find_last_not_of(' ');
+      q = f == std::string::npos ? "" : q.substr(f, l - f + 1);
+    }
+    if (sig.parameters.size() == 1 && sig.parameters[0] == "void") sig.parameters.clear();
+    sig.where =
+        file_name + ":" +
+        std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<long>(p), '\n'));
+    return sig;
+  }
+  return std::nullopt;
+}
+
+/// What the job's Arguments get wrong about the kernel's signature ("" when they agree or the
+/// definition is not found): the kernel file first, then the sources beside it.
+std::string signature_mismatch(const Job& job) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files{job.kernel_file};
+  std::error_code ec;
+  const fs::path folder = job.kernel_file.parent_path();
+  std::vector<fs::path> beside;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    static const std::set<std::string> kinds = {".cu", ".cuh", ".h", ".hpp", ".cl", ".opencl"};
+    if (it->path() != job.kernel_file && kinds.count(it->path().extension().string()))
+      beside.push_back(it->path());
+  }
+  std::sort(beside.begin(), beside.end());
+  files.insert(files.end(), beside.begin(), beside.end());
+  const std::string name = job.kernel_name.substr(0, job.kernel_name.find('<'));
+  std::optional<SourceSignature> sig;
+  for (const fs::path& f : files) {
+    std::ifstream in(f);
+    if (!in) continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const fs::path shown = f.lexically_relative(job.file.parent_path());
+    if ((sig = signature_in(ss.str(), name, shown.empty() ? f.string() : shown.string()))) break;
+  }
+  if (!sig) return "";
+  auto pointer = [](const std::string& q) {
+    return q.find('*') != std::string::npos || q.find('[') != std::string::npos ||
+           q.find("__global ") != std::string::npos;
+  };
+  std::string out;
+  const size_t n = std::max(sig->parameters.size(), job.arguments.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string param =
+        i < sig->parameters.size() ? "'" + sig->parameters[i] + "'" : "(no parameter)";
+    std::string arg = "(no argument)";
+    bool fits = false;
+    if (i < job.arguments.size()) {
+      const Argument& a = job.arguments[i];
+      arg = "'" + a.name + "' (" + a.type + " " + a.memory_type + ")";
+      if (i < sig->parameters.size()) {
+        const std::string& q = sig->parameters[i];
+        const bool vector = a.memory_type == "Vector";
+        const bool is_int = a.type.find("int") != std::string::npos;
+        const bool param_int = q.find("int") != std::string::npos;
+        fits = vector == pointer(q) && (vector || is_int == param_int);
+      }
+    }
+    if (fits) continue;
+    if (++wrong > 3) continue;
+    out += std::string(out.empty() ? "" : "; ") + "Arguments[" + std::to_string(i) + "] " + arg +
+           " is passed for parameter " + std::to_string(i + 1) + " " + param;
+  }
+  if (out.empty()) return "";
+  return "the job's " + std::to_string(job.arguments.size()) + " Arguments do not match kernel '" +
+         name + "' (" + std::to_string(sig->parameters.size()) + " parameters, " + sig->where +
+         "): " + out + (wrong > 3 ? "; and " + std::to_string(wrong - 3) + " more" : "");
+}
+
 }  // namespace
 
 Job parse_job(const json& doc, const std::filesystem::path& file) {
@@ -441,9 +575,22 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   if (!doc.is_object())
     r.fail("", "the document is not a JSON object",
            "a T1 job is an object with ConfigurationSpace and KernelSpecification");
-  r.check_keys(doc, "", kTopKeys);
+  const bool naive_only =
+      doc.contains("GPUTune") && doc["GPUTune"].is_object() && doc["GPUTune"].contains("Naive");
+  if (!doc.contains("ConfigurationSpace") && !doc.contains("KernelSpecification") && !naive_only) {
+    // Not a T1 job at all: say what it looks like instead.
+    std::string what = "it has neither ConfigurationSpace nor KernelSpecification";
+    if (doc.contains("cache") && doc.contains("tune_params_keys"))
+      what = "it is a Kernel Tuner cache file";
+    else if (doc.contains("results") && doc.contains("schema_version"))
+      what = "it is a T4 results file";
+    r.fail("", "not a T1 job: " + what,
+           "give the T1 job (ConfigurationSpace, KernelSpecification); recorded measurements go "
+           "to `gputune replay JOB --measurements FILE` or `gputune import`");
+  }
+  r.note_unknown_keys(doc, "", kTopKeys);
   if (doc.contains("General")) {
-    r.check_keys(doc["General"], "General", kGeneralKeys);
+    r.note_unknown_keys(doc["General"], "General", kGeneralKeys);
     if (doc["General"].contains("BenchmarkName"))
       job.name = r.get_string(doc["General"]["BenchmarkName"], "General.BenchmarkName");
     if (doc["General"].contains("OutputFile"))
@@ -462,7 +609,7 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   } else {
     const json& space = r.require(doc, "", "ConfigurationSpace", "an object with TuningParameters");
     if (!space.is_object()) r.fail("ConfigurationSpace", "expected an object");
-    r.check_keys(space, "ConfigurationSpace", kSpaceKeys);
+    r.note_unknown_keys(space, "ConfigurationSpace", kSpaceKeys);
     read_parameters(r, space, job);
     read_conditions(r, space, job);
   }
@@ -470,16 +617,12 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   const json& ks = r.require(doc, "", "KernelSpecification",
                              "an object with KernelName, KernelFile, LocalSize, GlobalSize");
   if (!ks.is_object()) r.fail("KernelSpecification", "expected an object");
-  r.check_keys(ks, "KernelSpecification", kKernelKeys);
+  r.note_unknown_keys(ks, "KernelSpecification", kKernelKeys);
   for (auto& k : kNonSchemaKernelKeys)
     if (ks.contains(k))
       r.note("KernelSpecification." + k + " is not in the T1 schema (Kernel Tuner key, accepted)");
-  if (ks.contains("Language")) {
+  if (ks.contains("Language"))
     job.language = r.get_string(ks["Language"], "KernelSpecification.Language");
-    if (job.language != "CUDA")
-      r.fail("KernelSpecification.Language", "language '" + job.language + "' is not supported",
-             "gputune tunes CUDA kernels: set \"CUDA\"");
-  }
   job.kernel_name = r.get_string(
       r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
       "KernelSpecification.KernelName");
@@ -488,6 +631,18 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
                    "KernelSpecification.KernelFile");
   job.kernel_file =
       std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
+  if (std::error_code ec;
+      job.kernel_file.extension() == ".hip" && !std::filesystem::exists(job.kernel_file, ec)) {
+    // The benchmark hub names the HIP port of a CUDA kernel (dedispersion.cu.hip) that it does
+    // not ship; the CUDA source it was made from is what gputune compiles.
+    std::filesystem::path cuda = job.kernel_file;
+    cuda.replace_extension();
+    if (std::filesystem::exists(cuda, ec)) {
+      r.note("KernelSpecification.KernelFile '" + kf + "' does not exist; the CUDA source '" +
+             cuda.filename().string() + "' beside it does, and gputune compiles that");
+      job.kernel_file = cuda;
+    }
+  }
   if (job.name.empty() && ks.contains("BenchmarkName"))
     job.name = r.get_string(ks["BenchmarkName"], "KernelSpecification.BenchmarkName");
   if (job.name.empty()) job.name = file.stem().string();
@@ -529,14 +684,11 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
   read_search_and_budget(r, doc, job);
   if (doc.contains("GPUTune")) read_extension(r, doc["GPUTune"], job);
   // A naive job's space is gputune's own, often hundreds of thousands of variants (mm: 576,460,
-  // days of brute force): unless the job names a search, the model guides it.
-  const bool search_named =
-      doc.contains("Search") || (doc.contains("GPUTune") && doc["GPUTune"].contains("Search") &&
-                                 doc["GPUTune"]["Search"].contains("Strategy"));
-  if (job.naive && !search_named)
-    set_strategy(job, "model_guided", job.file.string(), "GPUTune.Search.Strategy");
+  // days of brute force), and a budget measures part of a space: unless the job names a search,
+  // the model guides it (apply_default_strategy).
+  apply_default_strategy(job);
   if (!ks.contains("GlobalSize") && !job.use_grid_div)
-    r.fail("KernelSpecification.GlobalSize", "missing required field",
+    r.fail("KernelSpecification.GlobalSize", Reader::missing(ks, "GlobalSize"),
            "add GlobalSize {X, Y, Z} (or Kernel Tuner's GridDivX with ProblemSize)");
   if (job.use_grid_div && job.contexts.empty())
     r.fail("KernelSpecification.ProblemSize", "GridDivX/Y/Z need a ProblemSize",
@@ -549,6 +701,19 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
     job.contexts.push_back({"default", List{Value(1), Value(1), Value(1)}, {}});
   for (auto& c : job.contexts)
     if (c.name.empty()) c.name = context_label(c.problem_size);
+  if (job.language != "CUDA") {
+    // Said once, with everything else wrong that the kernel's signature shows, before anything
+    // is compiled: the language, then the arguments.
+    const std::string mismatch = signature_mismatch(job);
+    r.fail("KernelSpecification.Language",
+           "'" + job.language + "' is not a language gputune compiles" +
+               (mismatch.empty() ? "" : "; and " + mismatch),
+           "gputune tunes CUDA: OpenCL C compiles as CUDA through a shim (the benchmark hub's "
+           "cl_to_cuda.h) from a small wrapper .cu that includes it and the sources, with "
+           "\"Language\": \"CUDA\" (configs/community/benchmark-hub/gemm_milo_cuda.json is "
+           "the hub's gemm so)" +
+               std::string(mismatch.empty() ? "" : "; write the Arguments the signature takes"));
+  }
   return job;
 }
 

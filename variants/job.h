@@ -128,6 +128,9 @@ struct Job {
   std::vector<ContextSpec> contexts;  // at least one
   // Search
   std::string strategy = "brute_force";  // brute_force | random | portfolio | model_guided
+  /// Whether the job (T1 Search, GPUTune.Search.Strategy) or the command line named the search;
+  /// if not, apply_default_strategy chooses it from the budget.
+  bool search_named = false;
   std::uint64_t seed = 1;
   /// GPUTune.Search.ModelAnalyses: a space larger than this is not analysed and compiled whole
   /// under the model (model_guided, `prune`); the model searches it instead (tuner/model_search.h).
@@ -157,11 +160,20 @@ struct Job {
   std::vector<std::string> notes;
 };
 
-/// Sets the search strategy (brute_force, random or model_guided), as GPUTune.Search.Strategy
-/// does: model_guided prunes, the others only where GPUTune.Pruner.Enabled says so. Throws
-/// JobError naming `file` and `field` for another name.
+/// Sets the search strategy (brute_force, random, portfolio or model_guided), as
+/// GPUTune.Search.Strategy does: model_guided prunes, the others only where
+/// GPUTune.Pruner.Enabled says so. Throws JobError naming `file` and `field` for another name.
 void set_strategy(Job& job, const std::string& name, const std::string& file,
                   const std::string& field);
+
+/// The search of a job that names none: model_guided where a budget limits what is measured
+/// (Configurations, Seconds or a fraction: the figures of bench/results/peer-kernel-tuner-*
+/// show it, and the portfolio search it becomes where the model cannot predict, ahead of
+/// random search on every recorded space, while brute force's first N configurations are those
+/// of the space's order) or the space is a naive kernel's (gputune's own, often hundreds of
+/// thousands of variants); brute_force otherwise (the whole space is measured: the order does
+/// not change the winner). A named search is left alone.
+void apply_default_strategy(Job& job);
 
 /// Reads and validates a T1 job file. Throws JobError naming the file, the field and the fix.
 Job load_job(const std::filesystem::path& file);

@@ -163,7 +163,16 @@ void set_strategy(Job& job, const std::string& name, const std::string& file,
     throw JobError(file, field, "unknown strategy '" + name + "'",
                    "use brute_force, random, portfolio or model_guided");
   job.strategy = name;
+  job.search_named = true;
   if (!job.pruner.explicit_enabled) job.pruner.enabled = name == "model_guided";
+}
+
+void apply_default_strategy(Job& job) {
+  if (job.search_named) return;
+  const bool budget =
+      job.budget.max_configurations || job.budget.max_seconds || job.budget.fraction;
+  job.strategy = job.naive || budget ? "model_guided" : "brute_force";
+  if (!job.pruner.explicit_enabled) job.pruner.enabled = job.strategy == "model_guided";
 }
 
 }  // namespace gputune

@@ -52,11 +52,51 @@ class Reader {
     }
   }
 
+  /// As check_keys, for the T1 core: a key outside `known` is a note (what gputune does with it:
+  /// nothing), never a refusal, since the community's files carry keys of their own tools
+  /// (Kernel Tuner's BenchmarkConfig, Misc). A key a small edit away from a known one the object
+  /// lacks is named with it, as the likely typo it is.
+  void note_unknown_keys(const json& obj, const std::string& path,
+                         const std::set<std::string>& known, const std::string& what = "") {
+    if (!obj.is_object())
+      fail(path.empty() ? "(the document)" : path,
+           "expected an object, got " + std::string(obj.type_name()),
+           "write an object {...} with the fields: " + join(known));
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (known.count(it.key())) continue;
+      std::string best;
+      size_t best_d = 99;
+      for (auto& k : known) {
+        if (obj.contains(k)) continue;
+        size_t d = edit_distance(it.key(), k);
+        if (d < best_d) best_d = d, best = k;
+      }
+      const std::string where = path.empty() ? it.key() : path + "." + it.key();
+      note(where + " is not a field gputune reads" + (what.empty() ? "" : " " + what) +
+           (best_d <= 2 ? " (did you mean '" + best + "'?)" : "") + ": ignored");
+    }
+  }
+
+  /// A key of `obj` a small edit away from `key` (its likely misspelling), or "".
+  static std::string near_key(const json& obj, const std::string& key) {
+    if (!obj.is_object()) return "";
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (it.key() != key && edit_distance(it.key(), key) <= 2) return it.key();
+    return "";
+  }
+
+  /// "missing required field", naming the likely misspelling the object has instead.
+  static std::string missing(const json& obj, const std::string& key) {
+    const std::string near = near_key(obj, key);
+    return near.empty() ? "missing required field"
+                        : "missing required field (the file has '" + near + "': a misspelling?)";
+  }
+
   const json& require(const json& obj, const std::string& path, const std::string& key,
                       const char* what) {
     auto it = obj.find(key);
     if (it == obj.end())
-      fail(path.empty() ? key : path + "." + key, "missing required field",
+      fail(path.empty() ? key : path + "." + key, missing(obj, key),
            std::string("add it: ") + what);
     return *it;
   }

@@ -60,11 +60,32 @@ TEST_F(BadInput, MalformedJson) {
                {"job.json", "malformed JSON", "line 1", "Fix:"});
 }
 
-TEST_F(BadInput, UnknownField) {
+// What a user's file carries that gputune does not read is a note, not a refusal (the
+// community's files carry their own tools' keys); a likely typo is named with its field.
+TEST_F(BadInput, AnUnknownFieldIsANoteNotARefusal) {
   json j = good();
-  j["KernelSpecification"]["LocalSise"] = j["KernelSpecification"]["LocalSize"];
-  expect_error(run_job(j.dump()),
-               {"job.json", "KernelSpecification.LocalSise", "did you mean 'LocalSize'"});
+  j["BenchmarkConfig"] = {{"iterations", 10}};
+  j["KernelSpecification"]["Misc"] = {{"jitify", true}};
+  j["KernelSpecification"]["GlobalSise"] = j["KernelSpecification"]["GlobalSize"];
+  j["KernelSpecification"].erase("GlobalSize");
+  auto r = run_job(j.dump());
+  EXPECT_EQ(r.exit_code, 2) << r.out;  // GlobalSize is required: the typo is named beside it
+  EXPECT_NE(r.out.find("KernelSpecification.GlobalSize"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing required field"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(the file has 'GlobalSise': a misspelling?)"), std::string::npos) << r.out;
+  j["KernelSpecification"]["GlobalSize"] = j["KernelSpecification"]["GlobalSise"];
+  r = run_job(j.dump());
+  EXPECT_EQ(r.exit_code, 3) << r.out;  // compiled, nothing measured without a GPU
+  EXPECT_NE(r.out.find("BenchmarkConfig is not a field gputune reads: ignored"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("KernelSpecification.Misc is not a field gputune reads: ignored"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(BadInput, AFileThatIsNoJobSaysWhatItIs) {
+  expect_error(run_job(R"({"tune_params_keys": ["a"], "cache": {}})"),
+               {"job.json", "not a T1 job: it is a Kernel Tuner cache file", "--measurements"});
 }
 
 TEST_F(BadInput, MissingField) {

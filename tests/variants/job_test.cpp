@@ -133,13 +133,45 @@ TEST(JobErrors, ModelAnalysesMustBeACountOfAtLeastTwo) {
   }
 }
 
-TEST(JobErrors, UnknownFieldSuggestsTheClosest) {
+std::string notes_of(const json& doc) {
+  std::string all;
+  for (const std::string& n : parse_job(doc, "job.json").notes) all += n + "\n";
+  return all;
+}
+
+TEST(JobErrors, UnknownFieldIsANoteSuggestingTheClosest) {
   json d = minimal();
-  d["KernelSpecification"]["KernelNmae"] = "x";
-  std::string e = error_of(d);
-  EXPECT_NE(e.find("job.json"), std::string::npos) << e;
-  EXPECT_NE(e.find("KernelSpecification.KernelNmae"), std::string::npos) << e;
-  EXPECT_NE(e.find("did you mean 'KernelName'"), std::string::npos) << e;
+  d["ConfigurationSpace"]["TuningParameters"][0]["Defualt"] = 64;
+  d["BenchmarkConfig"] = {{"iterations", 10}};
+  const std::string n = notes_of(d);
+  EXPECT_NE(n.find("ConfigurationSpace.TuningParameters[0].Defualt is not a field gputune reads "
+                   "(did you mean 'Default'?): ignored"),
+            std::string::npos)
+      << n;
+  EXPECT_NE(n.find("BenchmarkConfig is not a field gputune reads: ignored"), std::string::npos)
+      << n;
+  // gputune's own keys stay strict.
+  d = minimal();
+  d["GPUTune"] = {{"Serach", {{"Strategy", "random"}}}};
+  EXPECT_NE(error_of(d).find("GPUTune.Serach"), std::string::npos);
+  // Not a T1 job at all.
+  EXPECT_NE(error_of(json{{"results", json::array()}, {"schema_version", "1.0.0"}})
+                .find("not a T1 job: it is a T4 results file"),
+            std::string::npos);
+}
+
+TEST(JobErrors, ADefaultOutsideItsValuesIsANoteAndTheFirstValueIsUsed) {
+  json d = minimal();
+  d["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 48;
+  const Job job = parse_job(d, "job.json");
+  ASSERT_EQ(job.parameters.size(), 1u);
+  EXPECT_FALSE(job.parameters[0].default_value.has_value());
+  std::string n;
+  for (const std::string& x : job.notes) n += x + "\n";
+  EXPECT_NE(n.find("(block_size_x).Default: 48 is not among the Values; the first value, 32, is "
+                   "the default configuration's"),
+            std::string::npos)
+      << n;
 }
 
 TEST(JobErrors, MissingFieldSaysWhatToAdd) {
@@ -171,9 +203,6 @@ TEST(JobErrors, TypeAndValueChecks) {
   d["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "[32, 'a']";
   EXPECT_NE(error_of(d).find("does not match Type 'int'"), std::string::npos);
   d = minimal();
-  d["ConfigurationSpace"]["TuningParameters"][0]["Default"] = 48;
-  EXPECT_NE(error_of(d).find("not among the Values"), std::string::npos);
-  d = minimal();
   d["ConfigurationSpace"]["TuningParameters"].push_back(
       d["ConfigurationSpace"]["TuningParameters"][0]);
   EXPECT_NE(error_of(d).find("defined twice"), std::string::npos);
@@ -182,7 +211,7 @@ TEST(JobErrors, TypeAndValueChecks) {
   EXPECT_NE(error_of(d).find("empty"), std::string::npos);
   d = minimal();
   d["KernelSpecification"]["Language"] = "OpenCL";
-  EXPECT_NE(error_of(d).find("not supported"), std::string::npos);
+  EXPECT_NE(error_of(d).find("'OpenCL' is not a language gputune compiles"), std::string::npos);
   d = minimal();
   d["GPUTune"] = {{"Device", {{"Arch", "hopper"}}}};
   EXPECT_NE(error_of(d).find("GPUTune.Device.Arch"), std::string::npos);
