@@ -147,7 +147,8 @@ bool SearchStream::compiled(std::size_t pos, bool usable, double prediction, boo
   }
   // Rule 4 on the real prediction, once: a configuration a refit readmitted is not judged again
   // by the calibration it started with.
-  if (s_.margin > 0 && !dropped_flag_[pos] && std::isfinite(prediction) && std::isfinite(best_) &&
+  if (s_.margin > 0 && !dropped_flag_[pos] && (!guide_ || guide_->judged_by_model(pos)) &&
+      std::isfinite(prediction) && std::isfinite(best_) &&
       pruner::model_rule_drops(prediction, best_, s_.margin)) {
     if (guide_) {
       if (pos < s_.left_out.size() && s_.left_out[pos]) {

@@ -190,6 +190,11 @@ class ModelGuided : public Strategy {
   size_t explored() const { return explored_; }
   /// Whether the portfolio (not the model's order) proposed variant i.
   bool explored(size_t i) const { return i < by_.size() && by_[i] == 1; }
+  /// Whether rule 4 may judge variant i by its real prediction once compiled: not the
+  /// portfolio's proposal while the model has not ranked what was measured well (the portfolio
+  /// proposed it because the model's order is not to be trusted yet, and a compile rule 4 then
+  /// drops is one spent for nothing).
+  bool judged_by_model(size_t i) const { return !(explored(i) && !trusted_); }
   /// Variants without a prediction measured with a time so far (those measured before the search
   /// began, as a resumed run's, included).
   size_t unpredicted_measured() const { return unpredicted_measured_; }
