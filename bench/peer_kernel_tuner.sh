@@ -27,7 +27,7 @@ data=${GPUTUNE_SHARED_DATA:-$root/../shared/data}
 seeds=100
 kt_seeds=100
 strategies=random_sample,genetic_algorithm,pso,simulated_annealing,greedy_ils,dual_annealing,diff_evo,firefly_algorithm,adaptive_tabu_greywolf,hybrid_vndx,bayes_opt
-slow="hybrid_vndx=3,bayes_opt=20"  # seeds of the strategies that take minutes a seed
+slow="hybrid_vndx=1,bayes_opt=20"  # seeds of the strategies that take minutes a seed
 fevals="bayes_opt=500"
 fresh=0
 spaces=hubconv,pnpoly,ktconv,gemm,dedisp
