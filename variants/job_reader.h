@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "variants/expr.h"
@@ -33,20 +34,11 @@ class Reader {
   /// Rejects keys outside `known` (schema keys plus those real files carry), suggesting the
   /// closest one.
   void check_keys(const json& obj, const std::string& path, const std::set<std::string>& known) {
-    if (!obj.is_object())
-      fail(path.empty() ? "(the document)" : path,
-           "expected an object, got " + std::string(obj.type_name()),
-           "write an object {...} with the fields: " + join(known));
+    require_object(obj, path, known);
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       if (known.count(it.key())) continue;
-      std::string best;
-      size_t best_d = 99;
-      for (auto& k : known) {
-        size_t d = edit_distance(it.key(), k);
-        if (d < best_d) best_d = d, best = k;
-      }
-      std::string where = path.empty() ? it.key() : path + "." + it.key();
-      fail(where, "unknown field",
+      const auto [best, best_d] = closest(it.key(), known);
+      fail(field_of(path, it.key()), "unknown field",
            best_d <= 3 ? "did you mean '" + best + "'?"
                        : "remove it; known fields here are: " + join(known));
     }
@@ -57,22 +49,12 @@ class Reader {
   /// (Kernel Tuner's BenchmarkConfig, Misc). A key a small edit away from a known one the object
   /// lacks is named with it, as the likely typo it is.
   void note_unknown_keys(const json& obj, const std::string& path,
-                         const std::set<std::string>& known, const std::string& what = "") {
-    if (!obj.is_object())
-      fail(path.empty() ? "(the document)" : path,
-           "expected an object, got " + std::string(obj.type_name()),
-           "write an object {...} with the fields: " + join(known));
+                         const std::set<std::string>& known) {
+    require_object(obj, path, known);
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       if (known.count(it.key())) continue;
-      std::string best;
-      size_t best_d = 99;
-      for (auto& k : known) {
-        if (obj.contains(k)) continue;
-        size_t d = edit_distance(it.key(), k);
-        if (d < best_d) best_d = d, best = k;
-      }
-      const std::string where = path.empty() ? it.key() : path + "." + it.key();
-      note(where + " is not a field gputune reads" + (what.empty() ? "" : " " + what) +
+      const auto [best, best_d] = closest(it.key(), known, &obj);
+      note(field_of(path, it.key()) + " is not a field gputune reads" +
            (best_d <= 2 ? " (did you mean '" + best + "'?)" : "") + ": ignored");
     }
   }
@@ -144,6 +126,32 @@ class Reader {
   void note(const std::string& n) { job_.notes.push_back(n); }
 
  private:
+  static std::string field_of(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  void require_object(const json& obj, const std::string& path,
+                      const std::set<std::string>& known) const {
+    if (!obj.is_object())
+      fail(path.empty() ? "(the document)" : path,
+           "expected an object, got " + std::string(obj.type_name()),
+           "write an object {...} with the fields: " + join(known));
+  }
+
+  /// The known key closest to `key` and its edit distance (99 when none); with `present`, only
+  /// among the keys that object lacks.
+  static std::pair<std::string, size_t> closest(const std::string& key,
+                                                const std::set<std::string>& known,
+                                                const json* present = nullptr) {
+    std::pair<std::string, size_t> best{"", 99};
+    for (const auto& k : known) {
+      if (present && present->contains(k)) continue;
+      const size_t d = edit_distance(key, k);
+      if (d < best.second) best = {k, d};
+    }
+    return best;
+  }
+
   std::string file_;
   Job& job_;
 };
