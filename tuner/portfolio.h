@@ -125,7 +125,9 @@ class Portfolio : public Strategy {
  private:
   enum Arm { kSurrogate = 0, kLocal = 1, kRandom = 2, kModel = 3, kRecombine = 4, kArms = 5 };
   std::size_t params() const { return ranks_.size(); }
-  const std::uint32_t* row(std::size_t i) const { return &x_[i * params()]; }
+  const std::uint32_t* row(std::size_t i) const {
+    return params() == 0 ? nullptr : &x_[i * params()];  // a space without parameters has no rows
+  }
   std::uint64_t hash(const std::uint32_t* r) const;
   long find(const std::vector<std::uint32_t>& r) const;
   void close(std::size_t i);  ///< no longer open
