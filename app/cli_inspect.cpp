@@ -295,6 +295,11 @@ int cmd_show(int argc, char** argv) {
     std::cout << "block shape only: " << run->naive_fallback
               << " (the naive kernel is outside the generator's subset; its variants are the "
                  "kernel as written, launched at each block shape)\n";
+  {
+    std::istringstream notes(run->notes);
+    for (std::string n; std::getline(notes, n);)
+      if (!n.empty()) std::cout << "note: " << n << "\n";
+  }
   auto ms = store.measurements(run->id);
   // Per outcome; what the pruner removed, per rule.
   std::map<std::string, int> counts;

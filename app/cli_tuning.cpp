@@ -303,6 +303,9 @@ int cmd_generate(int argc, char** argv) {
       "one configuration only: its key or a `space --list` line (no --out: source to stdout)",
       cxxopts::value<std::string>())(
       "check", "run every written variant and the naive kernel on the CPU and compare")(
+      "as-written",
+      "read the kernel as written: without the rewrites of other spellings of the same "
+      "structure (a loop counter declared before its loop, ...), to see what they add")(
       "size", "ProblemSize for --check, e.g. 37,41 (default: the job's first, shrunk above 64)",
       cxxopts::value<std::vector<std::int64_t>>())("h,help", "help");
   o.parse_positional({"file"});
@@ -321,6 +324,7 @@ int cmd_generate(int argc, char** argv) {
   g.limit = r["limit"].as<size_t>();
   g.config = string_option(r, "config");
   g.check = r.count("check") > 0;
+  g.as_written = r.count("as-written") > 0;
   if (r.count("size")) g.check_size = r["size"].as<std::vector<std::int64_t>>();
   if (g.check)
     tuner::watch_stop_signals("\ngputune: stopping the check (again to quit now)\n",

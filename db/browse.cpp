@@ -26,7 +26,8 @@ json run_json(const RunRow& r) {
           {"done", r.done},
           {"budget", r.budget ? json(*r.budget) : json(nullptr)},
           {"seconds_spent", r.seconds_spent ? json(*r.seconds_spent) : json(nullptr)},
-          {"naive_fallback", r.naive_fallback}};
+          {"naive_fallback", r.naive_fallback},
+          {"notes", r.notes}};
 }
 
 }  // namespace

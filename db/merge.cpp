@@ -148,15 +148,15 @@ class Merger {
     const std::int64_t old_runs = count("SELECT count(*) FROM temp.old_runs");
     exec_sql(
         "INSERT INTO main.runs(uid,job_id,strategy,status,message,total,done,started_at,"
-        "finished_at,budget,seconds_spent,naive_fallback) "
+        "finished_at,budget,seconds_spent,naive_fallback,notes) "
         "SELECT r.uid,j2.id,r.strategy,r.status,r.message,r.total,r.done,r.started_at,"
-        "r.finished_at,r.budget,r.seconds_spent,r.naive_fallback FROM S.runs r "
+        "r.finished_at,r.budget,r.seconds_spent,r.naive_fallback,r.notes FROM S.runs r "
         "JOIN S.jobs j ON j.id=r.job_id JOIN main.jobs j2 ON j2.hash=j.hash WHERE true "
         "ON CONFLICT(uid) DO UPDATE SET strategy=excluded.strategy, status=excluded.status, "
         "message=excluded.message, total=excluded.total, done=excluded.done, "
         "started_at=excluded.started_at, finished_at=excluded.finished_at, "
         "budget=excluded.budget, seconds_spent=excluded.seconds_spent, "
-        "naive_fallback=excluded.naive_fallback "
+        "naive_fallback=excluded.naive_fallback, notes=excluded.notes "
         "WHERE (excluded.done, coalesce(excluded.seconds_spent,-1), excluded.finished_at IS NOT "
         "NULL, coalesce(excluded.finished_at,''), excluded.status, excluded.message, "
         "excluded.total) > (done, coalesce(seconds_spent,-1), finished_at IS NOT NULL, "

@@ -220,6 +220,12 @@ CREATE TRIGGER kernel_variant_count_move AFTER UPDATE OF kernel_id ON variants
   UPDATE kernels SET variant_count = variant_count + 1 WHERE id = NEW.kernel_id;
 END;
 )SQL",
+    // 13: what the job's reading said the run should know (its notes: a naive kernel's constructs
+    // read in another spelling or not understood, keys gputune ignored, ...), one per line, so
+    // that `show` and the dashboard's run page say it after the terminal is gone.
+    R"SQL(
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+)SQL",
 };
 
 // Switching a file to WAL needs it to itself, and SQLite answers BUSY at once (its busy handler

@@ -146,15 +146,16 @@ std::int64_t Store::upsert_variant(std::int64_t kernel_id, const std::string& co
 }
 
 std::int64_t Store::begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total,
-                              std::optional<std::int64_t> budget,
-                              const std::string& naive_fallback) {
+                              std::optional<std::int64_t> budget, const std::string& naive_fallback,
+                              const std::string& notes) {
   Statement s(db_,
-              "INSERT INTO runs(uid,job_id,strategy,status,total,budget,naive_fallback) "
-              "VALUES(?,?,?,'running',?,?,?)");
+              "INSERT INTO runs(uid,job_id,strategy,status,total,budget,naive_fallback,notes) "
+              "VALUES(?,?,?,'running',?,?,?,?)");
   std::string uid = random_uid();
   s.bind(1, uid).bind(2, job_id).bind(3, strategy).bind(4, total);
   if (budget) s.bind(5, *budget);
   s.bind(6, naive_fallback);
+  s.bind(7, notes);
   s.run();
   return db_.last_insert_rowid();
 }
@@ -395,12 +396,13 @@ RunRow read_run(Statement& s) {
   if (!s.is_null(11)) r.budget = s.int64(11);
   if (!s.is_null(12)) r.seconds_spent = s.real(12);
   r.naive_fallback = s.text(13);
+  r.notes = s.text(14);
   return r;
 }
 const char* kRunSelect =
     "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
     "coalesce(r.finished_at,''), r.total, r.done, r.budget, r.seconds_spent, "
-    "r.naive_fallback FROM runs r JOIN jobs j ON j.id=r.job_id ";
+    "r.naive_fallback, r.notes FROM runs r JOIN jobs j ON j.id=r.job_id ";
 }  // namespace
 
 std::optional<RunRow> Store::run(std::int64_t run_id) {

@@ -89,6 +89,9 @@ struct RunRow {
   /// Why a naive kernel's run tuned its block shape only (outside the generator's subset), so
   /// its winner is the kernel file as written; "" for every other run.
   std::string naive_fallback;
+  /// The job's notes when the run began (Job::notes: what its reading of the files said), one
+  /// per line; "" for a run without any or stored before schema 13.
+  std::string notes;
 };
 
 /// A file a queued job reads besides its document and kernel (a header, a BinaryRaw input), by
@@ -128,7 +131,7 @@ bool is_sqlite_file(const std::string& path);
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
   static constexpr std::int64_t kApplicationId = 0x47505455;  // "GPTU"
 
   /// Opens or creates `path`, migrating an older gputune schema. Throws DbError when the file is
@@ -147,7 +150,7 @@ class Store {
 
   std::int64_t begin_run(std::int64_t job_id, const std::string& strategy, std::int64_t total,
                          std::optional<std::int64_t> budget = std::nullopt,
-                         const std::string& naive_fallback = "");
+                         const std::string& naive_fallback = "", const std::string& notes = "");
   /// Marks an interrupted run running again, with what it now plans (`run --resume`).
   void resume_run(std::int64_t run_id, std::int64_t total, std::optional<std::int64_t> budget);
   /// What the run planned (RunPlan), stored when it begins; replaces an earlier plan of the run.

@@ -85,7 +85,8 @@ int generate(const GenerateOptions& o) {
   try {
     k = naive::analyse_naive(
         source, o.kernel, o.kernel_file.filename().string(),
-        {"-I" + fs::absolute(o.kernel_file).parent_path().lexically_normal().string()});
+        {"-I" + fs::absolute(o.kernel_file).parent_path().lexically_normal().string()},
+        o.as_written);
   } catch (const naive::NaiveSourceError& e) {
     std::cerr << "gputune: " << e.what() << "\n";
     return 2;
@@ -101,6 +102,8 @@ int generate(const GenerateOptions& o) {
   info << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index " << k.index_names[0]
        << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", " << k.loops
        << " loop(s) every thread runs alike, " << k.guard.size() << " bounds check(s)\n";
+  for (const std::string& r : k.rewrites)
+    info << "  " << o.kernel_file.filename().string() << " " << r << "\n";
   const std::vector<std::string> halos = naive::halo_windows(k);
   for (const naive::ArrayOptions& a : naive::array_options(k)) {
     info << "  " << a.array << ":";

@@ -27,6 +27,9 @@ struct GenerateOptions {
   std::string config;
   bool check = false;                    ///< run every written variant on the CPU
   std::vector<std::int64_t> check_size;  ///< ProblemSize for --check (default: the job's first)
+  /// Read the kernel as written, without the rewrites of other spellings of the same structure
+  /// (naive::analyse_naive): what they add, side by side.
+  bool as_written = false;
 };
 
 /// `gputune generate`: prints the analysis, writes variants; returns the exit code.

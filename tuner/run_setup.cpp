@@ -387,7 +387,9 @@ void open_run(RunState& s) {
       s.run_id = *s.opt.resume_run;
       store.resume_run(s.run_id, total, budget);
     } else {
-      s.run_id = store.begin_run(s.job_id, job.strategy, total, budget, job.naive_fallback);
+      std::string notes;
+      for (const std::string& n : job.notes) notes += n + "\n";
+      s.run_id = store.begin_run(s.job_id, job.strategy, total, budget, job.naive_fallback, notes);
     }
     t.commit();
   }

@@ -19,6 +19,10 @@ void prepare_naive(Job& job) {
     auto k = std::make_shared<naive::NaiveKernel>(naive::analyse_naive(
         source, job.kernel_name, job.kernel_file.filename().string(), job_options(job)));
     naive::apply_to_job(job, *k);
+    // What the front end read in another spelling, or could not read: said once, wherever the
+    // job is tuned or ranked (and kept in a run's log).
+    for (const std::string& r : k->rewrites)
+      job.notes.push_back(job.kernel_file.filename().string() + " " + r);
     job.naive_kernel = std::move(k);
   } catch (const naive::NaiveSourceError& e) {
     throw JobError(job.file.string(), "KernelSpecification.KernelName", e.what(),

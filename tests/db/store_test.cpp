@@ -605,6 +605,7 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   // A run stored before naive runs recorded their fallback: it fell back to nothing.
   ASSERT_TRUE(s.run(1));
   EXPECT_EQ(s.run(1)->naive_fallback, "");
+  EXPECT_EQ(s.run(1)->notes, "") << "a run stored before schema 13 had no notes kept";
   // The counts added by a later migration include the old row, and new rows keep them current.
   Statement c(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
   ASSERT_TRUE(c.step());
@@ -631,6 +632,11 @@ TEST(Store, ARunKeepsWhyANaiveKernelFellBackToBlockShape) {
   const auto runs = s.runs(10);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].naive_fallback, "k.cu:3: local array 's': not in the subset");
+  // The job's notes are kept with its run too.
+  const std::int64_t noted = s.begin_run(job, "brute_force", 4, std::nullopt, "",
+                                         "k.cu line 5: 'k' is declared before its loop(s)\n");
+  EXPECT_EQ(s.run(noted)->notes, "k.cu line 5: 'k' is declared before its loop(s)\n");
+  EXPECT_EQ(s.run(plain)->notes, "");
 }
 
 TEST(Store, QueuedFilesTravelWithTheJobUntilItFinishes) {

@@ -238,6 +238,38 @@ TEST(FakeDriver, ANaiveKernelOutsideTheSubsetWinsAsWrittenAtItsBlockShape) {
             0u);
 }
 
+// What the naive front end read in another spelling, or could not read, is said once by `run`,
+// kept with the run, and shown again by `show` and the dashboard's run page (issue #63).
+TEST(FakeDriver, WhatTheFrontEndDidNotUnderstandIsSaidOnceAndKeptWithTheRun) {
+  test::TempDir dir;
+  const std::string db = (dir / "g.db").string();
+  const fs::path job =
+      fs::path(GPUTUNE_SOURCE_DIR) / "tests" / "data" / "naive" / "counter_after.json";
+  auto r = sh(with_fake() + "run '" + job.string() + "' --budget 3 --db '" + db +
+              "' --cache-dir '" + (dir / "cache").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string what =
+      "counter_after.cu line 5: 'k' is declared before its loop(s) and not read as their "
+      "counter: it is used outside its loops (line 8)";
+  size_t said = 0;
+  for (size_t at = r.out.find("gputune: note: " + what); at != std::string::npos;
+       at = r.out.find("gputune: note: " + what, at + 1))
+    ++said;
+  EXPECT_EQ(said, 1u) << r.out;
+  db::Store store(db);
+  const nlohmann::json runs = db::Browser(store).runs(10, 0);
+  ASSERT_EQ(runs.size(), 1u);
+  const std::int64_t id = runs[0]["id"].get<std::int64_t>();
+  const auto run = store.run(id);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->notes.rfind(what, 0), 0u) << run->notes;
+  EXPECT_NE((*db::Browser(store).run(id))["notes"].get<std::string>().find(what),
+            std::string::npos);
+  auto show = test::run_gputune("show " + std::to_string(id) + " --db '" + db + "'");
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("\nnote: " + what), std::string::npos) << show.out;
+}
+
 TEST(FakeDriver, DevicesAndNoDevice) {
   auto d = sh(with_fake() + "devices");
   EXPECT_EQ(d.exit_code, 0) << d.out;

@@ -1602,6 +1602,7 @@ struct Case {
   bool aligned = false;  // sizes are multiples of 4 (not of the tiles): vector loads must happen
   size_t most = 0;       // variants spread over the test space (0: all)
   std::string name = kernel + (aligned ? "_aligned" : "");
+  fs::path dir = kNaive;  // where the kernel and its job are
 };
 
 class NaiveVariants : public ::testing::TestWithParam<Case> {};
@@ -1632,7 +1633,7 @@ Space test_space(Job& job, const naive::NaiveKernel& k) {
 
 TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
   const Case& c = GetParam();
-  Job job = load_job(kNaive / (c.kernel + ".json"));
+  Job job = load_job(c.dir / (c.kernel + ".json"));
   ASSERT_TRUE(job.naive);
   std::string source = load_kernel_source(job);
   naive::NaiveKernel k = naive::analyse_naive(source, c.kernel, c.kernel + ".cu");
@@ -1714,6 +1715,123 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"conv2d", {24, 20, 3}, true, 96}, Case{"conv1d", {1031, 7}},
                       Case{"reduction", {1031}}, Case{"mm2d", {37}, false, 120},
                       Case{"mm_acc", {37}, false, 160}),
+    [](const auto& info) { return info.param.name; });
+
+// --- the spellings people write (issue #63): tests/data/naive ---------------------------------
+
+const fs::path kSpellings = fs::path(GPUTUNE_SOURCE_DIR) / "tests" / "data" / "naive";
+
+naive::NaiveKernel analyse_spelling(const std::string& name) {
+  return naive::analyse_naive(read(kSpellings / (name + ".cu")), name, name + ".cu");
+}
+
+bool says(const naive::NaiveKernel& k, const std::string& what) {
+  return std::any_of(k.rewrites.begin(), k.rewrites.end(),
+                     [&](const std::string& r) { return r.find(what) != std::string::npos; });
+}
+
+std::string all_rewrites(const naive::NaiveKernel& k) {
+  std::string s;
+  for (const std::string& r : k.rewrites) s += r + "\n";
+  return s;
+}
+
+TEST(NaiveSpellings, ACounterDeclaredBeforeItsLoopIsTheLoopsOwn) {
+  naive::NaiveKernel k = analyse_spelling("gemm_counter");
+  EXPECT_EQ(k.loops, 1) << all_rewrites(k);
+  EXPECT_EQ(k.guard.size(), 2u);
+  EXPECT_EQ(allowed(k, "a"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_EQ(allowed(k, "b"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_TRUE(says(k, "line 8: 'k' is declared before its loop(s) (line 11)")) << all_rewrites(k);
+  EXPECT_TRUE(says(k, "line 10: 'acc' (declared at line 9) is first set here")) << all_rewrites(k);
+  // The variants' text is the kernel's with the counter in the loop header.
+  naive::Choice plain;
+  plain.block_x = 16, plain.block_y = 4;
+  const std::string v = naive::emit_variant(k, plain);
+  EXPECT_NE(v.find("for (int k = 0; k < nk; ++k)"), std::string::npos) << v;
+
+  naive::NaiveKernel two = analyse_spelling("shared_counter");
+  EXPECT_EQ(two.loops, 2) << all_rewrites(two);
+  EXPECT_TRUE(says(two, "line 4: 'j' is declared before its loop(s) (lines 8, 9)"))
+      << all_rewrites(two);
+  EXPECT_EQ(allowed(two, "x"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+
+  naive::NaiveKernel w = analyse_spelling("while_loop");
+  EXPECT_EQ(w.loops, 1) << all_rewrites(w);
+  EXPECT_GE(naive::split_loop(w).loop, 0) << naive::split_loop(w).reason;
+  EXPECT_TRUE(says(w,
+                   "line 7: the while loop counted by 'k' (declared at line 6, stepped at "
+                   "line 9) is read as `for (int k = 0; ...; k++)`"))
+      << all_rewrites(w);
+
+  naive::NaiveKernel ret = analyse_spelling("early_return");
+  EXPECT_EQ(ret.loops, 1) << all_rewrites(ret);
+  EXPECT_EQ(ret.guard.size(), 1u);
+  EXPECT_TRUE(says(ret, "'j' is declared before its loop(s)")) << all_rewrites(ret);
+  EXPECT_TRUE(says(ret, "line 10: 's' (declared at line 9) is first set here"))
+      << all_rewrites(ret);
+}
+
+TEST(NaiveSpellings, AssignmentsBeforeTheBoundsCheckAreDeclarations) {
+  naive::NaiveKernel k = analyse_spelling("conv2d_assign");
+  EXPECT_EQ(k.guard.size(), 4u) << all_rewrites(k);
+  EXPECT_EQ(std::count_if(k.rewrites.begin(), k.rewrites.end(),
+                          [](const std::string& r) {
+                            return r.find("is first set here: read as one initialised") !=
+                                   std::string::npos;
+                          }),
+            9)
+      << all_rewrites(k);
+  const std::vector<std::string> halos = naive::halo_windows(k);
+  ASSERT_EQ(halos.size(), 1u) << "the 3x3 reads of A get a window";
+  EXPECT_EQ(halos[0].rfind("A: 9 read(s)", 0), 0u) << halos[0];
+}
+
+TEST(NaiveSpellings, AnArrayElementALoopAddsToIsItsAccumulator) {
+  naive::NaiveKernel k = analyse_spelling("atax_acc");
+  const naive::SplitOption sp = naive::split_loop(k);
+  EXPECT_GE(sp.loop, 0) << sp.reason << "\n" << all_rewrites(k);
+  EXPECT_TRUE(says(k, "line 6: loop adds to tmp[i]")) << all_rewrites(k);
+  EXPECT_TRUE(says(k, "'j' is declared before its loop(s)")) << all_rewrites(k);
+  // mm_acc's 2-D loop is not split (enough threads): it stays as written, c kept in registers.
+  naive::NaiveKernel acc = analyse("mm_acc");
+  EXPECT_TRUE(acc.rewrites.empty()) << all_rewrites(acc);
+  EXPECT_EQ(allowed(acc, "c"), (std::vector<Cache>{Cache::Global, Cache::Registers}));
+}
+
+TEST(NaiveSpellings, WhatCannotBeRewrittenIsSaidWithItsLineAndTheFix) {
+  naive::NaiveKernel k = analyse_spelling("counter_after");
+  EXPECT_EQ(k.loops, 0);
+  ASSERT_TRUE(says(k,
+                   "line 5: 'k' is declared before its loop(s) and not read as their counter: "
+                   "it is used outside its loops (line 8)"))
+      << all_rewrites(k);
+  EXPECT_TRUE(says(k, "Fix: declare it in the loop header (`for (int k = ...`)"));
+  // The job says it too, wherever it is tuned.
+  Job job = tuner::load_tuning_job(kSpellings / "counter_after.json");
+  EXPECT_TRUE(std::any_of(job.notes.begin(), job.notes.end(), [](const std::string& n) {
+    return n.rfind("counter_after.cu line 5: 'k'", 0) == 0;
+  }));
+  // Nothing of the shipped kernels is rewritten: their variants are as before.
+  for (const char* name : {"mm", "mv", "tmv", "outer", "transpose", "conv2d", "jacobi", "conv1d",
+                           "reduction", "mm2d", "mm_acc"})
+    EXPECT_TRUE(analyse(name).rewrites.empty()) << name << ": " << all_rewrites(analyse(name));
+}
+
+Case spelling(std::string kernel, std::vector<std::int64_t> size, size_t most = 0) {
+  Case c{std::move(kernel), std::move(size), false, most};
+  c.name = c.kernel;
+  c.dir = kSpellings;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spellings, NaiveVariants,
+    ::testing::Values(spelling("gemm_counter", {37}, 120),
+                      spelling("shared_counter", {37, 29}, 160),
+                      spelling("conv2d_assign", {23, 19}, 96), spelling("atax_acc", {37, 29}, 160),
+                      spelling("counter_after", {37, 29}), spelling("early_return", {37, 29}),
+                      spelling("init_sum", {37, 29}, 200), spelling("while_loop", {37, 29}, 160)),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -6,7 +6,9 @@
  * declared here and defined across two files, each member documented where it is defined:
  *   analysis.cpp       analyse_naive; the kernel's parameters, thread indices and bounds check;
  *                      what an expression depends on (its affine and symbolic forms);
- *   analysis_body.cpp  the body: text with holes, access sites, statements, loops, reductions.
+ *   analysis_body.cpp  the body: text with holes, access sites, statements, loops, reductions;
+ *   normal_form.cpp    the spellings of the same structure rewritten, before the analysis reads
+ *                      them, into the one it reads (a counter declared before its loop, ...).
  * Must not: be included outside the analysis target. */
 #pragma once
 
@@ -34,6 +36,26 @@ struct Affine {
   std::optional<long long> constant = 0;  ///< value when there are no variables
   std::map<std::string, std::optional<long long>> coef;
 };
+
+/// A replacement of [offset, offset + length) of the kernel's source by `text`.
+struct SourceEdit {
+  size_t offset = 0, length = 0;
+  std::string text;
+};
+/// normal_form's rewrites of one kernel: its edits (sorted from the end of the source) and one
+/// note per rewrite, or per construct that looked like one and could not be rewritten (why, and
+/// what to change).
+struct NormalForm {
+  std::vector<SourceEdit> edits;
+  std::vector<std::string> notes;
+};
+/// The rewrites (normal_form.cpp) of kernel `f`: offsets are into the user's source, which the
+/// parsed buffer holds after `skip` bytes (the prelude). They keep the meaning and every line.
+NormalForm normal_form(clang::ASTContext& ctx, const clang::FunctionDecl* f, size_t skip);
+/// Where a loop adds to an array element (`for (...) t[i] += E;`) that its own split would need
+/// as an accumulator: the element kept in a local for the loop, loaded before and stored after it.
+NormalForm accumulator_form(clang::ASTContext& ctx, const clang::FunctionDecl* f, size_t skip);
+std::string apply_edits(std::string source, const std::vector<SourceEdit>& edits);
 
 /// Describes one kernel for analyse_naive: one per kernel, used once.
 class Analyser {

@@ -483,39 +483,95 @@ Analyser::Sym Analyser::sym(const Expr* e) const {
   return Sym{false, {}};
 }
 
-NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
-                          const std::string& file, const std::vector<std::string>& options) {
-  ParsedCuda parsed = parse_cuda(source, options, file, "gputune-generate");
-  if (!parsed.ast) throw NaiveSourceError("clang could not parse " + file + ": " + parsed.error);
-  ASTContext& ctx = parsed.ast->getASTContext();
-  const FunctionDecl* f = find_kernel(ctx, kernel);
-  if (!f) {
+namespace {
+
+/// One parse of a kernel's source: the AST, the kernel, and where `source` starts in the buffer.
+struct Parsed {
+  ParsedCuda cuda;
+  const FunctionDecl* f = nullptr;
+  size_t skip = 0;
+};
+
+Parsed parse_kernel(const std::string& source, const std::string& kernel, const std::string& file,
+                    const std::vector<std::string>& options) {
+  Parsed p;
+  p.cuda = parse_cuda(source, options, file, "gputune-generate");
+  if (!p.cuda.ast) throw NaiveSourceError("clang could not parse " + file + ": " + p.cuda.error);
+  ASTContext& ctx = p.cuda.ast->getASTContext();
+  p.f = find_kernel(ctx, kernel);
+  if (!p.f) {
     std::string names;
     for (const std::string& n : kernel_names(ctx)) names += (names.empty() ? "" : ", ") + n;
     throw NaiveSourceError(
         file + ": no __global__ function named '" + kernel + "' with a body" +
         (names.empty() ? std::string(" (the file has none)") : " (the file has: " + names + ")"));
   }
+  // The parsed buffer is the prelude, a #line and then `source`.
+  const size_t buffer =
+      ctx.getSourceManager().getBufferData(ctx.getSourceManager().getMainFileID()).size();
+  p.skip = buffer >= source.size() ? buffer - source.size() : 0;
+  return p;
+}
+
+NaiveKernel describe(Parsed& p, const std::string& source, const std::string& file) {
+  ASTContext& ctx = p.cuda.ast->getASTContext();
   Analyser a(ctx, file);
-  NaiveKernel k = a.run(f);
+  NaiveKernel k = a.run(p.f);
   // What surrounds the definition (`extern "C"` without braces belongs to it) stays in every
   // variant: the kernel may use the file's macros, helpers and headers.
   const SourceManager& sm = ctx.getSourceManager();
-  const Decl* outer = f;
-  if (const auto* ls = dyn_cast<LinkageSpecDecl>(f->getDeclContext()); ls && !ls->hasBraces())
+  const Decl* outer = p.f;
+  if (const auto* ls = dyn_cast<LinkageSpecDecl>(p.f->getDeclContext()); ls && !ls->hasBraces())
     outer = ls;
   const SourceLocation b = sm.getExpansionLoc(outer->getBeginLoc());
   const SourceLocation e =
       Lexer::getLocForEndOfToken(sm.getExpansionLoc(outer->getEndLoc()), 0, sm, ctx.getLangOpts());
-  // The parsed buffer is the prelude, a #line and then `source`.
-  const size_t buffer = sm.getBufferData(sm.getMainFileID()).size();
-  const size_t skip = buffer >= source.size() ? buffer - source.size() : 0;
   if (b.isValid() && e.isValid() && sm.isInMainFile(b) && sm.isInMainFile(e) &&
-      sm.getFileOffset(b) >= skip) {
-    const size_t from = sm.getFileOffset(b) - skip, to = sm.getFileOffset(e) - skip;
+      sm.getFileOffset(b) >= p.skip) {
+    const size_t from = sm.getFileOffset(b) - p.skip, to = sm.getFileOffset(e) - p.skip;
     if (from <= to && to <= source.size()) {
       k.before = source.substr(0, from);
       k.after = source.substr(to);
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
+                          const std::string& file, const std::vector<std::string>& options,
+                          bool as_written) {
+  Parsed p = parse_kernel(source, kernel, file, options);
+  if (as_written) return describe(p, source, file);
+  // The same structure in another spelling is read in the one the analysis knows (normal_form.cpp:
+  // the meaning and every line kept, so messages name the user's lines).
+  NormalForm nf = normal_form(p.cuda.ast->getASTContext(), p.f, p.skip);
+  std::string text = source;
+  if (!nf.edits.empty()) {
+    text = apply_edits(source, nf.edits);
+    p = parse_kernel(text, kernel, file, options);
+  }
+  NaiveKernel k = describe(p, text, file);
+  k.rewrites = nf.notes;
+  // A loop that adds to an array element, in a kernel whose loop could be split among threads if
+  // that element were a local sum: read it so, when that is what stops the split.
+  const SplitOption split = split_loop(k);
+  if (split.loop < 0 && split.reason.find("does more than add") != std::string::npos) {
+    const NormalForm af = accumulator_form(p.cuda.ast->getASTContext(), p.f, p.skip);
+    if (!af.edits.empty()) {
+      const std::string summed = apply_edits(text, af.edits);
+      try {
+        Parsed q = parse_kernel(summed, kernel, file, options);
+        NaiveKernel ks = describe(q, summed, file);
+        if (split_loop(ks).loop >= 0) {
+          ks.rewrites = k.rewrites;
+          ks.rewrites.insert(ks.rewrites.end(), af.notes.begin(), af.notes.end());
+          k = std::move(ks);
+        }
+      } catch (const NaiveError&) {
+        // The kernel as first read stands.
+      }
     }
   }
   return k;

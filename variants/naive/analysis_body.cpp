@@ -196,6 +196,21 @@ void Analyser::mark_read_of_store(std::vector<Hole>& out) {
 }
 
 // --- statements ---------------------------------------------------------------------------
+namespace {
+
+/// Whether a statement's source range stops before the ';' that ends it: an expression, or a
+/// statement whose last part is one (`for (...) s += x;`, `if (c) a = b;`, `do ... while (c);`).
+bool ends_before_semicolon(const clang::Stmt* s) {
+  if (!s || isa<Expr>(s) || isa<DoStmt>(s)) return s != nullptr;
+  if (const auto* f = dyn_cast<ForStmt>(s)) return ends_before_semicolon(f->getBody());
+  if (const auto* w = dyn_cast<WhileStmt>(s)) return ends_before_semicolon(w->getBody());
+  if (const auto* i = dyn_cast<IfStmt>(s))
+    return ends_before_semicolon(i->getElse() ? i->getElse() : i->getThen());
+  return false;
+}
+
+}  // namespace
+
 void Analyser::convert_into(const clang::Stmt* s, int loop, std::vector<Stmt>& out) {
   current_loop_ = loop;
   if (const auto* ds = dyn_cast<DeclStmt>(s)) {
@@ -237,8 +252,9 @@ void Analyser::convert_into(const clang::Stmt* s, int loop, std::vector<Stmt>& o
   Stmt st;
   st.kind = Stmt::Rep;
   st.text = text_of(s);
-  if (isa<Expr>(s))
-    st.text.push_back(Piece{Piece::Lit, ";", -1, 0, {}});  // ExprStmt ends before ';'
+  // An expression statement's range ends before its ';', and so does a statement that ends in
+  // one (`for (...) s += x;`, an `if` without braces): the ';' is put back.
+  if (ends_before_semicolon(s)) st.text.push_back(Piece{Piece::Lit, ";", -1, 0, {}});
   // `a[i] = v;` as a whole statement: its store may be staged (the first access is a[i]).
   if (const auto* b = dyn_cast<BinaryOperator>(s);
       b && b->getOpcode() == BO_Assign &&

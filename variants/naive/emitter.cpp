@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -441,7 +442,17 @@ void Emitter::emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bo
       for (const Stmt* s : group) {
         if (s->kind == Stmt::RepDecl) {
           const Local& l = k_.locals[s->local];
-          line(b, l.name + suffix(c_, k_.dims) + " = " + render(s->text) + ";");
+          const std::string init = render(s->text);
+          // A split loop's lanes each add a part and the parts are summed: a sum that starts from
+          // a value (`float sum = b[i];`) takes it in lane 0 alone; the others start at zero
+          // (the declaration's `= {}`).
+          static const std::regex zero(R"(^\s*\(?\s*[-+]?(0+\.?0*|\.0+)[fFlLuU]?\s*\)?\s*$)");
+          const bool part = c_.split > 1 && !lane0_ &&
+                            std::find(split_.locals.begin(), split_.locals.end(), s->local) !=
+                                split_.locals.end() &&
+                            !std::regex_match(init, zero);
+          line(b, (part ? "if (gt_lane == 0) " : "") + l.name + suffix(c_, k_.dims) + " = " + init +
+                      ";");
         } else if (s->kind == Stmt::Reduce) {
           int sum = sum_of(*s);
           line(b, sum >= 0 ? sums_[sum].name + " += " + render(s->text) + ";"

@@ -135,15 +135,21 @@ struct NaiveKernel {
   size_t pre_guard = 0;
   int loops = 0;
   std::vector<std::string> notes;  ///< what the analysis decided and why (offered choices)
+  /// What was read in another spelling of the same structure (a loop counter declared before its
+  /// loop, ...), and what looked like such a construct and was not understood, with its line and
+  /// what to change: printed by generate, run and prune (job notes), once.
+  std::vector<std::string> rewrites;
   /// The file's text before and after the kernel's definition (its includes, macros, helper
   /// functions, other kernels): every variant keeps it around the kernel it generates.
   std::string before, after;
 };
 
 /// Parses `source` and describes kernel `kernel`. Throws NaiveError naming the file, line and the
-/// construct outside the subset.
+/// construct outside the subset. `as_written`: without the rewrites of other spellings of the
+/// same structure (NaiveKernel::rewrites), to see what they add (`generate --as-written`).
 NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
-                          const std::string& file, const std::vector<std::string>& options = {});
+                          const std::string& file, const std::vector<std::string>& options = {},
+                          bool as_written = false);
 
 // ---------------------------------------------------------------------------------------------
 // Variants (plan.cpp, space.cpp, variant.cpp and the Emitter's files; no clang).

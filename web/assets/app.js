@@ -247,6 +247,7 @@ async function runPage(main) {
       run.naive_fallback ? el('p', {id: 'naive-fallback'}, 'block shape only: ' + run.naive_fallback +
         ' (the naive kernel is outside the generator\'s subset; its variants are the kernel as written, launched at each block shape)') : null,
       el('p', {class: 'muted'}, run.message),
+      run.notes ? el('ul', {id: 'run-notes'}, ...run.notes.split('\n').filter(n => n).map(n => el('li', {}, 'note: ' + n))) : null,
       run.kernel_id ? el('p', {}, link('/kernel.html?id=' + run.kernel_id, 'kernel ' + run.kernel)) : null,
       t4Links(run)),
     section('Charts', el('div', {class: 'charts'},
