@@ -303,9 +303,7 @@ int cmd_generate(int argc, char** argv) {
       "one configuration only: its key or a `space --list` line (no --out: source to stdout)",
       cxxopts::value<std::string>())(
       "check", "run every written variant and the naive kernel on the CPU and compare")(
-      "as-written",
-      "read the kernel as written: without the rewrites of other spellings of the same "
-      "structure (a loop counter declared before its loop, ...), to see what they add")(
+      "as-written", "read the kernel as written, without rewriting other spellings")(
       "size", "ProblemSize for --check, e.g. 37,41 (default: the job's first, shrunk above 64)",
       cxxopts::value<std::vector<std::int64_t>>())("h,help", "help");
   o.parse_positional({"file"});

@@ -8,15 +8,23 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/tests/data/naive}
 gputune=$root/build/gputune
 summary() {
-  # One line: loops, checks, arrays' paths (+window), split, space size.
-  awk '
-    /^naive kernel/ { match($0, /([0-9]+) loop\(s\)/, m); loops = m[1]; match($0, /([0-9]+) bounds/, g); checks = g[1] }
-    /^  [A-Za-z_][A-Za-z_0-9]*:/ { a = $1; sub(":", "", a); $1 = ""; paths = paths (paths ? "; " : "") a ":" $0 }
-    /shared: a halo window/ { paths = paths " (window)" }
-    /^  split: 1-32/ { split = "yes" }
-    /^  split: not offered/ { split = "no" }
-    /variants in the generated space/ { space = $1 }
-    END { printf "%s loop(s), %s check(s); %s; split %s; %s variants", loops, checks, paths, split, space }'
+  # One cell: loops, checks, each array's paths (+ a halo window), split, the space's size.
+  python3 -c '
+import re, sys
+t = sys.stdin.read()
+m = re.search(r"(\d+) loop\(s\).*?(\d+) bounds check", t)
+loops, checks = (m.group(1), m.group(2)) if m else ("?", "?")
+arrays = []
+for line in t.splitlines():
+    a = re.match(r"^  ([A-Za-z_]\w*)( \(written\))?: ?(.*)$", line)
+    if a and a.group(1) not in ("split", "note"):
+        arrays.append(a.group(1) + ": " + a.group(3).strip())
+    elif "shared: a halo window" in line and arrays:
+        arrays[-1] += " (window)"
+split = "yes" if "split: 1-32" in t else "no"
+n = re.search(r"^(\d+) variants in the generated space", t, re.M)
+print(loops + " loop(s), " + checks + " check(s); " + "; ".join(arrays) + "; split " + split + "; " + (n.group(1) if n else "?") + " variants", end="")
+'
 }
 echo "| kernel | as written (--as-written) | as read (the spellings rewritten) |"
 echo "|---|---|---|"

@@ -302,10 +302,14 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_EQ(wd.text("#naive-fallback").rfind("block shape only: add.cu:4: local array 't'", 0), 0u)
       << wd.text("#naive-fallback");
+  // The job's notes, kept with the run (schema 13), are listed under it.
+  EXPECT_NE(wd.text("#run-notes").find("note: add.cu:4: local array 't'"), std::string::npos)
+      << wd.text("#run-notes");
   snap(wd, "run-naive-fallback");
   wd.go(d.url() + "/run.html?id=1");
   ASSERT_TRUE(wd.wait_loaded());
   EXPECT_FALSE(wd.script("return document.getElementById('naive-fallback') !== null;").get<bool>());
+  EXPECT_FALSE(wd.script("return document.getElementById('run-notes') !== null;").get<bool>());
   snap(wd, "run-naive-generated");
 }
 
