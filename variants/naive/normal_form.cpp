@@ -419,8 +419,9 @@ NormalForm accumulator_form(ASTContext& ctx, const FunctionDecl* f, size_t skip)
     read_vars(at->getIdx(), subscript);
     read_vars(add->getRHS(), added);
     if (added.count(array) || writes(loop, array)) continue;
+    const ForStmt* body_loop = loop;  // clang 14 does not capture a structured binding
     if (std::any_of(subscript.begin(), subscript.end(),
-                    [&](const ValueDecl* v) { return writes(loop, v); }))
+                    [&](const ValueDecl* v) { return writes(body_loop, v); }))
       continue;
     const auto lb = offset(loop->getBeginLoc()), eb = offset(at->getBeginLoc()),
                ee = end_of(at->getEndLoc());
