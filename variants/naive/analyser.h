@@ -42,7 +42,7 @@ struct SourceEdit {
   size_t offset = 0, length = 0;
   std::string text;
 };
-/// normal_form's rewrites of one kernel: its edits (sorted from the end of the source) and one
+/// normal_form's rewrites of one kernel: its edits (disjoint, in any order) and one
 /// note per rewrite, or per construct that looked like one and could not be rewritten (why, and
 /// what to change).
 struct NormalForm {
@@ -55,7 +55,8 @@ NormalForm normal_form(clang::ASTContext& ctx, const clang::FunctionDecl* f, siz
 /// Where a loop adds to an array element (`for (...) t[i] += E;`) that its own split would need
 /// as an accumulator: the element kept in a local for the loop, loaded before and stored after it.
 NormalForm accumulator_form(clang::ASTContext& ctx, const clang::FunctionDecl* f, size_t skip);
-std::string apply_edits(std::string source, const std::vector<SourceEdit>& edits);
+/// `source` with the edits made (from its end, so that each offset holds).
+std::string apply_edits(std::string source, std::vector<SourceEdit> edits);
 
 /// Describes one kernel for analyse_naive: one per kernel, used once.
 class Analyser {

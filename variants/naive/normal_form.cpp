@@ -16,7 +16,6 @@
 #include <clang/Lex/Lexer.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -132,47 +131,99 @@ void read_vars(const clang::Stmt* s, std::set<const ValueDecl*>& out) {
   for (const clang::Stmt* c : s->children()) read_vars(c, out);
 }
 
+bool has_continue(const clang::Stmt* s) {
+  if (!s) return false;
+  if (isa<ContinueStmt>(s)) return true;
+  for (const clang::Stmt* c : s->children())
+    if (has_continue(c)) return true;
+  return false;
+}
+
+/// The user's source as the parse holds it (after `skip` bytes of prelude): offsets into it,
+/// lines as the user numbers them, and text of it on one line.
+class Source {
+ public:
+  Source(ASTContext& ctx, size_t skip)
+      : sm_(ctx.getSourceManager()),
+        lo_(ctx.getLangOpts()),
+        buffer_(sm_.getBufferData(sm_.getMainFileID())),
+        skip_(skip) {}
+  /// Where a location written in the file (not in a macro) is.
+  std::optional<size_t> offset(SourceLocation l) const {
+    if (l.isInvalid() || l.isMacroID() || !sm_.isInMainFile(l)) return std::nullopt;
+    const size_t o = sm_.getFileOffset(l);
+    if (o < skip_) return std::nullopt;
+    return o - skip_;
+  }
+  /// The same, where a macro may begin or end it (`DATA_TYPE c11, c12;`): its name in the file.
+  std::optional<size_t> expanded(SourceLocation l) const { return offset(sm_.getExpansionLoc(l)); }
+  /// Just after the token at l, written in the file.
+  std::optional<size_t> end_of(SourceLocation l) const {
+    return offset(Lexer::getLocForEndOfToken(l, 0, sm_, lo_));
+  }
+  /// The same, where l may be in a macro: just after the macro's name.
+  std::optional<size_t> expanded_end(SourceLocation l) const {
+    return end_of(sm_.getExpansionLoc(l));
+  }
+  int line(SourceLocation l) const {
+    const PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(l));
+    return p.isValid() ? static_cast<int>(p.getLine()) : 0;
+  }
+  /// [b, e) of the source, when it is on one line.
+  std::optional<std::string> text(std::optional<size_t> b, std::optional<size_t> e) const {
+    if (!b || !e || *e < *b) return std::nullopt;
+    std::string t(buffer_.substr(*b + skip_, *e - *b));
+    if (t.find('\n') != std::string::npos) return std::nullopt;
+    return t;
+  }
+  /// A statement's text, as written, when it is on one line.
+  std::optional<std::string> text_of(const clang::Stmt* s) const {
+    return text(expanded(s->getBeginLoc()), expanded_end(s->getEndLoc()));
+  }
+  /// Just after the ';' that follows offset o (spaces between), if one does.
+  std::optional<size_t> after_semicolon(std::optional<size_t> o) const {
+    if (!o) return std::nullopt;
+    while (*o + skip_ < buffer_.size() && (at(*o) == ' ' || at(*o) == '\t')) ++*o;
+    if (*o + skip_ >= buffer_.size() || at(*o) != ';') return std::nullopt;
+    return *o + 1;
+  }
+  /// The text of [b, b + n), whatever it holds.
+  std::string raw(size_t b, size_t n) const { return std::string(buffer_.substr(b + skip_, n)); }
+
+ private:
+  char at(size_t o) const { return buffer_[o + skip_]; }
+  const SourceManager& sm_;
+  const LangOptions& lo_;
+  llvm::StringRef buffer_;
+  size_t skip_;
+};
+
 }  // namespace
 
 NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
   NormalForm out;
-  const SourceManager& sm = ctx.getSourceManager();
-  const LangOptions& lo = ctx.getLangOpts();
   const clang::Stmt* body = f->getBody();
   if (!body) return out;
-  auto offset = [&](SourceLocation l) -> std::optional<size_t> {
-    if (l.isInvalid() || l.isMacroID() || !sm.isInMainFile(l)) return std::nullopt;
-    const size_t o = sm.getFileOffset(l);
-    if (o < skip) return std::nullopt;
-    return o - skip;
-  };
-  auto line = [&](SourceLocation l) {
-    const PresumedLoc p = sm.getPresumedLoc(sm.getExpansionLoc(l));
-    return p.isValid() ? static_cast<int>(p.getLine()) : 0;
-  };
-  // Where a macro begins or ends a declaration (`DATA_TYPE c11, c12;`): its name in the file.
-  auto expanded = [&](SourceLocation l) { return offset(sm.getExpansionLoc(l)); };
+  const Source src(ctx, skip);
+  auto offset = [&](SourceLocation l) { return src.offset(l); };
+  auto line = [&](SourceLocation l) { return src.line(l); };
   auto type_of = [&](const VarDecl* v) {
     return v->getType().getUnqualifiedType().getAsString(ctx.getPrintingPolicy());
   };
   const Census c(body);
-  const llvm::StringRef buffer = sm.getBufferData(sm.getMainFileID());
   // A declaration the rewrites may take variables out of: in the file (not a macro), and each
   // variable it keeps can be declared again on its own (not an array or a function pointer,
   // whose declarators would have to be rewritten).
   auto declarator = [&](const VarDecl* v) -> std::optional<std::string> {
     const QualType t = v->getType();
     if (t->isArrayType() || t->isFunctionPointerType() || t->isReferenceType()) return {};
-    const auto nb = offset(v->getLocation());
-    const auto ne =
-        offset(Lexer::getLocForEndOfToken(sm.getExpansionLoc(v->getEndLoc()), 0, sm, lo));
-    if (!nb || !ne || *ne < *nb) return {};
-    std::string text(buffer.substr(*nb + skip, *ne - *nb));
-    if (text.find('\n') != std::string::npos) return {};
-    return (t.isConstQualified() ? "const " : "") + type_of(v) + " " + text + ";";
+    const std::optional<std::string> text =
+        src.text(offset(v->getLocation()), src.expanded_end(v->getEndLoc()));
+    if (!text) return {};
+    return (t.isConstQualified() ? "const " : "") + type_of(v) + " " + *text + ";";
   };
   auto splittable = [&](const DeclStmt* ds) {
-    if (!expanded(ds->getBeginLoc()) || !offset(ds->getEndLoc())) return false;
+    if (!src.expanded(ds->getBeginLoc()) || !offset(ds->getEndLoc())) return false;
     for (const Decl* d : ds->decls()) {
       const auto* v = dyn_cast<VarDecl>(d);
       if (!v || !declarator(v)) return false;
@@ -264,30 +315,6 @@ NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
     }
   }
   // 1b. A counted while loop: `int k = 0; while (k < n) { ...; k++; }` is that for loop.
-  auto source_of = [&](const clang::Stmt* e) -> std::optional<std::string> {
-    const auto b = offset(sm.getExpansionLoc(e->getBeginLoc()));
-    const auto x =
-        offset(Lexer::getLocForEndOfToken(sm.getExpansionLoc(e->getEndLoc()), 0, sm, lo));
-    if (!b || !x || *x < *b) return std::nullopt;
-    std::string t(buffer.substr(*b + skip, *x - *b));
-    if (t.find('\n') != std::string::npos) return std::nullopt;
-    return t;
-  };
-  auto semicolon_after = [&](const clang::Stmt* e) -> std::optional<size_t> {
-    auto o = offset(Lexer::getLocForEndOfToken(sm.getExpansionLoc(e->getEndLoc()), 0, sm, lo));
-    if (!o) return std::nullopt;
-    while (*o + skip < buffer.size() && (buffer[*o + skip] == ' ' || buffer[*o + skip] == '\t'))
-      ++*o;
-    if (*o + skip >= buffer.size() || buffer[*o + skip] != ';') return std::nullopt;
-    return *o + 1;
-  };
-  std::function<bool(const clang::Stmt*)> has_continue = [&](const clang::Stmt* s) {
-    if (!s) return false;
-    if (isa<ContinueStmt>(s)) return true;
-    for (const clang::Stmt* ch : s->children())
-      if (has_continue(ch)) return true;
-    return false;
-  };
   for (const auto& [ds, pos] : c.where) {
     const auto [block, k] = pos;
     for (const Decl* d : ds->decls()) {
@@ -337,8 +364,8 @@ NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
           }
         }
       const auto lp = offset(w->getLParenLoc()), rp = offset(w->getRParenLoc());
-      const auto init = source_of(v->getInit()), inc = source_of(step);
-      const auto semi = semicolon_after(step);
+      const auto init = src.text_of(v->getInit()), inc = src.text_of(step);
+      const auto semi = src.after_semicolon(src.expanded_end(step->getEndLoc()));
       const auto sb = offset(step->getBeginLoc());
       if (why.empty() && (!wb || !lp || !rp || !init || !inc || !semi || !sb))
         why = "it is written in a macro or over several lines";
@@ -368,11 +395,11 @@ NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
   // The declarations lose what moved: what they keep is declared again, one declaration each,
   // on their first line; the rest of their text becomes spaces (its line breaks stay).
   for (const auto& [ds, gone] : taken) {
-    const size_t b = *expanded(ds->getBeginLoc()), e = *offset(ds->getEndLoc());
+    const size_t b = *src.expanded(ds->getBeginLoc()), e = *offset(ds->getEndLoc());
     std::string kept;
     for (const Decl* d : ds->decls())
       if (const auto* v = cast<VarDecl>(d); !gone.count(v)) kept += *declarator(v) + " ";
-    const std::string text(buffer.substr(b + skip, e + 1 - b));
+    const std::string text = src.raw(b, e + 1 - b);
     std::string repl = kept;
     for (char ch : text)
       if (ch == '\n') repl += '\n';
@@ -380,24 +407,13 @@ NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
     out.edits.push_back({b, text.size(), repl});
   }
   out.edits.insert(out.edits.end(), inserts.begin(), inserts.end());
-  std::sort(out.edits.begin(), out.edits.end(),
-            [](const SourceEdit& a, const SourceEdit& b) { return a.offset > b.offset; });
   return out;
 }
 
 NormalForm accumulator_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
   NormalForm out;
-  const SourceManager& sm = ctx.getSourceManager();
-  const LangOptions& lo = ctx.getLangOpts();
   if (!f->getBody()) return out;
-  const llvm::StringRef buffer = sm.getBufferData(sm.getMainFileID());
-  auto offset = [&](SourceLocation l) -> std::optional<size_t> {
-    if (l.isInvalid() || l.isMacroID() || !sm.isInMainFile(l)) return std::nullopt;
-    const size_t o = sm.getFileOffset(l);
-    if (o < skip) return std::nullopt;
-    return o - skip;
-  };
-  auto end_of = [&](SourceLocation l) { return offset(Lexer::getLocForEndOfToken(l, 0, sm, lo)); };
+  const Source src(ctx, skip);
   std::vector<std::pair<const ForStmt*, bool>> loops;
   loops_of(f->getBody(), false, loops);
   int n = 0;
@@ -423,36 +439,30 @@ NormalForm accumulator_form(ASTContext& ctx, const FunctionDecl* f, size_t skip)
     if (std::any_of(subscript.begin(), subscript.end(),
                     [&](const ValueDecl* v) { return writes(body_loop, v); }))
       continue;
-    const auto lb = offset(loop->getBeginLoc()), eb = offset(at->getBeginLoc()),
-               ee = end_of(at->getEndLoc());
-    std::optional<size_t> le = end_of(loop->getEndLoc());
-    if (le && !isa<CompoundStmt>(loop->getBody())) {  // after the body's `;`
-      size_t o = *le;
-      while (o < buffer.size() - skip && (buffer[o + skip] == ' ' || buffer[o + skip] == '\t')) ++o;
-      le =
-          o < buffer.size() - skip && buffer[o + skip] == ';' ? std::optional(o + 1) : std::nullopt;
-    }
-    if (!lb || !eb || !ee || !le || *ee < *eb) continue;
-    const std::string element(buffer.substr(*eb + skip, *ee - *eb));
-    if (element.find('\n') != std::string::npos) continue;
+    const auto lb = src.offset(loop->getBeginLoc()), eb = src.offset(at->getBeginLoc()),
+               ee = src.end_of(at->getEndLoc());
+    const std::optional<size_t> le = isa<CompoundStmt>(loop->getBody())
+                                         ? src.end_of(loop->getEndLoc())
+                                         : src.after_semicolon(src.end_of(loop->getEndLoc()));
+    const std::optional<std::string> element = src.text(eb, ee);
+    if (!lb || !le || !element) continue;
     const std::string name = "gt_sum" + std::to_string(n++);
     const std::string type = t.getUnqualifiedType().getAsString(ctx.getPrintingPolicy());
-    out.edits.push_back({*le, 0, " " + element + " += " + name + ";" + (in_block ? "" : " }")});
+    out.edits.push_back({*le, 0, " " + *element + " += " + name + ";" + (in_block ? "" : " }")});
     out.edits.push_back({*eb, *ee - *eb, name});
     out.edits.push_back({*lb, 0, std::string(in_block ? "" : "{ ") + type + " " + name + " = 0; "});
-    out.notes.push_back(
-        "line " +
-        std::to_string(sm.getPresumedLoc(sm.getExpansionLoc(loop->getBeginLoc())).getLine()) +
-        ": loop " + "adds to " + element + ": read as a local sum the loop adds to, added to " +
-        element + " after it, so the loop can be split among threads");
+    out.notes.push_back("line " + std::to_string(src.line(loop->getBeginLoc())) +
+                        ": loop adds to " + *element +
+                        ": read as a local sum the loop adds to, added to " + *element +
+                        " after it, so the loop can be split among threads");
   }
-  std::sort(out.edits.begin(), out.edits.end(),
-            [](const SourceEdit& a, const SourceEdit& b) { return a.offset > b.offset; });
   return out;
 }
 
-std::string apply_edits(std::string source, const std::vector<SourceEdit>& edits) {
-  // From the end, so earlier offsets stay valid (normal_form sorts them so).
+std::string apply_edits(std::string source, std::vector<SourceEdit> edits) {
+  // From the end, so earlier offsets stay valid.
+  std::sort(edits.begin(), edits.end(),
+            [](const SourceEdit& a, const SourceEdit& b) { return a.offset > b.offset; });
   for (const SourceEdit& e : edits)
     if (e.offset <= source.size() && e.offset + e.length <= source.size())
       source.replace(e.offset, e.length, e.text);
