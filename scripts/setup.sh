@@ -30,7 +30,11 @@ export PATH="${CUDAToolkit_ROOT:-/usr/local/cuda}/bin:$PATH"
 werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON
 echo "gputune setup: configuring build/ (cmake)"
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUTUNE_WERROR=$werror >/dev/null
+# -g1: line tables and function names (backtraces, profiles) at a fraction of -g's cost: -g made
+# the quick start's build of the binary 7 min 20 s on 2 cores, -g1 3 min 37 s
+# (bench/results/quickstart-vm-2026-12-02.md).
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGPUTUNE_WERROR=$werror >/dev/null
 # GPUTUNE_SETUP_TARGET=gputune (run-example.sh): the binary alone, not the tests.
 target=${GPUTUNE_SETUP_TARGET:-all}
 echo "gputune setup: building $target on $(nproc) cores (make's [ NN%] lines show how far it is)"
