@@ -10,6 +10,7 @@ namespace gputune::tuner {
 SearchStream::SearchStream(Strategy& strategy, ModelGuided* guide, Settings settings)
     : strategy_(strategy), guide_(guide), s_(std::move(settings)) {
   s_.look_ahead = std::max<std::size_t>(1, s_.look_ahead);
+  if (guide_ && !s_.left_out.empty()) guide_->sample_only(s_.left_out);
   if (s_.margin > 0)
     for (std::size_t i = 0; i < s_.best_case.size(); ++i)
       if (std::isfinite(s_.best_case[i])) by_best_case_.push_back(i);

@@ -43,7 +43,8 @@ class SearchStream {
     /// judged by rule 4). Empty: rule 4 off.
     std::vector<double> best_case;
     /// Per position (may be empty): drawn from what the model's search left out, for the regret
-    /// sample: rule 4 excludes it rather than holding it back, so that it stays a random draw.
+    /// sample: rule 4 excludes it rather than holding it back, and the model's start does not
+    /// spread onto it (ModelGuided::sample_only), so that it stays a random draw.
     std::vector<char> left_out;
     /// Rule 4 exactly as over the whole plan compiled (strategies without feedback, which
     /// measure everything rule 4 keeps): a compiled configuration is measured only once rule 4

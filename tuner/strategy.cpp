@@ -296,6 +296,23 @@ bool ParameterEffects::has_untried_value(size_t i) const {
   return false;
 }
 
+std::vector<std::vector<char>> ParameterEffects::no_values() const {
+  std::vector<std::vector<char>> none(params());
+  for (size_t p = 0; p < params(); ++p) none[p].assign(values_[p].size(), 0);
+  return none;
+}
+
+size_t ParameterEffects::unshown(size_t i, std::vector<std::vector<char>>& shown, bool mark) const {
+  if ((i + 1) * params() > of_.size() || shown.size() != params()) return 0;
+  size_t n = 0;
+  for (size_t p = 0; p < params(); ++p) {
+    char& s = shown[p][of_[i * params() + p]];
+    n += !s;
+    if (mark) s = 1;
+  }
+  return n;
+}
+
 double ParameterEffects::log_factor_bound(size_t i) const {
   if (samples_ == 0 || (i + 1) * params() > of_.size()) return 0;
   double f = 0;
@@ -355,7 +372,7 @@ ModelGuided::ModelGuided(std::vector<pruner::ModelFeatures> features, pruner::De
   for (size_t i = 0; i < features_.size(); ++i) predicted_[i] = predict(i);
   order_by_ = predicted_;
   const bool with_configs = configs.size() == features_.size() && !configs.empty();
-  if (with_configs) effects_.emplace(configs);
+  if (with_configs) effects_.emplace(configs), shown_ = effects_->no_values();
   if (with_configs &&
       std::any_of(best_case_blocks_.begin(), best_case_blocks_.end(), [](int b) { return b > 0; }))
     occupancy_.emplace(configs);
@@ -586,6 +603,7 @@ std::optional<size_t> ModelGuided::next() {
       return propose(*alt);
     }
   if (pick) {
+    pick = spread_start(*pick);
     by_[*pick] = 2;
     if (bandit_) bandit_->used(0);
     if (explorer_) explorer_->taken(*pick);
@@ -594,6 +612,34 @@ std::optional<size_t> ModelGuided::next() {
   pick = next_unpredicted();  // not judged by the model, so never cut
   if (pick) return propose(*pick);
   return std::nullopt;
+}
+
+size_t ModelGuided::spread_start(size_t first) {
+  // The model's first proposals, while it has not ranked what was measured well: among the
+  // variants it orders as alike (within kModelTie of the best-ordered; at most kModelSpread of
+  // them), the one that shows the most parameter values no earlier proposal of the start did
+  // (the best-ordered among equals). The model has no opinion between them, and space order
+  // (what breaks the tie otherwise) puts the start in one corner of the space: a DRAM-bound
+  // kernel's thousands of equal predictions all with the smallest block, say.
+  if (!effects_ || trusted_ || !bandit_ || bandit_->uses(0) >= kModelFirst) return first;
+  size_t pick = first;
+  // The best-ordered first. What was measured without being proposed (the default) is not
+  // counted: when its outcome arrives depends on the stream's timing, and the order must not.
+  if (bandit_->uses(0) > 0) {
+    std::vector<std::pair<double, size_t>> best;
+    for (size_t i = 0; i < state_.size(); ++i)
+      if (state_[i] == 0 && predicted_[i] > 0 && (i >= sample_only_.size() || !sample_only_[i]))
+        best.emplace_back(order_by_[i], i);
+    const size_t k = std::min(kModelSpread, best.size());
+    std::partial_sort(best.begin(), best.begin() + static_cast<long>(k), best.end());
+    size_t most = 0;
+    for (size_t r = 0; r < k && best[r].first <= (1 + kModelTie) * best[0].first; ++r)
+      if (const size_t n = effects_->unshown(best[r].second, shown_, false); n > most)
+        most = n, pick = best[r].second;
+  }
+  effects_->unshown(pick, shown_, true);
+  if (pick != first) covering_[pick] = 1;  // confirm() keeps it: its values are why it runs
+  return pick;
 }
 
 size_t ModelGuided::propose(size_t i) {

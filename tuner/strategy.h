@@ -97,6 +97,10 @@ class ParameterEffects {
   void note_tried(size_t i);
   /// Whether configuration i has a parameter value no configuration tried so far has.
   bool has_untried_value(size_t i) const;
+  /// Per parameter and value, none marked: the shape `unshown` takes.
+  std::vector<std::vector<char>> no_values() const;
+  /// How many of configuration i's values `shown` has not marked; with `mark`, marks them.
+  size_t unshown(size_t i, std::vector<std::vector<char>>& shown, bool mark) const;
   /// Measurements the last fit used.
   size_t samples() const { return samples_; }
   /// The `n` largest effects of measured values, largest first: "cache_in=readonly 0.71x,
@@ -139,7 +143,8 @@ class ParameterEffects {
 /// no tried variant had is tried once, so the stop never rests on a guess.
 ///
 /// Given the configurations, the portfolio search (tuner/portfolio.h) searches beside the model:
-/// after the model's first kModelFirst proposals measured, at least kExploreFloor of the
+/// after the model's first kModelFirst proposals measured (which, while the model is not trusted,
+/// break its ties by the parameter values they show: spread_start), at least kExploreFloor of the
 /// proposals are the portfolio's (which sees the model's prediction as a feature of its
 /// surrogate), and until the model ranks what was measured well a bandit chooses each one from
 /// the model's order or the portfolio by how their proposals measured; the stop rule waits while
@@ -159,6 +164,11 @@ class ModelGuided : public Strategy {
   /// The model's proposals measured before the bandit starts, and the portfolio's share at least.
   static constexpr size_t kModelFirst = 8;
   static constexpr double kExploreFloor = 0.125;
+  /// While the model is not trusted, each of its first kModelFirst proposals after the first is,
+  /// among the open variants it orders within kModelTie of the best-ordered (kModelSpread of them
+  /// at most), the one that shows the most parameter values its earlier proposals did not.
+  static constexpr size_t kModelSpread = 16;
+  static constexpr double kModelTie = 1e-3;
   /// `excluded[i]`: never proposed (pruned by a rule); may be empty.
   /// `configs`: the space's configurations, for the learned parameter effects (empty: ordered
   /// by the model alone). `seed`: the random order of unpredicted variants before any of them
@@ -222,6 +232,11 @@ class ModelGuided : public Strategy {
   void hold_back(const std::vector<size_t>& which, double margin);
   /// Never proposes these (open or held ones; what was proposed stays so).
   void exclude(const std::vector<size_t>& which);
+  /// `which[i]`: in the space only for the regret sample (drawn from what the model's search of
+  /// a large space left out, to be timed as that). The start's spread over tied predictions
+  /// (spread_start) does not pick them: measured by the search, they would not sample what it
+  /// left out.
+  void sample_only(std::vector<char> which) { sample_only_ = std::move(which); }
   /// Proposed variant i was compiled (refine() gave its real prediction): true when it is still
   /// to be measured now, false when an open variant not compiled yet is ordered before it by
   /// its best case (a bound its compile cannot beat): i goes back to the open variants, compiled,
@@ -257,6 +272,8 @@ class ModelGuided : public Strategy {
   void reorder();
   /// Marks configuration i proposed (its values tried) and returns it.
   size_t propose(size_t i);
+  /// The model's proposal instead of `first` at the start (see the .cpp).
+  size_t spread_start(size_t first);
   /// The open unpredicted variant to try next (nullopt: none left).
   std::optional<size_t> next_unpredicted();
   /// Whether the next proposal is the portfolio's rather than the model's (the bandit).
@@ -299,8 +316,10 @@ class ModelGuided : public Strategy {
   std::vector<char> state_;     // 0 open, 1 proposed, 2 excluded, 3 held (readmittable)
   std::vector<char> reported_;  // per variant: report() was called for it
   std::vector<char> covering_;  // proposed to try a parameter value before the search stops
-  double margin_ = 0;           // of the held variants' model rule
-  size_t held_ = 0;             // variants in state 3
+  std::vector<std::vector<char>> shown_;  // per parameter and value: proposed by the start
+  std::vector<char> sample_only_;         // per variant: the regret sample's, not the spread's
+  double margin_ = 0;                     // of the held variants' model rule
+  size_t held_ = 0;                       // variants in state 3
   std::vector<size_t> readmitted_;
   std::vector<std::pair<size_t, double>> measured_;
   /// Per measurement: the learned effect (log factor) of its variant before it was measured, so

@@ -687,6 +687,11 @@ std::vector<H100Case> h100_cases(const std::filesystem::path& dir) {
 // The latency term (one round of loads in flight per warp, Little's law) is what the transposes
 // with one element per thread lacked; its latency was fitted on transpose 4096x4096 alone, and
 // the other two contexts are held out (bench/results/model-latency-h100-2026-11-27.md).
+// Transpose 4096x4096 reached 5% after 2 measurements (at look-ahead 1 and 32) until the model's
+// start spread over the variants it predicts alike (ModelGuided::kModelTie); one seed takes 3
+// since (the portfolio alone: a median of 3; at look-ahead 4, 2 as before), and the benchmark
+// hub's dedispersion, whose thousands of tied predictions started in one corner, 1 where it took
+// 8 (bench/results/model-start-ties-vm-2026-12-02.md).
 TEST(Replay, TheModelRanksTheH100MeasurementsAtLeastAsWellAsItDid) {
   test::TempDir dir;
   struct Floor {
@@ -696,7 +701,7 @@ TEST(Replay, TheModelRanksTheH100MeasurementsAtLeastAsWellAsItDid) {
     double regret_at_90;   // the best kept / the optimum with 90% pruned
   };
   const std::map<std::string, Floor> floors = {{"matmul 4096", {0.80, 4, 4, 1.0}},
-                                               {"transpose 4096x4096", {0.75, 2, 2, 1.0}},
+                                               {"transpose 4096x4096", {0.75, 3, 3, 1.0}},
                                                {"transpose 1000x3000", {0.62, 2, 5, 1.0}}};
   for (const H100Case& c : h100_cases(dir.path())) {
     const Floor& f = floors.at(c.name);
