@@ -1345,8 +1345,8 @@ std::string hang_job(const test::TempDir& dir, const nlohmann::json& budget = {}
   job["GPUTune"]["Contexts"] = {{{"Name", "1M"}, {"ProblemSize", {1048576}}}};
   if (!budget.is_null()) {
     job["GPUTune"]["Budget"] = budget;
-    // In the space's order, so that the hang comes where these tests expect it (a budget
-    // alone would make the search model_guided's).
+    // brute_force, as a budget alone would make the search model_guided's (the stream measures
+    // what is compiled first, so the hang comes in either variant of block 512).
     job["GPUTune"]["Search"] = {{"Strategy", "brute_force"}};
   }
   test::write_file(dir / "job.json", job.dump());
@@ -1409,6 +1409,34 @@ TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
   EXPECT_EQ(db::Store(db2).run(1)->status, "interrupted");
 }
 
+// After a hang that took longer than the job's time budget: one variant of block 512 hung (which
+// one depends on the order compiles finish in: the stream measures what is ready first), what was
+// measured before it is correct, and everything else, the other variant of block 512 included
+// (it would hang too), is stored as not run for the budget, without being measured.
+void expect_one_hang_then_the_budget_spent(
+    const std::map<std::string, db::MeasurementRecord>& by_key) {
+  std::size_t hung = 0, correct = 0, not_run = 0;
+  for (const auto& [key, m] : by_key) {
+    const bool budget = m.status == "timeout" &&
+                        m.reason.find("the job's time budget was spent") != std::string::npos;
+    if (m.reason.rfind("hung:", 0) == 0) {
+      ++hung;
+      EXPECT_EQ(key.rfind("512,", 0), 0u) << key << " hung";
+      EXPECT_EQ(m.status, "timeout") << key;
+      continue;
+    }
+    if (key.rfind("512,", 0) == 0) {
+      EXPECT_TRUE(budget) << key << " (block 512 hangs if measured): " << m.status << ", "
+                          << m.reason;
+    }
+    correct += m.status == "correct";
+    not_run += budget;
+  }
+  EXPECT_EQ(hung, 1u);
+  EXPECT_GE(not_run, 1u);  // the other 512 at least
+  EXPECT_EQ(hung + correct + not_run, by_key.size());
+}
+
 // The job's time budget covers the whole run, restarts included: the restarted process is left
 // what the first one did not spend (here nothing, as the hang alone took longer than the budget).
 // The budget, 3 s, leaves the four configurations before the hang time to be measured in the
@@ -1425,13 +1453,7 @@ TEST(FakeDriver, ARestartAfterAHangKeepsTheTimeBudget) {
   for (const auto& m : store.measurements(1))
     if (m.reason.rfind("re-measurement", 0) != 0) by_key[m.config_key] = m;
   ASSERT_EQ(by_key.size(), 8u);
-  EXPECT_EQ(by_key["128,2"].status, "correct");
-  EXPECT_EQ(by_key["512,1"].reason.rfind("hung:", 0), 0u) << by_key["512,1"].reason;
-  for (const char* key : {"512,2", "1024,1", "1024,2"}) {
-    EXPECT_EQ(by_key[key].status, "timeout") << key;
-    EXPECT_NE(by_key[key].reason.find("the job's time budget was spent"), std::string::npos)
-        << key << ": " << by_key[key].reason;
-  }
+  expect_one_hang_then_the_budget_spent(by_key);
 }
 
 // A resume typed by hand goes on with what is left of the time budget too: the run stores the
@@ -1457,12 +1479,7 @@ TEST(FakeDriver, AResumeByHandGoesOnWithWhatIsLeftOfTheTimeBudget) {
   for (const auto& m : store.measurements(1))
     if (m.reason.rfind("re-measurement", 0) != 0) by_key[m.config_key] = m;
   ASSERT_EQ(by_key.size(), 8u);
-  EXPECT_EQ(by_key["128,1"].status, "correct");
-  for (const char* key : {"512,2", "1024,1", "1024,2"}) {
-    EXPECT_EQ(by_key[key].status, "timeout") << key;
-    EXPECT_NE(by_key[key].reason.find("the job's time budget was spent"), std::string::npos)
-        << key << ": " << by_key[key].reason;
-  }
+  expect_one_hang_then_the_budget_spent(by_key);
   ASSERT_TRUE(store.run(1)->seconds_spent.has_value());
   EXPECT_GE(*store.run(1)->seconds_spent, *stopped);  // the resume added its own
   auto show = sh(with_fake("") + "show 1 --db '" + db + "'");
