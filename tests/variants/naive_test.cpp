@@ -1787,6 +1787,48 @@ TEST(NaiveSpellings, AssignmentsBeforeTheBoundsCheckAreDeclarations) {
   EXPECT_EQ(halos[0].rfind("A: 9 read(s)", 0), 0u) << halos[0];
 }
 
+// A 3-D stencil launched once per plane: the plane index is a kernel argument, a constant of the
+// launch, so the reads of planes i - 1, i and i + 1 are three windows (one per plane), and a plane
+// read once per thread stays on the read-only path.
+TEST(NaiveSpellings, APlaneIndexThatIsAnArgumentGivesAWindowPerPlane) {
+  naive::NaiveKernel k = analyse_spelling("conv3d_plane");
+  EXPECT_EQ(allowed(k, "A"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  const std::vector<std::string> w = naive::halo_windows(k);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0], "A: plane 1 of 3, 5 read(s), offsets up to 2 x 2");
+  EXPECT_EQ(w[1], "A: plane 2 of 3, 2 read(s), offsets up to 1 x 1");
+  EXPECT_EQ(w[2], "A: plane 3 of 3, 2 read(s), offsets up to 1 x 1");
+  naive::Choice c;
+  c.block_x = 32, c.block_y = 4, c.cache["A"] = Cache::Shared;
+  const std::string v = naive::emit_variant(k, c);
+  for (const char* name : {"gt_ho_A ", "gt_ho_A_1 ", "gt_ho_A_2 "})
+    EXPECT_NE(v.find(std::string("const int ") + name), std::string::npos) << name << "\n" << v;
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(v, "__ldg(&A["), 3u) << "A is read from memory by the windows' loads only\n" << v;
+  EXPECT_EQ(count(v, "gt_v = __ldg(&A["), 3u) << v;
+  // A plane window's shared memory is sized at launch like any window's: three of them here.
+  const std::map<std::string, double> at{{"ni", 9}, {"nj", 23}, {"nk", 19}, {"i", 4}};
+  EXPECT_EQ(naive::dynamic_shared_bytes(k, c, at), 4 * ((32 + 2) * (4 + 2) + 2 * (33 * 5)));
+
+  naive::NaiveKernel heat = analyse_spelling("heat3d_plane");
+  const std::vector<std::string> hw = naive::halo_windows(heat);
+  ASSERT_EQ(hw.size(), 1u);
+  EXPECT_EQ(hw[0],
+            "in: plane 1 of 3, 5 read(s), offsets up to 2 x 2; 2 plane(s) read once per thread, "
+            "on the read-only path (line 12, 12)");
+  naive::Choice h;
+  h.block_x = 16, h.block_y = 8, h.cache["in"] = Cache::Shared;
+  const std::string hv = naive::emit_variant(heat, h);
+  EXPECT_NE(hv.find("__ldg(&in[((i - 1) * n + y) * n + x])"), std::string::npos) << hv;
+  EXPECT_EQ(hv.find("gt_ho_in_1"), std::string::npos) << "one window" << hv;
+  // Without a launch constant between them the reads are one window, as before.
+  EXPECT_EQ(naive::halo_windows(analyse_spelling("conv2d_assign")).size(), 1u);
+}
+
 TEST(NaiveSpellings, AnArrayElementALoopAddsToIsItsAccumulator) {
   naive::NaiveKernel k = analyse_spelling("atax_acc");
   const naive::SplitOption sp = naive::split_loop(k);
@@ -1831,7 +1873,9 @@ INSTANTIATE_TEST_SUITE_P(
                       spelling("shared_counter", {37, 29}, 160),
                       spelling("conv2d_assign", {23, 19}, 96), spelling("atax_acc", {37, 29}, 160),
                       spelling("counter_after", {37, 29}), spelling("early_return", {37, 29}),
-                      spelling("init_sum", {37, 29}, 200), spelling("while_loop", {37, 29}, 160)),
+                      spelling("init_sum", {37, 29}, 200), spelling("while_loop", {37, 29}, 160),
+                      spelling("conv3d_plane", {9, 23, 19}, 120),
+                      spelling("heat3d_plane", {29}, 120)),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

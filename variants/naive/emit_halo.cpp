@@ -21,7 +21,8 @@ bool Emitter::halo_of(int param) const {
 }
 
 std::string Emitter::halo_name(const HaloPlan& h, const std::string& what) const {
-  return "gt_h" + what + "_" + k_.params[static_cast<size_t>(h.param)].name;
+  return "gt_h" + what + "_" + k_.params[static_cast<size_t>(h.param)].name +
+         (h.plane ? "_" + std::to_string(h.plane) : std::string());
 }
 
 /// How far the loops along axis d have advanced a read: "fx" or "(fx - (lo))", summed.

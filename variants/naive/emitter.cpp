@@ -72,11 +72,19 @@ Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
   tx_ = c_.block_x * c_.merge_x;
   ty_ = c_.block_y * c_.merge_y;
   // Arrays read through a halo window: every read of the array comes from it.
-  for (auto& [param, h] : halo_plans(k_)) {
-    if (!h.ok || cache_of(param) != Cache::Shared) continue;
-    for (size_t n = 0; n < h.sites.size(); ++n)
-      halo_site_[h.sites[n]] = {static_cast<int>(halos_.size()), n};
-    halos_.push_back(std::move(h));
+  // An array whose reads span planes a launch constant apart has a window per plane.
+  for (auto& [param, plan] : halo_plans(k_)) {
+    if (!plan.ok || cache_of(param) != Cache::Shared) continue;
+    std::vector<HaloPlan> windows;
+    if (plan.planes.empty())
+      windows.push_back(std::move(plan));
+    else
+      windows = std::move(plan.planes);
+    for (HaloPlan& h : windows) {
+      for (size_t n = 0; n < h.sites.size(); ++n)
+        halo_site_[h.sites[n]] = {static_cast<int>(halos_.size()), n};
+      halos_.push_back(std::move(h));
+    }
   }
   // Which sites are staged, and their tiles (sites with the same subscript share one).
   for (size_t i = 0; i < k_.accesses.size(); ++i) {

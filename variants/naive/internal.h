@@ -62,11 +62,18 @@ const Stmt* find_loop(const std::vector<Stmt>& list, int loop);
 /// subscript exactly as idx or idy does (a convolution's filter window). The window is the block's
 /// outputs widened by the offsets' span, so its size follows the loop bounds at run time: it lives
 /// in dynamic shared memory, sized at launch from the kernel's scalar arguments.
+/// Reads whose offsets differ by a launch constant that is not a small step (a 3-D stencil's
+/// planes i - 1, i, i + 1 with the plane i a kernel argument) get one window per plane: `planes`
+/// holds them (each a whole plan of its own reads; this plan then says only ok, why and the
+/// array), and a plane with one read and no loop stays off the windows (nothing to reuse).
 struct HaloPlan {
   bool ok = false;
   std::string reason;
   int param = -1;
-  std::vector<int> sites;                     ///< the reads; sites[0] is the reference
+  int plane = 0;                 ///< which plane of the array's windows (names its variables)
+  std::vector<HaloPlan> planes;  ///< one window per plane, when the reads span several
+  std::vector<int> unwindowed;   ///< reads left off the windows (alone in their plane)
+  std::vector<int> sites;        ///< the reads; sites[0] is the reference
   std::vector<std::array<long long, 2>> off;  ///< per site: its offset from the window's corner
   std::array<long long, 2> span{0, 0};        ///< largest constant offset per axis
   std::array<std::vector<int>, 2> loops;      ///< loop ids that advance it along x, y

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -347,6 +348,7 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
   h.contiguous = element_bytes(prm.element) == 4 &&
                  std::all_of(step[0].begin(), step[0].end(), [](long long v) { return v == 1; });
   std::vector<std::array<long long, 2>> rel;
+  std::vector<size_t> plane_of, plane_ref;  // per read: its plane; per plane: its first read
   for (size_t n = 0; n < h.sites.size(); ++n) {
     const AccessSite& s = k.accesses[static_cast<size_t>(h.sites[n])];
     const std::string at = "line " + std::to_string(s.line) + ": ";
@@ -383,26 +385,43 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
       h.loops = loops;
     else if (loops != h.loops)
       return no(at + "the reads run over different loops: not one window");
-    // The constant part: a small step of idx and idy away from the reference read.
-    std::vector<long long> diff(kSymPoints);
-    for (int p = 0; p < kSymPoints; ++p)
-      diff[static_cast<size_t>(p)] =
-          s.sym.at("1")[static_cast<size_t>(p)] - r.sym.at("1")[static_cast<size_t>(p)];
-    constexpr long long kMax = 32;
-    bool found = false;
-    std::array<long long, 2> best{0, 0};
-    for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
-      for (long long dx = -kMax; dx <= kMax; ++dx) {
-        bool eq = true;
-        for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
-          eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
-        if (eq && (!found || std::abs(dx) + std::abs(dy) < std::abs(best[0]) + std::abs(best[1])))
-          best = {dx, dy}, found = true;
-      }
-    if (!found)
-      return no(at + "its offset from line " + std::to_string(r.line) +
-                "'s read is not a small step of the indices: not one window");
-    rel.push_back(best);
+    // The constant part: a small step of idx and idy away from the first read of its plane.
+    // Every read steps alike along idx, idy and the loops, so what differs is a constant of the
+    // launch; where it is no small step, the read starts a plane (a window) of its own.
+    auto step_from = [&](const AccessSite& ref) -> std::optional<std::array<long long, 2>> {
+      std::vector<long long> diff(kSymPoints);
+      for (int p = 0; p < kSymPoints; ++p)
+        diff[static_cast<size_t>(p)] =
+            s.sym.at("1")[static_cast<size_t>(p)] - ref.sym.at("1")[static_cast<size_t>(p)];
+      constexpr long long kMax = 32;
+      std::optional<std::array<long long, 2>> best;
+      for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
+        for (long long dx = -kMax; dx <= kMax; ++dx) {
+          bool eq = true;
+          for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
+            eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
+          if (eq &&
+              (!best || std::abs(dx) + std::abs(dy) < std::abs((*best)[0]) + std::abs((*best)[1])))
+            best = std::array<long long, 2>{dx, dy};
+        }
+      return best;
+    };
+    std::optional<std::array<long long, 2>> off;
+    size_t plane = 0;
+    for (; plane < plane_ref.size() && !off; ++plane)
+      off = step_from(k.accesses[static_cast<size_t>(h.sites[plane_ref[plane]])]);
+    if (off) {
+      --plane;
+    } else {
+      constexpr size_t kMaxPlanes = 8;
+      if (plane_ref.size() == kMaxPlanes)
+        return no(at + "its offset from the other reads is no small step of the indices, and " +
+                  std::to_string(kMaxPlanes) + " windows (planes) are the most per array");
+      plane_ref.push_back(n);
+      off = std::array<long long, 2>{0, 0};
+    }
+    plane_of.push_back(plane);
+    rel.push_back(*off);
   }
   if (h.sites.size() == 1 && h.loops[0].empty() && h.loops[1].empty())
     return no("line " + std::to_string(r.line) + ": read once per thread: no reuse to stage");
@@ -415,13 +434,43 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
       return no("the bounds check (" + literal_text(k.guard[g]) +
                 ") is not an interval on one index (idx < E, idy >= E, ...)");
   }
-  std::array<long long, 2> lo{0, 0};
-  for (const auto& o : rel)
-    for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], o[d]);
-  for (const auto& o : rel) {
-    h.off.push_back({o[0] - lo[0], o[1] - lo[1]});
-    for (size_t d = 0; d < 2; ++d) h.span[d] = std::max(h.span[d], o[d] - lo[d]);
+  // One window per plane, each from its own reads' offsets.
+  const bool loops = !h.loops[0].empty() || !h.loops[1].empty();
+  std::vector<HaloPlan> windows;
+  for (size_t plane = 0; plane < plane_ref.size(); ++plane) {
+    HaloPlan w;
+    w.param = h.param;
+    w.loops = h.loops;
+    w.contiguous = h.contiguous;
+    std::vector<size_t> reads;
+    for (size_t n = 0; n < h.sites.size(); ++n)
+      if (plane_of[n] == plane) reads.push_back(n);
+    if (plane_ref.size() > 1 && reads.size() == 1 && !loops) {
+      h.unwindowed.push_back(h.sites[reads[0]]);  // read once per thread: the read-only path
+      continue;
+    }
+    std::array<long long, 2> lo{0, 0};
+    for (size_t n : reads)
+      for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], rel[n][d]);
+    for (size_t n : reads) {
+      w.sites.push_back(h.sites[n]);
+      w.off.push_back({rel[n][0] - lo[0], rel[n][1] - lo[1]});
+      for (size_t d = 0; d < 2; ++d) w.span[d] = std::max(w.span[d], rel[n][d] - lo[d]);
+    }
+    w.plane = static_cast<int>(windows.size());
+    w.ok = true;
+    windows.push_back(std::move(w));
   }
+  if (windows.empty())
+    return no("line " + std::to_string(r.line) +
+              ": every plane of the reads is read once per thread: no reuse to stage");
+  if (windows.size() == 1 && h.unwindowed.empty()) {
+    HaloPlan one = std::move(windows[0]);
+    one.reason = h.reason;
+    return one;
+  }
+  h.sites.clear();
+  h.planes = std::move(windows);
   h.ok = true;
   return h;
 }
@@ -519,16 +568,32 @@ std::vector<OutputOptions> output_options(const NaiveKernel& k) {
 
 std::vector<std::string> halo_windows(const NaiveKernel& k) {
   std::vector<std::string> out;
-  for (const auto& [param, h] : halo_plans(k)) {
-    if (!h.ok) continue;
-    std::string s = k.params[static_cast<size_t>(param)].name + ": " +
-                    std::to_string(h.sites.size()) + " read(s), offsets up to " +
-                    std::to_string(h.span[0]) +
-                    (k.dims == 2 ? " x " + std::to_string(h.span[1]) : "");
-    for (size_t d = 0; d < 2; ++d)
-      for (int id : h.loops[d])
-        s += ", loop " + find_loop(k.body, id)->var + " along " + k.index_names[d];
-    out.push_back(s);
+  for (const auto& [param, plan] : halo_plans(k)) {
+    if (!plan.ok) continue;
+    const std::vector<HaloPlan> one{plan};
+    const std::vector<HaloPlan>& windows = plan.planes.empty() ? one : plan.planes;
+    for (const HaloPlan& h : windows) {
+      std::string s =
+          k.params[static_cast<size_t>(param)].name + ": " +
+          (plan.planes.empty()
+               ? std::string()
+               : "plane " + std::to_string(h.plane + 1) + " of " +
+                     std::to_string(plan.planes.size() + plan.unwindowed.size()) + ", ") +
+          std::to_string(h.sites.size()) + " read(s), offsets up to " + std::to_string(h.span[0]) +
+          (k.dims == 2 ? " x " + std::to_string(h.span[1]) : "");
+      for (size_t d = 0; d < 2; ++d)
+        for (int id : h.loops[d])
+          s += ", loop " + find_loop(k.body, id)->var + " along " + k.index_names[d];
+      if (&h == &windows.back() && !plan.unwindowed.empty()) {
+        s += "; " + std::to_string(plan.unwindowed.size()) +
+             " plane(s) read once per thread, on the read-only path (line";
+        for (int site : plan.unwindowed)
+          s += (site == plan.unwindowed[0] ? " " : ", ") +
+               std::to_string(k.accesses[static_cast<size_t>(site)].line);
+        s += ")";
+      }
+      out.push_back(s);
+    }
   }
   return out;
 }
