@@ -1829,6 +1829,79 @@ TEST(NaiveSpellings, APlaneIndexThatIsAnArgumentGivesAWindowPerPlane) {
   EXPECT_EQ(naive::halo_windows(analyse_spelling("conv2d_assign")).size(), 1u);
 }
 
+const naive::Stmt* first_loop(const naive::NaiveKernel& k) {
+  for (const naive::Stmt& s : k.body)
+    if (s.kind == naive::Stmt::Loop) return &s;
+  return nullptr;
+}
+
+// A triangular loop (its start or end follows the thread's index) runs over the block's range,
+// each output doing its own steps: it is a loop every thread runs alike, so its reads are staged,
+// its sum split and unrolled, as any loop's.
+TEST(NaiveSpellings, ATriangularLoopRunsOverTheBlocksRangeEachOutputItsOwnSteps) {
+  naive::NaiveKernel up = analyse_spelling("tri_mv");
+  ASSERT_EQ(up.loops, 1);
+  ASSERT_NE(first_loop(up), nullptr);
+  EXPECT_EQ(first_loop(up)->lo_dim, 0);
+  EXPECT_EQ(first_loop(up)->hi_dim, -1);
+  EXPECT_EQ(allowed(up, "x"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_EQ(allowed(up, "U"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  EXPECT_GE(naive::split_loop(up).loop, 0) << naive::split_loop(up).reason;
+  EXPECT_TRUE(std::any_of(up.notes.begin(), up.notes.end(), [](const std::string& n) {
+    return n ==
+           "line 6: loop j is triangular (its start follows i): a variant runs it over the "
+           "block's outputs, each output doing its own steps";
+  }));
+  // The loop starts at the block's first valid output; each output runs from its own start.
+  naive::Choice c;
+  c.block_x = 64, c.merge_x = 2, c.cache["x"] = Cache::Shared, c.tile_k = 16;
+  const std::string v = naive::emit_variant(up, c);
+  EXPECT_NE(v.find("for (int gt_j_base = gt_vx0; gt_j_base < n; gt_j_base += 16)"),
+            std::string::npos)
+      << v;
+  EXPECT_NE(v.find("j >= (i)"), std::string::npos) << v;
+
+  // The counter declared first, the end inclusive and following the thread, the output element
+  // the accumulator: every spelling at once.
+  naive::NaiveKernel low = analyse_spelling("tri_lower");
+  ASSERT_EQ(low.loops, 1) << all_rewrites(low);
+  ASSERT_NE(first_loop(low), nullptr);
+  EXPECT_EQ(first_loop(low)->hi_dim, 0);
+  EXPECT_TRUE(first_loop(low)->inclusive);
+  EXPECT_GE(naive::split_loop(low).loop, 0) << naive::split_loop(low).reason;
+  EXPECT_EQ(allowed(low, "b"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+  naive::Choice l;
+  l.block_x = 32;
+  const std::string lv = naive::emit_variant(low, l);
+  EXPECT_NE(lv.find("j2 < (gt_vx1) + 1"), std::string::npos) << lv;
+  EXPECT_NE(lv.find("j2 <= (j1)"), std::string::npos) << lv;
+
+  // 2-D: the end follows idy; A's tile [k][j] is shared by the block's rows.
+  naive::NaiveKernel tr = analyse_spelling("trmm");
+  ASSERT_EQ(tr.loops, 1);
+  ASSERT_NE(first_loop(tr), nullptr);
+  EXPECT_EQ(first_loop(tr)->hi_dim, 1);
+  EXPECT_EQ(allowed(tr, "A"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly, Cache::Shared}));
+
+  // A bound that follows the thread otherwise is said, with its line and the fix.
+  const std::string twice = R"(
+__global__ void twice(const float *a, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float s = 0.0f;
+    for (int j = 2 * i; j < n; j++) s += a[j];
+    y[i] = s;
+  }
+})";
+  naive::NaiveKernel t = naive::analyse_naive(twice, "twice", "twice.cu");
+  EXPECT_EQ(t.loops, 0);
+  EXPECT_TRUE(says(t,
+                   "line 6: loop 'j' not recognised: its bound `2 * i` is not the thread's index "
+                   "plus a constant of the launch. Fix: write it as `i + E` with E the same for "
+                   "every thread"))
+      << all_rewrites(t);
+}
+
 TEST(NaiveSpellings, AnArrayElementALoopAddsToIsItsAccumulator) {
   naive::NaiveKernel k = analyse_spelling("atax_acc");
   const naive::SplitOption sp = naive::split_loop(k);
@@ -1875,7 +1948,8 @@ INSTANTIATE_TEST_SUITE_P(
                       spelling("counter_after", {37, 29}), spelling("early_return", {37, 29}),
                       spelling("init_sum", {37, 29}, 200), spelling("while_loop", {37, 29}, 160),
                       spelling("conv3d_plane", {9, 23, 19}, 120),
-                      spelling("heat3d_plane", {29}, 120)),
+                      spelling("heat3d_plane", {29}, 120), spelling("tri_mv", {37}, 160),
+                      spelling("tri_lower", {37}, 160), spelling("trmm", {37, 29}, 160)),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

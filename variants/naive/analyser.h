@@ -126,6 +126,9 @@ class Analyser {
   int max_dim_ = -1;
   int loops_ = 0;
   int current_loop_ = -1;
+  int ranged_ = 0;  ///< triangular loops around what is being converted
+  /// Why the last kept_loop refused a loop whose bound follows the thread ("": another reason).
+  std::string loop_refusal_;
   size_t pre_count_ = 0;
 };
 

@@ -553,7 +553,8 @@ NaiveKernel analyse_naive(const std::string& source, const std::string& kernel,
     p = parse_kernel(text, kernel, file, options);
   }
   NaiveKernel k = describe(p, text, file);
-  k.rewrites = nf.notes;
+  // What was rewritten, then what the analysis of the rewritten text did not understand.
+  k.rewrites.insert(k.rewrites.begin(), nf.notes.begin(), nf.notes.end());
   // A loop that adds to an array element, in a kernel whose loop could be split among threads if
   // that element were a local sum: read it so, when that is what stops the split.
   const SplitOption split = split_loop(k);

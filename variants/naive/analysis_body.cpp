@@ -140,6 +140,7 @@ void Analyser::add_access(const ArraySubscriptExpr* a, const ParmVarDecl* pv,
   site.line = line_of(a);
   site.loop = current_loop_;
   site.conditional = conditional;
+  site.ranged = ranged_;
   const long long row = k_.params[site.param].row;
   Affine af;
   af.constant.reset();
@@ -241,6 +242,7 @@ void Analyser::convert_into(const clang::Stmt* s, int loop, std::vector<Stmt>& o
       out.push_back(std::move(*st));
       return;
     }
+    if (!loop_refusal_.empty()) k_.rewrites.push_back(loop_refusal_);
   }
   if (isa<ReturnStmt>(s) || isa<BreakStmt>(s) || isa<ContinueStmt>(s))
     fail(s, "a jump in the thread's work: only `if (...) return;` bounds checks at the top");
@@ -333,9 +335,40 @@ std::optional<Stmt> Analyser::kept_loop(const ForStmt* fs, int outer) {
       if (const auto* lit = dyn_cast<IntegerLiteral>(ca->getRHS()->IgnoreParenImpCasts()))
         unit = lit->getValue() == 1;
   if (!unit) return std::nullopt;
-  std::set<std::string> d = deps_of(v->getInit());
-  for (const std::string& x : deps_of(cond->getRHS())) d.insert(x);
-  if (thread_dependent(d) || d.count("call") || has_jump(fs->getBody())) return std::nullopt;
+  // A bound may follow one thread index with coefficient 1 (`j = i`, `j < i + 1`): a triangular
+  // loop, run over the block's range with each output doing its own steps.
+  loop_refusal_.clear();
+  auto follows = [&](const Expr* e, int& dim) {
+    const std::set<std::string> d = deps_of(e);
+    if (d.count("call")) return false;
+    if (!thread_dependent(d)) return true;
+    const std::string what = "line " + std::to_string(line_of(fs)) + ": loop '" +
+                             v->getNameAsString() + "' not recognised: its bound `" +
+                             buffer_.substr(begin_of(e), end_of(e) - begin_of(e)).str() + "` ";
+    if (d.count("thread") || d.count("access")) {
+      loop_refusal_ = what +
+                      "depends on the thread through a local or loaded data. Fix: write it "
+                      "from the thread's index and scalar arguments (`j = i`, `j < i + 1`)";
+      return false;
+    }
+    const Affine a = affine(e);
+    auto coef = [&](const char* n) {
+      auto it = a.coef.find(n);
+      return it == a.coef.end() ? std::optional<long long>(0) : it->second;
+    };
+    const std::optional<long long> cx = coef("x"), cy = coef("y");
+    if (a.ok && cx && cy && ((*cx == 1 && *cy == 0) || (*cx == 0 && *cy == 1))) {
+      dim = *cx == 1 ? 0 : 1;
+      return true;
+    }
+    loop_refusal_ = what +
+                    "is not the thread's index plus a constant of the launch. Fix: write it as "
+                    "`i + E` with E the same for every thread";
+    return false;
+  };
+  int lo_dim = -1, hi_dim = -1;
+  if (!follows(v->getInit(), lo_dim) || !follows(cond->getRHS(), hi_dim) || has_jump(fs->getBody()))
+    return std::nullopt;
   // v assigned in the body (beyond the increment)?
   int writes = 0;
   std::function<void(const clang::Stmt*)> count = [&](const clang::Stmt* n) {
@@ -361,6 +394,18 @@ std::optional<Stmt> Analyser::kept_loop(const ForStmt* fs, int outer) {
   st.lo = text_of(v->getInit());
   st.hi = text_of(cond->getRHS());
   st.inclusive = cond->getOpcode() == BO_LE;
+  st.lo_dim = lo_dim;
+  st.hi_dim = hi_dim;
+  const bool ranged = lo_dim >= 0 || hi_dim >= 0;
+  if (ranged)
+    k_.notes.push_back(
+        "line " + std::to_string(line_of(fs)) + ": loop " + st.var + " is triangular (its " +
+        (lo_dim >= 0 && hi_dim >= 0 ? "bounds follow "
+         : lo_dim >= 0              ? "start follows "
+                                    : "end follows ") +
+        k_.index_names[static_cast<size_t>(std::max(lo_dim, hi_dim))] +
+        "): a variant runs it over the block's outputs, each output doing its own steps");
+  ranged_ += ranged;
   loop_vars_[v] = st.loop;
   std::vector<const clang::Stmt*> body;
   if (const auto* cs = dyn_cast<CompoundStmt>(fs->getBody()))
@@ -368,6 +413,7 @@ std::optional<Stmt> Analyser::kept_loop(const ForStmt* fs, int outer) {
   else
     body.push_back(fs->getBody());
   for (const clang::Stmt* b : body) convert_into(b, st.loop, st.body);
+  ranged_ -= ranged;
   current_loop_ = outer;
   return st;
 }

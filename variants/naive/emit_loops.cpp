@@ -5,6 +5,7 @@
 // Must not: decide which reads are tiled (plan.cpp: plan_site).
 #include <algorithm>
 #include <functional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -165,9 +166,64 @@ bool Emitter::vector_access(const Tile& t) const {
          loop_vector_tile(t);
 }
 
+/// A triangular loop's bound for the whole block: its thread index replaced by the block's first
+/// valid output (a lower bound) or its last (an upper bound), gt_vx0/gt_vx1 (gt_vy0/gt_vy1), so
+/// that the block's range covers every valid output's and no step that none of them runs.
+std::string Emitter::block_bound(const Text& t, bool upper) const {
+  const std::string end = upper ? "1" : "0";
+  Text b;
+  for (const Piece& p : t) {
+    if (p.kind == Piece::ThreadIndex) {
+      b.push_back(Piece{Piece::Lit, std::string(p.dim == 0 ? "gt_vx" : "gt_vy") + end, -1, 0, {}});
+      continue;
+    }
+    b.push_back(p);
+    if (p.kind != Piece::Lit) continue;
+    // The kernel's index variables, by name (`j = i`).
+    for (int d = 0; d < k_.dims; ++d) {
+      const std::string& name = k_.index_names[static_cast<size_t>(d)];
+      if (name.empty()) continue;
+      const std::regex word("(^|[^A-Za-z0-9_.])" + name + "(?![A-Za-z0-9_])");
+      b.back().text = std::regex_replace(b.back().text, word,
+                                         "$1" + std::string(d == 0 ? "gt_vx" : "gt_vy") + end);
+    }
+  }
+  return render(b);
+}
+
+/// The steps of triangular loop `s` that the output in scope runs (its own bounds).
+std::string Emitter::range_check(const Stmt& s) const {
+  std::string c;
+  if (s.lo_dim >= 0) c = s.var + " >= (" + render(s.lo) + ")";
+  if (s.hi_dim >= 0)
+    c += std::string(c.empty() ? "" : " && ") + s.var + (s.inclusive ? " <= (" : " < (") +
+         render(s.hi) + ")";
+  return c;
+}
+
+/// Whether the kernel has a triangular loop (emitter.cpp declares the block's valid outputs).
+bool Emitter::triangular() const {
+  std::function<bool(const std::vector<Stmt>&)> any = [&](const std::vector<Stmt>& list) {
+    return std::any_of(list.begin(), list.end(), [&](const Stmt& s) {
+      return (s.kind == Stmt::Loop && (s.lo_dim >= 0 || s.hi_dim >= 0)) || any(s.body);
+    });
+  };
+  return any(k_.body);
+}
+
 void Emitter::emit_loop(std::ostringstream& o, const Stmt& s, bool guarded) {
-  std::string lo = render(s.lo), hi = render(s.hi);
+  std::string lo = s.lo_dim >= 0 ? block_bound(s.lo, false) : render(s.lo),
+              hi = s.hi_dim >= 0 ? block_bound(s.hi, true) : render(s.hi);
   if (s.inclusive) hi = "(" + hi + ") + 1";
+  const bool ranged = s.lo_dim >= 0 || s.hi_dim >= 0;
+  if (ranged) ranges_.push_back(&s);
+  struct Pop {
+    std::vector<const Stmt*>& v;
+    bool on;
+    ~Pop() {
+      if (on) v.pop_back();
+    }
+  } pop{ranges_, ranged};
   std::string unroll = "#pragma unroll " + std::to_string(c_.unroll);
   std::vector<const Tile*> here;
   for (const Tile& t : tiles_)
@@ -331,6 +387,10 @@ void Emitter::stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, co
   std::string conds = s.var + " < " + hi;
   bool has_x = std::count(t.plan.dims.begin(), t.plan.dims.end(), "x") > 0;
   bool has_y = std::count(t.plan.dims.begin(), t.plan.dims.end(), "y") > 0;
+  // A triangular loop's tile along the index its bounds follow: each element as its output
+  // reads it (that output's own steps); along the block's range only otherwise.
+  const int follows = std::max(s.lo_dim, s.hi_dim);
+  if (follows >= 0 && (follows == 0 ? has_x : has_y)) conds += " && " + range_check(s);
   for (size_t g = 0; g < k_.guard.size(); ++g) {
     const auto& gd = k_.guard_depends[g];
     if ((gd.count("x") && !has_x) || (gd.count("y") && !has_y)) continue;

@@ -39,7 +39,7 @@ void Emitter::hoist_shared_loads(std::ostringstream& o, const std::vector<const 
   for (int site : sites) {
     const AccessSite& a = k_.accesses[static_cast<size_t>(site)];
     const Param& prm = k_.params[static_cast<size_t>(a.param)];
-    if (a.store || prm.written || a.conditional || loop_hoisted_.count(site) ||
+    if (a.store || prm.written || a.conditional || a.ranged || loop_hoisted_.count(site) ||
         reg_site_.count(site))
       continue;
     bool plain = true;

@@ -273,7 +273,10 @@ std::string Emitter::run() {
   for (const Sum& x : sums_)
     line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
                 "(0);  // this thread's part of " + literal_text(x.stmt->address));
-  if (!halos_.empty()) stage_halos(o);
+  if (!halos_.empty())
+    stage_halos(o);
+  else if (triangular())
+    halo_valid_outputs(o);  // the range a triangular loop runs over
   // Statements before the guard, then the guard, then the work.
   std::vector<Stmt> pre(k_.body.begin(), k_.body.begin() + static_cast<long>(k_.pre_guard));
   std::vector<Stmt> work(k_.body.begin() + static_cast<long>(k_.pre_guard), k_.body.end());
@@ -439,9 +442,11 @@ void Emitter::emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bo
     // Work that only updates the output's own float accumulators from shared tiles runs for
     // every merged output, in range or not: no per-statement predicate in the inner loop.
     const bool check = guarded && !unguarded(group);
-    const std::string only =
-        (check ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
-        (lane0_ ? std::string(check ? " && " : "") + "gt_lane == 0" : std::string());
+    std::string only = (check ? "gt_ok" + suffix(c_, k_.dims) : std::string()) +
+                       (lane0_ ? std::string(check ? " && " : "") + "gt_lane == 0" : std::string());
+    // Inside triangular loops: only the output's own steps (always checked: a step outside
+    // them reads what the naive kernel never reads for this output).
+    for (const Stmt* r : ranges_) only += (only.empty() ? "" : " && ") + range_check(*r);
     replica_block(o, [&](std::ostringstream& b) {
       if (!only.empty()) {
         line(b, "if (" + only + ") {");

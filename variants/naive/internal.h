@@ -151,6 +151,9 @@ class Emitter {
   int pad_amount(const Tile& t) const;
   bool vector_access(const Tile& t) const;
   void emit_loop(std::ostringstream& o, const Stmt& s, bool guarded);
+  std::string block_bound(const Text& t, bool upper) const;
+  std::string range_check(const Stmt& s) const;
+  bool triangular() const;
   void stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, const std::string& k0,
                   const std::string& hi, const std::string& buffer = "");
   int vector_width(const Tile& t) const;
@@ -236,8 +239,9 @@ class Emitter {
   std::set<int> tile_hoisted_;  ///< hoisted_ sites loaded from a shared tile, for every output
   std::set<int> defined_;       ///< replicated locals set for every merged output, in range or not
   std::vector<Sum> sums_;
-  std::vector<Reg> regs_;           ///< arrays kept in registers
-  std::map<int, size_t> reg_site_;  ///< site -> its array's register (regs_)
+  std::vector<const Stmt*> ranges_;  ///< the triangular loops around what is being emitted
+  std::vector<Reg> regs_;            ///< arrays kept in registers
+  std::map<int, size_t> reg_site_;   ///< site -> its array's register (regs_)
 };
 
 /// `v` consecutive elements as one vector access where every one passes `cond` (with the

@@ -78,6 +78,9 @@ struct AccessSite {
   std::set<std::string> depends;  ///< "x", "y", "loop:<id>", "local:<id>" the subscript uses
   std::map<std::string, long long> unit;  ///< constant coefficients of x, y, loop:<id> when known
   bool whole_store = false;               ///< the left side of a plain `a[i] = v;` statement
+  /// Triangular loops around the access (loops whose bounds follow the thread index): each runs
+  /// over the block's range and each output does only its own steps, under a range check.
+  int ranged = 0;
   /// The subscript's affine form evaluated at kSymPoints random values of the scalars it names
   /// (kernel scalars, thread-independent locals), so that symbolic coefficients can be compared:
   /// `sym["y"] == sym["loop:0"]` when idy and the loop advance by the same row length, whatever
@@ -114,6 +117,9 @@ struct Stmt {
   std::string var;
   Text lo, hi;
   bool inclusive = false;
+  /// A triangular loop: the index (0 idx, 1 idy) that lo or hi follows with coefficient 1
+  /// (`for (j = i; ...)`, `j <= i`), -1 where the bound is the same for every thread.
+  int lo_dim = -1, hi_dim = -1;
   std::vector<Stmt> body;
   // Reduce: the target array (parameter id), the address as written, the value's type.
   int target = -1;

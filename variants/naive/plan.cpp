@@ -60,6 +60,23 @@ TilePlan plan_site(const NaiveKernel& k, const AccessSite& s) {
   if (s.loop < 0) return no("not inside a loop every thread runs alike: no reuse to stage");
   if (s.conditional)
     return no("read under a condition: staging would load what the kernel may skip");
+  if (s.ranged) {
+    // A tile of a triangular loop loads, per element, what the output it belongs to reads
+    // (the range check), or what the block's first (last) valid output reads: the bounds
+    // check must say exactly which outputs are valid, and the tile's loop must be the
+    // triangular one (an inner loop's tile would load steps of the outer one the thread skips).
+    const Stmt* l = find_loop(k.body, s.loop);
+    if (s.ranged > 1 || !l || (l->lo_dim < 0 && l->hi_dim < 0))
+      return no(
+          "inside a triangular loop, in an inner loop: its tile would load steps the "
+          "thread skips");
+    for (size_t g = 0; g < k.guard.size(); ++g)
+      if ((k.guard_depends[g].count("x") || k.guard_depends[g].count("y")) &&
+          k.guard_bounds[g].dim < 0)
+        return no("in a triangular loop, under a bounds check (" + literal_text(k.guard[g]) +
+                  ") that is not an interval on one index: the block's valid outputs are not "
+                  "known");
+  }
   if (!p.bytes) return no("element type '" + prm.element + "' has no known size");
   for (const std::string& d : s.depends)
     if (d == "opaque" || d == "thread" || d == "access" || d == "call" || d.rfind("local:", 0) == 0)
@@ -231,7 +248,7 @@ std::string register_refusal(const NaiveKernel& k, int param) {
 /// outside conditions, on a 1-D pointer the kernel never writes. Alignment is checked at run time.
 bool vector_global_site(const NaiveKernel& k, const AccessSite& s) {
   const Param& prm = k.params[static_cast<size_t>(s.param)];
-  if (s.store || prm.written || s.conditional || prm.row > 0) return false;
+  if (s.store || prm.written || s.conditional || s.ranged || prm.row > 0) return false;
   if (prm.element != "float" && prm.element != "int") return false;
   for (const std::string& d : s.depends)
     if (d != "x" && d != "y" && d.rfind("loop:", 0) != 0) return false;
@@ -354,6 +371,8 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
     const std::string at = "line " + std::to_string(s.line) + ": ";
     if (s.conditional)
       return no(at + "read under a condition: the window would load what the kernel may skip");
+    if (s.ranged)
+      return no(at + "read in a triangular loop: the window would load steps the thread skips");
     for (const std::string& d : s.depends)
       if (d == "opaque" || d == "thread" || d == "access" || d == "call" ||
           d.rfind("local:", 0) == 0)
