@@ -122,6 +122,20 @@ std::vector<std::vector<unsigned char>> run_once(const CpuModule& m, size_t i,
     if (auto off = bufs[a] ? bufs[a]->stray_write() : std::nullopt)
       throw EmulatorError("writes " + element_at(args[a], *off) + ", " +
                           (*off < 0 ? "before its start" : "past its end"));
+  std::vector<CpuModule::BufferBefore> before;
+  for (size_t a = 0; a < args.size(); ++a)
+    if (bufs[a]) before.push_back({bufs[a]->data(), args[a].data.data(), args[a].data.size()});
+  if (const void* at = m.stale_read_only_load(i, before))
+    for (size_t a = 0; a < args.size(); ++a)
+      if (bufs[a] && at >= bufs[a]->data() &&
+          static_cast<const unsigned char*>(at) <
+              static_cast<const unsigned char*>(bufs[a]->data()) + args[a].data.size())
+        throw EmulatorError(
+            "reads " +
+            element_at(args[a], static_cast<const unsigned char*>(at) -
+                                    static_cast<const unsigned char*>(bufs[a]->data())) +
+            " on the read-only path (__ldg) although the launch writes it: on a GPU that load "
+            "may return the old value (the read-only cache does not see the launch's stores)");
   std::vector<std::vector<unsigned char>> out(args.size());
   for (size_t a = 0; a < args.size(); ++a)
     if (bufs[a]) out[a] = bufs[a]->contents();

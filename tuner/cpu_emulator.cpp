@@ -380,6 +380,7 @@ struct CpuModule::Impl {
   std::vector<Count> vector_loads;  ///< per kernel: its library's count of the last launch
   using Smem = const void* (*)(unsigned long long*);
   std::vector<Smem> dyn_smem;  ///< per kernel: its library's dynamic shared memory
+  std::vector<Smem> ldg_log;   ///< per kernel: its library's LdgRecords of the last launch
   using Overflow = int (*)(const void*);
   std::vector<Overflow> stack_overflow;  ///< per kernel: is an address a thread stack's guard
   using Pending = const char* (*)();
@@ -462,6 +463,8 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
         << "(std::size_t* n) { return ::gt::signature(" << fn << ", n); }\n";
     }
     o << "extern \"C\" unsigned long long gt_vector_loads() { return ::gt::vector_loads; }\n"
+         "extern \"C\" const void* gt_ldg_log(unsigned long long* n) {\n"
+         "  *n = ::gt::ldg_log.size();\n  return ::gt::ldg_log.data();\n}\n"
          "extern \"C\" const void* gt_dyn_smem(unsigned long long* n) {\n"
          "  *n = ::gt::dyn_bytes;\n  return ::gt::dyn_smem;\n}\n"
          "extern \"C\" const char* gt_pending_fault() { return ::gt::fault; }\n"
@@ -497,6 +500,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
   m.impl_->launchers.resize(kernels.size());
   m.impl_->vector_loads.resize(kernels.size());
   m.impl_->dyn_smem.resize(kernels.size());
+  m.impl_->ldg_log.resize(kernels.size());
   m.impl_->stack_overflow.resize(kernels.size());
   m.impl_->pending_fault.resize(kernels.size());
   m.impl_->deferral.resize(kernels.size());
@@ -531,6 +535,7 @@ CpuModule CpuModule::build(const std::vector<CpuKernel>& kernels, int jobs,
       };
       query(m.impl_->vector_loads[i], "gt_vector_loads");
       query(m.impl_->dyn_smem[i], "gt_dyn_smem");
+      query(m.impl_->ldg_log[i], "gt_ldg_log");
       query(m.impl_->stack_overflow[i], "gt_stack_overflow");
       query(m.impl_->pending_fault[i], "gt_pending_fault");
       query(m.impl_->deferral[i], "gt_deferral");
@@ -619,6 +624,33 @@ std::pair<const void*, unsigned long long> CpuModule::dynamic_shared_memory(size
   unsigned long long n = 0;
   const void* p = impl_->dyn_smem[i](&n);
   return {p, n};
+}
+
+namespace {
+/// The prelude's ::gt::LdgRecord (emulator_runtime.h), as its libraries lay it out.
+struct LdgRecord {
+  const void* p;
+  unsigned size;
+  unsigned char v[16];
+};
+}  // namespace
+
+const void* CpuModule::stale_read_only_load(size_t i,
+                                            const std::vector<BufferBefore>& before) const {
+  if (!impl_ || i >= impl_->ldg_log.size()) throw EmulatorError("no such emulated kernel");
+  unsigned long long n = 0;
+  const auto* log = static_cast<const LdgRecord*>(impl_->ldg_log[i](&n));
+  for (unsigned long long r = 0; r < n; ++r) {
+    const auto* at = static_cast<const unsigned char*>(log[r].p);
+    for (const BufferBefore& b : before) {
+      const auto* start = static_cast<const unsigned char*>(b.at);
+      if (at < start || at + log[r].size > start + b.size) continue;
+      // Loaded other than the launch began with: a store of the launch came first. (A load
+      // and then a store of the same element is fine: the load has its value by then.)
+      if (std::memcmp(log[r].v, b.bytes + (at - start), log[r].size) != 0) return at;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace gputune::tuner

@@ -14,12 +14,14 @@
  * assert, __trap) or runs past its time limit ends its
  * launch with an EmulatorFault instead of ending the process: launches run under a signal handler
  * (installed on first use, passing every signal that is not a launch's on to the handler before
- * it). interrupt_cpu_launches() (async-signal-safe; Ctrl-C calls it) stops every running launch
- * and build (the host compilers run in process groups of their own, which it ends) and refuses
- * later ones. The temporary folder the kernels are compiled in is gone once they are
- * loaded, so a process that ends during a launch leaves nothing behind. Consumes: kernel sources,
- * -D definitions, include folders. Produces: CpuModule. Must not: touch the GPU driver or the
- * database. */
+ * it). A launch records its loads on the read-only path (__ldg), so that a caller can ask whether
+ * one read an element the launch wrote (stale_read_only_load): on a GPU it may see the old value,
+ * here it sees the new one. interrupt_cpu_launches() (async-signal-safe; Ctrl-C calls it) stops
+ * every running launch and build (the host compilers run in process groups of their own, which it
+ * ends) and refuses later ones. The temporary folder the kernels are compiled in is gone once they
+ * are loaded, so a process that ends during a launch leaves nothing behind. Consumes: kernel
+ * sources, -D definitions, include folders. Produces: CpuModule. Must not: touch the GPU driver or
+ * the database. */
 #pragma once
 
 #include <array>
@@ -111,6 +113,19 @@ class CpuModule {
   /// and EmulatorFault when the kernel faults or uses more CPU time than set_time_limit allows.
   LaunchStats launch(size_t i, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                      void** args, unsigned long long dynamic_smem = 0) const;
+
+  /// A buffer a launch was given, with a copy of its bytes from before the launch.
+  struct BufferBefore {
+    const void* at;
+    const unsigned char* bytes;
+    size_t size;
+  };
+  /// Where the last launch of kernel i loaded, on the read-only path (__ldg), an element that
+  /// launch had written: the value loaded differs from the one `before` holds (a store of the
+  /// same value goes unseen; a load before the store is fine). nullptr when none did (of its
+  /// first 2^20 such loads, which are recorded). On a GPU such a load may return the old value:
+  /// the read-only cache does not see the launch's stores.
+  const void* stale_read_only_load(size_t i, const std::vector<BufferBefore>& before) const;
 
   /// CPU seconds one launch may use before it is stopped with an EmulatorFault (0: no limit).
   void set_time_limit(double seconds);

@@ -48,6 +48,24 @@ namespace gt {
 inline thread_local uint3 tid{0, 0, 0}, bid{0, 0, 0};
 inline thread_local const char* fault = nullptr;          // the first fault of this launch
 inline thread_local unsigned long long vector_loads = 0;  // vector loads of this launch
+// The read-only path's loads of this launch (__ldg): where, how many bytes, the bytes loaded. The
+// launcher compares them with memory before and after the launch: on a GPU a __ldg of what the
+// launch writes may return the old value (the read-only cache does not see the launch's stores).
+// At most the capacity reserved at launch (no allocation inside a kernel); later loads go unseen.
+struct LdgRecord {
+  const void* p;
+  unsigned size;
+  unsigned char v[16];
+};
+inline constexpr std::size_t kLdgLogMost = std::size_t{1} << 20;
+inline thread_local std::vector<LdgRecord> ldg_log;
+inline void log_ldg(const void* p, unsigned size) {
+  if (size > sizeof(LdgRecord::v) || ldg_log.size() >= ldg_log.capacity()) return;
+  LdgRecord& r = ldg_log.emplace_back();
+  r.p = p;
+  r.size = size;
+  std::memcpy(r.v, p, size);
+}
 template <class V>
 V vector_load(const V* p) {
   if (reinterpret_cast<std::uintptr_t>(p) % alignof(V) && !fault)
@@ -371,6 +389,11 @@ inline const char* launch(const unsigned* g, const unsigned* b, unsigned long lo
   }
   body = &f;
   vector_loads = 0;
+  ldg_log.clear();
+  if (ldg_log.capacity() < kLdgLogMost) {
+    Uninterrupted u;
+    ldg_log.reserve(kLdgLogMost);
+  }
   gdim = dim3{g[0], g[1], g[2]};
   bdim = dim3{b[0], b[1], b[2]};
   for (unsigned bz = 0; bz < g[2]; ++bz)
@@ -544,12 +567,20 @@ extern "C" void __assert_fail(const char* e, const char* file, unsigned line,
 }
 template <class T>
 T __ldg(const T* p) {
-  return *p;
+  const T v = *p;
+  ::gt::log_ldg(p, sizeof(T));
+  return v;
 }
-inline float2 __ldg(const float2* p) { return ::gt::vector_load(p); }
-inline float4 __ldg(const float4* p) { return ::gt::vector_load(p); }
-inline int2 __ldg(const int2* p) { return ::gt::vector_load(p); }
-inline int4 __ldg(const int4* p) { return ::gt::vector_load(p); }
+template <class V>
+V gt_ldg_vector(const V* p) {
+  const V v = ::gt::vector_load(p);
+  ::gt::log_ldg(p, sizeof(V));
+  return v;
+}
+inline float2 __ldg(const float2* p) { return gt_ldg_vector(p); }
+inline float4 __ldg(const float4* p) { return gt_ldg_vector(p); }
+inline int2 __ldg(const int2* p) { return gt_ldg_vector(p); }
+inline int4 __ldg(const int4* p) { return gt_ldg_vector(p); }
 // Warp-level intrinsics: a thread waits in one until every thread its mask names (that exists:
 // a partial warp's missing lanes are not waited for) waits in one too, as on a GPU since Volta.
 // Lanes are the linear thread index modulo 32. A shuffle from a thread that takes no part gives

@@ -52,6 +52,47 @@ __global__ void bfly(float* out, int mask) {
   }
 }
 
+// A __ldg of an element the launch writes may see the old value on a GPU (the read-only cache
+// does not see the launch's stores); the emulator sees the new one, so the launch says where.
+TEST(CpuEmulator, ALoadOnTheReadOnlyPathOfWhatTheLaunchWritesIsFound) {
+  tuner::CpuKernel k{R"(
+__global__ void shift(float* a, const float* b, int from_b) {
+  const int t = threadIdx.x;
+  // Another lane's element (written before or after the load), b's, or the lane's own.
+  a[t] = 1.0f + (from_b == 1 ? __ldg(&b[t ^ 1]) : __ldg(&a[from_b == 2 ? t : t ^ 1]));
+}
+)",
+                     "shift",
+                     {},
+                     {}};
+  tuner::CpuModule m = tuner::CpuModule::build({k});
+  std::vector<float> a(64), a0(64), b(64, 2.0f);
+  for (int i = 0; i < 64; ++i) a0[i] = a[i] = static_cast<float>(i);
+  float* pa = a.data();
+  const float* pb = b.data();
+  const std::vector<tuner::CpuModule::BufferBefore> before{
+      {a.data(), reinterpret_cast<const unsigned char*>(a0.data()), 64 * sizeof(float)},
+      {b.data(), reinterpret_cast<const unsigned char*>(b.data()), 64 * sizeof(float)}};
+  int from_b = 0;
+  void* args[] = {&pa, &pb, &from_b};
+  m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+  // Lane 0 reads a[1] before lane 1 writes it: the value it needs. Lane 1 reads a[0] after lane
+  // 0 wrote it: on a GPU it may get the old value.
+  EXPECT_EQ(m.stale_read_only_load(0, before), static_cast<const void*>(&a[0]));
+  // The same loads from a buffer no thread writes are fine.
+  from_b = 1;
+  for (int i = 0; i < 64; ++i) a[i] = a0[i];
+  m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+  EXPECT_EQ(m.stale_read_only_load(0, before), nullptr);
+  EXPECT_EQ(a[5], 3.0f);
+  // Each lane's own element, loaded and then stored: fine.
+  from_b = 2;
+  for (int i = 0; i < 64; ++i) a[i] = a0[i];
+  m.launch(0, {1, 1, 1}, {64, 1, 1}, args);
+  EXPECT_EQ(m.stale_read_only_load(0, before), nullptr);
+  EXPECT_EQ(a[5], 6.0f);
+}
+
 TEST(CpuEmulator, SharedMemoryAndBarriersBehaveLikeABlock) {
   // Reverses each block's slice through shared memory: wrong without a real barrier.
   tuner::CpuKernel rev{R"(

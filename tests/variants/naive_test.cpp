@@ -1902,6 +1902,66 @@ __global__ void twice(const float *a, float *y, int n) {
       << all_rewrites(t);
 }
 
+// An in-place update whose bounds check keeps its reads off what it writes (LU's row and column
+// k, read while the trailing submatrix i, j > k is written) reads them on the read-only path,
+// under a check at launch that the bounds keep them apart; the element it updates stays a plain
+// load, and so does every read of a variant where the check fails.
+TEST(NaiveSpellings, ReadsAnInPlaceUpdateKeepsOffWhatItWritesGoOnTheReadOnlyPath) {
+  naive::NaiveKernel lu = analyse_spelling("lu_step");
+  EXPECT_EQ(allowed(lu, "A"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+  const auto options = naive::array_options(lu);
+  const auto a = std::find_if(options.begin(), options.end(),
+                              [](const naive::ArrayOptions& o) { return o.array == "A"; });
+  ASSERT_NE(a, options.end());
+  EXPECT_TRUE(std::any_of(a->reasons.begin(), a->reasons.end(), [](const std::string& r) {
+    return r.rfind("readonly: the 2 reads at line 7 at launches whose bounds check keeps", 0) == 0;
+  }));
+  naive::Choice c;
+  c.block_x = 16, c.block_y = 8, c.merge_x = 2, c.cache["A"] = Cache::ReadOnly;
+  const std::string v = naive::emit_variant(lu, c);
+  EXPECT_NE(v.find("A[i * n + j] -= (gt_apart1 ? __ldg(&A[i * n + k]) : A[i * n + k]) * "
+                   "(gt_apart2 ? __ldg(&A[k * n + j]) : A[k * n + j]);"),
+            std::string::npos)
+      << v;
+  // The interval of the index the reads' distance moves with is the bounds check's: (k, n).
+  EXPECT_NE(v.find("gt_lo = static_cast<long long>(k) + 1;"), std::string::npos) << v;
+  EXPECT_NE(v.find("gt_hi = static_cast<long long>(n) - 1;"), std::string::npos) << v;
+  EXPECT_EQ(v.find("const float* __restrict__ A"), std::string::npos) << "A is written\n" << v;
+
+  // The element the output updates (read as `M[i * N + k] / ...`) stays a plain load; the pivot
+  // M[k * N + k] (a guard with an early return and a macro) goes on the read-only path.
+  naive::NaiveKernel g = analyse_spelling("gauss_col");
+  EXPECT_EQ(allowed(g, "M"), (std::vector<Cache>{Cache::Global, Cache::ReadOnly}));
+  naive::Choice gc;
+  gc.block_x = 64, gc.cache["M"] = Cache::ReadOnly;
+  const std::string gv = naive::emit_variant(g, gc);
+  EXPECT_NE(gv.find("M[i * N + k] = M[i * N + k] / (gt_apart"), std::string::npos) << gv;
+
+  // Without a bounds check that keeps them apart, or through a local, it is said why.
+  const std::string through_local = R"(
+__global__ void lu2(float *A, int n, int k) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  int row = k * n;
+  if (i > k && j > k && i < n && j < n) A[i * n + j] = A[i * n + j] - A[row + j];
+})";
+  naive::NaiveKernel l2 = naive::analyse_naive(through_local, "lu2", "lu2.cu");
+  const auto o2 = naive::array_options(l2);
+  const auto a2 = std::find_if(o2.begin(), o2.end(),
+                               [](const naive::ArrayOptions& o) { return o.array == "A"; });
+  ASSERT_NE(a2, o2.end());
+  EXPECT_EQ(a2->allowed, (std::vector<Cache>{Cache::Global}));
+  auto has = [&](const std::string& what) {
+    return std::any_of(a2->reasons.begin(), a2->reasons.end(),
+                       [&](const std::string& r) { return r.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(
+      has("not read-only at line 6: the subscript uses the local 'row' (write the "
+          "scalars it stands for in the subscript)"))
+      << ::testing::PrintToString(a2->reasons);
+  EXPECT_TRUE(has("written by the kernel: never on the read-only path or staged"));
+}
+
 TEST(NaiveSpellings, AnArrayElementALoopAddsToIsItsAccumulator) {
   naive::NaiveKernel k = analyse_spelling("atax_acc");
   const naive::SplitOption sp = naive::split_loop(k);
@@ -1949,7 +2009,8 @@ INSTANTIATE_TEST_SUITE_P(
                       spelling("init_sum", {37, 29}, 200), spelling("while_loop", {37, 29}, 160),
                       spelling("conv3d_plane", {9, 23, 19}, 120),
                       spelling("heat3d_plane", {29}, 120), spelling("tri_mv", {37}, 160),
-                      spelling("tri_lower", {37}, 160), spelling("trmm", {37, 29}, 160)),
+                      spelling("tri_lower", {37}, 160), spelling("trmm", {37, 29}, 160),
+                      spelling("lu_step", {37}, 160), spelling("gauss_col", {37}, 60)),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

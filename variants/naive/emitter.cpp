@@ -5,6 +5,7 @@
 // Must not: decide what a kernel allows (plan.cpp) or know about jobs and spaces (space.cpp).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <map>
@@ -85,6 +86,13 @@ Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
         halo_site_[h.sites[n]] = {static_cast<int>(halos_.size()), n};
       halos_.push_back(std::move(h));
     }
+  }
+  // Reads of a written array on the read-only path where checked apart from its writes.
+  for (size_t i = 0; i < k_.accesses.size(); ++i) {
+    const AccessSite& s = k_.accesses[i];
+    if (!s.store && k_.params[s.param].written && cache_of(s.param) == Cache::ReadOnly &&
+        apart_refusal(k_, static_cast<int>(i)).empty())
+      apart_.insert(static_cast<int>(i));
   }
   // Which sites are staged, and their tiles (sites with the same subscript share one).
   for (size_t i = 0; i < k_.accesses.size(); ++i) {
@@ -273,6 +281,7 @@ std::string Emitter::run() {
   for (const Sum& x : sums_)
     line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
                 "(0);  // this thread's part of " + literal_text(x.stmt->address));
+  if (!apart_.empty()) check_apart(o);
   if (!halos_.empty())
     stage_halos(o);
   else if (triangular())
@@ -405,6 +414,9 @@ std::string Emitter::render(const Text& t) const {
             else
               s += "[" + loop_var(t.plan.loop) + " - gt_" + loop_var(t.plan.loop) + "_base]";
           }
+        } else if (apart_.count(p.id)) {
+          const std::string at = p.text + "[" + render(p.index) + "]";
+          s += "(gt_apart" + std::to_string(p.id) + " ? __ldg(&" + at + ") : " + at + ")";
         } else if (!k_.accesses[p.id].store && read_only_path(k_.accesses[p.id].param)) {
           s += "__ldg(&" + p.text + "[" + render(p.index) + "])";
         } else {
@@ -415,6 +427,62 @@ std::string Emitter::render(const Text& t) const {
     }
   }
   return s;
+}
+
+/// For each read of a written array on the read-only path (apart_): whether, at this launch, it
+/// reads no element the kernel writes (apart_refusal says why that suffices). Per write: the
+/// subscripts' difference D at indices (0, 0), (1, 0), (0, 1) gives D = d0 + sx idx + sy idy;
+/// D = 0 at idx = -d0 / sx (or idy = -d0 / sy) where that divides; the read is apart when that
+/// index is outside the bounds check's interval on it. Once per thread, before the work.
+void Emitter::check_apart(std::ostringstream& o) {
+  for (int site : apart_) {
+    const AccessSite& r = k_.accesses[static_cast<size_t>(site)];
+    const std::string flag = "gt_apart" + std::to_string(site);
+    const std::string array = k_.params[static_cast<size_t>(r.param)].name;
+    line(o, "bool " + flag + " = true;  // " + array + "[" + index_text(site) + "] (line " +
+                std::to_string(r.line) + ") reads nothing the kernel writes: the read-only path");
+    for (size_t w = 0; w < k_.accesses.size(); ++w) {
+      const AccessSite& a = k_.accesses[w];
+      if (a.param != r.param || !a.store) continue;
+      line(o, "{  // apart from " + array + "[" + index_text(static_cast<int>(w)) + "] (line " +
+                  std::to_string(a.line) + ")?");
+      ++ind_;
+      line(o, "long long gt_d[3];  // read minus write at (idx, idy) = (0, 0), (1, 0), (0, 1)");
+      line(o, "for (int gt_q = 0; gt_q < 3; ++gt_q) {");
+      ++ind_;
+      line(o, "const int " + k_.index_names[0] + " = gt_q == 1;");
+      if (k_.dims == 2) line(o, "const int " + k_.index_names[1] + " = gt_q == 2;");
+      line(o, "gt_d[gt_q] = static_cast<long long>(" + render_index(site) +
+                  ") - static_cast<long long>(" + render_index(static_cast<int>(w)) + ");");
+      --ind_;
+      line(o, "}");
+      line(o, "const long long gt_sx = gt_d[1] - gt_d[0], gt_sy = gt_d[2] - gt_d[0];");
+      line(o,
+           "long long gt_lo = 0, gt_hi = 9223372036854775807LL;  // the moving index's interval");
+      for (int d = 0; d < k_.dims; ++d) {
+        std::string bounds;
+        for (size_t g = 0; g < k_.guard.size(); ++g) {
+          const GuardBound& b = k_.guard_bounds[g];
+          if (b.dim != d) continue;
+          const std::string e =
+              "static_cast<long long>(" + render(b.bound) + ")" +
+              (b.adjust ? (b.adjust > 0 ? " + " : " - ") + std::to_string(std::abs(b.adjust))
+                        : std::string());
+          bounds += b.upper ? " if (" + e + " < gt_hi) gt_hi = " + e + ";"
+                            : " if (" + e + " > gt_lo) gt_lo = " + e + ";";
+        }
+        if (!bounds.empty())
+          line(o, std::string("if (") + (d == 0 ? "gt_sx" : "gt_sy") + " != 0) {" + bounds + " }");
+      }
+      line(o, "const long long gt_s = gt_sx != 0 ? gt_sx : gt_sy;");
+      line(o,
+           "const bool gt_hit = (gt_sx != 0 && gt_sy != 0) || (gt_s == 0 ? gt_d[0] == 0 : "
+           "gt_d[0] % gt_s == 0 && -gt_d[0] / gt_s >= gt_lo && -gt_d[0] / gt_s <= gt_hi);");
+      line(o, flag + " = " + flag + " && !gt_hit;");
+      --ind_;
+      line(o, "}");
+    }
+  }
 }
 
 void Emitter::emit_text_lines(std::ostringstream& o, const std::string& text) const {
@@ -577,6 +645,16 @@ void Emitter::header(std::ostringstream& o) const {
       if (h.param == static_cast<int>(i) && halo_vector(h) > 1)
         o << ", " << halo_vector(h) << " columns per load where aligned";
     o << "\n";
+  }
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    std::vector<int> sites;
+    for (int site : apart_)
+      if (k_.accesses[static_cast<size_t>(site)].param == static_cast<int>(i))
+        sites.push_back(site);
+    if (!sites.empty())
+      o << "// - " << k_.params[i].name << " (written): " << reads_at(k_, sites)
+        << " on the read-only path (__ldg) at launches whose bounds check keeps the "
+           "kernel's writes elsewhere (checked once per thread)\n";
   }
   for (int site : store_sites_)
     o << "// - " << k_.params[k_.accesses[site].param].name

@@ -52,6 +52,11 @@ int staged_store_site(const NaiveKernel& k, const std::string& array);
 const Piece* access_in(const Text& t, int site);
 const Piece* access_in(const std::vector<Stmt>& list, int site);
 std::string register_refusal(const NaiveKernel& k, int param);
+/// "the read at line 7", "the 2 reads at line 7", "the reads at lines 7, 9".
+std::string reads_at(const NaiveKernel& k, const std::vector<int>& sites);
+/// Why read site `site` of an array the kernel writes cannot be shown, at launch, never to read
+/// an element the kernel writes ("" when it can; see plan.cpp).
+std::string apart_refusal(const NaiveKernel& k, int site);
 bool vector_global_site(const NaiveKernel& k, const AccessSite& s);
 bool vector_store_site(const NaiveKernel& k, int site);
 const Stmt* find_loop(const std::vector<Stmt>& list, int loop);
@@ -240,8 +245,10 @@ class Emitter {
   std::set<int> defined_;       ///< replicated locals set for every merged output, in range or not
   std::vector<Sum> sums_;
   std::vector<const Stmt*> ranges_;  ///< the triangular loops around what is being emitted
-  std::vector<Reg> regs_;            ///< arrays kept in registers
-  std::map<int, size_t> reg_site_;   ///< site -> its array's register (regs_)
+  std::set<int> apart_;  ///< reads of written arrays on the read-only path where checked apart
+  void check_apart(std::ostringstream& o);
+  std::vector<Reg> regs_;           ///< arrays kept in registers
+  std::map<int, size_t> reg_site_;  ///< site -> its array's register (regs_)
 };
 
 /// `v` consecutive elements as one vector access where every one passes `cond` (with the

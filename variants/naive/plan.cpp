@@ -242,6 +242,75 @@ std::string register_refusal(const NaiveKernel& k, int param) {
   return "";
 }
 
+/// "the read at line 7", "the 2 reads at line 7", "the reads at lines 7, 9": sites `sites`.
+std::string reads_at(const NaiveKernel& k, const std::vector<int>& sites) {
+  std::vector<int> lines;
+  for (int s : sites) lines.push_back(k.accesses[static_cast<size_t>(s)].line);
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  if (sites.size() == 1) return "the read at line " + std::to_string(lines[0]);
+  std::string out = lines.size() == 1 ? "the " + std::to_string(sites.size()) + " reads at line "
+                                      : std::string("the reads at lines ");
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? ", " : "") + std::to_string(lines[i]);
+  return out;
+}
+
+/// Why a read of an array the kernel writes cannot go on the read-only path ("" when it can):
+/// the read must be shown, at launch, never to read what the kernel writes. The naive kernel is
+/// race-free (one thread per output: an element one output writes is read by no other), so
+/// the read's element is written by no thread when, for each write of the array, the
+/// difference D of the two subscripts at the same output is never zero for a valid output. D
+/// must be affine in at most one index (`A[i * n + k]` against `A[i * n + j]`: D = k - j), so
+/// that D = 0 has at most one solution, which the variant computes at launch from D's value and
+/// step at index 0 and 1, and checks against the bounds check's interval on that index (j > k:
+/// j = k is outside). Where the check fails at launch the read stays a plain load.
+std::string apart_refusal(const NaiveKernel& k, int site) {
+  const AccessSite& r = k.accesses[static_cast<size_t>(site)];
+  const std::string at = "line " + std::to_string(r.line) + ": ";
+  if (r.store) return at + "a store";
+  // "" when the subscript is affine in the thread's indices and kernel scalars alone (the
+  // check runs before the work, where no local or loop counter exists yet).
+  auto plain = [&](const AccessSite& a) -> std::string {
+    for (const std::string& d : a.depends) {
+      if (d.rfind("local:", 0) == 0)
+        return "the subscript uses the local '" +
+               k.locals[static_cast<size_t>(std::stoi(d.substr(6)))].name +
+               "' (write the scalars it stands for in the subscript)";
+      if (d.rfind("loop:", 0) == 0) return "the subscript moves with a loop";
+      if (d != "x" && d != "y") return "the subscript reads memory or calls a function";
+    }
+    return a.sym.empty() ? "the subscript is not affine in the thread's indices" : "";
+  };
+  if (std::string why = plain(r); !why.empty()) return at + why;
+  bool any = false;
+  for (const AccessSite& w : k.accesses) {
+    if (w.param != r.param || !w.store) continue;
+    any = true;
+    if (std::string why = plain(w); !why.empty())
+      return at + "the write at line " + std::to_string(w.line) + ": " + why;
+    int moving = 0;
+    for (const char* d : {"x", "y"}) {
+      const std::vector<long long> zero(kSymPoints, 0);
+      auto coef = [&](const AccessSite& a) {
+        auto it = a.sym.find(d);
+        return it == a.sym.end() ? zero : it->second;
+      };
+      moving += coef(r) != coef(w);
+    }
+    if (moving > 1)
+      return at + "its distance from the write at line " + std::to_string(w.line) +
+             " moves with both indices";
+    bool same = true;  // the same element at every output: read and written
+    for (const auto& [name, c] : r.sym) same = same && w.sym.count(name) && w.sym.at(name) == c;
+    for (const auto& [name, c] : w.sym)
+      same = same && (r.sym.count(name) ||
+                      std::all_of(c.begin(), c.end(), [](long long v) { return v == 0; }));
+    if (same) return at + "the element the output writes (line " + std::to_string(w.line) + ")";
+  }
+  if (!any) return at + "the array is not written";
+  return "";
+}
+
 /// Whether a read can come `vector` elements at a time straight from global memory once a
 /// thread's merged outputs come in runs of consecutive idx: consecutive idx read consecutive
 /// 4-byte elements (unit idx coefficient), the subscript affine in idx, idy and loop counters,
@@ -534,7 +603,31 @@ std::vector<ArrayOptions> array_options(const NaiveKernel& k) {
     a.allowed.push_back(Cache::Global);
     const std::string in_registers = register_refusal(k, static_cast<int>(i));
     if (p.written) {
-      a.reasons.push_back("written by the kernel: never on the read-only path or staged");
+      // Reads the bounds check keeps off what the kernel writes: the read-only path, checked
+      // at launch (apart_refusal).
+      std::vector<int> apart;
+      std::vector<std::string> not_apart;
+      for (size_t s = 0; s < k.accesses.size(); ++s) {
+        if (k.accesses[s].param != static_cast<int>(i) || k.accesses[s].store) continue;
+        const std::string why = apart_refusal(k, static_cast<int>(s));
+        if (why.empty())
+          apart.push_back(static_cast<int>(s));
+        else
+          not_apart.push_back(why);
+      }
+      if (!apart.empty()) {
+        a.allowed.push_back(Cache::ReadOnly);
+        a.reasons.push_back("readonly: " + reads_at(k, apart) +
+                            " at launches whose bounds check keeps the kernel's writes elsewhere "
+                            "(checked at launch; a plain load where it does not)");
+        for (const std::string& why : not_apart) a.reasons.push_back("not read-only at " + why);
+      } else {
+        a.reasons.push_back("written by the kernel: never on the read-only path or staged");
+        // Why no read is shown apart, unless the only read is of the element written.
+        for (const std::string& why : not_apart)
+          if (why.find(": the element the output writes") == std::string::npos)
+            a.reasons.push_back("not read-only at " + why);
+      }
       if (in_registers.empty())
         a.allowed.push_back(Cache::Registers);
       else
