@@ -570,6 +570,85 @@ __global__ void wtmv(float* y, const float* a, const float* x, const float* w, i
 // tile (mm's b[k*n+idx]) is one float2/float4 shared load per run instead of one scalar load per
 // output; a read of a loop-fast tile (mm's a[idy*n+k]) is one vector load per `vector` steps of
 // the loop. Without an x-fast tile the outputs stay strided by the block (coalesced).
+// Transposed staging (Choice::transpose): a's tile, read along k by idy, is stored [k][idy] and
+// the merged rows come in runs of `vector` consecutive idy, so one step of k reads a run's rows
+// with one float4 from the tile, as the parametric sgemm reads its transposed A panel. The
+// global reads stay coalesced along k (4 element copies per float4 of a row); the registers
+// per step are one per merged row, not `vector` steps' worth: double-buffered 16x16 blocks of
+// 8x8 outputs fit 128 registers without spilling (bench/results/naive-transposed-vm-2026-12-03.md).
+TEST(NaiveMerge, ATransposedTileGivesARunOfRowsOneVectorLoadPerStep) {
+  naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16, c.block_y = 16, c.merge_x = 8, c.merge_y = 8, c.unroll = 4, c.tile_k = 16;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  c.vector = 4, c.pad = true, c.transpose = true;
+  const std::string src = naive::emit_variant(mm, c);
+  EXPECT_NE(src.find("const int gt_y0 = gt_by + threadIdx.y * 4;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int idy = gt_y0 + gt_my / 4 * 64 + gt_my % 4;"), std::string::npos)
+      << src;
+  // [k][idy], the pitch padded by the vector width (rows stay 16-byte aligned).
+  EXPECT_NE(src.find("__shared__ __align__(16) float gt_s_a[16][132];"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float4 gt_v = *reinterpret_cast<const float4*>(&gt_s_a[k - "
+                     "gt_k_base][idy - gt_by]);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("sum[gt_my][gt_mx] += gt_r0[gt_my] * gt_r1[gt_mx];"), std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("gt_l0"), std::string::npos) << "no steps of k held per row\n" << src;
+  // Staged from rows of a along k (a float4 where aligned), element by element into the tile.
+  EXPECT_NE(src.find("gt_s_a[gt_t1 + 3][gt_t0] = gt_v.w;"), std::string::npos) << src;
+  EXPECT_EQ(naive::shared_bytes(mm, c), (16 * 132 + 16 * 128) * 4);
+  EXPECT_NE(naive::choice_label(mm, c).find("_tr"), std::string::npos);
+  // Same FMAs; per step 2 float4 reads of a (8 rows) where untransposed a float4 holds 4 steps
+  // of one row: fewer registers, not fewer loads.
+  naive::Choice plain = c;
+  plain.transpose = false;
+  const std::string tr = ptx_of(src), un = ptx_of(naive::emit_variant(mm, plain));
+  EXPECT_EQ(count(tr, "fma.rn.f32"), count(un, "fma.rn.f32"));
+  EXPECT_GE(count(tr, "ld.shared.v4.f32"), 16u) << tr;
+  // Pipelined, the transposed tile is copied element by element with cp.async (4 bytes each).
+  naive::Choice st = c;
+  st.stages = 2;
+  const std::string src2 = naive::emit_variant(mm, st);
+  EXPECT_NE(
+      src2.find("gt_cp_async(&gt_s_a[(gt_stage0 + 1) % 2][gt_t1 + 3][gt_t0], gt_p + 3, true);"),
+      std::string::npos)
+      << src2;
+  // merge_y 2 with vector 4: runs of 2 rows, float2 reads.
+  naive::Choice two = c;
+  two.merge_y = 2;
+  EXPECT_NE(naive::emit_variant(mm, two).find("*reinterpret_cast<const float2*>(&gt_s_a[k"),
+            std::string::npos);
+  // Without a vector width or merged rows there is nothing to gain: the tile stays as it is.
+  naive::Choice one = c;
+  one.vector = 1;
+  EXPECT_NE(naive::emit_variant(mm, one).find("float gt_s_a[128][17];"), std::string::npos)
+      << naive::emit_variant(mm, one);
+
+  // Every variant agrees with the naive kernel at odd and aligned sizes: runs, pads, stages,
+  // vector 2 and 4, merged rows 2 to 8, partial tiles.
+  Job job = tuner::load_tuning_job(kNaive / "mm.json");
+  std::vector<naive::Choice> variants;
+  for (int merge_y : {2, 4, 8})
+    for (int vector : {2, 4})
+      for (int stages : {1, 2, 3})
+        for (bool pad : {false, true}) {
+          naive::Choice v = c;
+          v.block_x = 8, v.block_y = 4, v.merge_x = 4, v.merge_y = merge_y, v.tile_k = 8;
+          v.vector = vector, v.stages = stages, v.pad = pad;
+          variants.push_back(v);
+        }
+  for (const std::vector<std::int64_t>& size :
+       {std::vector<std::int64_t>{37}, std::vector<std::int64_t>{36}}) {
+    ContextSpec ctx;
+    ctx.name = "test";
+    for (std::int64_t d : size) ctx.problem_size.push_back(Value(d));
+    std::vector<std::string> bad =
+        tuner::check_on_cpu(job, load_kernel_source(job), mm, variants, ctx, 2, nullptr);
+    EXPECT_TRUE(bad.empty()) << bad.size() << " differ, first: " << bad.front();
+  }
+}
+
 TEST(NaiveMerge, VectorWidthReadsTilesWithVectorLoadsInTheWork) {
   naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;

@@ -17,9 +17,18 @@ namespace gputune::naive {
 long long Emitter::extent(const Tile& t, size_t j) const {
   const std::string& d = t.plan.dims[j];
   long long e = d == "x" ? tx_ : d == "y" ? ty_ : c_.tile_k;
-  if (j + 1 == t.plan.dims.size() && t.plan.dims.size() == 2 && t.plan.paddable && c_.pad)
+  // The pad lengthens the rows of the tile as stored: its last dimension.
+  if (j == storage_order(t).back() && t.plan.dims.size() == 2 && t.plan.paddable && c_.pad)
     e += pad_amount(t);
   return e;
+}
+
+/// The tile's dimensions (indices into plan.dims) in the order the shared array is declared.
+std::vector<size_t> Emitter::storage_order(const Tile& t) {
+  std::vector<size_t> order;
+  for (size_t j = 0; j < t.plan.dims.size(); ++j) order.push_back(j);
+  if (t.transposed) std::reverse(order.begin(), order.end());
+  return order;
 }
 
 long long Emitter::extent_product(const Tile& t) const {
@@ -54,6 +63,8 @@ std::string Emitter::describe_tile(const Tile& t) const {
                              : d == "y" ? k_.index_names[1]
                                         : loop_var(t.plan.loop));
   }
+  if (t.transposed)
+    s += ", stored transposed ([" + loop_var(t.plan.loop) + "][" + k_.index_names[1] + "])";
   if (t.plan.paddable && c_.pad)
     s += ", pitch padded by " + std::to_string(pad_amount(t)) +
          (pad_amount(t) > 1 ? " (rows stay aligned for vector accesses)" : "");
@@ -74,8 +85,8 @@ std::string Emitter::find_loop_var(const std::vector<Stmt>& list, int loop) {
 /// A tile whose fast dimension is the strip loop, contiguous and with aligned rows: a thread's
 /// read of it at `vector` consecutive steps of the loop is one vector load.
 bool Emitter::loop_vector_tile(const Tile& t) const {
-  return c_.vector > 1 && t.plan.contiguous && t.plan.dims.back() == "loop" && aligned_rows(t) &&
-         c_.tile_k % c_.vector == 0;
+  return c_.vector > 1 && !t.transposed && t.plan.contiguous && t.plan.dims.back() == "loop" &&
+         aligned_rows(t) && c_.tile_k % c_.vector == 0;
 }
 
 /// The reads of loop-fast tiles that sit directly in the loop's body (not in a nested loop):
@@ -129,8 +140,7 @@ void Emitter::hoist_loop_vector(std::ostringstream& o, const Stmt& loop, int sit
   ++ind_;
   if (a.depends.count("x")) line(o, "const int " + k_.index_names[0] + " = " + x_index(x) + ";");
   if (k_.dims == 2 && a.depends.count("y"))
-    line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    line(o, "const int " + k_.index_names[1] + " = " + y_index(y) + ";");
   line(o, "const int " + loop.var + " = " + k0 + " + gt_kk;");
   line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
               ");");
@@ -144,7 +154,7 @@ void Emitter::hoist_loop_vector(std::ostringstream& o, const Stmt& loop, int sit
 /// A tile whose fast dimension is x, contiguous (unit stride, 4-byte elements) and not padded:
 /// a run of consecutive outputs along x reads consecutive, aligned elements of one row.
 bool Emitter::vector_tile(const Tile& t) const {
-  return t.plan.contiguous && t.plan.dims.back() == "x" && aligned_rows(t);
+  return !t.transposed && t.plan.contiguous && t.plan.dims.back() == "x" && aligned_rows(t);
 }
 
 /// Every row of the tile starts on a 16-byte boundary (declared __align__(16), a pitch that is
@@ -163,7 +173,7 @@ int Emitter::pad_amount(const Tile& t) const {
 /// Vector accesses reach the tile: its staging stores, or the runs of merged outputs.
 bool Emitter::vector_access(const Tile& t) const {
   return (vector_width(t) > 1 && aligned_rows(t)) || (xrun_ > 1 && vector_tile(t)) ||
-         loop_vector_tile(t);
+         loop_vector_tile(t) || (t.transposed && yrun_ > 1);
 }
 
 /// A triangular loop's bound for the whole block: its thread index replaced by the block's first
@@ -399,9 +409,14 @@ void Emitter::stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, co
   const AccessSite& site = k_.accesses[t.site];
   const std::string& elem = k_.params[site.param].element;
   std::string load = k_.params[site.param].name + "[" + render_index(t.site) + "]";
-  std::string dst = tile_name(t, buffer);
-  for (size_t j = 0; j < nd; ++j)
-    dst += "[" + coord[j] + (j + 1 == nd && v > 1 ? " + gt_j" : "") + "]";
+  // Coordinates in the order stored; element gt_j of a vector is along the fast dimension in
+  // memory (plan.dims' last), wherever the tile stores it.
+  auto stored = [&](const std::string& last_shift) {
+    std::string d = tile_name(t, buffer);
+    for (size_t j : storage_order(t)) d += "[" + coord[j] + (j + 1 == nd ? last_shift : "") + "]";
+    return d;
+  };
+  std::string dst = stored(v > 1 ? " + gt_j" : "");
   // Out of range: zero (an asynchronous copy of no bytes from the array's start zero-fills).
   std::string scalar = async ? "gt_cp_async(&" + dst + ", (" + conds + ") ? &" + load +
                                    " : reinterpret_cast<const " + strip_const(elem) + "*>(" +
@@ -418,7 +433,15 @@ void Emitter::stage_tile(std::ostringstream& o, const Stmt& s, const Tile& t, co
     vector_or_elements(
         o, v, conds, declare, "const " + elem + "* gt_p = &" + load + ";", v * t.plan.bytes,
         [&] {
-          if (async && aligned_rows(t)) {  // one asynchronous vector copy
+          if (t.transposed) {  // the vector's elements go to `v` rows of the tile
+            if (!async)
+              line(o, "const " + vt + " gt_v = __ldg(reinterpret_cast<const " + vt + "*>(gt_p));");
+            for (int j = 0; j < v; ++j) {
+              const std::string e = stored(" + " + std::to_string(j));
+              line(o, async ? "gt_cp_async(&" + e + ", gt_p + " + std::to_string(j) + ", true);"
+                            : e + " = gt_v." + std::string(1, "xyzw"[j]) + ";");
+            }
+          } else if (async && aligned_rows(t)) {  // one asynchronous vector copy
             line(o, "gt_cp_async(reinterpret_cast<" + vt + "*>(&" + at +
                         "]), reinterpret_cast<const " + vt + "*>(gt_p), true);");
           } else if (async) {  // a padded pitch: rows are not aligned, element copies

@@ -47,6 +47,11 @@ void Emitter::hoist_shared_loads(std::ostringstream& o, const std::vector<const 
       plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
     if (!plain) continue;  // locals, loaded data, calls: left where they are
     if (auto t = site_tile_.find(site);
+        yrun_ > 1 && t != site_tile_.end() && tiles_[static_cast<size_t>(t->second)].transposed) {
+      hoist_row_runs(o, site);
+      continue;
+    }
+    if (auto t = site_tile_.find(site);
         xrun_ > 1 && t != site_tile_.end() && vector_tile(tiles_[static_cast<size_t>(t->second)])) {
       hoist_vector_runs(o, site);
       continue;
@@ -98,9 +103,7 @@ void Emitter::per_register(std::ostringstream& o, bool x, bool y, F body) {
   line(o, "{");
   ++ind_;
   line(o, "const int " + k_.index_names[0] + " = " + x_index(x) + ";");
-  if (k_.dims == 2)
-    line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+  if (k_.dims == 2) line(o, "const int " + k_.index_names[1] + " = " + y_index(y) + ";");
   body();
   --ind_;
   line(o, "}");
@@ -240,6 +243,15 @@ void Emitter::store_registers(std::ostringstream& o) {
 }
 
 /// idx of merged column gt_mx: strided by the block (coalesced scalar accesses), or in runs of
+/// The y index of merged output gt_my (merged_y) or of the thread's first: strided by the block,
+/// or in runs of yrun_ consecutive rows, the runs strided by the block.
+std::string Emitter::y_index(bool merged_y) const {
+  if (!merged_y) return "gt_y0";
+  if (yrun_ == 1) return "gt_y0 + gt_my * " + std::to_string(c_.block_y);
+  const std::string r = std::to_string(yrun_);
+  return "gt_y0 + gt_my / " + r + " * " + std::to_string(c_.block_y * yrun_) + " + gt_my % " + r;
+}
+
 /// xrun_ consecutive outputs per thread, the runs strided by the block.
 std::string Emitter::x_index(bool merged_x) const {
   if (!merged_x) return "gt_x0";

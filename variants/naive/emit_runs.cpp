@@ -35,6 +35,31 @@ void Emitter::hoist_vector_runs(std::ostringstream& o, int site) {
   tile_hoisted_.insert(site);
 }
 
+/// A read of a transposed tile ([loop][y]) with merged outputs in runs of yrun_ consecutive
+/// rows: one float2/float4 load per run into registers, for all the thread's merged rows. The
+/// run's rows are consecutive in the tile's row (its pitch and the run's start multiples of the
+/// run), and every run lies inside the tile, so the load needs no bounds check.
+void Emitter::hoist_row_runs(std::ostringstream& o, int site) {
+  const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
+  const std::string elem = strip_const(prm.element), r = std::to_string(yrun_);
+  const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
+  line(o, elem + " " + name + "[" + std::to_string(c_.merge_y) + "];  // " + prm.name + "[" +
+              index_text(site) + "], " + r + " consecutive rows per load from the transposed tile");
+  line(o, "#pragma unroll");
+  line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_y / yrun_) + "; ++gt_q) {");
+  ++ind_;
+  line(o, "const int " + k_.index_names[1] + " = gt_y0 + gt_q * " +
+              std::to_string(c_.block_y * yrun_) + ";  // the run's first row");
+  line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
+              ");");
+  for (int j = 0; j < yrun_; ++j)
+    line(o, name + "[gt_q * " + r + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
+  --ind_;
+  line(o, "}");
+  hoisted_[site] = name + "[gt_my]";
+  tile_hoisted_.insert(site);
+}
+
 /// Opens a loop over this thread's runs of xrun_ consecutive outputs (per merged row when
 /// `y`), with idx/idy set to the run's first output; the caller closes it.
 void Emitter::open_runs(std::ostringstream& o, bool y) {
@@ -47,9 +72,7 @@ void Emitter::open_runs(std::ostringstream& o, bool y) {
   ++ind_;
   line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
               std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
-  if (k_.dims == 2)
-    line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                (y ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+  if (k_.dims == 2) line(o, "const int " + k_.index_names[1] + " = " + y_index(y) + ";");
 }
 
 /// The merged column of member j of the current run.

@@ -110,6 +110,13 @@ Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
     }
     site_tile_[static_cast<int>(i)] = it->id;
   }
+  // Transposed tiles, and the runs of merged rows that read them one vector per run.
+  if (c_.transpose && c_.vector > 1 && c_.merge_y > 1 && c_.split == 1 && k_.dims == 2) {
+    for (Tile& t : tiles_)
+      if (transposable_site(k_, k_.accesses[static_cast<size_t>(t.site)])) t.transposed = true;
+    if (std::any_of(tiles_.begin(), tiles_.end(), [](const Tile& t) { return t.transposed; }))
+      yrun_ = std::min(c_.vector, c_.merge_y);
+  }
   // Arrays kept in registers for the whole work: every access of one is the same element per
   // output (register_refusal), so one register per merged row/column it depends on.
   for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -253,14 +260,19 @@ std::string Emitter::run() {
   }
   if (k_.dims == 2) {
     line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
-    line(o, "const int gt_y0 = gt_by + threadIdx.y;");
+    if (yrun_ > 1)
+      line(o, "const int gt_y0 = gt_by + threadIdx.y * " + std::to_string(yrun_) +
+                  ";  // runs of " + std::to_string(yrun_) + " consecutive outputs along " +
+                  k_.index_names[1]);
+    else
+      line(o, "const int gt_y0 = gt_by + threadIdx.y;");
   }
   if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
     line(o, "const int gt_tid = threadIdx.y * " + std::to_string(lb_[0]) + " + threadIdx.x;");
   if (!tiles_.empty()) {
     for (const Tile& t : tiles_) {
       std::string d;
-      for (size_t j = 0; j < t.plan.dims.size(); ++j) d += "[" + std::to_string(extent(t, j)) + "]";
+      for (size_t j : storage_order(t)) d += "[" + std::to_string(extent(t, j)) + "]";
       const std::string name = tile_array(t);
       line(o, "__shared__ " + std::string(vector_access(t) || pipelined() ? "__align__(16) " : "") +
                   k_.params[k_.accesses[t.site].param].element + " " + name +
@@ -406,7 +418,8 @@ std::string Emitter::render(const Text& t) const {
         } else if (it != site_tile_.end() && !k_.accesses[p.id].store) {
           const Tile& t = tiles_[it->second];
           s += tile_name(t);
-          for (const std::string& d : t.plan.dims) {
+          for (size_t j : storage_order(t)) {
+            const std::string& d = t.plan.dims[j];
             if (d == "x")
               s += "[" + k_.index_names[0] + " - gt_bx]";
             else if (d == "y")
@@ -644,6 +657,12 @@ void Emitter::header(std::ostringstream& o) const {
     for (const HaloPlan& h : halos_)
       if (h.param == static_cast<int>(i) && halo_vector(h) > 1)
         o << ", " << halo_vector(h) << " columns per load where aligned";
+    if (std::any_of(tiles_.begin(), tiles_.end(), [&](const Tile& t) {
+          return t.transposed &&
+                 k_.accesses[static_cast<size_t>(t.site)].param == static_cast<int>(i);
+        }))
+      o << "; staged transposed, the merged rows in runs of " << yrun_ << " consecutive "
+        << k_.index_names[1] << ": one " << yrun_ << "-wide shared load per run and step";
     o << "\n";
   }
   for (size_t i = 0; i < k_.params.size(); ++i) {

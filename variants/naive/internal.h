@@ -48,6 +48,9 @@ struct TilePlan {
 };
 
 TilePlan plan_site(const NaiveKernel& k, const AccessSite& s);
+/// Whether a read's tile may be stored transposed (Choice::transpose): 2-D, idy slow and the
+/// loop fast (contiguous) in memory, 4-byte elements, not in a triangular loop.
+bool transposable_site(const NaiveKernel& k, const AccessSite& s);
 int staged_store_site(const NaiveKernel& k, const std::string& array);
 const Piece* access_in(const Text& t, int site);
 const Piece* access_in(const std::vector<Stmt>& list, int site);
@@ -107,6 +110,9 @@ class Emitter {
     TilePlan plan;
     int id;
     int site;
+    /// Stored [loop][y] although read (and staged, coalesced) in the plan's [y][loop] order
+    /// (Choice::transpose); plan.dims keeps the order of memory.
+    bool transposed = false;
   };
   /// An array kept in registers: one per merged row/column its element depends on.
   struct Reg {
@@ -140,6 +146,7 @@ class Emitter {
 
   // emit_loops.cpp: loops every thread runs alike, strip-mined through shared tiles.
   long long extent(const Tile& t, size_t j) const;
+  static std::vector<size_t> storage_order(const Tile& t);
   long long extent_product(const Tile& t) const;
   std::string tile_name(const Tile& t, const std::string& buffer = "") const;
   std::string tile_array(const Tile& t) const;
@@ -195,10 +202,12 @@ class Emitter {
   void load_registers(std::ostringstream& o);
   void store_registers(std::ostringstream& o);
   std::string x_index(bool merged_x) const;
+  std::string y_index(bool merged_y) const;
   void combine_split(std::ostringstream& o);
 
   // emit_runs.cpp: runs of consecutive outputs along x: a vector access per run.
   void hoist_vector_runs(std::ostringstream& o, int site);
+  void hoist_row_runs(std::ostringstream& o, int site);
   void open_runs(std::ostringstream& o, bool y);
   std::string run_member(int j) const;
   std::string member_flag(std::string f, int j) const;
@@ -230,6 +239,7 @@ class Emitter {
   Choice c_;
   int tx_ = 0, ty_ = 0;
   int xrun_ = 1;       ///< merged outputs along x per run of consecutive elements (1: strided)
+  int yrun_ = 1;       ///< merged outputs along y per run of consecutive rows (transposed tiles)
   SplitOption split_;  ///< the loop `split` threads share (split > 1)
   std::array<int, 2> lb_{1, 1};  ///< the launched block (launch_block)
   bool lane0_ = false;           ///< past the split loop: statements run on lane 0 of each output
@@ -305,8 +315,7 @@ void Emitter::replica_block(std::ostringstream& o, F body) {
   ++ind_;
   line(o, "const int " + k_.index_names[0] + " = " + x_index(c_.merge_x > 1) + ";");
   if (k_.dims == 2)
-    line(o, "const int " + k_.index_names[1] + " = gt_y0" +
-                (c_.merge_y > 1 ? " + gt_my * " + std::to_string(c_.block_y) : "") + ";");
+    line(o, "const int " + k_.index_names[1] + " = " + y_index(c_.merge_y > 1) + ";");
   body(o);
   --ind_;
   line(o, "}");

@@ -182,6 +182,11 @@ struct Choice {
   int tile_k = 16;  ///< strip of a staged loop
   bool pad = false;
   int vector = 1;  ///< elements per staging load (float2/float4) where contiguous and aligned
+  /// Tiles read along the loop by idy (mm's a[idy * n + k]) stored transposed, [k][idy], with
+  /// the merged outputs along idy in runs of `vector` consecutive rows: a run's reads at one
+  /// step of the loop are one vector load from the tile (transposable_site), not `vector`
+  /// scalar ones or `vector` steps' worth of registers per row.
+  bool transpose = false;
   std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first

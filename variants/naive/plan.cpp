@@ -242,6 +242,12 @@ std::string register_refusal(const NaiveKernel& k, int param) {
   return "";
 }
 
+bool transposable_site(const NaiveKernel& k, const AccessSite& s) {
+  if (k.dims != 2 || s.store || s.ranged) return false;
+  const TilePlan t = plan_site(k, s);
+  return t.ok && t.contiguous && t.bytes == 4 && t.dims == std::vector<std::string>{"y", "loop"};
+}
+
 /// "the read at line 7", "the 2 reads at line 7", "the reads at lines 7, 9": sites `sites`.
 std::string reads_at(const NaiveKernel& k, const std::vector<int>& sites) {
   std::vector<int> lines;

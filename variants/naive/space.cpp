@@ -68,6 +68,7 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.vector = get("vector", 1);
   ch.split = get("split", 1);
   ch.stages = get("stages", 1);
+  ch.transpose = get("transpose", 0) != 0;
   for (LaunchBounds b : kLaunchBounds)
     if (str("launch_bounds") == launch_bounds_name(b)) ch.bounds = b;
   for (const ArrayOptions& a : array_options(k)) {
@@ -138,6 +139,7 @@ struct Generated {
   std::vector<std::string> pad_arrays;     ///< inputs whose tiles or windows a pitch pad changes
   std::vector<std::string> vector_arrays;  ///< inputs whose shared-memory loads take vectors
   std::vector<std::string> pad_uses;       ///< the choices a pitch pad changes
+  std::vector<std::string> transposable;   ///< inputs with a tile that may be stored transposed
   std::string smem;      ///< the static shared memory of a configuration, an expression (or "")
   bool copyable = true;  ///< every tile's elements can be copied by cp.async (4 or 8 bytes)
   bool split = false;    ///< some loop can be shared by several threads per output (split_loop)
@@ -184,14 +186,26 @@ void input_dimensions(const NaiveKernel& k, Generated& g) {
       if (!t.ok) continue;
       if (t.paddable) g.pad_arrays.push_back(a.array);
       if (t.contiguous) g.vector_arrays.push_back(a.array);
-      std::string e = std::to_string(t.bytes);
-      for (size_t j = 0; j < t.dims.size(); ++j) {
-        std::string d = t.dims[j] == "x"   ? "block_size_x*merge_x"
-                        : t.dims[j] == "y" ? "block_size_y*merge_y"
-                                           : "tile_k";
-        if (j + 1 == t.dims.size() && t.dims.size() == 2 && t.paddable)
-          d = "(" + d + (t.contiguous ? " + pad*vector)" : " + pad)");  // Emitter::pad_amount
-        e += "*" + d;
+      // Padded: the last dimension as stored (Emitter::extent); transposed, idy's.
+      auto tile_bytes = [&](size_t padded) {
+        std::string e = std::to_string(t.bytes);
+        for (size_t j = 0; j < t.dims.size(); ++j) {
+          std::string d = t.dims[j] == "x"   ? "block_size_x*merge_x"
+                          : t.dims[j] == "y" ? "block_size_y*merge_y"
+                                             : "tile_k";
+          if (j == padded && t.dims.size() == 2 && t.paddable)
+            d = "(" + d + (t.contiguous ? " + pad*vector)" : " + pad)");  // Emitter::pad_amount
+          e += "*" + d;
+        }
+        return e;
+      };
+      std::string e = tile_bytes(t.dims.size() - 1);
+      if (transposable_site(k, s)) {  // Emitter: transposed only with runs along idy
+        if (std::find(g.transposable.begin(), g.transposable.end(), a.array) ==
+            g.transposable.end())
+          g.transposable.push_back(a.array);
+        e = "(" + tile_bytes(0) + " if transpose == 1 and vector > 1 and merge_y > 1 else " + e +
+            ")";
       }
       bytes += (bytes.empty() ? "" : " + ") + e;
       g.copyable = g.copyable && (t.bytes == 4 || t.bytes == 8);
@@ -405,6 +419,16 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     std::string anyp;
     for (const std::string& u : g.pad_uses) anyp += " or " + u;
     g.conds.push_back({"pad == 0" + anyp, {}});
+  }
+  // Tiles read along the loop by idy stored transposed (Choice::transpose): with shared tiles
+  // of such an array, a vector width and merged rows (the runs the transposed tile serves; 2-D,
+  // so never with split). Last, so the other dimensions keep their place in the keys.
+  if (!g.transposable.empty() && !g.shared_arrays.empty()) {
+    g.gen.push_back(int_param("transpose", {0, 1}, 0));
+    std::string any;
+    for (const std::string& a : g.transposable) any += " or cache_" + a + " == 'shared'";
+    g.conds.push_back(
+        {"transpose == 0 or (vector > 1 and merge_y > 1 and (" + any.substr(4) + "))", {}});
   }
   if (g.split) split_dimension(job, k, g);
   if (!g.smem.empty()) g.conds.push_back({g.smem + " <= 48 * 1024", {}});

@@ -164,6 +164,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   if (shared) s += "_tk" + std::to_string(c.tile_k);
   if (shared && c.stages > 1) s += "_st" + std::to_string(c.stages);
   if (c.vector > 1) s += "_v" + std::to_string(c.vector);
+  if (c.transpose) s += "_tr";
   if ((shared || staged || halo) && c.pad) s += "_pad";
   if (c.bounds != LaunchBounds::Threads) s += "_lb-" + launch_bounds_name(c.bounds);
   return s;
