@@ -393,7 +393,7 @@ TEST(Cli, GenerateWritesNaiveKernelVariantsThatAgreeOnTheCpu) {
 TEST(Cli, GenerateWritesOneConfigurationByItsKeyOrItsJson) {
   test::TempDir dir;
   const std::string mm = (test::source_dir() / "configs" / "naive" / "mm.cu").string();
-  const std::string key = "16,4,8,8,8,shared,global,32,2,threads,4,0,0";
+  const std::string key = "16,4,8,8,8,shared,global,32,2,threads,4,0,0,0";
   // stdout alone (stderr, where the analysis goes, dropped in a subshell).
   auto src = test::run_command(std::string("( '") + GPUTUNE_BINARY + "' generate '" + mm +
                                "' --kernel mm --config " + key + " 2>/dev/null )");
@@ -410,10 +410,10 @@ TEST(Cli, GenerateWritesOneConfigurationByItsKeyOrItsJson) {
       "generate '" + mm + "' --kernel mm --out '" + (dir / "v").string() +
       "' --config '{\"block_size_x\": 16, \"block_size_y\": 4, \"merge_x\": 8, \"merge_y\": 8, "
       "\"unroll\": 8, \"cache_a\": \"shared\", \"cache_b\": \"global\", \"tile_k\": 32, "
-      "\"stages\": 2, \"launch_bounds\": \"threads\", \"vector\": 4, \"pad\": 0, \"transpose\": "
-      "0}'");
+      "\"stages\": 2, \"launch_bounds\": \"threads\", \"vector\": 4, \"pad\": 0, \"transpose\": 0, "
+      "\"warp_x\": 0}'");
   ASSERT_EQ(one.exit_code, 0) << one.out;
-  EXPECT_NE(one.out.find("wrote 1 of 801468 variants"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("wrote 1 of 1258988 variants"), std::string::npos) << one.out;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir / "v")) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
@@ -422,10 +422,10 @@ TEST(Cli, GenerateWritesOneConfigurationByItsKeyOrItsJson) {
   // Not in the space: the order of the values, and where to copy a key from.
   auto bad = run_gputune("generate '" + mm + "' --kernel mm --config 16,4,8");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
-  EXPECT_NE(bad.out.find("--config 16,4,8: no configuration of the space (801468 valid) has these "
+  EXPECT_NE(bad.out.find("--config 16,4,8: no configuration of the space (1258988 valid) has these "
                          "values. Fix: give the values in the order block_size_x, block_size_y, "
                          "merge_x, merge_y, unroll, cache_a, cache_b, tile_k, stages, "
-                         "launch_bounds, vector, pad, transpose"),
+                         "launch_bounds, vector, pad, transpose, warp_x"),
             std::string::npos)
       << bad.out;
   auto partial = run_gputune("generate '" + mm +
@@ -448,7 +448,7 @@ TEST(Cli, GenerateWritesOneConfigurationByItsKeyOrItsJson) {
 // beside a naive kernel's winner, and `best --header` notes); a parametric job's gives none.
 TEST(Cli, ANaiveWinnersSourceCommandRunsAndWritesThatVariant) {
   const fs::path job = test::source_dir() / "configs" / "naive" / "mm.json";
-  const std::string key = "16,4,8,8,8,shared,global,32,2,threads,4,0,0";
+  const std::string key = "16,4,8,8,8,shared,global,32,2,threads,4,0,0,0";
   const auto cmd = tuner::generate_command(test::read_file(job), job.string(), key);
   ASSERT_TRUE(cmd.has_value());
   const std::string mm = (job.parent_path() / "mm.cu").lexically_normal().string();

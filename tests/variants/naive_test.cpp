@@ -649,6 +649,82 @@ TEST(NaiveMerge, ATransposedTileGivesARunOfRowsOneVectorLoadPerStep) {
   }
 }
 
+// Warps arranged over the block (Choice::warp_x): a thread's place follows from its lane and
+// warp, so that a warp covers warp_x x (32 / warp_x) threads. With 16 x 16 threads each warp
+// launched is 16 x 2: its float4 reads of b's tile row are 16 distinct addresses (256 bytes, two
+// shared-memory wavefronts); as 8 x 4 they are 8 (one), and a's transposed column reads 4.
+// syrk (C = A A^T) reads a along k by both indices: a[i * m + k] (idy) and a[j * m + k] (idx).
+// Both tiles may be stored transposed, [k][i] read by runs of rows and [k][j] by runs along j.
+TEST(NaiveMerge, BothTilesOfASyrkAreStoredTransposedForTheirRuns) {
+  const fs::path file = fs::path(GPUTUNE_SOURCE_DIR) / "tests" / "data" / "naive" / "syrk.cu";
+  naive::NaiveKernel k = naive::analyse_naive(read(file), "syrk", "syrk.cu");
+  naive::Choice c;
+  c.block_x = 16, c.block_y = 16, c.merge_x = 4, c.merge_y = 4, c.unroll = 4, c.tile_k = 16;
+  c.cache = {{"a", Cache::Shared}};
+  c.vector = 4, c.transpose = true;
+  const std::string src = naive::emit_variant(k, c);
+  EXPECT_NE(
+      src.find("float gt_s_a[16][64];  // a[i * m + k] for i x k, stored transposed ([k][i])"),
+      std::string::npos)
+      << src;
+  EXPECT_NE(
+      src.find("float gt_s_a1[16][64];  // a[j * m + k] for j x k, stored transposed ([k][j])"),
+      std::string::npos)
+      << src;
+  EXPECT_NE(src.find("*reinterpret_cast<const float4*>(&gt_s_a[k - gt_k_base][i - gt_by]);"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("*reinterpret_cast<const float4*>(&gt_s_a1[k - gt_k_base][j - gt_bx]);"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("gt_l"), std::string::npos) << "no steps of k held per row or column\n" << src;
+  // Merged along x only: the [k][j] tile alone is transposed (no runs of rows to serve).
+  naive::Choice x = c;
+  x.merge_y = 1;
+  const std::string sx = naive::emit_variant(k, x);
+  EXPECT_NE(sx.find("stored transposed ([k][j])"), std::string::npos) << sx;
+  EXPECT_EQ(sx.find("stored transposed ([k][i])"), std::string::npos) << sx;
+}
+
+TEST(NaiveMerge, WarpsArrangedOverTheBlockPlaceEachThreadByItsLaneAndWarp) {
+  naive::NaiveKernel mm = analyse("mm");
+  naive::Choice c;
+  c.block_x = 16, c.block_y = 16, c.merge_x = 8, c.merge_y = 8, c.unroll = 4, c.tile_k = 16;
+  c.cache = {{"a", Cache::Shared}, {"b", Cache::Shared}};
+  c.vector = 4, c.pad = true, c.transpose = true, c.warp_x = 8;
+  const std::string src = naive::emit_variant(mm, c);
+  EXPECT_NE(src.find("const int gt_tx = gt_wi % 2 * 8 + gt_wl % 8;  // warps of 8 x 4 threads"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("const int gt_ty = gt_wi / 2 * 4 + gt_wl / 8;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_x0 = gt_bx + gt_tx * 4;"), std::string::npos) << src;
+  EXPECT_NE(src.find("const int gt_y0 = gt_by + gt_ty * 4;"), std::string::npos) << src;
+  EXPECT_NE(naive::choice_label(mm, c).find("_w8x4"), std::string::npos);
+  // Cooperative staging stays by the launched thread index (coalesced global loads).
+  EXPECT_NE(src.find("for (int gt_e = gt_tid; gt_e <"), std::string::npos) << src;
+  naive::Choice bad = c;
+  bad.block_x = 4;  // warps of 8 threads along x do not tile 4 x 16
+  EXPECT_THROW(naive::emit_variant(mm, bad), naive::NaiveError);
+
+  // Any arrangement computes the same: every warp shape, with and without runs or transposing.
+  Job job = tuner::load_tuning_job(kNaive / "mm.json");
+  std::vector<naive::Choice> variants;
+  for (int warp_x : {4, 8, 16})
+    for (bool transpose : {false, true})
+      for (int vector : {1, 4}) {
+        naive::Choice v = c;
+        v.block_x = 16, v.block_y = 8, v.merge_x = 4, v.merge_y = 4, v.tile_k = 8;
+        v.warp_x = warp_x, v.transpose = transpose && vector > 1, v.vector = vector;
+        variants.push_back(v);
+      }
+  ContextSpec ctx;
+  ctx.name = "test";
+  ctx.problem_size = {Value(37)};
+  std::vector<std::string> wrong =
+      tuner::check_on_cpu(job, load_kernel_source(job), mm, variants, ctx, 2, nullptr);
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " differ, first: " << wrong.front();
+}
+
 TEST(NaiveMerge, VectorWidthReadsTilesWithVectorLoadsInTheWork) {
   naive::NaiveKernel mm = analyse("mm");
   naive::Choice c;
@@ -2089,7 +2165,8 @@ INSTANTIATE_TEST_SUITE_P(
                       spelling("conv3d_plane", {9, 23, 19}, 120),
                       spelling("heat3d_plane", {29}, 120), spelling("tri_mv", {37}, 160),
                       spelling("tri_lower", {37}, 160), spelling("trmm", {37, 29}, 160),
-                      spelling("lu_step", {37}, 160), spelling("gauss_col", {37}, 60)),
+                      spelling("lu_step", {37}, 160), spelling("gauss_col", {37}, 60),
+                      spelling("syrk", {37, 29}, 160)),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

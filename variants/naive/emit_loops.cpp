@@ -64,7 +64,8 @@ std::string Emitter::describe_tile(const Tile& t) const {
                                         : loop_var(t.plan.loop));
   }
   if (t.transposed)
-    s += ", stored transposed ([" + loop_var(t.plan.loop) + "][" + k_.index_names[1] + "])";
+    s += ", stored transposed ([" + loop_var(t.plan.loop) + "][" +
+         k_.index_names[t.plan.dims[0] == "y" ? 1 : 0] + "])";
   if (t.plan.paddable && c_.pad)
     s += ", pitch padded by " + std::to_string(pad_amount(t)) +
          (pad_amount(t) > 1 ? " (rows stay aligned for vector accesses)" : "");
@@ -154,7 +155,8 @@ void Emitter::hoist_loop_vector(std::ostringstream& o, const Stmt& loop, int sit
 /// A tile whose fast dimension is x, contiguous (unit stride, 4-byte elements) and not padded:
 /// a run of consecutive outputs along x reads consecutive, aligned elements of one row.
 bool Emitter::vector_tile(const Tile& t) const {
-  return !t.transposed && t.plan.contiguous && t.plan.dims.back() == "x" && aligned_rows(t);
+  if (t.transposed) return t.plan.dims[0] == "x" && aligned_rows(t);  // stored [loop][x]
+  return t.plan.contiguous && t.plan.dims.back() == "x" && aligned_rows(t);
 }
 
 /// Every row of the tile starts on a 16-byte boundary (declared __align__(16), a pitch that is
@@ -173,7 +175,7 @@ int Emitter::pad_amount(const Tile& t) const {
 /// Vector accesses reach the tile: its staging stores, or the runs of merged outputs.
 bool Emitter::vector_access(const Tile& t) const {
   return (vector_width(t) > 1 && aligned_rows(t)) || (xrun_ > 1 && vector_tile(t)) ||
-         loop_vector_tile(t) || (t.transposed && yrun_ > 1);
+         loop_vector_tile(t) || (t.transposed && t.plan.dims[0] == "y" && yrun_ > 1);
 }
 
 /// A triangular loop's bound for the whole block: its thread index replaced by the block's first

@@ -47,7 +47,8 @@ void Emitter::hoist_shared_loads(std::ostringstream& o, const std::vector<const 
       plain = plain && (d == "x" || d == "y" || d.rfind("loop:", 0) == 0);
     if (!plain) continue;  // locals, loaded data, calls: left where they are
     if (auto t = site_tile_.find(site);
-        yrun_ > 1 && t != site_tile_.end() && tiles_[static_cast<size_t>(t->second)].transposed) {
+        yrun_ > 1 && t != site_tile_.end() && tiles_[static_cast<size_t>(t->second)].transposed &&
+        tiles_[static_cast<size_t>(t->second)].plan.dims[0] == "y") {
       hoist_row_runs(o, site);
       continue;
     }

@@ -111,10 +111,13 @@ Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
     site_tile_[static_cast<int>(i)] = it->id;
   }
   // Transposed tiles, and the runs of merged rows that read them one vector per run.
-  if (c_.transpose && c_.vector > 1 && c_.merge_y > 1 && c_.split == 1 && k_.dims == 2) {
-    for (Tile& t : tiles_)
-      if (transposable_site(k_, k_.accesses[static_cast<size_t>(t.site)])) t.transposed = true;
-    if (std::any_of(tiles_.begin(), tiles_.end(), [](const Tile& t) { return t.transposed; }))
+  if (c_.transpose && c_.vector > 1 && c_.split == 1 && k_.dims == 2) {
+    for (Tile& t : tiles_) {
+      const int d = transposable_dim(k_, k_.accesses[static_cast<size_t>(t.site)]);
+      t.transposed = (d == 1 && c_.merge_y > 1) || (d == 0 && c_.merge_x > 1);
+    }
+    if (std::any_of(tiles_.begin(), tiles_.end(),
+                    [](const Tile& t) { return t.transposed && t.plan.dims[0] == "y"; }))
       yrun_ = std::min(c_.vector, c_.merge_y);
   }
   // Arrays kept in registers for the whole work: every access of one is the same element per
@@ -163,6 +166,11 @@ Emitter::Emitter(const NaiveKernel& k, const Choice& c) : k_(k), c_(c) {
     if (c_.split & (c_.split - 1) || c_.split > 32)
       throw NaiveError("kernel '" + k_.name + "': split must be a power of two up to 32");
   }
+  if (c_.warp_x > 0 && (k_.dims != 2 || c_.split > 1 || 32 % c_.warp_x || c_.block_x % c_.warp_x ||
+                        c_.block_y % (32 / c_.warp_x)))
+    throw NaiveError("kernel '" + k_.name + "': warps of " + std::to_string(c_.warp_x) +
+                     " threads along x do not tile a " + std::to_string(c_.block_x) + " x " +
+                     std::to_string(c_.block_y) + " block of a 2-D kernel without split");
   lb_ = launch_block(k_, c_);
   std::vector<const Stmt*> all;
   reductions(k_.body, all);
@@ -243,6 +251,20 @@ std::string Emitter::run() {
   o << ") {\n";
   ind_ = 1;
   line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
+  // The thread's place in the block: as launched, or from its lane and warp (warp_x).
+  std::string tx = "threadIdx.x", ty = "threadIdx.y";
+  if (c_.warp_x > 0) {
+    const int wx = c_.warp_x, wy = 32 / wx;
+    line(o, "const int gt_wl = (threadIdx.y * " + std::to_string(c_.block_x) +
+                " + threadIdx.x) % 32, gt_wi = (threadIdx.y * " + std::to_string(c_.block_x) +
+                " + threadIdx.x) / 32;  // lane, warp");
+    line(o, "const int gt_tx = gt_wi % " + std::to_string(c_.block_x / wx) + " * " +
+                std::to_string(wx) + " + gt_wl % " + std::to_string(wx) + ";  // warps of " +
+                std::to_string(wx) + " x " + std::to_string(wy) + " threads");
+    line(o, "const int gt_ty = gt_wi / " + std::to_string(c_.block_x / wx) + " * " +
+                std::to_string(wy) + " + gt_wl / " + std::to_string(wx) + ";");
+    tx = "gt_tx", ty = "gt_ty";
+  }
   if (c_.split > 1 && split_.across_warps) {
     line(o, "const int gt_lane = threadIdx.y;  // " + std::to_string(c_.split) +
                 " rows of threads share each output's loop");
@@ -253,19 +275,18 @@ std::string Emitter::run() {
                 " consecutive threads share each output's loop");
     line(o, "const int gt_x0 = gt_bx + threadIdx.x / " + sp + ";");
   } else if (xrun_ > 1) {
-    line(o, "const int gt_x0 = gt_bx + threadIdx.x * " + std::to_string(xrun_) + ";  // runs of " +
+    line(o, "const int gt_x0 = gt_bx + " + tx + " * " + std::to_string(xrun_) + ";  // runs of " +
                 std::to_string(xrun_) + " consecutive outputs along " + k_.index_names[0]);
   } else {
-    line(o, "const int gt_x0 = gt_bx + threadIdx.x;");
+    line(o, "const int gt_x0 = gt_bx + " + tx + ";");
   }
   if (k_.dims == 2) {
     line(o, "const int gt_by = blockIdx.y * " + std::to_string(ty_) + ";");
     if (yrun_ > 1)
-      line(o, "const int gt_y0 = gt_by + threadIdx.y * " + std::to_string(yrun_) +
-                  ";  // runs of " + std::to_string(yrun_) + " consecutive outputs along " +
-                  k_.index_names[1]);
+      line(o, "const int gt_y0 = gt_by + " + ty + " * " + std::to_string(yrun_) + ";  // runs of " +
+                  std::to_string(yrun_) + " consecutive outputs along " + k_.index_names[1]);
     else
-      line(o, "const int gt_y0 = gt_by + threadIdx.y;");
+      line(o, "const int gt_y0 = gt_by + " + ty + ";");
   }
   if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
     line(o, "const int gt_tid = threadIdx.y * " + std::to_string(lb_[0]) + " + threadIdx.x;");
@@ -609,6 +630,9 @@ void Emitter::header(std::ostringstream& o) const {
     o << "; " << c_.split << " threads per output share loop "
       << find_loop(k_.body, split_.loop)->var << " (every " << c_.split
       << "th step each, partial sums added by warp shuffles)";
+  if (c_.warp_x > 0)
+    o << "; warps of " << c_.warp_x << " x " << 32 / c_.warp_x
+      << " threads (a thread's place in the block from its lane and warp)";
   if (c_.bounds == LaunchBounds::None)
     o << "; no __launch_bounds__: registers are the compiler's choice (up to 255)";
   if (c_.bounds == LaunchBounds::TwoBlocks)
@@ -657,12 +681,13 @@ void Emitter::header(std::ostringstream& o) const {
     for (const HaloPlan& h : halos_)
       if (h.param == static_cast<int>(i) && halo_vector(h) > 1)
         o << ", " << halo_vector(h) << " columns per load where aligned";
-    if (std::any_of(tiles_.begin(), tiles_.end(), [&](const Tile& t) {
-          return t.transposed &&
-                 k_.accesses[static_cast<size_t>(t.site)].param == static_cast<int>(i);
-        }))
-      o << "; staged transposed, the merged rows in runs of " << yrun_ << " consecutive "
-        << k_.index_names[1] << ": one " << yrun_ << "-wide shared load per run and step";
+    for (const Tile& t : tiles_)
+      if (t.transposed && k_.accesses[static_cast<size_t>(t.site)].param == static_cast<int>(i))
+        o << "; " << describe_tile(t) << ": "
+          << (t.plan.dims[0] == "y" ? "the merged rows in runs of " + std::to_string(yrun_) +
+                                          " consecutive " + k_.index_names[1]
+                                    : "read by the runs along " + k_.index_names[0])
+          << ", one vector per run and step";
     o << "\n";
   }
   for (size_t i = 0; i < k_.params.size(); ++i) {

@@ -48,9 +48,10 @@ struct TilePlan {
 };
 
 TilePlan plan_site(const NaiveKernel& k, const AccessSite& s);
-/// Whether a read's tile may be stored transposed (Choice::transpose): 2-D, idy slow and the
-/// loop fast (contiguous) in memory, 4-byte elements, not in a triangular loop.
-bool transposable_site(const NaiveKernel& k, const AccessSite& s);
+/// Whether a read's tile may be stored transposed (Choice::transpose): 2-D, a thread index slow
+/// and the loop fast (contiguous) in memory, 4-byte elements, not in a triangular loop. The
+/// thread dimension (0: idx, syrk's a[idx * m + k]; 1: idy, mm's a[idy * n + k]), or -1.
+int transposable_dim(const NaiveKernel& k, const AccessSite& s);
 int staged_store_site(const NaiveKernel& k, const std::string& array);
 const Piece* access_in(const Text& t, int site);
 const Piece* access_in(const std::vector<Stmt>& list, int site);

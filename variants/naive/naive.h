@@ -182,11 +182,17 @@ struct Choice {
   int tile_k = 16;  ///< strip of a staged loop
   bool pad = false;
   int vector = 1;  ///< elements per staging load (float2/float4) where contiguous and aligned
-  /// Tiles read along the loop by idy (mm's a[idy * n + k]) stored transposed, [k][idy], with
-  /// the merged outputs along idy in runs of `vector` consecutive rows: a run's reads at one
-  /// step of the loop are one vector load from the tile (transposable_site), not `vector`
-  /// scalar ones or `vector` steps' worth of registers per row.
+  /// Tiles read along the loop by a thread index (mm's a[idy * n + k], syrk's a[idx * m + k])
+  /// stored transposed, [k][idy] or [k][idx], with the merged outputs along that index in runs
+  /// of `vector`: a run's reads at one step of the loop are one vector load from the tile
+  /// (transposable_dim), not `vector` steps' worth of registers per merged row or column.
   bool transpose = false;
+  /// Threads of a warp along x (a power of two dividing block_x; the warp's other 32 / warp_x
+  /// threads along y): each thread's place in the block from its lane and warp, so that a warp
+  /// covers a warp_x x (32 / warp_x) patch of threads and its reads of a tile row or column
+  /// are fewer distinct addresses (shared-memory wavefronts). 0: as launched (threadIdx.x
+  /// fastest).
+  int warp_x = 0;
   std::map<std::string, Cache> cache;  ///< by array (parameter) name; absent = global
   std::set<std::string> stage_store;   ///< written arrays whose stores go through a shared tile
   std::set<std::string> block_reduce;  ///< atomicAdd targets summed per block first

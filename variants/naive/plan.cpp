@@ -242,10 +242,12 @@ std::string register_refusal(const NaiveKernel& k, int param) {
   return "";
 }
 
-bool transposable_site(const NaiveKernel& k, const AccessSite& s) {
-  if (k.dims != 2 || s.store || s.ranged) return false;
+int transposable_dim(const NaiveKernel& k, const AccessSite& s) {
+  if (k.dims != 2 || s.store || s.ranged) return -1;
   const TilePlan t = plan_site(k, s);
-  return t.ok && t.contiguous && t.bytes == 4 && t.dims == std::vector<std::string>{"y", "loop"};
+  if (!t.ok || !t.contiguous || t.bytes != 4 || t.dims.size() != 2 || t.dims[1] != "loop")
+    return -1;
+  return t.dims[0] == "x" ? 0 : t.dims[0] == "y" ? 1 : -1;
 }
 
 /// "the read at line 7", "the 2 reads at line 7", "the reads at lines 7, 9": sites `sites`.

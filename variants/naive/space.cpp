@@ -3,6 +3,7 @@
 // parameters, their conditions, the launch geometry). Must not: emit code; where a condition
 // mirrors the Emitter's sizes (shared memory, pads), it names the member it follows.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -69,6 +70,7 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
   ch.split = get("split", 1);
   ch.stages = get("stages", 1);
   ch.transpose = get("transpose", 0) != 0;
+  ch.warp_x = get("warp_x", 0);
   for (LaunchBounds b : kLaunchBounds)
     if (str("launch_bounds") == launch_bounds_name(b)) ch.bounds = b;
   for (const ArrayOptions& a : array_options(k)) {
@@ -139,7 +141,8 @@ struct Generated {
   std::vector<std::string> pad_arrays;     ///< inputs whose tiles or windows a pitch pad changes
   std::vector<std::string> vector_arrays;  ///< inputs whose shared-memory loads take vectors
   std::vector<std::string> pad_uses;       ///< the choices a pitch pad changes
-  std::vector<std::string> transposable;   ///< inputs with a tile that may be stored transposed
+  /// Per thread dimension (0: x, 1: y): inputs with a tile that may be stored transposed.
+  std::array<std::vector<std::string>, 2> transposable;
   std::string smem;      ///< the static shared memory of a configuration, an expression (or "")
   bool copyable = true;  ///< every tile's elements can be copied by cp.async (4 or 8 bytes)
   bool split = false;    ///< some loop can be shared by several threads per output (split_loop)
@@ -200,12 +203,11 @@ void input_dimensions(const NaiveKernel& k, Generated& g) {
         return e;
       };
       std::string e = tile_bytes(t.dims.size() - 1);
-      if (transposable_site(k, s)) {  // Emitter: transposed only with runs along idy
-        if (std::find(g.transposable.begin(), g.transposable.end(), a.array) ==
-            g.transposable.end())
-          g.transposable.push_back(a.array);
-        e = "(" + tile_bytes(0) + " if transpose == 1 and vector > 1 and merge_y > 1 else " + e +
-            ")";
+      if (const int d = transposable_dim(k, s); d >= 0) {  // Emitter: with runs along d
+        auto& list = g.transposable[static_cast<size_t>(d)];
+        if (std::find(list.begin(), list.end(), a.array) == list.end()) list.push_back(a.array);
+        e = "(" + tile_bytes(0) + " if transpose == 1 and vector > 1 and merge_" +
+            (d == 1 ? "y" : "x") + " > 1 else " + e + ")";
       }
       bytes += (bytes.empty() ? "" : " + ") + e;
       g.copyable = g.copyable && (t.bytes == 4 || t.bytes == 8);
@@ -420,15 +422,36 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     for (const std::string& u : g.pad_uses) anyp += " or " + u;
     g.conds.push_back({"pad == 0" + anyp, {}});
   }
-  // Tiles read along the loop by idy stored transposed (Choice::transpose): with shared tiles
-  // of such an array, a vector width and merged rows (the runs the transposed tile serves; 2-D,
-  // so never with split). Last, so the other dimensions keep their place in the keys.
-  if (!g.transposable.empty() && !g.shared_arrays.empty()) {
+  // Tiles read along the loop by a thread index stored transposed (Choice::transpose): with
+  // shared tiles of such an array, a vector width and outputs merged along that index (the runs
+  // the transposed tile serves; 2-D, so never with split). After the other dimensions, so they
+  // keep their place in the keys.
+  if ((!g.transposable[0].empty() || !g.transposable[1].empty()) && !g.shared_arrays.empty()) {
     g.gen.push_back(int_param("transpose", {0, 1}, 0));
     std::string any;
-    for (const std::string& a : g.transposable) any += " or cache_" + a + " == 'shared'";
+    for (int d : {1, 0}) {
+      std::string shared;
+      for (const std::string& a : g.transposable[static_cast<size_t>(d)])
+        shared += " or cache_" + a + " == 'shared'";
+      if (!shared.empty())
+        any += std::string(" or (merge_") + (d == 1 ? "y" : "x") + " > 1 and (" + shared.substr(4) +
+               "))";
+    }
+    g.conds.push_back({"transpose == 0 or (vector > 1 and (" + any.substr(4) + "))", {}});
+  }
+  // Warps arranged over the block (Choice::warp_x): for 2-D register tiles (16 outputs or more
+  // per thread) read from shared tiles, an arrangement other than the launched one (whose warp
+  // is min(block_size_x, 32) threads wide), tiling the block.
+  if (k.dims == 2 && !g.shared_arrays.empty()) {
+    std::string any;
+    for (const std::string& a : g.shared_arrays) any += " or cache_" + a + " == 'shared'";
+    g.gen.push_back(int_param("warp_x", {0, 4, 8, 16}, 0));
     g.conds.push_back(
-        {"transpose == 0 or (vector > 1 and merge_y > 1 and (" + any.substr(4) + "))", {}});
+        {"warp_x == 0 or (merge_x * merge_y >= 16 and warp_x < min(block_size_x, "
+         "32) and block_size_x % warp_x == 0 and block_size_y % (32 // warp_x) == "
+         "0 and (" +
+             any.substr(4) + "))",
+         {}});
   }
   if (g.split) split_dimension(job, k, g);
   if (!g.smem.empty()) g.conds.push_back({g.smem + " <= 48 * 1024", {}});

@@ -165,6 +165,7 @@ std::string choice_label(const NaiveKernel& k, const Choice& c) {
   if (shared && c.stages > 1) s += "_st" + std::to_string(c.stages);
   if (c.vector > 1) s += "_v" + std::to_string(c.vector);
   if (c.transpose) s += "_tr";
+  if (c.warp_x > 0) s += "_w" + std::to_string(c.warp_x) + "x" + std::to_string(32 / c.warp_x);
   if ((shared || staged || halo) && c.pad) s += "_pad";
   if (c.bounds != LaunchBounds::Threads) s += "_lb-" + launch_bounds_name(c.bounds);
   return s;
