@@ -1100,10 +1100,10 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
     ASSERT_TRUE(status) << "not stopped within 30 s: " << out;
     ASSERT_TRUE(WIFEXITED(*status)) << out;
     EXPECT_EQ(WEXITSTATUS(*status), 5) << out;
-    EXPECT_NE(
-        out.find(std::string("space 1258988 configurations, planned ") + (search ? "0" : "1258988") +
-                 ", compiled 1 (0 from cache), " + "compile failures 0"),
-        std::string::npos)
+    EXPECT_NE(out.find(std::string("space 1258988 configurations, planned ") +
+                       (search ? "0" : "1258988") + ", compiled 1 (0 from cache), " +
+                       "compile failures 0"),
+              std::string::npos)
         << out;
     EXPECT_NE(out.find("interrupted after 1 measurements; run 1 can be resumed"), std::string::npos)
         << out;
