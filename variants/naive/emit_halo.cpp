@@ -78,10 +78,7 @@ std::string Emitter::halo_valid_outputs(std::ostringstream& o) const {
     for (size_t g = 0; g < k_.guard.size(); ++g) {
       const GuardBound& b = k_.guard_bounds[g];
       if (b.dim != d) continue;
-      std::string e =
-          "(" + render(b.bound) + ")" +
-          (b.adjust ? (b.adjust > 0 ? " + " : " - ") + std::to_string(std::abs(b.adjust))
-                    : std::string());
+      const std::string e = bound_text(b, "(");
       line(o,
            b.upper ? v + "1 = min(" + v + "1, " + e + ");" : v + "0 = max(" + v + "0, " + e + ");");
     }

@@ -49,12 +49,12 @@ void Emitter::hoist_shared_loads(std::ostringstream& o, const std::vector<const 
     if (auto t = site_tile_.find(site);
         yrun_ > 1 && t != site_tile_.end() && tiles_[static_cast<size_t>(t->second)].transposed &&
         tiles_[static_cast<size_t>(t->second)].plan.dims[0] == "y") {
-      hoist_row_runs(o, site);
+      hoist_runs(o, site, 1);
       continue;
     }
     if (auto t = site_tile_.find(site);
         xrun_ > 1 && t != site_tile_.end() && vector_tile(tiles_[static_cast<size_t>(t->second)])) {
-      hoist_vector_runs(o, site);
+      hoist_runs(o, site, 0);
       continue;
     }
     if (xrun_ > 1 && global_run_candidate(site)) {
@@ -243,22 +243,17 @@ void Emitter::store_registers(std::ostringstream& o) {
   }
 }
 
-/// idx of merged column gt_mx: strided by the block (coalesced scalar accesses), or in runs of
-/// The y index of merged output gt_my (merged_y) or of the thread's first: strided by the block,
-/// or in runs of yrun_ consecutive rows, the runs strided by the block.
-std::string Emitter::y_index(bool merged_y) const {
-  if (!merged_y) return "gt_y0";
-  if (yrun_ == 1) return "gt_y0 + gt_my * " + std::to_string(c_.block_y);
-  const std::string r = std::to_string(yrun_);
-  return "gt_y0 + gt_my / " + r + " * " + std::to_string(c_.block_y * yrun_) + " + gt_my % " + r;
-}
-
-/// xrun_ consecutive outputs per thread, the runs strided by the block.
-std::string Emitter::x_index(bool merged_x) const {
-  if (!merged_x) return "gt_x0";
-  if (xrun_ == 1) return "gt_x0 + gt_mx * " + std::to_string(c_.block_x);
-  const std::string r = std::to_string(xrun_);
-  return "gt_x0 + gt_mx / " + r + " * " + std::to_string(c_.block_x * xrun_) + " + gt_mx % " + r;
+/// The index along dimension d (0: x, 1: y) of merged output gt_mx / gt_my (`merged`), or of
+/// the thread's first: strided by the block (coalesced scalar accesses), or in runs of xrun_
+/// (yrun_) consecutive outputs per thread, the runs strided by the block.
+std::string Emitter::merged_index(int d, bool merged) const {
+  const std::string first = d == 0 ? "gt_x0" : "gt_y0", m = d == 0 ? "gt_mx" : "gt_my";
+  if (!merged) return first;
+  const int run = d == 0 ? xrun_ : yrun_, block = d == 0 ? c_.block_x : c_.block_y;
+  if (run == 1) return first + " + " + m + " * " + std::to_string(block);
+  const std::string r = std::to_string(run);
+  return first + " + " + m + " / " + r + " * " + std::to_string(block * run) + " + " + m + " % " +
+         r;
 }
 
 /// After the split loop: the partial sums of an output's `split` threads (consecutive lanes

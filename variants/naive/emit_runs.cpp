@@ -10,53 +10,34 @@
 
 namespace gputune::naive {
 
-/// A read of an x-fast shared tile, with merged outputs in runs along x: one float2/float4
-/// load per run into registers, for all the thread's merged outputs. The tile row is aligned
-/// (declared __align__(16), its pitch and the run's start multiples of the run) and every
-/// thread's runs lie inside the tile, so the load needs no bounds check.
-void Emitter::hoist_vector_runs(std::ostringstream& o, int site) {
+/// A read of a shared tile whose rows run along dimension d (0: an x-fast tile, or one stored
+/// transposed [loop][x]; 1: one stored transposed [loop][y]), with merged outputs in runs along
+/// d: one float2/float4 load per run into registers, for all the thread's merged outputs along
+/// d. The tile row is aligned (declared __align__(16), its pitch and the run's start multiples
+/// of the run) and every thread's runs lie inside the tile, so the load needs no bounds check.
+void Emitter::hoist_runs(std::ostringstream& o, int site, int d) {
   const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
-  const std::string elem = strip_const(prm.element), r = std::to_string(xrun_);
+  const int run = d == 0 ? xrun_ : yrun_, merge = d == 0 ? c_.merge_x : c_.merge_y;
+  const int block = d == 0 ? c_.block_x : c_.block_y;
+  const std::string elem = strip_const(prm.element), r = std::to_string(run);
   const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
-  line(o, elem + " " + name + "[" + std::to_string(c_.merge_x) + "];  // " + prm.name + "[" +
-              index_text(site) + "], " + r + " consecutive elements per load from the tile");
+  line(o, elem + " " + name + "[" + std::to_string(merge) + "];  // " + prm.name + "[" +
+              index_text(site) + "], " + r +
+              (d == 0 ? " consecutive elements per load from the tile"
+                      : " consecutive rows per load from the transposed tile"));
   line(o, "#pragma unroll");
-  line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_x / xrun_) + "; ++gt_q) {");
+  line(o, "for (int gt_q = 0; gt_q < " + std::to_string(merge / run) + "; ++gt_q) {");
   ++ind_;
-  line(o, "const int " + k_.index_names[0] + " = gt_x0 + gt_q * " +
-              std::to_string(c_.block_x * xrun_) + ";  // the run's first output");
+  line(o, "const int " + k_.index_names[static_cast<size_t>(d)] + " = " +
+              (d == 0 ? "gt_x0" : "gt_y0") + " + gt_q * " + std::to_string(block * run) +
+              (d == 0 ? ";  // the run's first output" : ";  // the run's first row"));
   line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
               ");");
-  for (int j = 0; j < xrun_; ++j)
+  for (int j = 0; j < run; ++j)
     line(o, name + "[gt_q * " + r + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
   --ind_;
   line(o, "}");
-  hoisted_[site] = name + "[gt_mx]";
-  tile_hoisted_.insert(site);
-}
-
-/// A read of a transposed tile ([loop][y]) with merged outputs in runs of yrun_ consecutive
-/// rows: one float2/float4 load per run into registers, for all the thread's merged rows. The
-/// run's rows are consecutive in the tile's row (its pitch and the run's start multiples of the
-/// run), and every run lies inside the tile, so the load needs no bounds check.
-void Emitter::hoist_row_runs(std::ostringstream& o, int site) {
-  const Param& prm = k_.params[static_cast<size_t>(k_.accesses[static_cast<size_t>(site)].param)];
-  const std::string elem = strip_const(prm.element), r = std::to_string(yrun_);
-  const std::string vt = elem + r, name = "gt_r" + std::to_string(site);
-  line(o, elem + " " + name + "[" + std::to_string(c_.merge_y) + "];  // " + prm.name + "[" +
-              index_text(site) + "], " + r + " consecutive rows per load from the transposed tile");
-  line(o, "#pragma unroll");
-  line(o, "for (int gt_q = 0; gt_q < " + std::to_string(c_.merge_y / yrun_) + "; ++gt_q) {");
-  ++ind_;
-  line(o, "const int " + k_.index_names[1] + " = gt_y0 + gt_q * " +
-              std::to_string(c_.block_y * yrun_) + ";  // the run's first row");
-  line(o, "const " + vt + " gt_v = *reinterpret_cast<const " + vt + "*>(&" + render_access(site) +
-              ");");
-  for (int j = 0; j < yrun_; ++j)
-    line(o, name + "[gt_q * " + r + " + " + std::to_string(j) + "] = gt_v." + "xyzw"[j] + ";");
-  --ind_;
-  line(o, "}");
-  hoisted_[site] = name + "[gt_my]";
+  hoisted_[site] = name + (d == 0 ? "[gt_mx]" : "[gt_my]");
   tile_hoisted_.insert(site);
 }
 

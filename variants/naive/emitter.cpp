@@ -463,6 +463,14 @@ std::string Emitter::render(const Text& t) const {
   return s;
 }
 
+/// A bound of the bounds check as the variant's text: `open` + E + ")" and its adjustment
+/// (`i > k`: the inclusive lower bound `(k) + 1`).
+std::string Emitter::bound_text(const GuardBound& b, const std::string& open) const {
+  return open + render(b.bound) + ")" +
+         (b.adjust ? (b.adjust > 0 ? " + " : " - ") + std::to_string(std::abs(b.adjust))
+                   : std::string());
+}
+
 /// For each read of a written array on the read-only path (apart_): whether, at this launch, it
 /// reads no element the kernel writes (apart_refusal says why that suffices). Per write: the
 /// subscripts' difference D at indices (0, 0), (1, 0), (0, 1) gives D = d0 + sx idx + sy idy;
@@ -498,10 +506,7 @@ void Emitter::check_apart(std::ostringstream& o) {
         for (size_t g = 0; g < k_.guard.size(); ++g) {
           const GuardBound& b = k_.guard_bounds[g];
           if (b.dim != d) continue;
-          const std::string e =
-              "static_cast<long long>(" + render(b.bound) + ")" +
-              (b.adjust ? (b.adjust > 0 ? " + " : " - ") + std::to_string(std::abs(b.adjust))
-                        : std::string());
+          const std::string e = bound_text(b, "static_cast<long long>(");
           bounds += b.upper ? " if (" + e + " < gt_hi) gt_hi = " + e + ";"
                             : " if (" + e + " > gt_lo) gt_lo = " + e + ";";
         }

@@ -111,8 +111,8 @@ class Emitter {
     TilePlan plan;
     int id;
     int site;
-    /// Stored [loop][y] although read (and staged, coalesced) in the plan's [y][loop] order
-    /// (Choice::transpose); plan.dims keeps the order of memory.
+    /// Stored [loop][x] or [loop][y] although read from memory (and staged, coalesced) in the
+    /// plan's [x or y][loop] order (Choice::transpose); plan.dims keeps the order of memory.
     bool transposed = false;
   };
   /// An array kept in registers: one per merged row/column its element depends on.
@@ -202,13 +202,14 @@ class Emitter {
   std::string memory_access(int site, bool load) const;
   void load_registers(std::ostringstream& o);
   void store_registers(std::ostringstream& o);
-  std::string x_index(bool merged_x) const;
-  std::string y_index(bool merged_y) const;
+  std::string merged_index(int d, bool merged) const;
+  std::string bound_text(const GuardBound& b, const std::string& open) const;
+  std::string x_index(bool merged_x) const { return merged_index(0, merged_x); }
+  std::string y_index(bool merged_y) const { return merged_index(1, merged_y); }
   void combine_split(std::ostringstream& o);
 
   // emit_runs.cpp: runs of consecutive outputs along x: a vector access per run.
-  void hoist_vector_runs(std::ostringstream& o, int site);
-  void hoist_row_runs(std::ostringstream& o, int site);
+  void hoist_runs(std::ostringstream& o, int site, int d);
   void open_runs(std::ostringstream& o, bool y);
   std::string run_member(int j) const;
   std::string member_flag(std::string f, int j) const;

@@ -90,6 +90,13 @@ Choice choice_from_config(const NaiveKernel& k, const Config& c) {
 
 namespace {
 
+/// " or cache_a == 'shared' or cache_b == 'shared'": a condition's clause per array ("" for none).
+std::string any_shared(const std::vector<std::string>& arrays) {
+  std::string any;
+  for (const std::string& a : arrays) any += " or cache_" + a + " == 'shared'";
+  return any;
+}
+
 Parameter int_param(const std::string& name, std::vector<int> values, int def) {
   Parameter p;
   p.name = name;
@@ -256,8 +263,7 @@ void output_dimensions(const NaiveKernel& k, Generated& g) {
 /// budget (launch_bounds).
 void tile_dimensions(const NaiveKernel& k, Generated& g) {
   g.gen.push_back(int_param("tile_k", {8, 16, 32}, 16));
-  std::string any;
-  for (const std::string& a : g.shared_arrays) any += " or cache_" + a + " == 'shared'";
+  const std::string any = any_shared(g.shared_arrays);
   g.conds.push_back({"tile_k == 16" + any, {}});
   // S buffers per tile: the next S-1 strips are copied asynchronously while the threads work
   // on this one (Emitter::pipelined); the shared-memory condition below counts every buffer.
@@ -312,8 +318,7 @@ void vector_dimension(const NaiveKernel& k, Generated& g) {
   }
   if (!g.vector_arrays.empty() || !runs.empty() || !stored.empty()) {
     g.gen.push_back(int_param("vector", {1, 2, 4}, 1));
-    std::string any;
-    for (const std::string& a : g.vector_arrays) any += " or cache_" + a + " == 'shared'";
+    std::string any = any_shared(g.vector_arrays);
     for (const std::string& w : stored) any += " or " + w;
     if (!runs.empty()) {  // runs of min(vector, merge_x): vector > merge_x adds nothing
       std::string direct;
@@ -430,9 +435,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
     g.gen.push_back(int_param("transpose", {0, 1}, 0));
     std::string any;
     for (int d : {1, 0}) {
-      std::string shared;
-      for (const std::string& a : g.transposable[static_cast<size_t>(d)])
-        shared += " or cache_" + a + " == 'shared'";
+      const std::string shared = any_shared(g.transposable[static_cast<size_t>(d)]);
       if (!shared.empty())
         any += std::string(" or (merge_") + (d == 1 ? "y" : "x") + " > 1 and (" + shared.substr(4) +
                "))";
@@ -443,8 +446,7 @@ void apply_to_job(Job& job, const NaiveKernel& k) {
   // per thread) read from shared tiles, an arrangement other than the launched one (whose warp
   // is min(block_size_x, 32) threads wide), tiling the block.
   if (k.dims == 2 && !g.shared_arrays.empty()) {
-    std::string any;
-    for (const std::string& a : g.shared_arrays) any += " or cache_" + a + " == 'shared'";
+    const std::string any = any_shared(g.shared_arrays);
     g.gen.push_back(int_param("warp_x", {0, 4, 8, 16}, 0));
     g.conds.push_back(
         {"warp_x == 0 or (merge_x * merge_y >= 16 and warp_x < min(block_size_x, "
