@@ -1,5 +1,6 @@
-// Emitter: merged outputs in runs of consecutive idx (declared in internal.h; xrun_ > 1). One
-// float2/float4 load per run from an x-fast shared tile or from global memory, one vector store
+// Emitter: merged outputs in runs of consecutive idx (declared in internal.h; xrun_ > 1), or of
+// consecutive idy reading a transposed tile (yrun_ > 1). One float2/float4 load per run from a
+// shared tile whose rows run along the runs or (along idx) from global memory, one vector store
 // per run, where every output of the run is in range and the address aligned; element by element
 // otherwise. Must not: decide when runs apply (the constructor, plan.cpp's vector_*_site).
 #include <sstream>

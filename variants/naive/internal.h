@@ -208,7 +208,8 @@ class Emitter {
   std::string y_index(bool merged_y) const { return merged_index(1, merged_y); }
   void combine_split(std::ostringstream& o);
 
-  // emit_runs.cpp: runs of consecutive outputs along x: a vector access per run.
+  // emit_runs.cpp: runs of consecutive outputs along x (or y, transposed tiles): a vector access
+  // per run.
   void hoist_runs(std::ostringstream& o, int site, int d);
   void open_runs(std::ostringstream& o, bool y);
   std::string run_member(int j) const;
