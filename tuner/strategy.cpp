@@ -652,6 +652,9 @@ bool ModelGuided::confirm(size_t i) {
   if (i >= state_.size() || state_[i] != 1 || reported_[i] || predicted_[i] <= 0 || covering_[i] ||
       by_[i] == 1)
     return true;
+  // Past its first proposals, a model the measurements have not borne out is not worth a compile
+  // to order by: its proposal is measured as proposed.
+  if (explorer_ && !trusted_ && model_proposed_ >= kModelFirst) return true;
   // The open variants not compiled yet are ordered by their best case, a bound no compile can
   // lower: if one of them is ordered before i's compiled prediction, it could be faster, and it
   // goes first (i stays compiled and open, its prediction now its real one).
