@@ -133,6 +133,11 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
   };
   pruner::PruneOptions po;
   po.max_spill_bytes = job.pruner.max_spill_bytes;
+  // No rule 3 here: it merges what this machine's compiler makes one binary, but the recording
+  // timed each configuration as built where it was measured (the hub's convolution: read_only 0
+  // and 1 are one cubin here, 1.0x and 1.5x the optimum on the A4000). Each is measured as
+  // recorded; reported as failed, the optimum itself went unmeasured.
+  po.collapse_duplicates = false;
   // The pruner as model_guided has it: on, unless the job turns it off.
   const bool pruner = !job.pruner.explicit_enabled || job.pruner.enabled;
   const double margin = pruner ? job.pruner.model_margin : 0;
@@ -148,7 +153,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
     settings.margin = margin;
     settings.best_case = b.best_case;
     SearchStream stream(guide, &guide, settings);
-    std::unordered_map<std::string, long> binaries;  // rule 3: the first of each binary kept
+    std::unordered_map<std::string, long> binaries;  // rule 3's (off: stays empty)
     std::map<std::size_t, CompileVerdict> verdicts;  // asked again (readmitted): the same
     std::map<std::string, std::size_t> removed;
     auto compile = [&](std::size_t pos) {
@@ -175,12 +180,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
         d = pruner::judge_variant(in, static_cast<long>(pos), limits, po, binaries);
       else
         d.occupancy = pruner::compute_occupancy(in.res, b.threads[pos], geo.dynamic_smem, limits);
-      // Rule 3 merges what this machine's compiler makes one binary, but the recording timed
-      // each configuration as built where it was measured (the hub's convolution: read_only 0
-      // and 1 are one cubin here and 1.0x and 1.5x the optimum there). A duplicate is measured
-      // as recorded, as a measurement: reported as failed, the optimum itself went unmeasured.
-      const bool duplicate = !d.kept && d.rule == "duplicate";
-      if (!d.kept && !duplicate) ++removed[d.rule];
+      if (!d.kept) ++removed[d.rule];
       const pruner::ModelFeatures f =
           pruner::features_from(b.run.traffic[pos], d.occupancy, b.threads[pos]);
       const pruner::Prediction p = pruner::predict(f, *rates.rates, guide.calibration());
@@ -189,8 +189,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
         v.prediction = p.ms;
         predicted[pos] = pruner::predict(f, *rates.rates, pruner::Calibration{}).ms;
       }
-      v.usable = d.kept || duplicate;
-      v.sets_best = d.kept || duplicate;
+      v.usable = v.sets_best = d.kept;
       return v;
     };
     SearchSeed out;

@@ -25,12 +25,18 @@ using nlohmann::json;
 
 /// Replays, for an H100, a strided copy over bs 128, 256 and stride 1..32 (12 configurations)
 /// whose recorded times are time(bs, stride); `gputune` is a JSON member for the job, or empty.
-ReplayReport replay_strided(const test::TempDir& dir, const std::string& gputune,
-                            const std::function<double(int, int)>& time) {
+/// A kernel that reads its input at a stride (a tuning parameter): slower the wider, as the
+/// model predicts.
+void write_strided_kernel(const test::TempDir& dir) {
   test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = in[i * stride];
 })");
+}
+
+ReplayReport replay_strided(const test::TempDir& dir, const std::string& gputune,
+                            const std::function<double(int, int)>& time) {
+  write_strided_kernel(dir);
   test::write_file(dir / "job.json", R"({
     "ConfigurationSpace": {"TuningParameters": [
       {"Name": "bs", "Type": "int", "Values": "[128, 256]"},
@@ -532,10 +538,7 @@ TEST(Replay, ScoresTheModelRankingAndModelGuided) {
 // the optimum (the second of its binary to compile) was never measured.
 TEST(Replay, ADuplicateHereIsMeasuredAsRecordedThere) {
   test::TempDir dir;
-  test::write_file(dir / "k.cu", R"(extern "C" __global__ void k(float* out, const float* in) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = in[i * stride];
-})");
+  write_strided_kernel(dir);
   test::write_file(dir / "job.json", R"({
     "ConfigurationSpace": {"TuningParameters": [
       {"Name": "unread", "Type": "int", "Values": "[0, 1, 2, 3]"},
