@@ -144,12 +144,14 @@ class ParameterEffects {
 ///
 /// Given the configurations, the portfolio search (tuner/portfolio.h) searches beside the model:
 /// after the model's first kModelFirst proposals measured (which, while the model is not trusted,
-/// break its ties by the parameter values they show: spread_start), at least kExploreFloor of the
-/// proposals are the portfolio's (which sees the model's prediction as a feature of its
-/// surrogate), and until the model ranks what was measured well a bandit chooses each one from
-/// the model's order or the portfolio by how their proposals measured; the stop rule waits while
-/// the fastest so far is one the portfolio found. So a model that is wrong for this kernel cannot
-/// hold the search, or stop it, while a right one keeps it. Variants without a prediction (a
+/// break its ties by the parameter values they show: spread_start), the model proposes while it
+/// leads (the fastest so far is not the portfolio's, and one of its last kModelStale proposals
+/// was a new best or it ranks the faster half of what was measured well), the portfolio at least
+/// kExploreFloor of the time; while it does not, the portfolio proposes as it would alone and the
+/// model kModelFloor of the time, to show it has found something again. The stop rule waits while
+/// the fastest so far is one the portfolio found. So a model that is wrong for this kernel, or
+/// tells the slow from the fast but not the fastest from the fast, cannot hold the search, or stop
+/// it, while a right one keeps it. Variants without a prediction (a
 /// kernel the analysis could not read) are not judged by the model: they are the portfolio's,
 /// never cut (without the configurations: a seeded random order after the predicted ones); a
 /// search without any prediction is the portfolio search. What
@@ -157,13 +159,17 @@ class ParameterEffects {
 /// the model rule pruned under the starting calibration is held back (hold_back), not lost: a
 /// refitted model that predicts a held variant within the margin readmits it.
 class Portfolio;
-class Bandit;
 
 class ModelGuided : public Strategy {
  public:
-  /// The model's proposals measured before the bandit starts, and the portfolio's share at least.
+  /// The model's proposals measured before the portfolio proposes, and the portfolio's share at
+  /// least while the model leads.
   static constexpr size_t kModelFirst = 8;
   static constexpr double kExploreFloor = 0.125;
+  /// While the model does not lead (see leads()), its share of the proposals.
+  static constexpr double kModelFloor = 0.0625;
+  /// The model leads while one of its last kModelStale measured proposals was a new best.
+  static constexpr size_t kModelStale = 8;
   /// While the model is not trusted, each of its first kModelFirst proposals after the first is,
   /// among the open variants it orders within kModelTie of the best-ordered (kModelSpread of them
   /// at most), the one that shows the most parameter values its earlier proposals did not.
@@ -201,10 +207,10 @@ class ModelGuided : public Strategy {
   /// Whether the portfolio (not the model's order) proposed variant i.
   bool explored(size_t i) const { return i < by_.size() && by_[i] == 1; }
   /// Whether rule 4 may judge variant i by its real prediction once compiled: not the
-  /// portfolio's proposal while the model has not ranked what was measured well (the portfolio
+  /// portfolio's proposal while the model has not ranked the fastest measured well (the portfolio
   /// proposed it because the model's order is not to be trusted yet, and a compile rule 4 then
   /// drops is one spent for nothing).
-  bool judged_by_model(size_t i) const { return !(explored(i) && !trusted_); }
+  bool judged_by_model(size_t i) const { return !(explored(i) && !fast_trusted_); }
   /// Variants without a prediction measured with a time so far (those measured before the search
   /// began, as a resumed run's, included).
   size_t unpredicted_measured() const { return unpredicted_measured_; }
@@ -276,10 +282,13 @@ class ModelGuided : public Strategy {
   size_t spread_start(size_t first);
   /// The open unpredicted variant to try next (nullopt: none left).
   std::optional<size_t> next_unpredicted();
-  /// Whether the next proposal is the portfolio's rather than the model's (the bandit).
+  /// Whether the next proposal is the portfolio's rather than the model's.
   bool explore_now();
-  /// The model's current order as the portfolio's feature (predicted_ times the effects).
-  void share_predictions();
+  /// The model leads: the fastest so far is not the portfolio's, and one of the model's last
+  /// kModelStale reported proposals was a new best or it ranks the fast ones well.
+  bool leads() const;
+  /// trusted()'s test on the faster half of what was measured (12 measurements at least).
+  bool ranks_the_fast() const;
   bool can_stop() const;
   /// The model has ranked what was measured well enough to be trusted (the stop rule's test).
   bool trusted() const;
@@ -330,17 +339,19 @@ class ModelGuided : public Strategy {
   std::string stop_reason_;
   // The portfolio beside the model; what it may propose now (any open variant, or only the
   // unpredicted ones once the model has stopped or has nothing left); per variant: proposed by it
-  // (1) or by the model (2); the bandit between the two (0 model, 1 portfolio) and its coin.
+  // (1) or by the model (2); the coin explore_now() draws between the two.
   std::unique_ptr<Portfolio> explorer_;
   bool unpredicted_only_ = false;
   bool put_back_ = false;                        ///< confirm() put the last proposal back
   bool trusted_ = false;                         ///< trusted() after the last measurement
+  bool fast_trusted_ = false;                    ///< ranks_the_fast() after the last one
   size_t best_index_ = static_cast<size_t>(-1);  ///< the fastest measured so far
   double best_ms_ = 0;
   std::vector<char> by_;
-  std::unique_ptr<Bandit> bandit_;
   std::unique_ptr<std::mt19937_64> coin_;
   size_t explored_ = 0, model_proposed_ = 0, unpredicted_prior_values_ = 0;
+  size_t model_made_ = 0;   ///< the model's proposals so far (model_proposed_: those reported)
+  size_t model_stale_ = 0;  ///< the model's reported proposals since its last new best
   size_t unpredicted_measured_ = 0;
   // Without configurations: the unpredicted variants in a seeded random order.
   std::vector<size_t> unpredicted_order_;

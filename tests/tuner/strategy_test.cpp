@@ -308,11 +308,13 @@ TEST(ModelGuided, LearnsWhatEachParameterValueDoesAndMeasuresTheBestSooner) {
   EXPECT_FALSE(alone.reached && *alone.reached <= 150)
       << "the model alone found them after " << *alone.reached;
   ASSERT_TRUE(learned.reached) << "stopped after " << learned.measured;
-  // 16 before the model's start spread over its ties (ModelGuided.ItsStartSpreadsOverVariants-
-  // ItCannotTellApart): the predictions here lie within 2% of each other, the first 16 or so
-  // within kModelTie, so the first proposals show other values and the one within 5% comes two
-  // measurements later.
-  EXPECT_LE(*learned.reached, 18u);
+  // The model's start spreads over its ties (ModelGuided.ItsStartSpreadsOverVariantsItCannot-
+  // TellApart): the predictions here lie within 2% of each other, the first 16 or so within
+  // kModelTie, so the first proposals show other values. They set the bests; kModelStale later
+  // proposals without a new best, the portfolio proposes (ModelGuided.AModelThatStopsFinding-
+  // TheFastestGivesWayToThePortfolio), and the one within 5% comes at 23 (the model's order with
+  // its effects alone: 18).
+  EXPECT_LE(*learned.reached, 24u);
 }
 
 // A DRAM-bound kernel's variants often have one prediction: the model cannot tell them apart.
@@ -676,6 +678,68 @@ TEST(ModelGuided, KeepsGoingWhileTheModelIsWrong) {
   for (auto i = g.next(); i; i = g.next(), ++n) g.report(*i, 1.0 / (1.0 + static_cast<double>(*i)));
   EXPECT_EQ(n, 30u);
   EXPECT_TRUE(g.stop_reason().empty());
+}
+
+// The benchmark hub's convolution on the RTX A4000: the model tells the slow variants from the
+// fast ones (its ranking of what was measured passes the trust test), but among the fast ones it
+// is no guide (here: the wrong way round). Its proposals beat most of what was measured and never
+// the best: past
+// kModelStale of them without a new best, the portfolio proposes (the model its floor), so the
+// search is not held by the model. A model that keeps finding new bests keeps proposing.
+TEST(ModelGuided, AModelThatStopsFindingTheFastestGivesWayToThePortfolio) {
+  const std::vector<Value> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  const auto configs = grid({"a", "b", "c"}, {eight, eight, eight});
+  const size_t n = configs.size();
+  // Half the values of a are 3x slower (the model sees that); b and c interact (it does not).
+  auto truth = [&](size_t i) {
+    const auto& v = configs[i].values;
+    const double slow = v[0].as_int() < 4 ? 3.0 : 1.0;
+    const double bc = std::abs(v[1].as_int() - 2 * (v[2].as_int() % 4)) * 0.15;
+    return slow * std::exp(bc + 0.01 * static_cast<double>((i * 7919) % 7));
+  };
+  double optimum = INFINITY;
+  for (size_t i = 0; i < n; ++i) optimum = std::min(optimum, truth(i));
+  struct Outcome {
+    size_t explored = 0;  // the portfolio's proposals among the first `steps`
+    size_t reached = 0;   // measurements until one within 5% of the optimum (0: not in `steps`)
+  };
+  auto search = [&](bool right, std::uint64_t seed) {
+    std::vector<pruner::ModelFeatures> fs;
+    for (size_t i = 0; i < n; ++i) {
+      // The wrong model orders the fast variants the wrong way round: the best last.
+      const auto& v = configs[i].values;
+      const double slow = v[0].as_int() < 4 ? 3.0 : 1.0;
+      const double bc = std::abs(v[1].as_int() - 2 * (v[2].as_int() % 4)) * 0.15;
+      fs.push_back(feature(1e8 * (right ? truth(i) : slow * (2 - bc / 1.05))));
+    }
+    ModelGuided g(fs, rates(), {}, {}, configs, seed);
+    Outcome o;
+    size_t steps = 0;
+    for (auto i = g.next(); i && steps < 120; i = g.next()) {
+      ++steps;
+      if (!o.reached && truth(*i) <= 1.05 * optimum) o.reached = steps;
+      g.report(*i, truth(*i));
+    }
+    o.explored = g.explored();
+    return o;
+  };
+  std::vector<size_t> wrong_reached, wrong_explored;
+  for (std::uint64_t seed = 1; seed <= 9; ++seed) {
+    const Outcome wrong = search(false, seed);
+    wrong_reached.push_back(wrong.reached ? wrong.reached : 1000);
+    wrong_explored.push_back(wrong.explored);
+    const Outcome right = search(true, seed);
+    EXPECT_LE(right.explored, 30u) << "a model finding new bests keeps proposing, seed " << seed;
+    EXPECT_GT(right.reached, 0u);
+    EXPECT_LE(right.reached, 10u) << "seed " << seed;
+  }
+  std::sort(wrong_reached.begin(), wrong_reached.end());
+  std::sort(wrong_explored.begin(), wrong_explored.end());
+  // Of 120 proposals, the model's start is 8, a few more until it is stale, then 1 in 16.
+  EXPECT_GE(wrong_explored[4], 80u) << "median proposals of the portfolio over 9 seeds";
+  // 32 of the 512 variants are within 5% (b = 2 (c % 4), a fast): random search needs about 16,
+  // the wrong model's order alone more than 120.
+  EXPECT_LE(wrong_reached[4], 40u) << "median over 9 seeds";
 }
 
 TEST(ModelGuided, WithoutPredictionsLearnsFromTheTimesAndNeverCuts) {
