@@ -109,8 +109,9 @@ class Portfolio : public Strategy {
   double reward(std::optional<double> ms) const;
   /// The model's predicted times (ms; NaN or <= 0: none), for the forest and the model's order.
   void set_predictions(const std::vector<double>& predicted_ms);
-  /// Whether the order of the predictions is one of its searches (the fourth; with a model that
-  /// orders its own proposals, as model_guided does, it is only the surrogate's feature).
+  /// Whether the order of the predictions is one of its searches (the fourth; without it they are
+  /// only the surrogate's feature: model_guided gives its portfolio no model predictions, only
+  /// the times a prior from earlier searches guesses for the unpredicted variants).
   void use_prediction_order(bool on) {
     o_.arms = on ? o_.arms | (1u << kModel) : o_.arms & ~(1u << kModel);
   }
