@@ -512,32 +512,36 @@ ModelGuided::Evidence ModelGuided::evidence() const {
   return e;
 }
 
-bool ModelGuided::trusted() const {
-  // Trust the model only once it has ranked what was measured well (Spearman >= 0.5 over >= 6),
-  // each measurement against what the model predicted before it (the calibration aside).
-  std::vector<double> p, m;
-  for (size_t k = 0; k < measured_.size(); ++k)
-    if (foresight(k) > 0) p.push_back(foresight(k)), m.push_back(measured_[k].second);
-  // Significance as well as size: rho * sqrt(n - 1) >= 2 (about 2% one-sided for a model that
-  // ranks at random) needs rho >= 0.89 over 6 measurements and rho >= 0.5 over 17; checked after
-  // every measurement, a weaker test lets chance alone stop the search.
-  if (p.size() < 6) return false;
+namespace {
+
+/// Whether predictions `p` rank the times `m` well: Spearman >= 0.5, and significant as well as
+/// large: rho * sqrt(n - 1) >= 2 (about 2% one-sided for a model that ranks at random) needs
+/// rho >= 0.89 over 6 measurements and rho >= 0.5 over 17; checked after every measurement, a
+/// weaker test lets chance alone stop the search.
+bool ranks_well(const std::vector<double>& p, const std::vector<double>& m) {
   const double rho = pruner::spearman(p, m);
   return rho >= 0.5 && rho * std::sqrt(static_cast<double>(p.size() - 1)) >= 2;
 }
 
-bool ModelGuided::ranks_the_fast() const {
-  // trusted()'s test on the faster half of what was measured: a model that only tells the slow
-  // from the fast passes trusted() and fails this one.
+}  // namespace
+
+void ModelGuided::judge_ranking() {
+  // Each measurement against what the model predicted before it (the calibration aside).
   std::vector<std::pair<double, double>> mp;  // (measured, foresight)
   for (size_t k = 0; k < measured_.size(); ++k)
-    if (foresight(k) > 0) mp.emplace_back(measured_[k].second, foresight(k));
-  if (mp.size() < 12) return false;
-  std::sort(mp.begin(), mp.end());
+    if (const double f = foresight(k); f > 0) mp.emplace_back(measured_[k].second, f);
   std::vector<double> p, m;
+  for (auto& [ms, f] : mp) m.push_back(ms), p.push_back(f);
+  // Trust the model only once it has ranked what was measured well (over >= 6).
+  trusted_ = mp.size() >= 6 && ranks_well(p, m);
+  // The same test on the faster half (over >= 6 of >= 12): a model that only tells the slow
+  // from the fast passes the first and fails this one.
+  fast_trusted_ = false;
+  if (mp.size() < 12) return;
+  std::sort(mp.begin(), mp.end());
+  p.clear(), m.clear();
   for (size_t k = 0; k < mp.size() / 2; ++k) m.push_back(mp[k].first), p.push_back(mp[k].second);
-  const double rho = pruner::spearman(p, m);
-  return rho >= 0.5 && rho * std::sqrt(static_cast<double>(p.size() - 1)) >= 2;
+  fast_trusted_ = ranks_well(p, m);
 }
 
 bool ModelGuided::can_stop() const {
@@ -688,19 +692,17 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   if (state_[index] == 0 || state_[index] == 3) state_[index] = 1;
   if (effects_) effects_->note_tried(index);
   reported_[index] = 1;
+  const bool timed = ms && *ms > 0;
+  const bool new_best = timed && (best_index_ >= state_.size() || *ms < best_ms_);
   if (explorer_) {
     // Whether the model still leads: its proposals since its last new best (a new best of the
     // portfolio's takes the lead from it until the model's proposals beat that).
-    if (by_[index] == 2) {
-      ++model_proposed_;
-      const bool best = ms && *ms > 0 && (best_index_ >= state_.size() || *ms < best_ms_);
-      model_stale_ = best ? 0 : model_stale_ + 1;
-    }
+    if (by_[index] == 2) ++model_proposed_, model_stale_ = new_best ? 0 : model_stale_ + 1;
     explorer_->report(index, ms);
   }
-  if (!ms || !(*ms > 0)) return;
+  if (!timed) return;
   if (predicted_[index] < 0) ++unpredicted_measured_;
-  if (best_index_ >= state_.size() || *ms < best_ms_) best_index_ = index, best_ms_ = *ms;
+  if (new_best) best_index_ = index, best_ms_ = *ms;
   measured_.emplace_back(index, *ms);
   effect_when_measured_.push_back(effects_ ? effects_->log_factor(index) : 0.0);
   if (measured_.size() >= next_refit_) {
@@ -710,7 +712,7 @@ void ModelGuided::report(size_t index, std::optional<double> ms) {
   } else if (measured_.size() % 4 == 0) {
     refit_effects();
   }
-  if (predicted_[index] > 0) trusted_ = trusted(), fast_trusted_ = ranks_the_fast();
+  if (predicted_[index] > 0) judge_ranking();
 }
 
 void ModelGuided::set_prior(const ParameterEffects::Prior& prior) {
@@ -763,7 +765,7 @@ void ModelGuided::refit() {
   calibration_ = c;
   for (size_t i = 0; i < features_.size(); ++i) predicted_[i] = predict(i);
   reorder();
-  trusted_ = trusted(), fast_trusted_ = ranks_the_fast();
+  judge_ranking();
 }
 
 void ModelGuided::hold_back(const std::vector<bool>& held, double margin) {

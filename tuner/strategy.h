@@ -285,13 +285,12 @@ class ModelGuided : public Strategy {
   /// Whether the next proposal is the portfolio's rather than the model's.
   bool explore_now();
   /// The model leads: the fastest so far is not the portfolio's, and one of the model's last
-  /// kModelStale reported proposals was a new best or it ranks the fast ones well.
+  /// kModelStale reported proposals was a new best or it ranks the faster half well.
   bool leads() const;
-  /// trusted()'s test on the faster half of what was measured (12 measurements at least).
-  bool ranks_the_fast() const;
   bool can_stop() const;
-  /// The model has ranked what was measured well enough to be trusted (the stop rule's test).
-  bool trusted() const;
+  /// Sets trusted_ (the model has ranked what was measured well enough to be trusted: the stop
+  /// rule's test) and fast_trusted_ (the same test on the faster half, 12 measurements at least).
+  void judge_ranking();
   struct Evidence {
     double best = -1;    // the best measured time
     double ratio = 0.8;  // min measured / foresight, at most 0.8
@@ -342,9 +341,9 @@ class ModelGuided : public Strategy {
   // (1) or by the model (2); the coin explore_now() draws between the two.
   std::unique_ptr<Portfolio> explorer_;
   bool unpredicted_only_ = false;
-  bool put_back_ = false;                        ///< confirm() put the last proposal back
-  bool trusted_ = false;                         ///< trusted() after the last measurement
-  bool fast_trusted_ = false;                    ///< ranks_the_fast() after the last one
+  bool put_back_ = false;      ///< confirm() put the last proposal back
+  bool trusted_ = false;       ///< judge_ranking() after the last measurement: all of it
+  bool fast_trusted_ = false;  ///< and its faster half
   size_t best_index_ = static_cast<size_t>(-1);  ///< the fastest measured so far
   double best_ms_ = 0;
   std::vector<char> by_;

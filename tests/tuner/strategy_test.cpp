@@ -683,19 +683,21 @@ TEST(ModelGuided, KeepsGoingWhileTheModelIsWrong) {
 // The benchmark hub's convolution on the RTX A4000: the model tells the slow variants from the
 // fast ones (its ranking of what was measured passes the trust test), but among the fast ones it
 // is no guide (here: the wrong way round). Its proposals beat most of what was measured and never
-// the best: past
-// kModelStale of them without a new best, the portfolio proposes (the model its floor), so the
-// search is not held by the model. A model that keeps finding new bests keeps proposing.
+// the best: past kModelStale of them without a new best, the portfolio proposes (the model its
+// floor), so the search is not held by the model. A model that keeps finding new bests keeps
+// proposing.
 TEST(ModelGuided, AModelThatStopsFindingTheFastestGivesWayToThePortfolio) {
   const std::vector<Value> eight = {0, 1, 2, 3, 4, 5, 6, 7};
   const auto configs = grid({"a", "b", "c"}, {eight, eight, eight});
   const size_t n = configs.size();
   // Half the values of a are 3x slower (the model sees that); b and c interact (it does not).
-  auto truth = [&](size_t i) {
+  auto slow = [&](size_t i) { return configs[i].values[0].as_int() < 4 ? 3.0 : 1.0; };
+  auto bc = [&](size_t i) {
     const auto& v = configs[i].values;
-    const double slow = v[0].as_int() < 4 ? 3.0 : 1.0;
-    const double bc = std::abs(v[1].as_int() - 2 * (v[2].as_int() % 4)) * 0.15;
-    return slow * std::exp(bc + 0.01 * static_cast<double>((i * 7919) % 7));
+    return std::abs(v[1].as_int() - 2 * (v[2].as_int() % 4)) * 0.15;
+  };
+  auto truth = [&](size_t i) {
+    return slow(i) * std::exp(bc(i) + 0.01 * static_cast<double>((i * 7919) % 7));
   };
   double optimum = INFINITY;
   for (size_t i = 0; i < n; ++i) optimum = std::min(optimum, truth(i));
@@ -705,13 +707,9 @@ TEST(ModelGuided, AModelThatStopsFindingTheFastestGivesWayToThePortfolio) {
   };
   auto search = [&](bool right, std::uint64_t seed) {
     std::vector<pruner::ModelFeatures> fs;
-    for (size_t i = 0; i < n; ++i) {
-      // The wrong model orders the fast variants the wrong way round: the best last.
-      const auto& v = configs[i].values;
-      const double slow = v[0].as_int() < 4 ? 3.0 : 1.0;
-      const double bc = std::abs(v[1].as_int() - 2 * (v[2].as_int() % 4)) * 0.15;
-      fs.push_back(feature(1e8 * (right ? truth(i) : slow * (2 - bc / 1.05))));
-    }
+    // The wrong model orders the fast variants the wrong way round: the best last.
+    for (size_t i = 0; i < n; ++i)
+      fs.push_back(feature(1e8 * (right ? truth(i) : slow(i) * (2 - bc(i) / 1.05))));
     ModelGuided g(fs, rates(), {}, {}, configs, seed);
     Outcome o;
     size_t steps = 0;
