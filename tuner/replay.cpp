@@ -519,8 +519,10 @@ void score_guided_with_model(const PruneReport& pr, const Space& space, const Re
   configs.reserve(space.size());
   for (size_t i = 0; i < space.size(); ++i) configs.push_back(space.config(i));
   // Each configuration is ordered by its best case until it is compiled, as `run` orders it;
-  // rules 1-3 are found as each compiles (a duplicate is one whose binary the search
-  // compiled before), and rule 4 holds back what can no longer come within the margin.
+  // rules 1-2 are found as each compiles, and rule 4 holds back what can no longer come within
+  // the margin. What rule 3 calls a duplicate here is measured as recorded, as the streamed
+  // replay measures it (tuner/replay_model.cpp): the recording timed each configuration as built
+  // where it was measured, and this machine's compiler may make two of them one binary.
   std::vector<int> bound(space.size(), 0);
   std::vector<double> best_case(space.size(), NAN);
   for (size_t i = 0; i < space.size(); ++i) {
@@ -536,7 +538,6 @@ void score_guided_with_model(const PruneReport& pr, const Space& space, const Re
   settings.margin = pr.margin;
   settings.best_case = best_case;
   SearchStream stream(g, &g, settings);
-  std::set<long> binaries;  // the kept binary of each group of duplicates, once compiled
   std::map<size_t, CompileVerdict> compiled;  // what each compile gave (asked again: the same)
   auto compile = [&](size_t i) {
     if (auto it = compiled.find(i); it != compiled.end()) return it->second;
@@ -548,8 +549,7 @@ void score_guided_with_model(const PruneReport& pr, const Space& space, const Re
       g.refine(i, pr.features[i]);
     }
     v.sets_best = true;  // kept by rules 1-2, or the same binary as one they keep
-    v.usable =
-        binaries.insert(d.rule == "duplicate" ? d.duplicate_of : static_cast<long>(i)).second;
+    v.usable = true;
     return v;
   };
   std::vector<size_t> order;

@@ -567,6 +567,19 @@ TEST(Replay, ADuplicateHereIsMeasuredAsRecordedThere) {
   ASSERT_FALSE(r.strategies.empty());
   EXPECT_EQ(r.strategies.back().strategy, "model_guided");
   EXPECT_EQ(r.removed_by_rule.count("duplicate"), 0u) << "measured, not removed";
+
+  // The whole-space pruner report (--prune-report) reports the duplicates as rule 3 prunes them,
+  // and its model_guided measures them as recorded too: the optimum is the second of its binary.
+  o.prune_report = true;
+  o.seeds = 1;
+  const ReplayReport whole = replay(load_job(dir / "job.json"), (dir / "cache.json").string(), o);
+  ASSERT_TRUE(whole.pruner_scored) << whole.pruner_note;
+  EXPECT_FALSE(whole.model_streamed);
+  EXPECT_GT(whole.removed_by_rule.count("duplicate"), 0u) << "the pruner's own report";
+  EXPECT_DOUBLE_EQ(whole.guided_best_ratio, 1.0);
+  ASSERT_FALSE(whole.strategies.empty());
+  EXPECT_EQ(whole.strategies.back().strategy, "model_guided");
+  EXPECT_FALSE(std::isnan(whole.strategies.back().median_to[0]));
 }
 
 // The sweep tells what the target costs when the model's best is not the optimum: the tightest
