@@ -2,14 +2,14 @@
 // (and random, for reference) with settings given on the command line, so that a setting is
 // judged on every space at once (and on held-out ones) before it becomes a default.
 // Usage: search_bench [--seeds N] [--set key=value]... JOB MEASUREMENTS [JOB MEASUREMENTS]...
-// Keys: initial, random_floor, window, explore, pool, refit_growth, elites, trees, min_leaf,
-// features_tried, bootstrap, arms.
+// Keys: bench/portfolio_settings.h.
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "bench/portfolio_settings.h"
 #include "tuner/replay.h"
 #include "tuner/tuning_job.h"
 
@@ -36,45 +36,8 @@ int main(int argc, char** argv) {
     } else if (a == "--only" && i + 1 < argc) {
       o.strategies = {argv[++i]};
     } else if (a == "--set" && i + 1 < argc) {
-      const std::string kv = argv[++i];
-      const auto eq = kv.find('=');
-      const std::string k = kv.substr(0, eq);
-      const double v = std::atof(kv.c_str() + eq + 1);
-      auto& p = o.portfolio;
-      if (k == "initial")
-        p.initial = static_cast<size_t>(v);
-      else if (k == "random_floor")
-        p.random_floor = v;
-      else if (k == "window")
-        p.window = static_cast<size_t>(v);
-      else if (k == "explore")
-        p.explore = v;
-      else if (k == "pool")
-        p.pool = static_cast<size_t>(v);
-      else if (k == "refit_growth")
-        p.refit_growth = v;
-      else if (k == "elites")
-        p.elites = static_cast<size_t>(v);
-      else if (k == "trees")
-        p.forest.trees = static_cast<size_t>(v);
-      else if (k == "min_leaf")
-        p.forest.min_leaf = static_cast<size_t>(v);
-      else if (k == "features_tried")
-        p.forest.features_tried = v;
-      else if (k == "bootstrap")
-        p.forest.bootstrap = v;
-      else if (k == "arms")
-        p.arms = static_cast<unsigned>(v);
-      else if (k == "acquisition")
-        p.acquisition = static_cast<int>(v);
-      else if (k == "salt")
-        p.salt = static_cast<std::uint64_t>(v);
-      else if (k == "covering_start")
-        p.covering_start = v != 0;
-      else if (k == "reward")
-        p.reward = static_cast<int>(v);
-      else {
-        std::cerr << "unknown setting " << k << "\n";
+      if (!bench::set_portfolio(o.portfolio, argv[++i])) {
+        std::cerr << "unknown setting " << argv[i] << "\n";
         return 2;
       }
     } else if (i + 1 < argc) {

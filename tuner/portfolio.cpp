@@ -32,33 +32,11 @@ const char* Portfolio::search_name(int arm) {
   }
 }
 
-int Bandit::choose(unsigned allowed) const {
-  int best = -1;
-  double best_score = -INFINITY;
-  std::size_t total = 0;
-  for (std::size_t u : uses_) total += u;
-  for (std::size_t a = 0; a < uses_.size(); ++a) {
-    if (!(allowed & (1u << a))) continue;
-    const auto& h = rewards_[a];
-    if (h.empty() || uses_[a] == 0) return static_cast<int>(a);
-    const std::size_t from = h.size() > window_ ? h.size() - window_ : 0;
-    double num = 0, den = 0;
-    for (std::size_t k = from; k < h.size(); ++k) {
-      const double w = static_cast<double>(k - from + 1);
-      num += w * h[k], den += w;
-    }
-    const double score = num / den + explore_ * std::sqrt(2 * std::log(static_cast<double>(total)) /
-                                                          static_cast<double>(uses_[a]));
-    if (score > best_score) best_score = score, best = static_cast<int>(a);
-  }
-  return best;
-}
-
 Portfolio::Portfolio(const std::vector<Config>& configs, std::uint64_t seed, Options options)
     : o_(options),
       rng_(seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL +
            options.salt * 0xd1b54a32d192ed03ULL),
-      bandit_(kArms, options.window, options.explore) {
+      uses_(kArms, 0) {
   const std::size_t n = configs.size();
   state_.assign(n, 0);
   by_.assign(n, -1);
@@ -200,7 +178,7 @@ std::optional<std::size_t> Portfolio::next() {
   if (!pick) arm = kRandom, pick = propose_random();
   if (!pick) return std::nullopt;
   by_[*pick] = arm;
-  bandit_.used(arm);
+  ++uses_[static_cast<std::size_t>(arm)];
   cover(*pick);
   close(*pick);
   state_[*pick] = 1;
@@ -208,13 +186,25 @@ std::optional<std::size_t> Portfolio::next() {
 }
 
 int Portfolio::choose_arm() {
+  const PortfolioSettings::Shares& sh = o_.shares;
+  const bool model = predicted_ranks_ && (o_.arms & (1u << kModel));
   std::uniform_real_distribution<double> u(0, 1);
-  if ((o_.arms & (1u << kRandom)) && u(rng_) < o_.random_floor) return kRandom;
-  unsigned allowed =
-      o_.arms & ((1u << kSurrogate) | (1u << kLocal) | (1u << kRandom) | (1u << kRecombine));
-  if (predicted_ranks_ && (o_.arms & (1u << kModel))) allowed |= 1u << kModel;
-  const int arm = bandit_.choose(allowed);
-  return arm < 0 ? kRandom : arm;
+  if (model && u(rng_) < sh.model) return kModel;
+  const std::pair<int, double> arms[] = {{kSurrogate, sh.surrogate},
+                                         {kLocal, sh.local},
+                                         {kRandom, sh.random},
+                                         {kRecombine, sh.recombination}};
+  double total = 0;
+  for (auto& [arm, share] : arms)
+    if (o_.arms & (1u << arm)) total += std::max(0.0, share);
+  if (!(total > 0)) return model ? kModel : kRandom;
+  double x = u(rng_) * total;
+  for (auto& [arm, share] : arms) {
+    if (!(o_.arms & (1u << arm))) continue;
+    if (x < std::max(0.0, share)) return arm;
+    x -= std::max(0.0, share);
+  }
+  return kRandom;
 }
 
 std::optional<std::size_t> Portfolio::propose_random() {
@@ -235,19 +225,6 @@ void Portfolio::taken(std::size_t i) {
   if (i >= state_.size() || state_[i] != 0) return;
   close(i);
   state_[i] = 1;
-}
-
-double Portfolio::reward(std::optional<double> ms) const {
-  if (!ms || !(*ms > 0)) return 0;
-  const double y = std::log(*ms);
-  std::size_t valid = 0, beaten = 0;
-  for (auto& [i, t] : measured_)
-    if (!std::isnan(t)) ++valid, beaten += y < t;
-  if (valid == 0 || beaten == valid) return 1.0;  // a new best
-  const double share = static_cast<double>(beaten) / static_cast<double>(valid);
-  if (o_.reward == 1) return 0;
-  if (o_.reward == 2) return share >= 0.95 ? 0.5 : 0.0;
-  return share;
 }
 
 std::optional<std::size_t> Portfolio::propose_model() {
@@ -461,9 +438,6 @@ void Portfolio::report(std::size_t index, std::optional<double> ms) {
   state_[index] = 2;
   const bool ok = ms && *ms > 0;
   const double y = ok ? std::log(*ms) : NAN;
-  // The reward of the search that proposed it: the share of the earlier valid measurements it
-  // beats (1: a new best; 0: a failure or the slowest).
-  if (by_[index] >= 0) bandit_.reward(by_[index], reward(ms));
   measured_.emplace_back(index, y);
   if (ok) {
     elites_.emplace_back(y, index);

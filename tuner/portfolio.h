@@ -1,20 +1,26 @@
 /** \file tuner/portfolio.h
  * Owns: the portfolio search (`--strategy portfolio`), gputune's search for a space whose
  * variants the model cannot predict, and the searcher model_guided hands its unpredicted variants
- * to: a bandit over three searches of the valid space, each proposing one configuration at a time.
+ * to: four searches of the valid space, each proposing one configuration at a time.
  *   - surrogate: a random forest (tuner/forest.h) fitted to log(measured time) over the
  *     parameters' values (failures counted as slower than the slowest), proposing the open
  *     configuration of highest expected improvement over the best;
  *   - local: a neighbour of one of the fastest measured configurations (one or two parameters
  *     moved to an adjacent or any value), the move a GPU programmer makes by hand;
+ *   - recombination: each parameter's value from one of the fastest few (a genetic search's
+ *     crossover), now and then one moved to an adjacent value;
  *   - random: a uniformly random open configuration.
- * It starts with a few random configurations; then each proposal comes from the search whose
- * recent proposals did best (their measured times' ranks among everything measured, an
- * area-under-the-curve credit over a sliding window, with an exploration bonus), and never less
- * than a floor of random ones, so that a wrong picture (a surrogate fitted to a few points, a
- * local optimum) cannot hold the search for long. Where the model predicts (set_predictions),
- * the prediction is one more feature of the forest and its order a fourth search, so the search
- * is no worse than without it when the model is wrong and follows it when it is right.
+ * It starts with a few configurations that cover the parameters' values; then each proposal comes
+ * from a search drawn by fixed shares (PortfolioSettings::Shares). The shares are fixed, not
+ * earned: a bandit that credits each search with how its proposals rank among what was measured
+ * (as ATF's AUCBandit does) was fooled by plateaus and by deceptive basins on spaces held out from
+ * its settings: a local search that lands next to the best beats most of what was measured and
+ * never the optimum, and held 280 of 620 proposals on the benchmark hub's convolution on a W6600
+ * and left Kernel Tuner's pnpoly on an RTX 3090 worse than random search (bench/results/
+ * search-shares-vm-2026-12-07.md). Fixed shares keep every search in play: a wrong picture (a
+ * surrogate fitted to a few points, a local optimum) holds at most its share. Where the model
+ * predicts or earlier searches left a prior (set_predictions), its order is a fifth search with a
+ * share of its own and the prediction one more feature of the forest.
  * Proposals may be asked for before earlier ones are reported (the stream's look-ahead).
  * Must not: compile, launch or touch the database. */
 #pragma once
@@ -35,35 +41,11 @@
 
 namespace gputune::tuner {
 
-/// An area-under-the-curve bandit (ATF's AUCBandit, after OpenTuner's): each arm's credit is the
-/// weighted mean of its last `window` rewards in [0, 1], later ones weighing more, plus
-/// `explore` x sqrt(2 ln(uses of all) / uses of the arm); an arm never used goes first.
-class Bandit {
- public:
-  Bandit(std::size_t arms, std::size_t window, double explore)
-      : rewards_(arms), uses_(arms, 0), window_(window), explore_(explore) {}
-  /// The arm to use among those `allowed` (bit a: arm a); -1 when none is.
-  int choose(unsigned allowed) const;
-  void used(int arm) { ++uses_[static_cast<std::size_t>(arm)]; }
-  void reward(int arm, double r) { rewards_[static_cast<std::size_t>(arm)].push_back(r); }
-  std::size_t uses(int arm) const { return uses_[static_cast<std::size_t>(arm)]; }
-  const std::vector<std::size_t>& all_uses() const { return uses_; }
-
- private:
-  std::vector<std::vector<double>> rewards_;
-  std::vector<std::size_t> uses_;
-  std::size_t window_;
-  double explore_;
-};
-
 /// The portfolio's settings.
 struct PortfolioSettings {
-  /// Proposals before the bandit starts (covering the values the space holds); 0: two per
+  /// Proposals before the shares apply (covering the values the space holds); 0: two per
   /// parameter that has two values or more, from 8 to 24.
   std::size_t initial = 0;
-  double random_floor = 0.10;  ///< the share of random proposals at least
-  std::size_t window = 24;     ///< proposals per search the credit looks back on
-  double explore = 0.15;       ///< weight of the bandit's exploration bonus
   std::size_t pool = 4096;     ///< configurations the surrogate scores per refit (at most)
   double refit_growth = 0.08;  ///< refit the forest when measurements grow by this fraction
   std::size_t elites = 32;     ///< fastest configurations the local search starts from
@@ -73,14 +55,20 @@ struct PortfolioSettings {
   int acquisition = 0;
   /// The first proposals cover the parameters' values (false: uniformly random).
   bool covering_start = true;
-  /// The bandit's reward: 0 the share of the earlier measurements beaten, 1 only a new best,
-  /// 2 a new best, and half for the top 5%.
-  int reward = 0;
   /// Mixed into the seed: other random choices for the same seed (for a benchmark's variance).
   std::uint64_t salt = 0;
   /// Searches on: bit 0 surrogate, 1 local, 2 random, 3 model order (with predictions),
   /// 4 recombination of the fastest.
   unsigned arms = 0x1F;
+  /// Each search's share of the proposals after the start (among those on; they need not add up
+  /// to 1). Chosen on the five spaces of issue #61 and five held out from the old bandit's
+  /// settings, then checked on sixteen others (bench/results/search-shares-vm-2026-12-07.md).
+  struct Shares {
+    double surrogate = 0.25, local = 0.25, random = 0.15, recombination = 0.35;
+    /// The model's order, where there are predictions: this share of all proposals, the others
+    /// sharing the rest as above.
+    double model = 0.25;
+  } shares;
 };
 
 class Portfolio : public Strategy {
@@ -104,9 +92,6 @@ class Portfolio : public Strategy {
   void set_filter(std::function<bool(std::size_t)> allowed) { allowed_ = std::move(allowed); }
   /// Another search proposed configuration i: it is not proposed again here.
   void taken(std::size_t i);
-  /// What a measurement of `ms` would earn the search that proposed it (before it is reported):
-  /// the share of the valid measurements so far that it beats (1: a new best; 0: a failure).
-  double reward(std::optional<double> ms) const;
   /// The model's predicted times (ms; NaN or <= 0: none), for the forest and the model's order.
   void set_predictions(const std::vector<double>& predicted_ms);
   /// Whether the order of the predictions is one of its searches (the fourth; without it they are
@@ -118,7 +103,7 @@ class Portfolio : public Strategy {
   /// Open configurations left (neither proposed nor excluded).
   std::size_t open() const { return open_.size(); }
   /// Proposals per search so far: surrogate, local, random, model, recombination.
-  const std::vector<std::size_t>& proposals_by_search() const { return bandit_.all_uses(); }
+  const std::vector<std::size_t>& proposals_by_search() const { return uses_; }
   /// Which search proposed configuration i (-1: none, the default or not proposed).
   int proposed_by(std::size_t i) const { return i < by_.size() ? by_[i] : -1; }
   static const char* search_name(int arm);
@@ -163,7 +148,7 @@ class Portfolio : public Strategy {
   std::vector<std::pair<double, std::size_t>> elites_;
   std::vector<std::vector<std::uint32_t>> seen_;  ///< per parameter and rank: proposed or measured
   std::vector<std::vector<std::size_t>> frequency_;  ///< per parameter and rank: configurations
-  Bandit bandit_;
+  std::vector<std::size_t> uses_;                    ///< per search: its proposals
   std::size_t proposals_ = 0;
   std::function<bool(std::size_t)> allowed_;
   // Surrogate: the forest, the measurements it saw, and the pool ranked by expected improvement.

@@ -134,6 +134,74 @@ TEST(Portfolio, FindsTheFastestFarSoonerThanRandomSearch) {
     EXPECT_GT(uses[static_cast<size_t>(a)], 0u) << Portfolio::search_name(a);
 }
 
+// After the start, each search proposes its share (PortfolioSettings::Shares), whatever its
+// proposals found: none is starved or takes over. (Recombination falls back to a local move
+// where the fastest few hold no combination left to try, so the two share their shares.)
+TEST(Portfolio, EachSearchProposesItsShare) {
+  const auto configs = grid({"a", "b", "c"}, {range(40), range(20), range(10)});
+  Portfolio p(configs, 5);
+  std::size_t proposed = 0;
+  for (auto i = p.next(); i && proposed < 1200; i = p.next(), ++proposed)
+    p.report(*i, 1.0 + static_cast<double>((*i * 7919) % 101) / 100);
+  const auto& uses = p.proposals_by_search();
+  auto share = [&](std::size_t arm) {
+    return static_cast<double>(uses[arm]) / static_cast<double>(proposed);
+  };
+  const PortfolioSettings::Shares want;
+  const double total = want.surrogate + want.local + want.random + want.recombination;
+  EXPECT_NEAR(share(0), want.surrogate / total, 0.04) << "surrogate";
+  EXPECT_NEAR(share(2), want.random / total, 0.04) << "random (the start's among them)";
+  EXPECT_NEAR(share(1) + share(4), (want.local + want.recombination) / total, 0.04)
+      << "local and recombination";
+  EXPECT_GT(share(4), 0.02) << "recombination";
+  EXPECT_EQ(uses[3], 0u) << "no model order without predictions";
+}
+
+// A plateau next to the best and the fastest configuration away from it, in a corner whose other
+// configurations are slow (the benchmark hub's convolution on a W6600: without shared memory the
+// kernel is 90x slower, except in one corner that beats the plateau of the others by 20%): a
+// local search on the plateau beats most of what was measured and never the optimum, and holds
+// no more than its share.
+TEST(Portfolio, APlateauDoesNotHoldTheSearch) {
+  const auto configs =
+      grid({"bx", "by", "tile", "shmem"}, {range(16, 16), range(5), range(4), range(2)});
+  auto time = [&](size_t i) -> std::optional<double> {
+    const auto& v = configs[i].values;
+    const auto bx = v[0].as_int() / 16, by = v[1].as_int(), tile = v[2].as_int(),
+               shmem = v[3].as_int();
+    const double noise = 1 + 0.004 * static_cast<double>((i * 7919) % 7);
+    if (shmem == 1) return (1.2 + 0.02 * std::abs(by - 2) + 0.03 * std::abs(tile - 1)) * noise;
+    if (by == 0 && tile == 3) return (bx % 2 == 0 ? 1.0 : 1.5) * noise;  // the corner
+    return 30.0 * noise;
+  };
+  double optimum = INFINITY;
+  size_t within = 0;
+  for (size_t i = 0; i < configs.size(); ++i) optimum = std::min(optimum, *time(i));
+  for (size_t i = 0; i < configs.size(); ++i) within += *time(i) <= optimum * 1.05;
+  ASSERT_EQ(within, 8u);
+  std::vector<size_t> needed;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    Portfolio p(configs, seed);
+    size_t k = 0;
+    for (auto i = p.next(); i; i = p.next()) {
+      ++k;
+      const auto t = time(*i);
+      p.report(*i, t);
+      if (t && *t <= optimum * 1.05) break;
+    }
+    needed.push_back(k);
+  }
+  std::sort(needed.begin(), needed.end());
+  // 8 of 640 are within 5%. Over these 20 seeds random search needs a median of 56, the
+  // portfolio 126 (p90 348), the bandit over the same searches it replaced 259 (p90 440): next
+  // to the best of the plateau the local search beat most of what was measured, so the bandit
+  // kept proposing there. With fixed shares the plateau holds the local and recombining searches'
+  // share alone. (Worse than random search here still: the surrogate, too, learns that without
+  // shared memory the kernel is slow, so random search finds the corner.)
+  EXPECT_LE(needed[needed.size() / 2], 160u) << "median over 20 seeds";
+  EXPECT_LE(needed[needed.size() * 9 / 10], 400u) << "p90 over 20 seeds";
+}
+
 // With the model's predictions, its order starts the search (the first two proposals) and the
 // prediction is a feature of the surrogate: a right model gets there at once.
 TEST(Portfolio, ARightModelsOrderStartsIt) {

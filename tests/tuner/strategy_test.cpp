@@ -291,8 +291,8 @@ TEST(ModelGuided, LearnsWhatEachParameterValueDoesAndMeasuresTheBestSooner) {
     std::optional<size_t> reached;
     size_t measured = 0;
   };
-  auto search = [&](bool learn) {
-    ModelGuided g(fs, rates(), {}, {}, learn ? configs : std::vector<Config>{});
+  auto search = [&](bool learn, std::uint64_t seed) {
+    ModelGuided g(fs, rates(), {}, {}, learn ? configs : std::vector<Config>{}, seed);
     Outcome o;
     for (auto i = g.next(); i; i = g.next()) {
       ++o.measured;
@@ -301,20 +301,29 @@ TEST(ModelGuided, LearnsWhatEachParameterValueDoesAndMeasuresTheBestSooner) {
     }
     return o;
   };
-  const Outcome alone = search(false), learned = search(true);
+  const Outcome alone = search(false, 0);
   // Only variants of the fastest combination are within 5%. The model's order alone reaches them
   // last, or stops first: its stop rule allows for the best measured/predicted ratio it has seen
   // (0.6x at best), not for effects that compound.
   EXPECT_FALSE(alone.reached && *alone.reached <= 150)
       << "the model alone found them after " << *alone.reached;
-  ASSERT_TRUE(learned.reached) << "stopped after " << learned.measured;
   // The model's start spreads over its ties (ModelGuided.ItsStartSpreadsOverVariantsItCannot-
   // TellApart): the predictions here lie within 2% of each other, the first 16 or so within
   // kModelTie, so the first proposals show other values. They set the bests; kModelStale later
   // proposals without a new best, the portfolio proposes (ModelGuided.AModelThatStopsFinding-
-  // TheFastestGivesWayToThePortfolio), and the one within 5% comes at 23 (the model's order with
-  // its effects alone: 18).
-  EXPECT_LE(*learned.reached, 24u);
+  // TheFastestGivesWayToThePortfolio) with the effects learned so far, and the one within 5%
+  // comes after 13 to 35 measurements over 20 seeds (median 22; the model's order with its
+  // effects alone: 18). One seed is a draw of the portfolio's random choices: the median and the
+  // worst of 20 are what the search does.
+  std::vector<std::size_t> reached;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    const Outcome learned = search(true, seed);
+    ASSERT_TRUE(learned.reached) << "seed " << seed << " stopped after " << learned.measured;
+    reached.push_back(*learned.reached);
+  }
+  std::sort(reached.begin(), reached.end());
+  EXPECT_LE(reached[reached.size() / 2], 26u) << "the median over 20 seeds";
+  EXPECT_LE(reached.back(), 48u) << "the worst of 20 seeds (the model alone: over 150)";
 }
 
 // A DRAM-bound kernel's variants often have one prediction: the model cannot tell them apart.
