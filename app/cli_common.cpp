@@ -17,8 +17,9 @@
 #include <stdexcept>
 
 #include "app/cli.h"
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc.h"
+#include "tuner/device_info.h"
 #include "tuner/pipeline.h"
 
 namespace gputune::app {
@@ -62,7 +63,7 @@ std::string db_of(const cxxopts::ParseResult& r) {
 void apply_gpu_option(const cxxopts::ParseResult& r, Job& job) {
   if (!r.count("gpu")) return;
   job.device_index = r["gpu"].as<int>();
-  if (tuner::Driver::instance().available()) (void)tuner::job_device(job, "command line", "--gpu");
+  if (cuda::Driver::instance().available()) (void)tuner::job_device(job, "command line", "--gpu");
 }
 
 /// --budget N of `run` and `batch`: configurations measured, at least 1.
@@ -100,7 +101,7 @@ std::optional<int> apply_compile_nice(const cxxopts::ParseResult& r) {
   if (!r.count("compile-nice")) return std::nullopt;
   const int n = r["compile-nice"].as<int>();
   try {
-    tuner::set_compile_nice(n);  // checks the range
+    cuda::set_compile_nice(n);  // checks the range
   } catch (const std::invalid_argument&) {
     throw JobError("command line", "--compile-nice", std::to_string(n) + " steps",
                    "give a number from 0 (compile at normal priority) to 19 (the lowest)");

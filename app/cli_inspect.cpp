@@ -15,13 +15,14 @@
 #include <sstream>
 
 #include "app/cli.h"
+#include "cuda/cache_admin.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc.h"
 #include "db/tuned_header.h"
 #include "select/decision_table.h"
 #include "select/runtime_header.h"
 #include "select/select.h"
-#include "tuner/cache_admin.h"
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "tuner/generate.h"
 #include "tuner/inspect.h"
 
@@ -420,45 +421,45 @@ int cmd_cache(int argc, char** argv) {
     throw JobError("command line", "--cache-dir", "'-' (no cache) has nothing to show or trim",
                    "name the cache folder, or leave --cache-dir out for the default one");
   const std::filesystem::path dir = tuner::cache_for(option).dir();
-  auto print_removed = [](const tuner::TrimResult& t) {
+  auto print_removed = [](const cuda::TrimResult& t) {
     std::cout << "removed " << t.removed_entries
               << (t.removed_entries == 1 ? " entry (" : " entries (")
-              << tuner::format_size(t.removed_bytes) << ")\n";
+              << cuda::format_size(t.removed_bytes) << ")\n";
   };
   if (r.count("clear") && r.count("max-size"))
     throw JobError("command line", "--clear", "given with --max-size",
                    "give one: --clear empties the cache, --max-size limits it");
-  std::optional<tuner::TrimResult> trimmed;  // its `after` is what the folder holds now
+  std::optional<cuda::TrimResult> trimmed;  // its `after` is what the folder holds now
   if (r.count("clear")) {
-    trimmed = tuner::trim_cache(dir, 0);
+    trimmed = cuda::trim_cache(dir, 0);
     print_removed(*trimmed);
   } else if (r.count("max-size")) {
     const std::uint64_t bytes =
-        tuner::size_of(r["max-size"].as<std::string>(), "command line", "--max-size");
-    tuner::set_cache_limit(dir, bytes);
+        cuda::size_of(r["max-size"].as<std::string>(), "command line", "--max-size");
+    cuda::set_cache_limit(dir, bytes);
     if (const char* env = std::getenv("GPUTUNE_CACHE_MAX_SIZE"); env && *env)
       std::cout << "note: GPUTUNE_CACHE_MAX_SIZE=" << env
                 << " is set and overrides this limit while it is\n";
     if (bytes > 0) {
-      trimmed = tuner::trim_cache(dir, bytes);
+      trimmed = cuda::trim_cache(dir, bytes);
       print_removed(*trimmed);
     }
   }
-  const tuner::CacheUsage u = trimmed ? trimmed->after : tuner::cache_usage(dir);
-  const tuner::CacheLimit limit = tuner::cache_limit(dir);
+  const cuda::CacheUsage u = trimmed ? trimmed->after : cuda::cache_usage(dir);
+  const cuda::CacheLimit limit = cuda::cache_limit(dir);
   std::error_code ec;
   std::cout << "cache folder   " << dir.string()
             << (std::filesystem::exists(dir, ec) ? "" : " (not created yet: nothing cached)")
             << "\n"
             << "cubins         " << u.cubins.entries << " compiled variants, "
-            << tuner::format_size(u.cubins.bytes) << "\n"
+            << cuda::format_size(u.cubins.bytes) << "\n"
             << "traffic        " << u.traffic.entries << " analysis reports, "
-            << tuner::format_size(u.traffic.bytes) << "\n";
+            << cuda::format_size(u.traffic.bytes) << "\n";
   if (u.abandoned.entries > 0)
     std::cout << "unfinished     " << u.abandoned.entries << " writes abandoned over an hour ago, "
-              << tuner::format_size(u.abandoned.bytes) << " (the next trim removes them)\n";
-  std::cout << "total          " << tuner::format_size(u.bytes()) << " on disk of "
-            << (limit.bytes ? tuner::format_size(limit.bytes) : std::string("no limit")) << " ("
+              << cuda::format_size(u.abandoned.bytes) << " (the next trim removes them)\n";
+  std::cout << "total          " << cuda::format_size(u.bytes()) << " on disk of "
+            << (limit.bytes ? cuda::format_size(limit.bytes) : std::string("no limit")) << " ("
             << (limit.source == "default" ? "the default" : limit.source) << ")\n";
   if (u.oldest_use > 0)
     std::cout << "last used      " << local_time(u.oldest_use) << " (least recently used entry) to "
@@ -470,8 +471,8 @@ int cmd_cache(int argc, char** argv) {
 }
 
 int cmd_devices() {
-  const auto& d = tuner::Driver::instance();
-  std::cout << "NVRTC " << tuner::nvrtc_version() << "\n";
+  const auto& d = cuda::Driver::instance();
+  std::cout << "NVRTC " << cuda::nvrtc_version() << "\n";
   if (!d.available()) {
     std::cout << "no CUDA device: " << d.unavailable_reason() << "\n"
               << "gputune can still build spaces, compile and inspect variants (`gputune run` "

@@ -11,8 +11,8 @@
 #include "app/batch.h"
 #include "app/cli.h"
 #include "app/slurm.h"
+#include "cuda/cache_admin.h"
 #include "pruner/device_spec.h"
-#include "tuner/cache_admin.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
@@ -111,7 +111,7 @@ int cmd_run(int argc, char** argv) {
   opt.should_stop = [] { return tuner::stop_requested(); };
   tuner::RunReport rep = tuner::run_job(job, opt);
   tuner::print_report(rep, std::cout);
-  tuner::trim_cache_after_use(tuner::cache_for(opt.cache_dir).dir(), std::cerr);
+  cuda::trim_cache_after_use(tuner::cache_for(opt.cache_dir).dir(), std::cerr);
   return rep.exit_code;
 }
 
@@ -452,7 +452,7 @@ int cmd_prune(int argc, char** argv) {
   tuner::print_prune_report(rep, std::cout, r.count("json") > 0);
   if (r.count("json") && !rep.model_search.empty())  // what the lines with rule "search" are
     std::cerr << "gputune: prune: " << rep.model_search << "\n";
-  tuner::trim_cache_after_use(tuner::cache_for(po.cache_dir).dir(), std::cerr);
+  cuda::trim_cache_after_use(tuner::cache_for(po.cache_dir).dir(), std::cerr);
   return 0;
 }
 
@@ -547,7 +547,7 @@ int cmd_replay(int argc, char** argv) {
     return tuner::kExitBadInput;
   }
   tuner::print_replay_report(rep, std::cout);
-  tuner::trim_cache_after_use(tuner::cache_for(ro.cache_dir).dir(), std::cerr);
+  cuda::trim_cache_after_use(tuner::cache_for(ro.cache_dir).dir(), std::cerr);
   return 0;
 }
 

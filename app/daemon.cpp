@@ -20,9 +20,9 @@
 #include <thread>
 
 #include "app/job_files.h"
+#include "cuda/cache_admin.h"
+#include "cuda/driver.h"
 #include "db/store.h"
-#include "tuner/cache_admin.h"
-#include "tuner/cuda_driver.h"
 #include "tuner/generate.h"
 #include "tuner/inspect.h"
 #include "tuner/measurement_row.h"
@@ -183,7 +183,7 @@ int run_worker(const WorkerOptions& o) {
     std::filesystem::remove_all(root, ec);
     std::cerr << "gputune worker " << name << ": job " << item->id << " " << status << ": "
               << message << "\n";
-    tuner::trim_cache_after_use(tuner::cache_for(o.cache_dir).dir(), std::cerr);
+    cuda::trim_cache_after_use(tuner::cache_for(o.cache_dir).dir(), std::cerr);
     if (context_lost) return tuner::kExitInterrupted;
   }
   return 0;
@@ -296,7 +296,7 @@ int serve(const ServeOptions& o) {
   std::string gpu_note;
   if (o.no_gpu) {
     gpu_note = "no workers (--no-gpu)";
-  } else if (const tuner::Driver& d = tuner::Driver::instance(); !d.available()) {
+  } else if (const cuda::Driver& d = cuda::Driver::instance(); !d.available()) {
     gpu_note = "no workers: " + d.unavailable_reason() + "; jobs stay queued";
   } else {
     for (int i = 0; i < d.device_count(); ++i)

@@ -13,7 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "tuner/compile.h"
+#include "cuda/header_digest.h"
+#include "cuda/nvrtc.h"
 #include "variants/instantiate.h"
 
 namespace gputune::app {
@@ -111,7 +112,7 @@ std::vector<JobFile> job_files(const Job& job, const std::string& kernel_source)
   std::map<std::string, std::string> files;  // path -> bytes: sorted, each once
   const fs::path kernel = absolute_normal(job.kernel_file);
   // The headers, searched as NVRTC will search them.
-  for (const fs::path& header : tuner::own_header_files(kernel_source, job_options(job))) {
+  for (const fs::path& header : cuda::own_header_files(kernel_source, job_options(job))) {
     if (header == kernel) continue;
     if (auto bytes = read_bytes(header)) files[header.string()] = std::move(*bytes);
   }
@@ -199,7 +200,7 @@ void use_copies(Job& job, const fs::path& root, const std::string& client_cwd) {
       if (auto m = copy_of(r.data_source)) r.data_source = m->string();
   // Include folders: the copies first, then the folder named (for headers that were not sent:
   // the toolkit's and the system's). From the back, so that inserting keeps earlier indices.
-  auto opts = tuner::include_options(job.compiler_options);
+  auto opts = cuda::include_options(job.compiler_options);
   for (auto it = opts.rbegin(); it != opts.rend(); ++it) {
     fs::path folder(it->folder);
     if (!folder.is_absolute()) {

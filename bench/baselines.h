@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
 #include "tuner/measure.h"
 
 namespace gputune::bench {
@@ -21,9 +21,9 @@ namespace gputune::bench {
 /// Median time of `run()` in ms over `reps` event-timed calls, after three untimed ones.
 template <class F>
 double event_median_ms(int reps, F run) {
-  const auto& d = tuner::Driver::instance();
+  const auto& d = cuda::Driver::instance();
   for (int i = 0; i < 3; ++i) run();
-  tuner::Event start, stop;
+  cuda::Event start, stop;
   std::vector<double> samples;
   for (int r = 0; r < reps; ++r) {
     d.check(d.cuEventRecord(start.get(), nullptr), "cuEventRecord");
@@ -38,11 +38,11 @@ double event_median_ms(int reps, F run) {
 }
 
 /// A device buffer of `count` floats filled with uniform [0, 1) values.
-inline tuner::DeviceBuffer random_floats(size_t count, unsigned seed = 1) {
+inline cuda::DeviceBuffer random_floats(size_t count, unsigned seed = 1) {
   std::vector<float> host(count);
   std::mt19937 rng(seed);
   for (auto& x : host) x = std::uniform_real_distribution<float>(0, 1)(rng);
-  tuner::DeviceBuffer b(count * sizeof(float));
+  cuda::DeviceBuffer b(count * sizeof(float));
   b.upload(host.data(), count * sizeof(float));
   return b;
 }
@@ -71,7 +71,7 @@ class Cublas {
   /// C = A B for n x n matrices (fp32).
   double sgemm_ms(int n, int reps) {
     const size_t count = static_cast<size_t>(n) * n;
-    tuner::DeviceBuffer a = random_floats(count), b = random_floats(count, 2), c(count * 4);
+    cuda::DeviceBuffer a = random_floats(count), b = random_floats(count, 2), c(count * 4);
     const float alpha = 1, beta = 0;
     return event_median_ms(reps, [&] {
       check(sgemm_(h_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, f(a), n, f(b), n, &beta, f(c), n),
@@ -83,7 +83,7 @@ class Cublas {
   /// with A `cols` x `rows` row-major (tmv's a[i * m + idx]); y has `rows` elements.
   double sgemv_ms(int rows, int cols, bool transposed, int reps) {
     const size_t count = static_cast<size_t>(rows) * cols;
-    tuner::DeviceBuffer a = random_floats(count), x = random_floats(cols, 2), y(rows * 4ull);
+    cuda::DeviceBuffer a = random_floats(count), x = random_floats(cols, 2), y(rows * 4ull);
     const float alpha = 1, beta = 0;
     // Column-major view: row-major A (rows x cols) is a cols x rows matrix M, lda = cols, and
     // A x = M^T x. Row-major A (cols x rows) is a rows x cols matrix, lda = rows: A^T x = M x.
@@ -104,7 +104,7 @@ class Cublas {
     if (!p) throw std::runtime_error(std::string("cuBLAS lacks ") + name);
     return p;
   }
-  static float* f(const tuner::DeviceBuffer& b) { return reinterpret_cast<float*>(b.get()); }
+  static float* f(const cuda::DeviceBuffer& b) { return reinterpret_cast<float*>(b.get()); }
   static void check(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error(std::string(what) + " failed: status " + std::to_string(s));
@@ -120,8 +120,8 @@ class Cublas {
 
 /// A device-to-device copy of `bytes` (cuMemcpyDtoD): it reads and writes `bytes` each.
 inline double copy_ms(size_t bytes, int reps) {
-  const auto& d = tuner::Driver::instance();
-  tuner::DeviceBuffer src = random_floats(bytes / 4), dst(bytes);
+  const auto& d = cuda::Driver::instance();
+  cuda::DeviceBuffer src = random_floats(bytes / 4), dst(bytes);
   return event_median_ms(
       reps, [&] { d.check(d.cuMemcpyDtoD(dst.get(), src.get(), bytes), "cuMemcpyDtoD"); });
 }

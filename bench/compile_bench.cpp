@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "tuner/compile.h"
+#include "cuda/nvrtc.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
 
@@ -16,7 +16,7 @@ using namespace gputune;
 int main(int argc, char** argv) {
   size_t count = argc > 1 ? std::stoul(argv[1]) : 48;
   std::string arch = argc > 2 ? argv[2] : "sm_90";
-  int n = argc > 3 ? std::stoi(argv[3]) : tuner::default_compile_threads();
+  int n = argc > 3 ? std::stoi(argv[3]) : cuda::default_compile_threads();
   Job job = load_job(std::string(GPUTUNE_SOURCE_DIR) + "/configs/examples/matmul.json");
   std::string source = load_kernel_source(job);
   Space space = build_space(job);
@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
   }
   auto dir = std::filesystem::temp_directory_path() /
              ("gputune-compile-bench-" + std::to_string(std::random_device{}()));
-  auto time = [&](int threads, const tuner::CubinCache& cache) {
+  auto time = [&](int threads, const cuda::CubinCache& cache) {
     auto t0 = std::chrono::steady_clock::now();
-    auto r = tuner::compile_all(vs, arch, cache, threads);
+    auto r = cuda::compile_all(vs, arch, cache, threads);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     size_t ok = 0;
     for (auto& c : r) ok += c.ok;
@@ -42,16 +42,16 @@ int main(int argc, char** argv) {
     return s;
   };
   std::printf("compile throughput: %zu matmul variants for %s, NVRTC %s, %u hardware threads\n",
-              vs.size(), arch.c_str(), tuner::nvrtc_version().c_str(),
+              vs.size(), arch.c_str(), cuda::nvrtc_version().c_str(),
               std::thread::hardware_concurrency());
   std::printf("%-22s %8s %10s %12s\n", "mode", "threads", "seconds", "variants/s");
-  tuner::CubinCache none{std::filesystem::path()};
+  cuda::CubinCache none{std::filesystem::path()};
   for (int t : {1, n}) {
     double s = time(t, none);
     std::printf("%-22s %8d %10.3f %12.1f\n", "cold (no cache)", t, s,
                 static_cast<double>(vs.size()) / s);
   }
-  tuner::CubinCache cache(dir);
+  cuda::CubinCache cache(dir);
   time(n, cache);  // fill
   for (int t : {1, n}) {
     double s = time(t, cache);

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "baselines.h"
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
+#include "tuner/device_info.h"
 #include "tuner/measure.h"
 #include "tuner/pipeline.h"
 
@@ -16,7 +17,7 @@ using namespace gputune;
 
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::stoi(argv[1]) : 4096;
-  const auto& d = tuner::Driver::instance();
+  const auto& d = cuda::Driver::instance();
   if (!d.available()) {
     std::printf("gpu_bench: no CUDA device (%s); nothing measured\n",
                 d.unavailable_reason().c_str());
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
     std::printf("no correct matmul variant: %s\n", rep.message.c_str());
     return 4;
   }
-  tuner::PrimaryContext ctx(0);
+  cuda::PrimaryContext ctx(0);
   double cublas = bench::Cublas().sgemm_ms(n, 20);
   auto& b = rep.best[0];
   std::printf("matmul %d^3: gputune best %.3f ms = %.0f GFLOP/s  %s\n", n, b.time_ms,

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     ModelSearchOptions o;
     o.limit = limit;
     o.coupled_moves = coupled;
-    const CubinCache own(std::filesystem::path(argv[3]) / ("limit" + std::to_string(limit)));
+    const cuda::CubinCache own(std::filesystem::path(argv[3]) / ("limit" + std::to_string(limit)));
     const auto t0 = std::chrono::steady_clock::now();
     ModelSearch r = search_by_model(job, source, space, {&ctx}, spec.limits, rates, {}, own, o);
     rows.push_back({limit, seconds_since(t0), std::move(r)});
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   std::vector<double> truth;
   double optimum = INFINITY;
   if (whole) {
-    const CubinCache whole_cache(std::filesystem::path(argv[3]) / "whole");
+    const cuda::CubinCache whole_cache(std::filesystem::path(argv[3]) / "whole");
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t chunk = 20000;
     const ModelArguments args =

@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "baselines.h"
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
+#include "tuner/device_info.h"
 #include "tuner/pipeline.h"
 #include "tuner/stop_signals.h"
 #include "tuner/tuning_job.h"
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
                  job.contexts.front().name.c_str(), plain.kernel_file.filename().c_str());
     loaded.emplace_back(std::move(job), std::move(plain));
   }
-  const auto& d = tuner::Driver::instance();
+  const auto& d = cuda::Driver::instance();
   if (!d.available()) {
     std::printf("naive_gpu_bench: no CUDA device (%s); %zu jobs read, nothing measured\n",
                 d.unavailable_reason().c_str(), loaded.size());
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   }
 
   // Reference points, at the kernels' sizes (square: 4096 from the jobs' first context).
-  tuner::PrimaryContext ctx(0);
+  cuda::PrimaryContext ctx(0);
   const int n = 4096;
   const size_t matrix_bytes = static_cast<size_t>(n) * n * 4;
   const double copy = bench::copy_ms(matrix_bytes, 50);

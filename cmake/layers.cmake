@@ -2,8 +2,8 @@
 # docs/architecture.md). Data flows one way, job -> space -> variants -> pruner -> compile ->
 # measure -> db, and the application shell sits on top:
 #
-#   app -> {tuner, web, select};  tuner -> {pruner, db};  web -> {db, select};
-#   select -> {db, tuner's CUDA layer};  pruner -> variants;  db -> variants
+#   app -> {tuner, web, select};  tuner -> {pruner, db, cuda};  web -> {db, select};
+#   select -> {db, cuda};  cuda -> variants;  pruner -> variants;  db -> variants
 #
 # Used twice: at configure time on the targets' link libraries (gputune_check_target_layers, a
 # link against the direction stops the configure), and by the test `Layers.IncludesFollowThePipeline`
@@ -13,11 +13,12 @@
 set(GPUTUNE_LAYER_variants "")
 set(GPUTUNE_LAYER_pruner variants)
 set(GPUTUNE_LAYER_db variants)
-set(GPUTUNE_LAYER_select tuner db variants)
+set(GPUTUNE_LAYER_cuda variants)
+set(GPUTUNE_LAYER_select cuda db variants)
 set(GPUTUNE_LAYER_web select db variants)
-set(GPUTUNE_LAYER_tuner pruner db variants)
-set(GPUTUNE_LAYER_app tuner web select pruner db variants)
-set(GPUTUNE_LAYERS variants pruner db select web tuner app)
+set(GPUTUNE_LAYER_tuner cuda pruner db variants)
+set(GPUTUNE_LAYER_app tuner web select cuda pruner db variants)
+set(GPUTUNE_LAYERS variants pruner db cuda select web tuner app)
 # Headers only their own folder may include: SQL stays in db/ (db/sqlite.h is its RAII layer).
 set(GPUTUNE_PRIVATE_HEADERS db/sqlite.h)
 

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <utility>
 
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
+#include "cuda/nvrtc.h"
 #include "variants/instantiate.h"
 #include "variants/job.h"
 
@@ -25,9 +25,9 @@ namespace gputune::select {
 
 namespace {
 
+using cuda::CudaError;
+using cuda::Driver;
 using nlohmann::json;
-using tuner::CudaError;
-using tuner::Driver;
 
 Error no_driver_error() {
   return Error{Error::Code::kNoDriver,
@@ -42,7 +42,7 @@ std::optional<Error> device_error(int index) {
   if (!d.available()) return no_driver_error();
   if (index < 0 || index >= d.device_count())
     return Error{Error::Code::kNoDriver, "no CUDA device " + std::to_string(index) +
-                                             ": this machine has " + tuner::describe_devices() +
+                                             ": this machine has " + cuda::describe_devices() +
                                              ". Fix: KernelOptions.device / the device argument."};
   return std::nullopt;
 }
@@ -55,27 +55,27 @@ Error cuda_error(const CudaError& e, const std::string& what) {
 
 /// A module on one device: loaded once per process.
 struct Loaded {
-  tuner::PrimaryContext* context = nullptr;  // the registry's
-  tuner::Module module;
+  cuda::PrimaryContext* context = nullptr;  // the registry's
+  cuda::Module module;
   int static_smem = 0;
   std::int64_t opted_in = 0;  ///< dynamic shared memory the function is allowed (beyond 48 KiB)
-  Loaded(tuner::PrimaryContext* c, const std::string& cubin, const std::string& name)
+  Loaded(cuda::PrimaryContext* c, const std::string& cubin, const std::string& name)
       : context(c), module(cubin, name) {}
 };
 
 /// Process-wide: each device's primary context, each configuration's cubin, each module.
 struct Registry {
   std::mutex mutex;
-  std::map<int, std::unique_ptr<tuner::PrimaryContext>> contexts;
-  std::map<std::string, std::shared_ptr<const tuner::CompiledVariant>> cubins;
+  std::map<int, std::unique_ptr<cuda::PrimaryContext>> contexts;
+  std::map<std::string, std::shared_ptr<const cuda::CompiledVariant>> cubins;
   std::map<std::pair<std::string, int>, std::shared_ptr<Loaded>> modules;
 
   /// The device's primary context, retained for the process and current on this thread. Call
   /// with `mutex` held. Throws CudaError.
-  tuner::PrimaryContext& context(int device) {
+  cuda::PrimaryContext& context(int device) {
     auto& c = contexts[device];
     if (!c)
-      c = std::make_unique<tuner::PrimaryContext>(device);
+      c = std::make_unique<cuda::PrimaryContext>(device);
     else
       c->make_current();
     return *c;
@@ -133,8 +133,8 @@ Result<Device> gpu_device(int index) noexcept {
 // --- Buffer -------------------------------------------------------------------------------------
 
 struct Buffer::Impl {
-  tuner::PrimaryContext* context = nullptr;
-  tuner::DeviceBuffer memory;
+  cuda::PrimaryContext* context = nullptr;
+  cuda::DeviceBuffer memory;
   ~Impl() {
     try {
       if (context) context->make_current();  // cuMemFree frees in the current context
@@ -167,7 +167,7 @@ Result<Buffer> Buffer::allocate(std::size_t bytes, int device) noexcept {
       std::lock_guard lock(r.mutex);
       b.impl_->context = &r.context(device);
     }
-    b.impl_->memory = tuner::DeviceBuffer(bytes);
+    b.impl_->memory = cuda::DeviceBuffer(bytes);
     b.address_ = b.impl_->memory.get();
     b.bytes_ = bytes;
     return b;
@@ -211,7 +211,7 @@ Status Buffer::download(void* dst, std::size_t bytes) const noexcept {
 
 struct Kernel::Impl {
   Choice choice;
-  std::shared_ptr<const tuner::CompiledVariant> compiled;
+  std::shared_ptr<const cuda::CompiledVariant> compiled;
   std::shared_ptr<Loaded> loaded;
   bool cached = false;
   std::vector<std::string> arg_names;
@@ -305,18 +305,18 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
 
     // 3. The cubin: this process's, else the on-disk cache's (the tuner's), else NVRTC's.
     Registry& r = registry();
-    const std::string key = tuner::CubinCache::key(v, device.arch);
+    const std::string key = cuda::CubinCache::key(v, device.arch);
     {
       std::lock_guard lock(r.mutex);
       auto it = r.cubins.find(key);
       if (it != r.cubins.end()) {
         impl->compiled = it->second, impl->cached = true;
       } else {
-        const tuner::CubinCache cache(options.cache_dir.empty()
-                                          ? tuner::CubinCache::default_dir()
-                                          : std::filesystem::path(options.cache_dir));
+        const cuda::CubinCache cache(options.cache_dir.empty()
+                                         ? cuda::CubinCache::default_dir()
+                                         : std::filesystem::path(options.cache_dir));
         auto hit = cache.get(key);
-        tuner::CompiledVariant c = hit ? std::move(*hit) : tuner::compile_variant(v, device.arch);
+        cuda::CompiledVariant c = hit ? std::move(*hit) : cuda::compile_variant(v, device.arch);
         c.key = key;
         if (!c.ok)
           return Error{Error::Code::kCompile, "NVRTC refused kernel '" + name + "' (" +
@@ -325,7 +325,7 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
         if (!hit) cache.put(c);
         impl->cached = c.cached;
         impl->compiled = r.cubins[key] =
-            std::make_shared<const tuner::CompiledVariant>(std::move(c));
+            std::make_shared<const cuda::CompiledVariant>(std::move(c));
       }
     }
 
@@ -335,7 +335,7 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
       std::lock_guard lock(r.mutex);
       auto& loaded = r.modules[{key, options.device}];
       if (!loaded) {
-        tuner::PrimaryContext& ctx = r.context(options.device);
+        cuda::PrimaryContext& ctx = r.context(options.device);
         auto l =
             std::make_shared<Loaded>(&ctx, impl->compiled->cubin, impl->compiled->lowered_name);
         l->static_smem = l->module.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);

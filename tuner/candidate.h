@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
+#include "cuda/nvrtc.h"
 #include "pruner/model.h"
 #include "pruner/rules.h"
-#include "tuner/compile.h"
 #include "tuner/inspect.h"
 #include "variants/instantiate.h"
 #include "variants/space.h"
@@ -30,8 +30,8 @@ struct Candidate {
   std::int64_t variant_id = 0;  ///< its database row, once stored
   enum class Compile { kNot, kQueued, kDone };
   Compile state = Compile::kNot;
-  CompiledVariant compiled;  ///< once kDone
-  Inspected inspected;       ///< resources read from the cubin, once kDone
+  cuda::CompiledVariant compiled;  ///< once kDone
+  Inspected inspected;             ///< resources read from the cubin, once kDone
   bool usable() const { return state == Compile::kDone && compiled.ok && inspected.ok; }
 };
 

@@ -4,10 +4,10 @@ namespace gputune::tuner {
 
 CompilePool::CompilePool(int threads, std::function<void(Candidate&)> compile)
     : compile_(std::move(compile)) {
-  if (threads <= 0) threads = default_compile_threads();
+  if (threads <= 0) threads = cuda::default_compile_threads();
   for (int t = 0; t < threads; ++t)
     workers_.emplace_back([this] {
-      lower_compile_thread_priority();
+      cuda::lower_compile_thread_priority();
       work();
     });
 }

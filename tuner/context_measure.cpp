@@ -205,7 +205,7 @@ Outcome ContextRun::launch(Candidate& c, Trial& t, const db::MeasurementRecord& 
     s_.gpu_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
     if (s_.hang_watch) s_.hang_watch->end();
     return o;
-  } catch (const ContextLost& e) {
+  } catch (const cuda::ContextLost& e) {
     // Nothing more runs in this process. Watched (`gputune run`): the watch stores the variant
     // and ends the process, and its supervisor goes on in a new one. Unwatched (the daemon's
     // worker, --kernel-timeout 0): stored here; run_job stops the run for a new process.
@@ -248,7 +248,7 @@ bool ContextRun::capture_resumed_reference() {
     Outcome o;
     try {
       o = measurer_->run(c.compiled, *t.launch, nullptr, &reference_, 1);
-    } catch (const ContextLost& e) {
+    } catch (const cuda::ContextLost& e) {
       // Not a measurement (nothing is stored for it), so not the lost-context stop, whose
       // resume goes on without the variant: this one would be tried again.
       throw std::runtime_error("resuming: configuration " + c.config.key() +

@@ -14,9 +14,10 @@
 #include <optional>
 #include <set>
 
+#include "cuda/header_digest.h"
+#include "cuda/nvrtc.h"
 #include "pruner/occupancy.h"
 #include "tuner/arguments.h"
-#include "tuner/compile.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/exit_codes.h"
 #include "tuner/tuning_job.h"
@@ -173,7 +174,7 @@ CpuParam::Kind kind_of(const ElementType& t) {
 void split_options(const std::vector<std::string>& options, CpuKernel& k,
                    std::vector<std::string>& include_dirs, std::set<std::string>& ignored) {
   std::set<size_t> taken;  // indices of the include options and their values
-  for (const IncludeOption& inc : include_options(options)) {
+  for (const cuda::IncludeOption& inc : cuda::include_options(options)) {
     taken.insert(inc.index);
     if (inc.prefix.empty()) taken.insert(inc.index - 1);  // "-I" "dir": the flag before it
     if (std::find(include_dirs.begin(), include_dirs.end(), inc.folder) == include_dirs.end())

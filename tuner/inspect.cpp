@@ -9,12 +9,12 @@
 
 namespace gputune::tuner {
 
-CubinCache cache_for(const std::filesystem::path& option) {
-  if (option == "-") return CubinCache(std::filesystem::path());
-  return CubinCache(option.empty() ? CubinCache::default_dir() : option);
+cuda::CubinCache cache_for(const std::filesystem::path& option) {
+  if (option == "-") return cuda::CubinCache(std::filesystem::path());
+  return cuda::CubinCache(option.empty() ? cuda::CubinCache::default_dir() : option);
 }
 
-Inspected inspect_cubin(const CompiledVariant& c) {
+Inspected inspect_cubin(const cuda::CompiledVariant& c) {
   Inspected in;
   try {
     in.res = pruner::read_cubin_resources(c.cubin, c.lowered_name);
@@ -28,7 +28,7 @@ Inspected inspect_cubin(const CompiledVariant& c) {
 
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
-                                  const CubinCache& cache, int threads, bool progress,
+                                  const cuda::CubinCache& cache, int threads, bool progress,
                                   const std::function<bool()>& should_stop, bool keep_cubins) {
   // Each variant is built as a compile worker reaches it: a naive kernel's space can hold
   // hundreds of thousands, whose sources need not all be in memory, nor be generated before a
@@ -49,9 +49,9 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
     Progress prog("compile", configs.size(), progress);
     std::mutex mu;
     size_t done = 0, failed = 0;
-    r.compiled = compile_all(
+    r.compiled = cuda::compile_all(
         configs.size(), make, arch, cache, threads,
-        [&](size_t i, CompiledVariant& c) {
+        [&](size_t i, cuda::CompiledVariant& c) {
           if (c.ok) r.inspected[i] = inspect_cubin(c);  // each worker its own entries
           if (!keep_cubins) std::string().swap(c.cubin);
           std::lock_guard<std::mutex> lock(mu);
@@ -79,8 +79,8 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
 
 void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
                   const std::string& source, const std::vector<Config>& configs,
-                  const std::string& arch, const CubinCache& cache, int threads, bool progress,
-                  const std::function<bool()>& should_stop, bool keep_cubins) {
+                  const std::string& arch, const cuda::CubinCache& cache, int threads,
+                  bool progress, const std::function<bool()>& should_stop, bool keep_cubins) {
   if (which.empty()) return;
   std::vector<Config> sub;
   for (std::size_t i : which) sub.push_back(configs[i]);

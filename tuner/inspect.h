@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda/nvrtc.h"
 #include "pruner/cubin.h"
 #include "pruner/rules.h"
-#include "tuner/compile.h"
 #include "variants/space.h"
 
 namespace gputune::tuner {
@@ -25,14 +25,14 @@ struct Inspected {
 };
 
 struct CompileReport {
-  std::vector<CompiledVariant> compiled;
+  std::vector<cuda::CompiledVariant> compiled;
   std::vector<Inspected> inspected;
   std::size_t ok = 0, failed = 0, cached = 0;
 };
 
 /// Reads a compiled variant's resources (registers, shared memory, spills, parameter sizes) from
 /// its cubin and NVRTC's ptxas log.
-Inspected inspect_cubin(const CompiledVariant& c);
+Inspected inspect_cubin(const cuda::CompiledVariant& c);
 
 /// Checks the job's arguments against one compiled configuration's parameter sizes
 /// (check_parameter_sizes in arguments.h): throws JobError when they differ. A job without
@@ -40,7 +40,7 @@ Inspected inspect_cubin(const CompiledVariant& c);
 void check_cubin_arguments(const Job& job, const Inspected& in, const Config& config);
 
 /// The cubin cache for a --cache-dir option: "-" disables it, empty means the default folder.
-CubinCache cache_for(const std::filesystem::path& option);
+cuda::CubinCache cache_for(const std::filesystem::path& option);
 
 /// Compiles (compile_all) and reads each cubin's resources as it is compiled (on the compile
 /// workers); `should_stop` as compile_all's. Without `keep_cubins` each cubin's bytes are dropped
@@ -48,7 +48,7 @@ CubinCache cache_for(const std::filesystem::path& option);
 /// naive kernel's space of 500,000 variants holds some 25 GB of cubins.
 CompileReport compile_and_inspect(const Job& job, const std::string& source,
                                   const std::vector<Config>& configs, const std::string& arch,
-                                  const CubinCache& cache, int threads, bool progress,
+                                  const cuda::CubinCache& cache, int threads, bool progress,
                                   const std::function<bool()>& should_stop = {},
                                   bool keep_cubins = true);
 
@@ -56,8 +56,9 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
 /// configs), adding to its counts: compiling a part of a plan after (or instead of) the rest.
 void compile_into(CompileReport& into, const std::vector<std::size_t>& which, const Job& job,
                   const std::string& source, const std::vector<Config>& configs,
-                  const std::string& arch, const CubinCache& cache, int threads, bool progress,
-                  const std::function<bool()>& should_stop = {}, bool keep_cubins = true);
+                  const std::string& arch, const cuda::CubinCache& cache, int threads,
+                  bool progress, const std::function<bool()>& should_stop = {},
+                  bool keep_cubins = true);
 
 /// Checks the job's arguments against every compiled configuration's parameter sizes
 /// (check_parameter_sizes in arguments.h); throws JobError at the first that differs. A job

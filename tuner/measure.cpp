@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tuner/device_info.h"
+
 namespace gputune::tuner {
 
 double median(std::vector<double> v) {
@@ -12,7 +14,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-Measurer::Measurer(PrimaryContext& ctx, const DeviceInfo& dev, std::vector<HostArgument> args,
+Measurer::Measurer(cuda::PrimaryContext& ctx, const DeviceInfo& dev, std::vector<HostArgument> args,
                    const MeasureSettings& settings, double abs_tol, double rel_tol)
     : ctx_(ctx),
       dev_(dev),
@@ -29,11 +31,11 @@ void Measurer::allocate() {
   ctx_.make_current();
   buffers_.clear();
   for (auto& a : args_) {
-    buffers_.emplace_back(a.is_vector ? DeviceBuffer(a.data.size()) : DeviceBuffer());
+    buffers_.emplace_back(a.is_vector ? cuda::DeviceBuffer(a.data.size()) : cuda::DeviceBuffer());
     if (a.is_vector) buffers_.back().upload(a.data.data(), a.data.size());
   }
   if (settings_.flush_l2 && dev_.l2_bytes > 0)
-    flush_ = DeviceBuffer(static_cast<size_t>(dev_.l2_bytes) * 2);
+    flush_ = cuda::DeviceBuffer(static_cast<size_t>(dev_.l2_bytes) * 2);
 }
 
 void Measurer::restore_inputs() {
@@ -42,15 +44,15 @@ void Measurer::restore_inputs() {
       buffers_[i].upload(args_[i].data.data(), args_[i].data.size());
 }
 
-Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
+Outcome Measurer::run(const cuda::CompiledVariant& cv, const Variant& v,
                       const std::vector<std::vector<unsigned char>>* expected,
                       std::vector<std::vector<unsigned char>>* capture, int repeats) {
-  const Driver& d = Driver::instance();
+  const cuda::Driver& d = cuda::Driver::instance();
   Outcome o;
   try {
     ctx_.make_current();
     restore_inputs();
-    Module mod(cv.cubin, cv.lowered_name);
+    cuda::Module mod(cv.cubin, cv.lowered_name);
     o.driver_registers = mod.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS);
     o.driver_static_smem = mod.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
     o.driver_local_bytes = mod.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
@@ -112,7 +114,7 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
     }
     // 2. Timing.
     for (int w = 0; w < settings_.warmup; ++w) launch();
-    Event start, stop;
+    cuda::Event start, stop;
     auto budget_start = std::chrono::steady_clock::now();
     for (int r = 0; r < repeats; ++r) {
       if (flush_.size())
@@ -132,13 +134,13 @@ Outcome Measurer::run(const CompiledVariant& cv, const Variant& v,
     o.median_ms = median(o.samples_ms);
     o.status = db::Status::kCorrect;
     return o;
-  } catch (const CudaError& e) {
+  } catch (const cuda::CudaError& e) {
     if (e.sticky()) {
       // The context is gone, and CUDA cannot make a new one in this process: nothing more runs
       // here (no frees into it either). The caller stores this variant and goes on in a new one.
       for (auto& b : buffers_) b.abandon();
       flush_.abandon();
-      throw ContextLost(e);
+      throw cuda::ContextLost(e);
     }
     o.status = db::Status::kRuntime;
     o.reason = e.what();

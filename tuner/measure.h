@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "cuda/driver.h"
+#include "cuda/nvrtc.h"
 #include "db/status.h"
 #include "tuner/arguments.h"
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "variants/job.h"
 
 namespace gputune::tuner {
@@ -34,7 +35,7 @@ double median(std::vector<double> v);
 /// One context's arguments on one device. Create on the thread that uses it.
 class Measurer {
  public:
-  Measurer(PrimaryContext& ctx, const DeviceInfo& dev, std::vector<HostArgument> args,
+  Measurer(cuda::PrimaryContext& ctx, const DeviceInfo& dev, std::vector<HostArgument> args,
            const MeasureSettings& settings, double abs_tol, double rel_tol);
   ~Measurer();
 
@@ -43,7 +44,7 @@ class Measurer {
   /// `capture` receives the outputs when non-null (to become the reference). A sticky error (the
   /// variant wrote out of bounds, trapped, ...) throws ContextLost: this Measurer, its context and
   /// every CUDA object of the process are unusable from then on.
-  Outcome run(const CompiledVariant& cv, const Variant& v,
+  Outcome run(const cuda::CompiledVariant& cv, const Variant& v,
               const std::vector<std::vector<unsigned char>>* expected,
               std::vector<std::vector<unsigned char>>* capture, int repeats);
 
@@ -52,13 +53,13 @@ class Measurer {
  private:
   void allocate();
   void restore_inputs();
-  PrimaryContext& ctx_;
+  cuda::PrimaryContext& ctx_;
   DeviceInfo dev_;
   std::vector<HostArgument> args_;
   MeasureSettings settings_;
   double abs_tol_, rel_tol_;
-  std::vector<DeviceBuffer> buffers_;
-  DeviceBuffer flush_;
+  std::vector<cuda::DeviceBuffer> buffers_;
+  cuda::DeviceBuffer flush_;
 };
 
 }  // namespace gputune::tuner

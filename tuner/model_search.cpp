@@ -99,7 +99,7 @@ std::vector<Reach> neighbours(const Space& space, std::size_t i, bool coupled_mo
 ModelSearch search_by_model(const Job& job, const std::string& source, const Space& space,
                             const std::vector<const ContextSpec*>& contexts,
                             const pruner::DeviceLimits& limits, const Rates& rates,
-                            const pruner::Calibration& calibration, const CubinCache& cache,
+                            const pruner::Calibration& calibration, const cuda::CubinCache& cache,
                             const ModelSearchOptions& o) {
   ModelSearch r;
   const std::size_t n = space.size();
@@ -171,7 +171,7 @@ ModelSearch search_by_model(const Job& job, const std::string& source, const Spa
   // holds the judged, unexpanded ones by (score, position): the lowest comes out first.
   const int threads = o.threads ? o.threads : job.compile_threads;
   const std::size_t cores =
-      static_cast<std::size_t>(threads > 0 ? threads : default_compile_threads());
+      static_cast<std::size_t>(threads > 0 ? threads : cuda::default_compile_threads());
   const std::size_t round_target = std::max<std::size_t>(8, 2 * cores);
   using Open = std::pair<double, std::size_t>;
   std::priority_queue<Open, std::vector<Open>, std::greater<>> open;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/nvrtc.h"
 #include "pruner/model.h"
-#include "tuner/compile.h"
 #include "tuner/model_stage.h"
 #include "variants/job.h"
 #include "variants/space.h"
@@ -59,7 +59,7 @@ struct ModelSearch {
 ModelSearch search_by_model(const Job& job, const std::string& source, const Space& space,
                             const std::vector<const ContextSpec*>& contexts,
                             const pruner::DeviceLimits& limits, const Rates& rates,
-                            const pruner::Calibration& calibration, const CubinCache& cache,
+                            const pruner::Calibration& calibration, const cuda::CubinCache& cache,
                             const ModelSearchOptions& options);
 
 }  // namespace gputune::tuner

@@ -10,10 +10,12 @@
 #include <string_view>
 #include <thread>
 
+#include "cuda/cache_admin.h"
+#include "cuda/driver.h"
+#include "cuda/header_digest.h"
+#include "cuda/nvrtc.h"
 #include "tuner/arguments.h"
-#include "tuner/cache_admin.h"
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "tuner/progress.h"
 #include "variants/hash.h"
 #include "variants/instantiate.h"
@@ -97,14 +99,14 @@ std::string TrafficCache::key(const pruner::TrafficInput& in) {
   std::ostringstream k;
   k.precision(17);
   k << "traffic analysis\nbuild " << build << "\nkernel " << in.kernel_name << "\n";
-  for (const auto& o : in.options) k << "opt " << option_for_key(o, in.kernel_folder) << "\n";
+  for (const auto& o : in.options) k << "opt " << cuda::option_for_key(o, in.kernel_folder) << "\n";
   k << "grid " << in.grid[0] << " " << in.grid[1] << " " << in.grid[2] << "\nblock " << in.block[0]
     << " " << in.block[1] << " " << in.block[2] << "\nwarps " << in.max_warps_per_block << "\n";
   for (const auto& [name, v] : in.scalars) k << "scalar " << name << " " << v << "\n";
   for (const auto& [name, b] : in.array_bytes) k << "array " << name << " " << b << "\n";
   for (const auto& name : in.argument_order) k << "argument " << name << "\n";
   for (const auto& [name, d] : in.array_data) k << "contents " << name << " " << d.digest << "\n";
-  if (const std::string headers = own_headers_digest(in.source, in.options); !headers.empty())
+  if (const std::string headers = cuda::own_headers_digest(in.source, in.options); !headers.empty())
     k << "headers " << headers << "\n";
   return sha256_hex(k.str() + "source\n" + in.source);
 }
@@ -117,14 +119,14 @@ std::optional<pruner::TrafficReport> TrafficCache::get(const std::string& key) c
   std::stringstream text;
   text << in.rdbuf();
   auto report = pruner::traffic_from_json(text.str());  // nothing for a torn or foreign entry
-  if (report) mark_used(file);                          // its last use, for trim_cache
+  if (report) cuda::mark_used(file);                    // its last use, for trim_cache
   return report;
 }
 
 void TrafficCache::put(const std::string& key, const pruner::TrafficReport& r) const {
   if (dir.empty() || key.empty()) return;
-  write_atomically(dir / "traffic" / key.substr(0, 2) / (key + ".json"),
-                   pruner::traffic_to_json(r));
+  cuda::write_atomically(dir / "traffic" / key.substr(0, 2) / (key + ".json"),
+                         pruner::traffic_to_json(r));
 }
 
 ModelArguments model_arguments(const std::vector<HostArgument>& args) {
@@ -201,11 +203,11 @@ ModelRun run_model(const Job& job, const std::string& source, const std::vector<
     }
   };
   // A clang AST per worker: the compile pool's rule (one per core as far as memory holds).
-  int nt = threads > 0 ? threads : default_compile_threads();
+  int nt = threads > 0 ? threads : cuda::default_compile_threads();
   std::vector<std::thread> pool;
   for (int k = 0; k < nt; ++k)
     pool.emplace_back([&] {
-      lower_compile_thread_priority();
+      cuda::lower_compile_thread_priority();
       worker();
     });
   for (auto& t : pool) t.join();

@@ -24,7 +24,7 @@
 
 namespace gputune::tuner {
 
-struct DeviceInfo;
+struct DeviceInfo;  // tuner/device_info.h
 struct HostArgument;
 
 struct Rates {

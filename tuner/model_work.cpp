@@ -7,8 +7,8 @@
 #include <random>
 #include <sstream>
 
+#include "cuda/nvrtc.h"
 #include "tuner/arguments.h"
-#include "tuner/compile.h"
 #include "tuner/model_search.h"
 #include "tuner/strategy.h"
 #include "variants/instantiate.h"
@@ -99,7 +99,7 @@ ModelWork::ModelWork(const RunState& s, Plan plan, bool search)
       plan_ready_(!search),
       contexts_(s.job.contexts.size()),
       thread_([this] {
-        lower_compile_thread_priority();
+        cuda::lower_compile_thread_priority();
         work();
       }) {}
 

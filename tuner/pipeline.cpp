@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "tuner/device_info.h"
 #include "tuner/hang_watch.h"
 #include "tuner/model_work.h"
 #include "tuner/run_stages.h"
@@ -108,7 +109,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     Plan plan = plan_without_search(s, search);
     ModelWork model(s, std::move(plan), search);
     if (s.dev) {
-      s.gpu = std::make_unique<PrimaryContext>(s.dev->index);
+      s.gpu = std::make_unique<cuda::PrimaryContext>(s.dev->index);
       // A launch that never returns ends the process (a kernel cannot be interrupted in it).
       if (opt.hang_limit_s > 0)
         s.hang_watch =
@@ -130,7 +131,7 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     s.pool.reset();  // before the state it compiles for
     report_time(s);
     return rep;
-  } catch (const ContextLost& e) {
+  } catch (const cuda::ContextLost& e) {
     // The variant that caused it is stored (ContextRun::launch): the run is interrupted, to be
     // resumed by a new process (the daemon restarts its worker, which resumes it).
     s.pool.reset();
@@ -210,11 +211,11 @@ void print_report(const RunReport& r, std::ostream& out) {
 }
 
 DeviceInfo job_device(const Job& job, const std::string& source, const std::string& field) {
-  const int n = Driver::instance().device_count();
+  const int n = cuda::Driver::instance().device_count();
   if (job.device_index < 0 || job.device_index >= n)
     throw JobError(source.empty() ? job.file.string() : source, field,
                    "there is no CUDA device " + std::to_string(job.device_index) +
-                       ": this machine has " + describe_devices() +
+                       ": this machine has " + cuda::describe_devices() +
                        " (CUDA_VISIBLE_DEVICES, when set, numbers the ones it names from 0)",
                    n == 1  ? std::string("use 0, the only device")
                    : n > 1 ? "use an index from 0 to " + std::to_string(n - 1)

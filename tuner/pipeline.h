@@ -23,7 +23,7 @@
 
 namespace gputune::tuner {
 
-struct DeviceInfo;  // tuner/cuda_driver.h
+struct DeviceInfo;  // tuner/device_info.h
 
 struct RunOptions {
   std::string db_path;              ///< empty: job's GPUTune.Database, else the default

@@ -5,10 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cuda/driver.h"
 #include "db/store.h"
 #include "pruner/device_spec.h"
 #include "tuner/arguments.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "tuner/inspect.h"
 #include "tuner/measurement_row.h"
 #include "tuner/model_search.h"
@@ -71,7 +72,7 @@ void PruneJob::describe_device() {
     rep.device = spec.name;
     dr.name = spec.name, dr.source = "target";
     dr.total_mem = static_cast<std::int64_t>(spec.memory_gib * (1 << 30));
-  } else if (Driver::instance().available()) {
+  } else if (cuda::Driver::instance().available()) {
     DeviceInfo info = job_device(job);
     rates = rates_for_driver(info);
     limits = info.limits;
@@ -234,7 +235,7 @@ void PruneJob::store_decisions() {
   db::ContextRecord c;
   c.kernel_id = kernel_id, c.device_id = device_id, c.label = ctx->name;
   c.problem_size_json = value_to_json(Value(ctx->problem_size)).dump();
-  c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = nvrtc_version();
+  c.arch = rep.arch, c.toolkit_version = "", c.nvrtc_version = cuda::nvrtc_version();
   auto ctx_id = st.upsert_context(c);
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto& row = rep.rows[i];

@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
+#include "cuda/nvrtc.h"
 #include "db/interchange.h"
 #include "db/snapshot.h"
 #include "db/store.h"
 #include "pruner/model.h"
-#include "tuner/compile.h"
 #include "tuner/methodology.h"
 #include "tuner/model_stage.h"
 #include "tuner/portfolio.h"
@@ -618,7 +618,7 @@ ReplayReport replay(const Job& job, const std::string& file, const ReplayOptions
   // Every search is scored as `run` streams it: compile workers, and a look-ahead of compiles
   // (two per compile worker).
   const size_t workers =
-      o.compile_workers ? o.compile_workers : static_cast<size_t>(default_compile_threads());
+      o.compile_workers ? o.compile_workers : static_cast<size_t>(cuda::default_compile_threads());
   const size_t look_ahead = o.look_ahead ? o.look_ahead : 2 * workers;
   rep.look_ahead = look_ahead;
   rep.compile_workers = workers;

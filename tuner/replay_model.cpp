@@ -5,12 +5,12 @@
 #include <limits>
 #include <unordered_map>
 
+#include "cuda/nvrtc.h"
 #include "pruner/device_spec.h"
 #include "pruner/model.h"
 #include "pruner/rules.h"
 #include "tuner/arguments.h"
 #include "tuner/candidate.h"
-#include "tuner/compile.h"
 #include "tuner/compile_pool.h"
 #include "tuner/inspect.h"
 #include "tuner/model_stage.h"
@@ -104,7 +104,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
 
   // The compiles, on the compile workers as the stream asks for them; what one seed compiled the
   // next finds compiled.
-  const CubinCache cache = cache_for(o.cache_dir);
+  const cuda::CubinCache cache = cache_for(o.cache_dir);
   std::vector<Candidate> cands(n);
   for (std::size_t i = 0; i < n; ++i) cands[i].index = i, cands[i].config = configs[i];
   CompilePool pool(static_cast<int>(shape.workers), [&](Candidate& c) {
@@ -114,9 +114,9 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
     v.source = variant_source(job, source, c.config);
     v.options = compile_options(job, c.config);
     v.kernel_folder = kernel_folder(job);
-    const std::string key = CubinCache::key(v, arch);
-    std::optional<CompiledVariant> hit = cache.get(key);
-    CompiledVariant compiled = hit ? std::move(*hit) : compile_variant(v, arch);
+    const std::string key = cuda::CubinCache::key(v, arch);
+    std::optional<cuda::CompiledVariant> hit = cache.get(key);
+    cuda::CompiledVariant compiled = hit ? std::move(*hit) : cuda::compile_variant(v, arch);
     compiled.key = key;
     if (!hit) cache.put(compiled);
     c.inspected = compiled.ok ? inspect_cubin(compiled) : Inspected{false, "compile failed", {}};

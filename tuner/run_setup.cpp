@@ -8,6 +8,7 @@
 
 #include "tuner/arguments.h"
 #include "tuner/command_line.h"
+#include "tuner/device_info.h"
 #include "tuner/hang_watch.h"
 #include "tuner/run_stages.h"
 #include "tuner/strategy.h"
@@ -73,8 +74,8 @@ db::ContextRecord RunState::context_record(const ContextSpec& ctx) const {
   for (auto& [k, v] : ctx.values) vals[k] = value_to_json(v);
   cr.values_json = vals.dump();
   cr.arch = rep.arch, cr.toolkit_version = GPUTUNE_CUDA_TOOLKIT_VERSION,
-  cr.nvrtc_version = nvrtc_version();
-  cr.driver_version = dev ? Driver::instance().version() : 0;
+  cr.nvrtc_version = cuda::nvrtc_version();
+  cr.driver_version = dev ? cuda::Driver::instance().version() : 0;
   return cr;
 }
 
@@ -196,7 +197,7 @@ void choose_device(RunState& s) {
   std::string no_device_reason;
   if (opt.no_gpu) {
     no_device_reason = "--no-gpu was given";
-  } else if (const Driver& d = Driver::instance(); !d.available()) {
+  } else if (const cuda::Driver& d = cuda::Driver::instance(); !d.available()) {
     no_device_reason = d.unavailable_reason();
   } else {
     dev = job_device(job);
@@ -415,10 +416,10 @@ void compile_candidate(const RunState& s, Candidate& c) {
   v.source = variant_source(s.job, s.source, c.config);
   v.options = compile_options(s.job, c.config);
   v.kernel_folder = kernel_folder(s.job);
-  const CubinCache cache = cache_for(s.opt.cache_dir);
-  const std::string key = CubinCache::key(v, s.rep.arch);
-  std::optional<CompiledVariant> hit = cache.get(key);
-  CompiledVariant compiled = hit ? std::move(*hit) : compile_variant(v, s.rep.arch);
+  const cuda::CubinCache cache = cache_for(s.opt.cache_dir);
+  const std::string key = cuda::CubinCache::key(v, s.rep.arch);
+  std::optional<cuda::CompiledVariant> hit = cache.get(key);
+  cuda::CompiledVariant compiled = hit ? std::move(*hit) : cuda::compile_variant(v, s.rep.arch);
   compiled.key = key;
   if (!hit) cache.put(compiled);
   c.inspected = compiled.ok ? inspect_cubin(compiled) : Inspected{false, "compile failed", {}};

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/driver.h"
 #include "db/run_lock.h"
 #include "db/store.h"
 #include "pruner/model.h"
@@ -34,7 +35,7 @@
 #include "pruner/rules.h"
 #include "tuner/candidate.h"
 #include "tuner/compile_pool.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "tuner/model_stage.h"
 #include "tuner/pipeline.h"
 #include "variants/space.h"
@@ -128,7 +129,7 @@ struct RunState {
   std::optional<double> first_measurement_s;  ///< after the start, for the stage log
   std::optional<double> seconds_spent() const;  ///< of the time budget, all processes
   std::unique_ptr<HangWatch> hang_watch;
-  std::unique_ptr<PrimaryContext> gpu;
+  std::unique_ptr<cuda::PrimaryContext> gpu;
 
   /// The record that identifies a context's times.
   db::ContextRecord context_record(const ContextSpec& ctx) const;

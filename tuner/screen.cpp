@@ -5,9 +5,9 @@
 #include <limits>
 #include <sstream>
 
+#include "cuda/nvrtc.h"
 #include "pruner/rules.h"
 #include "tuner/arguments.h"
-#include "tuner/compile.h"
 #include "tuner/progress.h"
 #include "variants/instantiate.h"
 
@@ -86,7 +86,7 @@ std::vector<double> best_cases(const Job& job, const std::string& source,
                                const std::vector<Config>& configs, const ContextSpec& context,
                                const ModelArguments& args, const pruner::DeviceLimits& limits,
                                const Rates& rates, const pruner::Calibration& calibration,
-                               const CubinCache& cache, const ScreenOptions& options,
+                               const cuda::CubinCache& cache, const ScreenOptions& options,
                                bool* interrupted) {
   if (!rates.rates) return std::vector<double>(configs.size(), kNone);
   ContextModel cm = model_before_compile(job, source, configs, context, args, limits, rates,
@@ -101,7 +101,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                               const std::vector<const ContextSpec*>& contexts,
                               const pruner::DeviceLimits& limits, const Rates& rates,
                               const pruner::Calibration& calibration, const std::string& arch,
-                              const CubinCache& cache, const ScreenOptions& o) {
+                              const cuda::CubinCache& cache, const ScreenOptions& o) {
   const size_t n = configs.size();
   ScreenResult r;
   r.compile.compiled.resize(n);
@@ -168,7 +168,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                    [&](size_t a, size_t b) { return priority[a] < priority[b]; });
 
   const int threads = o.threads ? o.threads : job.compile_threads;
-  const size_t cores = static_cast<size_t>(threads > 0 ? threads : default_compile_threads());
+  const size_t cores = static_cast<size_t>(threads > 0 ? threads : cuda::default_compile_threads());
   const size_t batch = o.batch ? o.batch : std::max<size_t>(32, 4 * cores);
   // Branch and bound: compile in order of the best case, a batch at a time; after each batch the
   // best prediction among what rules 1-2 keep (it only falls) decides which of the rest could

@@ -49,7 +49,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
                               const std::vector<const ContextSpec*>& contexts,
                               const pruner::DeviceLimits& limits, const Rates& rates,
                               const pruner::Calibration& calibration, const std::string& arch,
-                              const CubinCache& cache, const ScreenOptions& options);
+                              const cuda::CubinCache& cache, const ScreenOptions& options);
 
 /// The screen's best case of each configuration in one context: the model's prediction at the most
 /// blocks per SM its thread count and dynamic shared memory allow (registers and static shared
@@ -61,7 +61,7 @@ std::vector<double> best_cases(const Job& job, const std::string& source,
                                const std::vector<Config>& configs, const ContextSpec& context,
                                const ModelArguments& args, const pruner::DeviceLimits& limits,
                                const Rates& rates, const pruner::Calibration& calibration,
-                               const CubinCache& cache, const ScreenOptions& options,
+                               const cuda::CubinCache& cache, const ScreenOptions& options,
                                bool* interrupted = nullptr);
 
 /// Rule 4's decision for every screened configuration (kept false, rule "model", the screen's

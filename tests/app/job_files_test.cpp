@@ -6,8 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cuda/header_digest.h"
+#include "cuda/nvrtc.h"
 #include "test_util.h"
-#include "tuner/compile.h"
 
 namespace gputune::tuner {
 namespace {
@@ -82,7 +83,7 @@ TEST(JobFiles, AbsolutePathsAndEveryIncludeSpellingPointAtTheCopies) {
   // The copies are what the compiler finds, from any working directory.
   std::vector<std::string> options = {"-I" + there.kernel_file.parent_path().string()};
   options.insert(options.end(), there.compiler_options.begin(), there.compiler_options.end());
-  auto found = own_header_files(source, options);
+  auto found = cuda::own_header_files(source, options);
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0], mirrored(root, (p / "inc/h.h").string()));
   EXPECT_EQ(found[1], mirrored(root, (p / "inc2/g.h").string()));

@@ -9,10 +9,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cuda/driver.h"
 #include "daemon_util.h"
 #include "db/store.h"
 #include "test_util.h"
-#include "tuner/cuda_driver.h"
 
 namespace gputune {
 namespace {
@@ -96,7 +96,7 @@ std::map<std::string, db::MeasurementRow> by_config(const std::string& db) {
 }
 
 TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffected) {
-  const auto& d = tuner::Driver::instance();
+  const auto& d = cuda::Driver::instance();
   if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason();
   test::TempDir dir, clean;
   const std::string db = (dir / "g.db").string(), clean_db = (clean / "g.db").string();
@@ -143,7 +143,7 @@ TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffec
 // the job, which completes with the correct variants verified and a winner. The lost contexts
 // cost no attempts (a job fails after 20 worker deaths).
 TEST(GpuFaults, TheDaemonsWorkerGoesOnPastEachLostContext) {
-  const auto& d = tuner::Driver::instance();
+  const auto& d = cuda::Driver::instance();
   if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason();
   test::TempDir dir;
   const std::string db = (dir / "g.db").string();

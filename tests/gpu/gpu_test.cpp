@@ -3,13 +3,14 @@
 // occupancy API. Each skips with the reason where there is no driver or device.
 #include <gtest/gtest.h>
 
+#include "cuda/driver.h"
+#include "cuda/nvrtc.h"
 #include "db/store.h"
 #include "pruner/cubin.h"
 #include "pruner/occupancy.h"
 #include "pruner/rules.h"
 #include "test_util.h"
-#include "tuner/compile.h"
-#include "tuner/cuda_driver.h"
+#include "tuner/device_info.h"
 #include "tuner/pipeline.h"
 #include "tuner/tuning_job.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 #define REQUIRE_GPU()                                                                 \
   do {                                                                                \
-    const auto& d = tuner::Driver::instance();                                        \
+    const auto& d = cuda::Driver::instance();                                         \
     if (!d.available()) GTEST_SKIP() << "no CUDA device: " << d.unavailable_reason(); \
   } while (0)
 
@@ -68,7 +69,7 @@ INSTANTIATE_TEST_SUITE_P(Gpu, Examples,
 TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
   REQUIRE_GPU();
   auto info = tuner::query_device(0);
-  tuner::PrimaryContext ctx(0);
+  cuda::PrimaryContext ctx(0);
   for (int smem : {0, 100, 4096}) {
     Variant v;
     v.kernel_name = "k";
@@ -85,10 +86,10 @@ TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
 #endif
     })";
     v.options = {"-DSMEM=" + std::to_string(smem)};
-    auto c = tuner::compile_variant(v, info.limits.arch());
+    auto c = cuda::compile_variant(v, info.limits.arch());
     ASSERT_TRUE(c.ok) << c.log;
     auto r = pruner::read_cubin_resources(c.cubin, c.lowered_name);
-    tuner::Module m(c.cubin, c.lowered_name);
+    cuda::Module m(c.cubin, c.lowered_name);
     EXPECT_EQ(r.registers, m.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)) << "smem " << smem;
     EXPECT_EQ(r.static_smem, m.attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)) << "smem " << smem;
     EXPECT_EQ(r.local_bytes, m.attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)) << "smem " << smem;
@@ -97,7 +98,7 @@ TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
     // Occupancy as the driver computes it.
     for (int threads : {64, 128, 256}) {
       int blocks = 0;
-      const auto& d = tuner::Driver::instance();
+      const auto& d = cuda::Driver::instance();
       d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m.function(), threads, 0),
               "occupancy");
       auto o = pruner::compute_occupancy(r, threads, 0, info.limits);
@@ -114,11 +115,11 @@ TEST(GpuResources, CubinReaderAgreesWithTheDriver) {
 TEST(GpuResources, TheResourceRuleAgreesWithLaunchesAndTheOccupancyApi) {
   REQUIRE_GPU();
   auto info = tuner::query_device(0);
-  tuner::PrimaryContext ctx(0);
-  const auto& d = tuner::Driver::instance();
+  cuda::PrimaryContext ctx(0);
+  const auto& d = cuda::Driver::instance();
   const int n = 1024;
   const int optin = info.limits.smem_per_block_optin;
-  tuner::DeviceBuffer p(sizeof(float) * (160 * n + n));
+  cuda::DeviceBuffer p(sizeof(float) * (160 * n + n));
   auto error_name = [&](CUresult rc) {
     const char* name = nullptr;
     d.cuGetErrorName(rc, &name);
@@ -148,10 +149,10 @@ TEST(GpuResources, TheResourceRuleAgreesWithLaunchesAndTheOccupancyApi) {
         p[threadIdx.x] = s + st[(threadIdx.x + 1) % (STATIC_BYTES / 4)] + dyn[threadIdx.x];
       })";
       v.options = {"-DK=" + std::to_string(k), "-DSTATIC_BYTES=" + std::to_string(static_bytes)};
-      auto c = tuner::compile_variant(v, info.limits.arch());
+      auto c = cuda::compile_variant(v, info.limits.arch());
       ASSERT_TRUE(c.ok) << c.log;
       auto r = pruner::read_cubin_resources(c.cubin, c.lowered_name);
-      tuner::Module m(c.cubin, c.lowered_name);
+      cuda::Module m(c.cubin, c.lowered_name);
       for (int threads : {128, 384, 512, 1024}) {
         // Every thread writes dyn[threadIdx.x]: at least threads floats of dynamic memory. The
         // last three sit at the opt-in limit per block: 4 bytes under, exactly at, 4 bytes over.
@@ -212,17 +213,17 @@ TEST(GpuResources, TheLaunchShapeRuleAgreesWithTheDriver) {
   auto info = tuner::query_device(0);
   EXPECT_EQ(info.limits.max_block_dim, (std::array<std::int64_t, 3>{1024, 1024, 64}));
   EXPECT_EQ(info.limits.max_grid_dim, (std::array<std::int64_t, 3>{2147483647, 65535, 65535}));
-  tuner::PrimaryContext ctx(0);
-  const auto& d = tuner::Driver::instance();
+  cuda::PrimaryContext ctx(0);
+  const auto& d = cuda::Driver::instance();
   Variant v;
   v.kernel_name = "s";
   v.source = R"(extern "C" __global__ void s(int* p) {
     if (blockIdx.x + blockIdx.y + blockIdx.z + threadIdx.x + threadIdx.y + threadIdx.z == 0) p[0] = 1;
   })";
-  auto c = tuner::compile_variant(v, info.limits.arch());
+  auto c = cuda::compile_variant(v, info.limits.arch());
   ASSERT_TRUE(c.ok) << c.log;
-  tuner::Module m(c.cubin, c.lowered_name);
-  tuner::DeviceBuffer p(sizeof(int));
+  cuda::Module m(c.cubin, c.lowered_name);
+  cuda::DeviceBuffer p(sizeof(int));
   using Dims = std::array<std::int64_t, 3>;
   const std::pair<Dims, Dims> shapes[] = {
       {{1, 65535, 1}, {32, 1, 1}}, {{1, 65536, 1}, {32, 1, 1}}, {{1, 1, 65535}, {32, 1, 1}},

@@ -22,11 +22,11 @@
 #include <thread>
 #include <tuple>
 
+#include "cuda/cache_admin.h"
 #include "db/browse.h"
 #include "db/store.h"
 #include "fake_process.h"
 #include "test_util.h"
-#include "tuner/cache_admin.h"
 #include "tuner/command_line.h"
 #include "tuner/generate.h"
 
@@ -43,7 +43,7 @@ test::CommandResult sh(const std::string& cmd) { return test::run_command(cmd); 
 /// them: finished ones only. A process that loses the CUDA context ends at once
 /// (HangWatch::stop), and a report it was writing then stays as write_atomically's temporary
 /// file until a later run trims the cache.
-size_t traffic_reports(const fs::path& cache) { return tuner::cache_usage(cache).traffic.entries; }
+size_t traffic_reports(const fs::path& cache) { return cuda::cache_usage(cache).traffic.entries; }
 
 /// Rows in the measurements table of a database another process is writing (0 before it has one).
 size_t measurement_rows(const std::string& db) {

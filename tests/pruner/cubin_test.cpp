@@ -6,8 +6,8 @@
 #include <iterator>
 #include <regex>
 
+#include "cuda/nvrtc.h"
 #include "test_util.h"
-#include "tuner/compile.h"
 
 namespace gputune::pruner {
 namespace {
@@ -66,12 +66,12 @@ PtxasReport ptxas_report(const std::string& log, const std::string& kernel) {
   return r;
 }
 
-tuner::CompiledVariant compile(const std::string& kernel, const std::string& arch, int smem = 256) {
+cuda::CompiledVariant compile(const std::string& kernel, const std::string& arch, int smem = 256) {
   Variant v;
   v.kernel_name = kernel;
   v.source = kKernels;
   v.options = {"-DSMEM=" + std::to_string(smem)};
-  auto c = tuner::compile_variant(v, arch);
+  auto c = cuda::compile_variant(v, arch);
   EXPECT_TRUE(c.ok) << c.log;
   return c;
 }

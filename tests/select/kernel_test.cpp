@@ -7,9 +7,9 @@
 
 #include <filesystem>
 
+#include "cuda/nvrtc.h"
 #include "tables.h"
 #include "test_util.h"
-#include "tuner/compile.h"
 #include "variants/instantiate.h"
 #include "variants/job.h"
 #include "variants/space.h"
@@ -106,7 +106,7 @@ TEST(SelectKernel, CompilesAheadIntoTheCacheUnderTheTunersKey) {
   ASSERT_GE(winner, 0);
   const Variant v = instantiate(job, load_kernel_source(job),
                                 space.config(static_cast<size_t>(winner)), job.contexts.back());
-  const std::string key = tuner::CubinCache::key(v, "sm_90");
+  const std::string key = cuda::CubinCache::key(v, "sm_90");
   EXPECT_TRUE(fs::exists(dir / "cache" / key.substr(0, 2) / (key + ".cubin"))) << key;
 }
 

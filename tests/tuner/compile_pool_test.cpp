@@ -68,7 +68,7 @@ int thread_nice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())
 TEST(CompilePool, CompilesRunAtTheCompileNiceBelowTheCaller) {
   const int caller = thread_nice();
   for (int steps : {7, 0}) {
-    set_compile_nice(steps);
+    cuda::set_compile_nice(steps);
     std::atomic<int> seen{-100};
     {
       CompilePool pool(1, [&](Candidate&) { seen = thread_nice(); });
@@ -79,11 +79,11 @@ TEST(CompilePool, CompilesRunAtTheCompileNiceBelowTheCaller) {
     EXPECT_EQ(seen, std::min(19, caller + steps)) << steps << " steps";
     EXPECT_EQ(thread_nice(), caller) << "the caller's own priority is unchanged";
   }
-  set_compile_nice(10);
-  EXPECT_EQ(compile_nice(), 10);
-  EXPECT_THROW(set_compile_nice(20), std::invalid_argument);
-  EXPECT_THROW(set_compile_nice(-1), std::invalid_argument);
-  EXPECT_EQ(compile_nice(), 10) << "a refused value changes nothing";
+  cuda::set_compile_nice(10);
+  EXPECT_EQ(cuda::compile_nice(), 10);
+  EXPECT_THROW(cuda::set_compile_nice(20), std::invalid_argument);
+  EXPECT_THROW(cuda::set_compile_nice(-1), std::invalid_argument);
+  EXPECT_EQ(cuda::compile_nice(), 10) << "a refused value changes nothing";
 }
 
 }  // namespace

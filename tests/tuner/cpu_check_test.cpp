@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "cuda/nvrtc.h"
 #include "test_util.h"
 #include "tuner/command_line.h"
-#include "tuner/compile.h"
 #include "tuner/generate.h"
 #include "tuner/tuning_job.h"
 #include "variants/instantiate.h"
@@ -223,7 +223,7 @@ __global__ void other(float* p) { p[0] = scaled(ZERO); }
   EXPECT_EQ(r.failures(), 0u) << *failing(r).begin();
   // NVRTC compiles the variants too (the GPU path), from this working directory.
   Variant var = instantiate(job, test::read_file(dir / "mv.cu"), space.config(0), job.contexts[0]);
-  const tuner::CompiledVariant c = tuner::compile_variant(var, "sm_90");
+  const cuda::CompiledVariant c = cuda::compile_variant(var, "sm_90");
   EXPECT_TRUE(c.ok) << c.log;
 }
 

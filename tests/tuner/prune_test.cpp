@@ -95,7 +95,7 @@ TEST(Prune, InspectingWithoutKeepingCubinsReadsTheSame) {
   Job job = strided_reads_job(dir, "[0, 1, 2, 3]");
   const std::string source = load_kernel_source(job);
   const std::vector<Config> configs = all_configs(job);
-  const CubinCache cache = cache_for(dir / "cache");
+  const cuda::CubinCache cache = cache_for(dir / "cache");
   for (bool cached : {false, true}) {
     CompileReport dropped = compile_and_inspect(job, source, configs, "sm_90", cache, 2, false, {},
                                                 /*keep_cubins=*/false);
@@ -513,7 +513,7 @@ struct WholeSpace {
 };
 WholeSpace analyse_whole(const Job& job, const std::string& source, const Space& space,
                          const pruner::DeviceSpec& spec, const Rates& rates,
-                         const CubinCache& cache) {
+                         const cuda::CubinCache& cache) {
   WholeSpace w;
   for (size_t i = 0; i < space.size(); ++i) w.all.push_back(space.config(i));
   const ContextSpec& ctx = job.contexts.front();
@@ -534,7 +534,7 @@ TEST(ModelSearch, FindsTheModelsOptimumOfASpaceItDoesNotAnalyseWhole) {
   ASSERT_EQ(space.size(), 400u);
   const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
   const Rates rates = rates_for_spec(spec);
-  const CubinCache cache(dir / "cache");
+  const cuda::CubinCache cache(dir / "cache");
   const long def = space.find(default_key(job));
   ASSERT_GE(def, 0);
   // The truth: every configuration's best case. Its optimum (block sizes 64 to 512 at strides
@@ -616,7 +616,7 @@ TEST(ModelSearch, WalksAlongAConditionByMovingTwoParametersAtOnce) {
   ASSERT_EQ(space.size(), 96u);
   const pruner::DeviceSpec spec = pruner::find_device("h100-sxm");
   const Rates rates = rates_for_spec(spec);
-  const CubinCache cache(dir / "cache");
+  const cuda::CubinCache cache(dir / "cache");
   const long def = space.find(default_key(job));
   ASSERT_GE(def, 0);
   const auto [all, truth, optimum, optima] = analyse_whole(job, source, space, spec, rates, cache);

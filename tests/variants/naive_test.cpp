@@ -14,8 +14,8 @@
 #include <regex>
 #include <set>
 
+#include "cuda/nvrtc.h"
 #include "pruner/cubin.h"
-#include "tuner/compile.h"
 #include "tuner/cpu_check.h"
 #include "tuner/cpu_emulator.h"
 #include "tuner/generate.h"
@@ -847,7 +847,7 @@ TEST(NaiveHalo, ConvolutionAndStencilReadThroughOneWindowSizedAtLaunch) {
   vs[0].source = naive::emit_variant(conv, c);
   vs[1].kernel_name = "jacobi";
   vs[1].source = src;
-  auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
+  auto compiled = cuda::compile_all(vs, "sm_90", cuda::CubinCache(""), 2);
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_TRUE(compiled[i].ok) << compiled[i].log << "\n" << vs[i].source;
     auto res = pruner::read_cubin_resources(compiled[i].cubin, compiled[i].lowered_name);
@@ -1589,7 +1589,7 @@ TEST(NaiveLaunchBounds, TheRegisterBudgetIsATunedDimension) {
   v1024.kernel_name = "mm";
   v1024.source = naive::emit_variant(mm, full);
   vs.push_back(v1024);
-  auto compiled = tuner::compile_all(vs, "sm_90", tuner::CubinCache(""), 2);
+  auto compiled = cuda::compile_all(vs, "sm_90", cuda::CubinCache(""), 2);
   std::vector<pruner::Resources> res;
   for (const auto& cv : compiled) {
     ASSERT_TRUE(cv.ok) << cv.log;
@@ -1846,7 +1846,7 @@ TEST_P(NaiveVariants, EveryVariantComputesWhatTheNaiveKernelComputes) {
     v.options = job.compiler_options;
     sample.push_back(v);
   }
-  auto compiled = tuner::compile_all(sample, "sm_90", tuner::CubinCache(""), 2);
+  auto compiled = cuda::compile_all(sample, "sm_90", cuda::CubinCache(""), 2);
   for (size_t i = 0; i < compiled.size(); ++i)
     EXPECT_TRUE(compiled[i].ok) << compiled[i].log << "\n" << sample[i].source;
   bool vectors = std::any_of(variants.begin(), variants.end(),

@@ -1,11 +1,11 @@
-#include "tuner/cuda_driver.h"
+#include "cuda/driver.h"
 
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <mutex>
 
-namespace gputune::tuner {
+namespace gputune::cuda {
 
 bool CudaError::sticky() const {
   switch (code) {
@@ -208,4 +208,4 @@ Event::~Event() {
   if (ev_) Driver::instance().cuEventDestroy(ev_);
 }
 
-}  // namespace gputune::tuner
+}  // namespace gputune::cuda

@@ -1,5 +1,5 @@
-// The cache folder's housekeeping (tuner/cache_admin.h).
-#include "tuner/cache_admin.h"
+// The cache folder's housekeeping (cuda/cache_admin.h).
+#include "cuda/cache_admin.h"
 
 #include <sys/stat.h>
 
@@ -18,7 +18,7 @@
 
 #include "variants/job.h"
 
-namespace gputune::tuner {
+namespace gputune::cuda {
 
 namespace fs = std::filesystem;
 
@@ -280,4 +280,4 @@ void trim_cache_after_use(const fs::path& dir, std::ostream& log) {
   }
 }
 
-}  // namespace gputune::tuner
+}  // namespace gputune::cuda

@@ -1,11 +1,11 @@
-/** \file tuner/cache_admin.h
- * Owns: housekeeping of the on-disk cache folder that compile.h (cubins) and model_stage.h
- * (traffic reports) write: what it holds, its size limit, trimming the least recently used
- * entries to that limit, clearing it. `gputune cache` and the automatic trim after a command
- * that wrote to the cache are thin shells over this.
- * Must not: read or judge an entry's content (its writer owns the format and treats a missing
- * entry as a miss), or touch any file whose name is not one the caches write: pointed at the
- * wrong folder, it removes nothing of the user's. */
+/** \file cuda/cache_admin.h
+ * Owns: housekeeping of the on-disk cache folder that cuda/cubin_cache.h (cubins) and
+ * tuner/model_stage.h (traffic reports) write: what it holds, its size limit, trimming the least
+ * recently used entries to that limit, clearing it. `gputune cache` and the automatic trim after a
+ * command that wrote to the cache are thin shells over this. Must not: read or judge an entry's
+ * content (its writer owns the format and treats a missing entry as a miss), or touch any file
+ * whose name is not one the caches write: pointed at the wrong folder, it removes nothing of the
+ * user's. */
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace gputune::tuner {
+namespace gputune::cuda {
 
 /// The cache folder's `max-size` file (set by `gputune cache --max-size`) and the default.
 inline constexpr const char* kCacheLimitFile = "max-size";
@@ -83,4 +83,4 @@ void count_cache_write(std::uint64_t bytes);
 /// nothing is removed.
 void trim_cache_after_use(const std::filesystem::path& dir, std::ostream& log);
 
-}  // namespace gputune::tuner
+}  // namespace gputune::cuda

@@ -1,9 +1,12 @@
-/** \file tuner/cuda_driver.h
+/** \file cuda/driver.h
  * Owns: the CUDA Driver API, loaded at run time with dlopen("libcuda.so.1") so gputune starts on
- * machines without a driver; DeviceInfo from cuDeviceGetAttribute; RAII wrappers for the primary
- * context, modules, device buffers and events; CudaError with the call and the code.
- * Consumes: nothing but the driver. Produces: handles for tuner/measure.
- * Must not: touch the database or parse jobs. Only tuner/ includes cuda.h. */
+ * machines without a driver; RAII wrappers for the primary context, modules, device buffers and
+ * events; CudaError with the call and the code. A device's attributes: cuda/device.h.
+ * Consumes: nothing but the driver. Produces: handles for tuner/ (measuring) and select/
+ * (launching a tuned kernel).
+ * Must not: touch the database, parse jobs, or use the pruner's types. cuda.h is included by
+ * cuda/ and by the code that launches through it (tuner/, select/kernel.cpp), never by an
+ * installed header. */
 #pragma once
 
 #include <cuda.h>
@@ -14,9 +17,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "pruner/occupancy.h"
-
-namespace gputune::tuner {
+namespace gputune::cuda {
 
 class CudaError : public std::runtime_error {
  public:
@@ -98,19 +99,6 @@ struct Driver {
   void* handle_ = nullptr;
 };
 
-struct DeviceInfo {
-  int index = 0;
-  std::string name;
-  std::int64_t total_mem = 0;
-  int l2_bytes = 0;
-  int clock_khz = 0, mem_clock_khz = 0, mem_bus_bits = 0;
-  pruner::DeviceLimits limits;  // from the driver's attributes
-};
-
-/// Device `index` as the driver describes it. Throws CudaError. Defined in device_query.cpp,
-/// part of gputune_tuner (it uses the pruner's tables), not of gputune_cuda.
-DeviceInfo query_device(int index);
-
 /// The devices the driver reports, for messages: "2 CUDA devices: 0 NVIDIA H200, 1 NVIDIA H200".
 std::string describe_devices();
 
@@ -176,4 +164,4 @@ class Event {
   CUevent ev_ = nullptr;
 };
 
-}  // namespace gputune::tuner
+}  // namespace gputune::cuda

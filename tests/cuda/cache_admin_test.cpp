@@ -1,6 +1,6 @@
 // The cache folder's housekeeping: sizes, the limit, least-recently-used trimming, and that a
 // cache hit renews an entry's last use.
-#include "tuner/cache_admin.h"
+#include "cuda/cache_admin.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,9 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "cuda/nvrtc.h"
 #include "pruner/traffic.h"
 #include "test_util.h"
-#include "tuner/compile.h"
 #include "tuner/model_stage.h"
 #include "variants/hash.h"
 #include "variants/job.h"
@@ -23,19 +23,19 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(CacheAdmin, SizesReadAndWrite) {
-  EXPECT_EQ(parse_size("0"), 0u);
-  EXPECT_EQ(parse_size("123"), 123u);
-  EXPECT_EQ(parse_size("64k"), 64u << 10);
-  EXPECT_EQ(parse_size("500M"), 500ull << 20);
-  EXPECT_EQ(parse_size("500MB"), 500ull << 20);
-  EXPECT_EQ(parse_size("10G"), 10ull << 30);
-  EXPECT_EQ(parse_size("1.5GiB"), 3ull << 29);
-  EXPECT_EQ(parse_size("2t"), 2ull << 40);
+  EXPECT_EQ(cuda::parse_size("0"), 0u);
+  EXPECT_EQ(cuda::parse_size("123"), 123u);
+  EXPECT_EQ(cuda::parse_size("64k"), 64u << 10);
+  EXPECT_EQ(cuda::parse_size("500M"), 500ull << 20);
+  EXPECT_EQ(cuda::parse_size("500MB"), 500ull << 20);
+  EXPECT_EQ(cuda::parse_size("10G"), 10ull << 30);
+  EXPECT_EQ(cuda::parse_size("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(cuda::parse_size("2t"), 2ull << 40);
   for (const char* bad : {"", "G", "-1", "1.2.3", "10Q", "10 G", "ten", "1e3", "."})
-    EXPECT_FALSE(parse_size(bad)) << bad;
-  EXPECT_EQ(format_size(1000), "1000 B");
-  EXPECT_EQ(format_size(1536), "1.5 KiB");
-  EXPECT_EQ(format_size(10ull << 30), "10.0 GiB");
+    EXPECT_FALSE(cuda::parse_size(bad)) << bad;
+  EXPECT_EQ(cuda::format_size(1000), "1000 B");
+  EXPECT_EQ(cuda::format_size(1536), "1.5 KiB");
+  EXPECT_EQ(cuda::format_size(10ull << 30), "10.0 GiB");
 }
 
 /// A fake cache folder: entries with the names the caches write, their ages set by hand.
@@ -102,7 +102,7 @@ TEST(CacheAdmin, TrimRemovesAbandonedWritesThenTheLeastRecentlyUsedAndNothingEls
     FakeCache::age(f, 99999);
   }
 
-  const CacheUsage u = cache_usage(c.dir.path());
+  const cuda::CacheUsage u = cuda::cache_usage(c.dir.path());
   EXPECT_EQ(u.cubins.entries, 3u);
   EXPECT_EQ(u.traffic.entries, 2u);
   EXPECT_EQ(u.abandoned.entries, 1u);  // the write in progress is not counted
@@ -113,7 +113,7 @@ TEST(CacheAdmin, TrimRemovesAbandonedWritesThenTheLeastRecentlyUsedAndNothingEls
   EXPECT_NEAR(static_cast<double>(u.newest_use - u.oldest_use), 4990, 5);
 
   // Room for three entries: the abandoned write, the oldest cubin and the oldest report go.
-  const TrimResult r = trim_cache(c.dir.path(), 3 * 64 * 1024 + 3 * 8192);
+  const cuda::TrimResult r = cuda::trim_cache(c.dir.path(), 3 * 64 * 1024 + 3 * 8192);
   EXPECT_EQ(r.removed_entries, 3u);
   EXPECT_EQ(r.before.bytes(), u.bytes());
   EXPECT_FALSE(fs::exists(abandoned));
@@ -124,24 +124,24 @@ TEST(CacheAdmin, TrimRemovesAbandonedWritesThenTheLeastRecentlyUsedAndNothingEls
   EXPECT_TRUE(c.has_traffic(new_traffic));
   EXPECT_TRUE(c.has_cubin(new_cubin));
   for (const fs::path& f : {mine, foreign, wrong_shard, upper}) EXPECT_TRUE(fs::exists(f)) << f;
-  const CacheUsage after = cache_usage(c.dir.path());
+  const cuda::CacheUsage after = cuda::cache_usage(c.dir.path());
   EXPECT_EQ(after.bytes(), r.after.bytes());
   EXPECT_EQ(after.cubins.entries, 2u);
   EXPECT_EQ(after.traffic.entries, 1u);
   EXPECT_EQ(r.removed_bytes + after.bytes(), u.bytes());
 
   // Under the target already: nothing goes. Target 0 (`gputune cache --clear`): every entry.
-  EXPECT_EQ(trim_cache(c.dir.path(), 1ull << 30).removed_entries, 0u);
-  EXPECT_EQ(trim_cache(c.dir.path(), 0).removed_entries, 3u);
-  EXPECT_EQ(cache_usage(c.dir.path()).bytes(), 0u);
+  EXPECT_EQ(cuda::trim_cache(c.dir.path(), 1ull << 30).removed_entries, 0u);
+  EXPECT_EQ(cuda::trim_cache(c.dir.path(), 0).removed_entries, 3u);
+  EXPECT_EQ(cuda::cache_usage(c.dir.path()).bytes(), 0u);
   for (const fs::path& f : {mine, foreign, wrong_shard, upper, writing})
     EXPECT_TRUE(fs::exists(f)) << f;
 }
 
 TEST(CacheAdmin, AHitRenewsTheEntrysLastUse) {
   test::TempDir dir;
-  CubinCache cache(dir.path());
-  CompiledVariant v;
+  cuda::CubinCache cache(dir.path());
+  cuda::CompiledVariant v;
   v.ok = true;
   v.cubin = "not really an ELF";
   v.cubin_hash = sha256_hex(v.cubin);
@@ -152,9 +152,9 @@ TEST(CacheAdmin, AHitRenewsTheEntrysLastUse) {
   const fs::path json = dir / v.key.substr(0, 2) / (v.key + ".json");
   FakeCache::age(cubin, 5000);
   FakeCache::age(json, 5000);
-  const auto before = cache_usage(dir.path()).newest_use;
+  const auto before = cuda::cache_usage(dir.path()).newest_use;
   ASSERT_TRUE(cache.get(v.key));
-  EXPECT_GT(cache_usage(dir.path()).newest_use, before + 4000);
+  EXPECT_GT(cuda::cache_usage(dir.path()).newest_use, before + 4000);
 
   TrafficCache traffic{dir.path()};
   pruner::TrafficReport report;
@@ -168,9 +168,9 @@ TEST(CacheAdmin, AHitRenewsTheEntrysLastUse) {
   FakeCache::age(json, 9000);
   ASSERT_TRUE(traffic.get(key));
   // The report just read is the newest; the cubin, not read since, is the oldest.
-  const CacheUsage u = cache_usage(dir.path());
+  const cuda::CacheUsage u = cuda::cache_usage(dir.path());
   EXPECT_NEAR(static_cast<double>(u.newest_use - u.oldest_use), 9000, 5);
-  EXPECT_EQ(trim_cache(dir.path(), u.traffic.bytes).removed_entries, 1u);
+  EXPECT_EQ(cuda::trim_cache(dir.path(), u.traffic.bytes).removed_entries, 1u);
   EXPECT_TRUE(fs::exists(file));
   EXPECT_FALSE(fs::exists(cubin));
 }
@@ -189,30 +189,30 @@ TEST(CacheAdmin, TheLimitComesFromTheEnvironmentThenTheFolderThenTheDefault) {
   test::TempDir dir;
   {
     Env env(nullptr);
-    EXPECT_EQ(cache_limit(dir.path()).bytes, kDefaultCacheLimitBytes);
-    EXPECT_EQ(cache_limit(dir.path()).source, "default");
-    set_cache_limit(dir.path(), 3 << 20);
-    EXPECT_EQ(cache_limit(dir.path()).bytes, 3u << 20);
-    EXPECT_EQ(cache_limit(dir.path()).source, (dir / kCacheLimitFile).string());
-    test::write_file(dir / kCacheLimitFile, "lots\n");
+    EXPECT_EQ(cuda::cache_limit(dir.path()).bytes, cuda::kDefaultCacheLimitBytes);
+    EXPECT_EQ(cuda::cache_limit(dir.path()).source, "default");
+    cuda::set_cache_limit(dir.path(), 3 << 20);
+    EXPECT_EQ(cuda::cache_limit(dir.path()).bytes, 3u << 20);
+    EXPECT_EQ(cuda::cache_limit(dir.path()).source, (dir / cuda::kCacheLimitFile).string());
+    test::write_file(dir / cuda::kCacheLimitFile, "lots\n");
     try {
-      (void)cache_limit(dir.path());
+      (void)cuda::cache_limit(dir.path());
       ADD_FAILURE() << "a max-size file that is not a size was accepted";
     } catch (const JobError& e) {
-      EXPECT_EQ(e.file, (dir / kCacheLimitFile).string());
+      EXPECT_EQ(e.file, (dir / cuda::kCacheLimitFile).string());
       EXPECT_NE(e.problem.find("'lots'"), std::string::npos) << e.problem;
       EXPECT_NE(e.fix.find("gputune cache --max-size"), std::string::npos) << e.fix;
     }
   }
   {
     Env env("2G");
-    EXPECT_EQ(cache_limit(dir.path()).bytes, 2ull << 30);  // over the file
-    EXPECT_EQ(cache_limit(dir.path()).source, "GPUTUNE_CACHE_MAX_SIZE");
+    EXPECT_EQ(cuda::cache_limit(dir.path()).bytes, 2ull << 30);  // over the file
+    EXPECT_EQ(cuda::cache_limit(dir.path()).source, "GPUTUNE_CACHE_MAX_SIZE");
   }
   {
     Env env("big");
     try {
-      (void)cache_limit(dir.path());
+      (void)cuda::cache_limit(dir.path());
       ADD_FAILURE() << "GPUTUNE_CACHE_MAX_SIZE=big was accepted";
     } catch (const JobError& e) {
       EXPECT_EQ(e.field, "GPUTUNE_CACHE_MAX_SIZE");
@@ -225,18 +225,18 @@ TEST(CacheAdmin, TheLimitComesFromTheEnvironmentThenTheFolderThenTheDefault) {
 TEST(CacheAdmin, TheTrimAfterACommandLooksOnlyWhenItWroteAndKeepsTenPercentRoom) {
   FakeCache c;
   for (int i = 0; i < 10; ++i) c.cubin(64, 1000 - i);  // 64 KiB each, the first the oldest
-  const std::uint64_t full = cache_usage(c.dir.path()).bytes();
+  const std::uint64_t full = cuda::cache_usage(c.dir.path()).bytes();
   Env env(std::to_string(full / 2).c_str());
   std::ostringstream log;
-  if (cache_bytes_written() == 0) {  // this test's process, on its own under ctest
-    trim_cache_after_use(c.dir.path(), log);
-    EXPECT_EQ(cache_usage(c.dir.path()).cubins.entries, 10u) << "trimmed without a write";
+  if (cuda::cache_bytes_written() == 0) {  // this test's process, on its own under ctest
+    cuda::trim_cache_after_use(c.dir.path(), log);
+    EXPECT_EQ(cuda::cache_usage(c.dir.path()).cubins.entries, 10u) << "trimmed without a write";
   }
-  count_cache_write(1);
-  trim_cache_after_use(fs::path(), log);  // caching off: nothing to do
+  cuda::count_cache_write(1);
+  cuda::trim_cache_after_use(fs::path(), log);  // caching off: nothing to do
   EXPECT_EQ(log.str(), "");
-  trim_cache_after_use(c.dir.path(), log);
-  const CacheUsage u = cache_usage(c.dir.path());
+  cuda::trim_cache_after_use(c.dir.path(), log);
+  const cuda::CacheUsage u = cuda::cache_usage(c.dir.path());
   EXPECT_LE(u.bytes(), full / 2 / 10 * 9);
   EXPECT_EQ(u.cubins.entries, 4u);  // 5 fit in half, 4 in 90% of it
   EXPECT_NE(log.str().find("removed 6 entries"), std::string::npos) << log.str();
@@ -244,10 +244,10 @@ TEST(CacheAdmin, TheTrimAfterACommandLooksOnlyWhenItWroteAndKeepsTenPercentRoom)
 
   Env bad("half");
   std::ostringstream bad_log;
-  trim_cache_after_use(c.dir.path(), bad_log);
+  cuda::trim_cache_after_use(c.dir.path(), bad_log);
   EXPECT_NE(bad_log.str().find("not trimmed"), std::string::npos) << bad_log.str();
   EXPECT_NE(bad_log.str().find("'half' is not a size"), std::string::npos) << bad_log.str();
-  EXPECT_EQ(cache_usage(c.dir.path()).cubins.entries, 4u);
+  EXPECT_EQ(cuda::cache_usage(c.dir.path()).cubins.entries, 4u);
 }
 
 }  // namespace
