@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "db/store.h"
-#include "tuner/command_line.h"
-#include "tuner/hang_watch.h"
-#include "tuner/pipeline.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/command_line.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/run/hang_watch.h"
+#include "tuner/run/pipeline.h"
 #include "variants/job.h"
 
 namespace gputune::app {

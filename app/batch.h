@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "db/store.h"
-#include "tuner/exit_codes.h"
+#include "tuner/common/exit_codes.h"
 
 namespace gputune::app {
 

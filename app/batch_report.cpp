@@ -20,7 +20,7 @@
 
 #include "app/batch.h"
 #include "db/browse.h"
-#include "tuner/hang_watch.h"
+#include "tuner/run/hang_watch.h"
 
 namespace gputune::app {
 

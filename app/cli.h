@@ -14,7 +14,7 @@
 #include <string>
 
 #include "db/store.h"
-#include "tuner/exit_codes.h"
+#include "tuner/common/exit_codes.h"
 #include "variants/job.h"
 
 namespace gputune::app {

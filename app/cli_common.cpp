@@ -19,8 +19,8 @@
 #include "app/cli.h"
 #include "cuda/driver.h"
 #include "cuda/nvrtc.h"
-#include "tuner/device_info.h"
-#include "tuner/pipeline.h"
+#include "tuner/measure/device_info.h"
+#include "tuner/run/pipeline.h"
 
 namespace gputune::app {
 
@@ -53,10 +53,10 @@ std::string db_of(const cxxopts::ParseResult& r) {
   return r.count("db") ? r["db"].as<std::string>() : db::default_database_path();
 }
 
-// Ctrl-C or SIGTERM (tuner/stop_signals.h) during `run`: the run stops before the next variant
-// is measured and stores what it has as an interrupted run (exit 5; it can be resumed). During
-// `check` and `generate --check`: the launch on the CPU stops at once, and what was checked before
-// is reported (exit 5). A second one ends the process at once.
+// Ctrl-C or SIGTERM (tuner/common/stop_signals.h) during `run`: the run stops before the next
+// variant is measured and stores what it has as an interrupted run (exit 5; it can be resumed).
+// During `check` and `generate --check`: the launch on the CPU stops at once, and what was checked
+// before is reported (exit 5). A second one ends the process at once.
 
 /// --gpu N: the CUDA device to use instead of the job's GPUTune.Device.Index, checked now when a
 /// driver is present (the error names --gpu and the devices there are).
@@ -76,7 +76,7 @@ std::uint64_t budget_option(const cxxopts::ParseResult& r) {
 }
 
 /// --model-analyses N of `run` and `prune`: a space larger than N is searched by the model
-/// (tuner/model_search.h); 0: never, the whole space is analysed.
+/// (tuner/model/space_search.h); 0: never, the whole space is analysed.
 std::uint64_t model_analyses_option(const cxxopts::ParseResult& r) {
   const std::int64_t n = r["model-analyses"].as<std::int64_t>();
   if (n < 0 || n == 1)

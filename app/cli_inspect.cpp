@@ -22,9 +22,9 @@
 #include "select/decision_table.h"
 #include "select/runtime_header.h"
 #include "select/select.h"
-#include "tuner/device_info.h"
-#include "tuner/generate.h"
-#include "tuner/inspect.h"
+#include "tuner/compile/compile_and_inspect.h"
+#include "tuner/measure/device_info.h"
+#include "tuner/tools/generate.h"
 
 namespace gputune::app {
 namespace {

@@ -23,12 +23,12 @@
 #include "cuda/cache_admin.h"
 #include "cuda/driver.h"
 #include "db/store.h"
-#include "tuner/generate.h"
-#include "tuner/inspect.h"
-#include "tuner/measurement_row.h"
-#include "tuner/pipeline.h"
-#include "tuner/stop_signals.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/stop_signals.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/compile/compile_and_inspect.h"
+#include "tuner/run/measurement_row.h"
+#include "tuner/run/pipeline.h"
+#include "tuner/tools/generate.h"
 #include "variants/hash.h"
 #include "web/server.h"
 
@@ -108,7 +108,7 @@ std::string load_or_create_token(const std::string& db_path, bool& created) {
 int run_worker(const WorkerOptions& o) {
   // SIGTERM (the server stopping) or SIGINT (Ctrl-C on its terminal; the server's SIGTERM follows):
   // finish the measurement in hand, then stop. Taken by a watcher thread, so the handlers NVRTC
-  // installs during its first compile do not decide (tuner/stop_signals.h).
+  // installs during its first compile do not decide (tuner/common/stop_signals.h).
   tuner::watch_stop_signals(
       "", [] { g_stop = true; }, /*second_quits=*/false);
   std::string name = "gpu" + std::to_string(o.device);

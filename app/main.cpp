@@ -1,7 +1,7 @@
 /** \file app/main.cpp
  * gputune: the command line. A thin shell over the libraries: main() names every command and
  * dispatches to its function (app/cli.h; one file per command group), and turns errors into
- * messages and exit codes (tuner/exit_codes.h).
+ * messages and exit codes (tuner/common/exit_codes.h).
  */
 #include <cxxopts.hpp>
 #include <iostream>
@@ -11,7 +11,7 @@
 #include "app/cli.h"
 #include "db/store.h"
 #include "pruner/device_spec.h"
-#include "tuner/exit_codes.h"
+#include "tuner/common/exit_codes.h"
 #include "variants/job.h"
 
 using namespace gputune;

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tuner/command_line.h"
+#include "tuner/common/command_line.h"
 #include "variants/job.h"
 
 extern char** environ;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cuda/driver.h"
-#include "tuner/measure.h"
+#include "tuner/measure/measure.h"
 
 namespace gputune::bench {
 

@@ -9,9 +9,9 @@
 
 #include "baselines.h"
 #include "cuda/driver.h"
-#include "tuner/device_info.h"
-#include "tuner/measure.h"
-#include "tuner/pipeline.h"
+#include "tuner/measure/device_info.h"
+#include "tuner/measure/measure.h"
+#include "tuner/run/pipeline.h"
 
 using namespace gputune;
 

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/prune.h"
-#include "tuner/strategy.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/search/strategy.h"
+#include "tuner/tools/prune_command.h"
 
 using namespace gputune;
 

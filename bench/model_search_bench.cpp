@@ -1,6 +1,6 @@
-// The model's search of a space too large to analyse whole (tuner/model_search.h), scored against
-// the whole space's best cases: for each limit of analyses, how long the search took, the best
-// case it found, and where that stands among the best cases of every configuration (computed
+// The model's search of a space too large to analyse whole (tuner/model/space_search.h), scored
+// against the whole space's best cases: for each limit of analyses, how long the search took, the
+// best case it found, and where that stands among the best cases of every configuration (computed
 // here by analysing the whole space, which is what the search avoids). No GPU: best cases are
 // the model's, from the source alone, for DEVICE (configs/devices); whether they are the
 // measured optimum needs a GPU.
@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "pruner/device_spec.h"
-#include "tuner/arguments.h"
-#include "tuner/model_search.h"
-#include "tuner/screen.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/measure/arguments.h"
+#include "tuner/model/compile_screen.h"
+#include "tuner/model/space_search.h"
 
 using namespace gputune;
 using namespace gputune::tuner;

@@ -22,10 +22,10 @@
 
 #include "baselines.h"
 #include "cuda/driver.h"
-#include "tuner/device_info.h"
-#include "tuner/pipeline.h"
-#include "tuner/stop_signals.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/stop_signals.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/measure/device_info.h"
+#include "tuner/run/pipeline.h"
 
 using namespace gputune;
 namespace fs = std::filesystem;

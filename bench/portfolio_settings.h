@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tuner/portfolio.h"
+#include "tuner/search/portfolio.h"
 
 namespace gputune::bench {
 

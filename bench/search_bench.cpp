@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bench/portfolio_settings.h"
-#include "tuner/replay.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/tools/replay.h"
 
 using namespace gputune;
 

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "bench/portfolio_settings.h"
-#include "tuner/portfolio.h"
-#include "tuner/replay.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/search/portfolio.h"
+#include "tuner/tools/replay.h"
 #include "variants/space.h"
 
 using namespace gputune;

@@ -19,12 +19,31 @@ set(GPUTUNE_LAYER_web select db variants)
 set(GPUTUNE_LAYER_tuner cuda pruner db variants)
 set(GPUTUNE_LAYER_app tuner web select cuda pruner db variants)
 set(GPUTUNE_LAYERS variants pruner db cuda select web tuner app)
+# Rooms inside tuner/, in order: code of a room may use the rooms before it, never one after it
+# (checked on the includes, like the folders). common: the process's plumbing (command line,
+# progress, signals, exit codes, the job as tuned); measure: the device, the kernel's arguments,
+# launching and timing; search: the strategies and their scoring; emulator: the CPU emulator and
+# `check`; compile: configurations to compiled, inspected candidates; model: predictions and rule
+# 4 before compiling; run: the stages of `gputune run`; tools: the other commands (prune, replay,
+# generate).
+set(GPUTUNE_ROOMS_tuner common measure search emulator compile model run tools)
 # Headers only their own folder may include: SQL stays in db/ (db/sqlite.h is its RAII layer).
 set(GPUTUNE_PRIVATE_HEADERS db/sqlite.h)
 
 # True in OUT when code of folder FROM may use folder TO.
 function(gputune_layer_allows FROM TO OUT)
   if(FROM STREQUAL TO OR "${TO}" IN_LIST GPUTUNE_LAYER_${FROM})
+    set(${OUT} TRUE PARENT_SCOPE)
+  else()
+    set(${OUT} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# True in OUT when code of room FROM of FOLDER may use room TO of the same folder.
+function(gputune_room_allows FOLDER FROM TO OUT)
+  list(FIND GPUTUNE_ROOMS_${FOLDER} ${FROM} from_index)
+  list(FIND GPUTUNE_ROOMS_${FOLDER} ${TO} to_index)
+  if(from_index LESS 0 OR to_index LESS 0 OR to_index LESS_EQUAL from_index)
     set(${OUT} TRUE PARENT_SCOPE)
   else()
     set(${OUT} FALSE PARENT_SCOPE)

@@ -1,6 +1,6 @@
 /** \file cuda/cache_admin.h
  * Owns: housekeeping of the on-disk cache folder that cuda/cubin_cache.h (cubins) and
- * tuner/model_stage.h (traffic reports) write: what it holds, its size limit, trimming the least
+ * tuner/model/predict.h (traffic reports) write: what it holds, its size limit, trimming the least
  * recently used entries to that limit, clearing it. `gputune cache` and the automatic trim after a
  * command that wrote to the cache are thin shells over this. Must not: read or judge an entry's
  * content (its writer owns the format and treats a missing entry as a miss), or touch any file

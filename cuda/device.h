@@ -2,7 +2,7 @@
  * Owns: what the driver says about a device: its name, memory, clocks, compute capability and
  * the launch and resource limits it reports (cuDeviceGetAttribute), as plain numbers.
  * Consumes: the driver (cuda/driver.h). Produces: DeviceAttributes; the tuner turns them into
- * the pruner's DeviceLimits over its per-architecture tables (tuner/device_info.h).
+ * the pruner's DeviceLimits over its per-architecture tables (tuner/measure/device_info.h).
  * Must not: use the pruner's types or tables, touch the database, or parse jobs. */
 #pragma once
 

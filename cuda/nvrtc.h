@@ -3,7 +3,7 @@
  * worker threads at compile priority, through the cubin cache (cuda/cubin_cache.h).
  * A compile failure is a result (status and log), not an exception.
  * Consumes: Variant. Produces: CompiledVariant. pruner/ reads the cubins afterwards; the run's
- * stream (tuner/compile_pool.h) and gputune::select compile through it.
+ * stream (tuner/compile/compile_pool.h) and gputune::select compile through it.
  * Must not: launch anything or touch the database. */
 #pragma once
 

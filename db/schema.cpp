@@ -170,9 +170,9 @@ CREATE TABLE queue_files(
   content BLOB NOT NULL,
   UNIQUE (queue_id, path));
 )SQL",
-    // 8: what a run planned when the model searched its space (tuner/model_search.h), or that it
-    // planned the whole space, so that `run --resume` goes on with that plan instead of searching
-    // again (a calibration fitted in between could choose other configurations).
+    // 8: what a run planned when the model searched its space (tuner/model/space_search.h), or that
+    // it planned the whole space, so that `run --resume` goes on with that plan instead of
+    // searching again (a calibration fitted in between could choose other configurations).
     R"SQL(
 CREATE TABLE run_plans(
   run_id INTEGER PRIMARY KEY REFERENCES runs(id),

@@ -5,7 +5,7 @@
  * traffic above a threshold; (3) duplicates: identical cubin and launch geometry as a variant kept
  * earlier (a parameter with no effect on the code), so equal variants are timed once; (4) model:
  * predicted slower than a margin x the best prediction (apply_model_rule; the predictions are
- * pruner/model.h's, which tuner/model_stage.h computes over a context's variants, in parallel).
+ * pruner/model.h's, which tuner/model/predict.h computes over a context's variants, in parallel).
  * Consumes: Resources, cubin hashes, launch geometry, DeviceLimits, Predictions. Produces:
  * PruneResult, Decisions.
  * Must not: include cuda.h, launch anything, or touch the database. */
@@ -74,15 +74,15 @@ std::string launch_key(const std::array<std::int64_t, 3>& grid,
 /// predicted slower than margin x the best prediction of the variants rules 1-2 keep (duplicates
 /// included: the same binary as a kept one): kept false, rule "model", the prediction in the
 /// reason. Returns how many it removed. `prune` applies it after the model stage, replay sweeps it
-/// over margins. (`run` applies the same margin as it streams, tuner/search_stream.h, and the
-/// screen, tuner/screen.h, before compiling: to best cases from the source alone, which no real
-/// prediction undercuts.)
+/// over margins. (`run` applies the same margin as it streams, tuner/search/search_stream.h, and
+/// the screen, tuner/model/compile_screen.h, before compiling: to best cases from the source alone,
+/// which no real prediction undercuts.)
 std::size_t apply_model_rule(std::vector<Decision>& decisions,
                              const std::vector<Prediction>& predictions, double margin);
 /// Rule 4's test, wherever it is applied (here on a context's compiled variants; before compiling
-/// on best cases in tuner/screen.cpp; as the stream compiles in tuner/search_stream.cpp): a
-/// variant predicted (or at best) slower than `margin` x the best prediction cannot win. False
-/// when either time is unknown (NaN).
+/// on best cases in tuner/model/compile_screen.cpp; as the stream compiles in
+/// tuner/search/search_stream.cpp): a variant predicted (or at best) slower than `margin` x the
+/// best prediction cannot win. False when either time is unknown (NaN).
 constexpr bool model_rule_drops(double predicted_ms, double best_ms, double margin) {
   return predicted_ms > margin * best_ms;
 }

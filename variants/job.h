@@ -133,7 +133,8 @@ struct Job {
   bool search_named = false;
   std::uint64_t seed = 1;
   /// GPUTune.Search.ModelAnalyses: a space larger than this is not analysed and compiled whole
-  /// under the model (model_guided, `prune`); the model searches it instead (tuner/model_search.h).
+  /// under the model (model_guided, `prune`); the model searches it instead
+  /// (tuner/model/space_search.h).
   std::uint64_t model_analyses = 20000;
   Budget budget;
   PrunerSettings pruner;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "test_util.h"
-#include "tuner/pipeline.h"
+#include "tuner/run/pipeline.h"
 #include "variants/job.h"
 
 namespace gputune::tuner {

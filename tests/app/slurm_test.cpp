@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "test_util.h"
-#include "tuner/command_line.h"
+#include "tuner/common/command_line.h"
 #include "variants/job.h"
 
 namespace gputune::app {

@@ -13,7 +13,7 @@
 #include "cuda/nvrtc.h"
 #include "pruner/traffic.h"
 #include "test_util.h"
-#include "tuner/model_stage.h"
+#include "tuner/model/predict.h"
 #include "variants/hash.h"
 #include "variants/job.h"
 

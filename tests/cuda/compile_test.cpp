@@ -10,7 +10,7 @@
 #include "cuda/header_digest.h"
 #include "cuda/nvrtc.h"
 #include "test_util.h"
-#include "tuner/model_stage.h"
+#include "tuner/model/predict.h"
 #include "variants/job.h"
 #include "variants/space.h"
 

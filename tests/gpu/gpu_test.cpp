@@ -10,9 +10,9 @@
 #include "pruner/occupancy.h"
 #include "pruner/rules.h"
 #include "test_util.h"
-#include "tuner/device_info.h"
-#include "tuner/pipeline.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/measure/device_info.h"
+#include "tuner/run/pipeline.h"
 
 namespace gputune {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "db/store.h"
 #include "test_util.h"
-#include "tuner/command_line.h"
-#include "tuner/generate.h"
+#include "tuner/common/command_line.h"
+#include "tuner/tools/generate.h"
 
 namespace gputune {
 namespace {

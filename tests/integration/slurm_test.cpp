@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "test_util.h"
-#include "tuner/command_line.h"
+#include "tuner/common/command_line.h"
 
 namespace gputune {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/arguments.h"
+#include "tuner/measure/arguments.h"
 
 #include <gtest/gtest.h>
 

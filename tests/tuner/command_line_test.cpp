@@ -1,4 +1,4 @@
-#include "tuner/command_line.h"
+#include "tuner/common/command_line.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tuner/compile_pool.h"
+#include "tuner/compile/compile_pool.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

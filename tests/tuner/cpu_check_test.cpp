@@ -1,5 +1,6 @@
-// `gputune check`: a job's configurations on the CPU against the reference (tuner/cpu_check.h).
-#include "tuner/cpu_check.h"
+// `gputune check`: a job's configurations on the CPU against the reference
+// (tuner/emulator/cpu_check.h).
+#include "tuner/emulator/cpu_check.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,9 +16,9 @@
 
 #include "cuda/nvrtc.h"
 #include "test_util.h"
-#include "tuner/command_line.h"
-#include "tuner/generate.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/command_line.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/tools/generate.h"
 #include "variants/instantiate.h"
 #include "variants/naive/naive.h"
 #include "variants/space.h"

@@ -1,6 +1,6 @@
-// The CPU emulator (tuner/cpu_emulator.h): CUDA kernels compiled as C++, blocks in turn, the
-// threads of a block as fibers that meet at barriers; faults and runaway kernels end a launch.
-#include "tuner/cpu_emulator.h"
+// The CPU emulator (tuner/emulator/cpu_emulator.h): CUDA kernels compiled as C++, blocks in turn,
+// the threads of a block as fibers that meet at barriers; faults and runaway kernels end a launch.
+#include "tuner/emulator/cpu_emulator.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

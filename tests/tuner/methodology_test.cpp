@@ -1,4 +1,4 @@
-#include "tuner/methodology.h"
+#include "tuner/search/methodology.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <random>
 
 #include "test_util.h"
-#include "tuner/replay.h"
+#include "tuner/tools/replay.h"
 #include "variants/job.h"
 
 namespace gputune::tuner {

@@ -1,4 +1,4 @@
-#include "tuner/portfolio.h"
+#include "tuner/search/portfolio.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "tuner/forest.h"
+#include "tuner/search/forest.h"
 
 namespace gputune::tuner {
 namespace {

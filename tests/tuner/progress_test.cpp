@@ -1,4 +1,4 @@
-#include "tuner/progress.h"
+#include "tuner/common/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,3 @@
-#include "tuner/prune.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,10 +10,11 @@
 #include "db/store.h"
 #include "pruner/device_spec.h"
 #include "test_util.h"
-#include "tuner/arguments.h"
-#include "tuner/inspect.h"
-#include "tuner/model_search.h"
-#include "tuner/screen.h"
+#include "tuner/compile/compile_and_inspect.h"
+#include "tuner/measure/arguments.h"
+#include "tuner/model/compile_screen.h"
+#include "tuner/model/space_search.h"
+#include "tuner/tools/prune_command.h"
 
 namespace gputune::tuner {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/replay.h"
+#include "tuner/tools/replay.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

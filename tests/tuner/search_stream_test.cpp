@@ -1,4 +1,4 @@
-#include "tuner/search_stream.h"
+#include "tuner/search/search_stream.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "pruner/model.h"
-#include "tuner/portfolio.h"
+#include "tuner/search/portfolio.h"
 
 namespace gputune::tuner {
 namespace {

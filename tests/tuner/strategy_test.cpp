@@ -1,4 +1,4 @@
-#include "tuner/strategy.h"
+#include "tuner/search/strategy.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "tuner/portfolio.h"
+#include "tuner/search/portfolio.h"
 
 namespace gputune::tuner {
 namespace {

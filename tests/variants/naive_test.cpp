@@ -16,10 +16,10 @@
 
 #include "cuda/nvrtc.h"
 #include "pruner/cubin.h"
-#include "tuner/cpu_check.h"
-#include "tuner/cpu_emulator.h"
-#include "tuner/generate.h"
-#include "tuner/tuning_job.h"
+#include "tuner/common/tuning_job.h"
+#include "tuner/emulator/cpu_check.h"
+#include "tuner/emulator/cpu_emulator.h"
+#include "tuner/tools/generate.h"
 #include "variants/space.h"
 
 namespace gputune {
