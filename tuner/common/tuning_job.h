@@ -3,6 +3,7 @@
  * (variants/job.h), and for a naive job (GPUTune.Naive) the analysis of its kernel and the space
  * and geometry generated from it (variants/naive/naive.h), or the fall-back to block shape only
  * with the reason when the kernel is outside the generator's subset.
+ * Runs before: every command's own stages (run/pipeline.h, tools/, emulator/cpu_check.h).
  * Must not: compile, launch or touch the database. */
 #pragma once
 

@@ -2,8 +2,10 @@
  * Owns: the compile-and-inspect stage shared by `run` and `prune`: every configuration becomes a
  * Variant (source + -D options), is compiled by the NVRTC pool through the cubin cache, and has
  * its resources read from the cubin and the ptxas log.
- * Consumes: Job, kernel source, Configs. Produces: CompileReport. Must not: launch or touch the db.
- */
+ * Consumes: Job, kernel source, Configs. Produces: CompileReport.
+ * Runs after: the space (variants/); before: the pruner's rules 1-3 (pruner/rules.h) and the
+ * model's real predictions (model/predict.h).
+ * Must not: launch or touch the database. */
 #pragma once
 
 #include <filesystem>

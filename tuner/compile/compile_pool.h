@@ -5,7 +5,10 @@
  * search's look-ahead: tuner/search/search_stream.h).
  * Consumes: Candidates. Produces: their compiled code and resources (through `compile`, on a
  * worker thread; each candidate is written by one worker and read by the caller only once handed
- * back). Must not: launch anything or touch the database. */
+ * back).
+ * Runs after: the search stream chose what to compile; before: the measurer
+ * (measure/measure.h), which takes what it hands back.
+ * Must not: launch anything or touch the database. */
 #pragma once
 
 #include <chrono>

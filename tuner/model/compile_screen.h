@@ -11,6 +11,7 @@
  * `prune --screen`.
  * Consumes: Job, source, Configs, contexts, device limits and rates. Produces: a CompileReport
  * over every config (screened ones left uncompiled) and the screened set with reasons.
+ * Runs after: the best cases (model/predict.h); before: the compile (compile/) of what it keeps.
  * Must not: launch anything or write SQL. */
 #pragma once
 

@@ -5,6 +5,8 @@
  * --device or by the driver's device name, else the driver's attributes).
  * Consumes: Job, source, Configs, occupancies. Produces: ModelRun, whose predictions rule 4
  * (pruner::apply_model_rule, pruner/rules.h) judges: what it decides is not decided here.
+ * Runs after: the plan (run/model_work.h) and, for real predictions, the compile (compile/);
+ * before: rule 4 in the compile screen (model/compile_screen.h) and the search stream.
  * Must not: launch anything, write SQL, or decide what is pruned. */
 #pragma once
 

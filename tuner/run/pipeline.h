@@ -7,6 +7,8 @@
  * the provisional winner) -> re-measure the top few -> winners. The stages live in the files
  * tuner/run/run_stages.h names. Each is logged; with GPUTUNE_TIME_STAGES set, timed.
  * Consumes: Job, RunOptions. Produces: RunReport (and rows in the database).
+ * Runs after: the command line (app/cli_tuning.cpp) and the job's loading (common/tuning_job.h);
+ * before: nothing in tuner/ (export, batch reports and the dashboard read what it stored).
  * Must not: parse command lines (main.cpp does) or write SQL (db/ does). */
 #pragma once
 

@@ -12,6 +12,8 @@
  * Pure bookkeeping, so that `run` drives it with its compile pool and measurer and `replay` with
  * recorded times (compiles finishing in the order they were asked for), and both perform the same
  * search. Positions are indices into the run's plan, as the strategy numbers them.
+ * Runs after: the plan and the best cases; before: each compile (compile/compile_pool.h) and
+ * measurement (measure/measure.h) that its driver performs.
  * Must not: compile, launch, or touch the database. */
 #pragma once
 

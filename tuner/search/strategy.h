@@ -2,6 +2,9 @@
  * Owns: search strategies, which choose the order in which configurations of a space are tried,
  * and the budget (configuration count, fraction, seconds) that stops them. Strategies see only the
  * space size and the outcomes so far, never the GPU, so they can be replayed from stored data.
+ * Runs inside: the search stream (search/search_stream.h), which asks it for the next
+ * configuration and reports each outcome back; in `run` (run/tune_context.cpp) and in `replay`
+ * (tools/replay_search.cpp) alike.
  * Must not: compile, launch or touch the database. */
 #pragma once
 

@@ -5,6 +5,8 @@
  * without a GPU: how many measurements each strategy needs to get within 5% and 10% of the
  * optimum (median over many seeds), the fraction pruned, the regret pruning causes, and how many
  * recorded launch failures the rules predicted.
+ * Runs after: the measurements were recorded (db/interchange.h reads them); the search it scores
+ * runs as `run` streams it (search/search_stream.h, simulated compiles).
  * Must not: launch anything or write SQL. */
 #pragma once
 
