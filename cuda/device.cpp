@@ -6,22 +6,16 @@
 namespace gputune::cuda {
 
 namespace {
-const Driver& drv() {
-  const Driver& d = Driver::instance();
-  if (!d.available())
-    throw CudaError("CUDA driver unavailable: " + d.unavailable_reason(),
-                    CUDA_ERROR_NOT_INITIALIZED);
-  return d;
-}
 int attr(CUdevice dev, CUdevice_attribute a) {
   int v = 0;
-  drv().check(drv().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
+  const Driver& d = Driver::usable();
+  d.check(d.cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
   return v;
 }
 }  // namespace
 
 DeviceAttributes device_attributes(int index) {
-  const Driver& d = drv();
+  const Driver& d = Driver::usable();
   if (index < 0 || index >= d.device_count())
     throw CudaError("device index " + std::to_string(index) + " out of range (" +
                         std::to_string(d.device_count()) + " devices)",

@@ -111,18 +111,16 @@ void Driver::check(CUresult rc, const char* call, const std::string& context) co
                   rc);
 }
 
-namespace {
-const Driver& drv() {
-  const Driver& d = Driver::instance();
+const Driver& Driver::usable() {
+  const Driver& d = instance();
   if (!d.available())
     throw CudaError("CUDA driver unavailable: " + d.unavailable_reason(),
                     CUDA_ERROR_NOT_INITIALIZED);
   return d;
 }
-}  // namespace
 
 std::string describe_devices() {
-  const Driver& d = drv();
+  const Driver& d = Driver::instance();  // a message, not a call: no driver is an answer
   if (!d.available()) return "no CUDA device: " + d.unavailable_reason();
   const int n = d.device_count();
   std::string out = std::to_string(n) + (n == 1 ? " CUDA device" : " CUDA devices");
@@ -138,7 +136,7 @@ std::string describe_devices() {
 }
 
 PrimaryContext::PrimaryContext(int device) {
-  const Driver& d = drv();
+  const Driver& d = Driver::usable();
   d.check(d.cuDeviceGet(&dev_, device), "cuDeviceGet");
   d.check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   make_current();
@@ -152,11 +150,12 @@ PrimaryContext::~PrimaryContext() {
 }
 
 void PrimaryContext::make_current() const {
-  drv().check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+  const Driver& d = Driver::usable();
+  d.check(d.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
 Module::Module(const std::string& cubin, const std::string& kernel) {
-  const Driver& d = drv();
+  const Driver& d = Driver::usable();
   d.check(d.cuModuleLoadData(&mod_, cubin.data()), "cuModuleLoadData", kernel);
   CUresult rc = d.cuModuleGetFunction(&fn_, mod_, kernel.c_str());
   if (rc != CUDA_SUCCESS) {
@@ -172,13 +171,15 @@ Module::~Module() {
 
 int Module::attribute(CUfunction_attribute a) const {
   int v = 0;
-  drv().check(drv().cuFuncGetAttribute(&v, a, fn_), "cuFuncGetAttribute");
+  const Driver& d = Driver::usable();
+  d.check(d.cuFuncGetAttribute(&v, a, fn_), "cuFuncGetAttribute");
   return v;
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  drv().check(drv().cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc",
-              std::to_string(bytes) + " bytes");
+  const Driver& d = Driver::usable();
+  d.check(d.cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc",
+          std::to_string(bytes) + " bytes");
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
@@ -195,14 +196,21 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 void DeviceBuffer::upload(const void* src, size_t bytes) {
-  if (bytes) drv().check(drv().cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD");
+  if (bytes == 0) return;
+  const Driver& d = Driver::usable();
+  d.check(d.cuMemcpyHtoD(ptr_, src, bytes), "cuMemcpyHtoD");
 }
 
 void DeviceBuffer::download(void* dst, size_t bytes) const {
-  if (bytes) drv().check(drv().cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH");
+  if (bytes == 0) return;
+  const Driver& d = Driver::usable();
+  d.check(d.cuMemcpyDtoH(dst, ptr_, bytes), "cuMemcpyDtoH");
 }
 
-Event::Event() { drv().check(drv().cuEventCreate(&ev_, CU_EVENT_DEFAULT), "cuEventCreate"); }
+Event::Event() {
+  const Driver& d = Driver::usable();
+  d.check(d.cuEventCreate(&ev_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
 
 Event::~Event() {
   if (ev_) Driver::instance().cuEventDestroy(ev_);

@@ -82,6 +82,9 @@ struct Driver {
 
   /// Loads libcuda.so.1 and cuInit(0) once (thread-safe). Never throws.
   static const Driver& instance();
+  /// instance(), or CudaError "CUDA driver unavailable: <why>" (CUDA_ERROR_NOT_INITIALIZED) when
+  /// it cannot be used: what every call into the driver goes through.
+  static const Driver& usable();
   bool available() const { return ok_; }
   /// Why the driver is not usable (library missing, cuInit failed, no device).
   const std::string& unavailable_reason() const { return why_; }

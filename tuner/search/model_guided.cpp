@@ -2,13 +2,9 @@
 // stop rule, rule 4's held-back variants and the portfolio for what the model cannot predict.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
 #include <random>
-#include <set>
 #include <sstream>
-#include <stdexcept>
-#include <tuple>
 
 #include "tuner/search/portfolio.h"
 #include "tuner/search/strategy.h"

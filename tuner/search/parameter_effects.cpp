@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 #include <tuple>
 
 #include "tuner/search/strategy.h"

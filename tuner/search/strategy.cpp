@@ -5,15 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
 #include <random>
-#include <set>
-#include <sstream>
 #include <stdexcept>
-#include <tuple>
-
-#include "tuner/search/portfolio.h"
 
 namespace gputune::tuner {
 
