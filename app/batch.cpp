@@ -206,7 +206,7 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
       const std::string& strategy = o.strategy.empty() ? jobs[i].strategy : o.strategy;
       const auto all = store.runs_of_job(jobs[i].document);
       for (auto it = all.rbegin(); it != all.rend(); ++it)
-        if (it->status == "done" && it->strategy == strategy) {
+        if (it->status == db::RunStatus::kDone && it->strategy == strategy) {
           item.unchanged = true, item.run_id = it->id, item.run_status = it->status;
           break;
         }
@@ -216,15 +216,15 @@ BatchReport run_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& o, 
     item.run_id = runs.back().id, item.run_status = runs.back().status;
     item.run_message = runs.back().message;
     // A tuning process killed by a signal (a crashing driver) left its run "running": it ended.
-    if (item.exit_code > 128 && item.run_status == "running") {
+    if (item.exit_code > 128 && item.run_status == db::RunStatus::kRunning) {
       const int sig = item.exit_code - 128;
-      store.stop_run(item.run_id, "failed",
+      store.stop_run(item.run_id, db::RunStatus::kFailed,
                      "the tuning process was killed by signal " + std::to_string(sig) + " (" +
                          strsignal(sig) + "); `gputune run " +
                          tuner::shell_quote(jobs[i].file.string()) + " --db " +
                          tuner::shell_quote(o.db_path) + " --resume " +
                          std::to_string(item.run_id) + "` goes on from what it stored");
-      item.run_status = "failed";
+      item.run_status = db::RunStatus::kFailed;
       if (auto ended = store.run(item.run_id)) item.run_message = ended->message;
     }
     compare_contexts(store, item, o, log);

@@ -101,10 +101,10 @@ struct BatchContext {
 struct BatchItem {
   SuiteJob job;
   int exit_code = 0;
-  bool ran = false;         ///< false: the suite stopped before this job
-  std::int64_t run_id = 0;  ///< 0: the job stored no run (bad input found by `run`)
-  std::string run_status;   ///< the run's status (done, interrupted, failed, ...)
-  std::string run_message;  ///< the run's message (why it failed)
+  bool ran = false;                         ///< false: the suite stopped before this job
+  std::int64_t run_id = 0;                  ///< 0: the job stored no run (bad input found by `run`)
+  std::optional<db::RunStatus> run_status;  ///< the run's status; none without a run
+  std::string run_message;                  ///< the run's message (why it failed)
   /// `run --skip-unchanged` found nothing changed since run_id (an earlier run): no new run.
   bool unchanged = false;
   std::vector<BatchContext> contexts;

@@ -223,7 +223,7 @@ void compare_contexts(db::Store& store, BatchItem& item, const BatchOptions& o, 
       c.previous_context_id = prev->context_id;
     // Slower than before, or no correct variant where there was one: both need a look. A run
     // that did not time (no GPU) or stopped early is not compared.
-    if (c.previous_ms && item.run_status == "done")
+    if (c.previous_ms && item.run_status == db::RunStatus::kDone)
       c.regression = !c.best_ms || *c.change() > o.regression;
     if (c.regression && c.best_ms && o.confirm) {
       c.confirmation = confirm(store, item, c, o, log);
@@ -249,10 +249,10 @@ BatchReport report_batch(const std::vector<SuiteJob>& jobs, const BatchOptions& 
     }
     const db::RunRow& newest = runs.back();
     item.run_id = newest.id, item.run_status = newest.status, item.run_message = newest.message;
-    item.exit_code = newest.status == "done"          ? tuner::kExitOk
-                     : newest.status == "no_device"   ? tuner::kExitNoDevice
-                     : newest.status == "interrupted" ? tuner::kExitInterrupted
-                                                      : tuner::kExitInternal;
+    item.exit_code = newest.status == db::RunStatus::kDone          ? tuner::kExitOk
+                     : newest.status == db::RunStatus::kNoDevice    ? tuner::kExitNoDevice
+                     : newest.status == db::RunStatus::kInterrupted ? tuner::kExitInterrupted
+                                                                    : tuner::kExitInternal;
     compare_contexts(store, item, o, log);
     for (const BatchContext& c : item.contexts) rep.regressions += c.regression;
   }
@@ -295,29 +295,30 @@ void print_batch_report(const BatchReport& r, std::ostream& out) {
       out << "unchanged since this run: not re-tuned (--skip-unchanged)\n";
       continue;
     }
-    const bool has_times = item.run_status == "done" || item.run_status == "interrupted" ||
-                           item.run_status == "no_device";
+    const bool has_times = item.run_status == db::RunStatus::kDone ||
+                           item.run_status == db::RunStatus::kInterrupted ||
+                           item.run_status == db::RunStatus::kNoDevice;
     if (!has_times || item.contexts.empty()) {
       std::string message = item.run_message.substr(0, item.run_message.find('\n'));
       if (message.size() > 100) message = message.substr(0, 97) + "...";
-      out << item.run_status << (message.empty() ? "" : ": " + message) << "\n";
+      out << *item.run_status << (message.empty() ? "" : ": " + message) << "\n";
       continue;
     }
     for (size_t k = 0; k < item.contexts.size(); ++k) {
       const BatchContext& c = item.contexts[k];
       if (k) out << std::string(indent, ' ');
       out << std::left << std::setw(14) << c.label << std::right << std::setw(12)
-          << (c.best_ms                          ? fixed(*c.best_ms, 4)
-              : item.run_status == "no_device"   ? std::string("not timed")
-              : item.run_status == "interrupted" ? std::string("stopped")
-                                                 : std::string("none correct"))
+          << (c.best_ms                                        ? fixed(*c.best_ms, 4)
+              : item.run_status == db::RunStatus::kNoDevice    ? std::string("not timed")
+              : item.run_status == db::RunStatus::kInterrupted ? std::string("stopped")
+                                                               : std::string("none correct"))
           << std::setw(22)
           << (c.previous_ms ? fixed(*c.previous_ms, 4) + " (" + std::to_string(c.previous_run) + ")"
                             : std::string("first run"));
       std::string change = "";
       if (auto ch = c.change()) change = (*ch >= 0 ? "+" : "") + fixed(100 * *ch, 1) + "%";
       out << std::setw(10) << change << (c.regression ? "  REGRESSION" : "");
-      if (item.run_status == "interrupted") out << "  (stopped early: not compared)";
+      if (item.run_status == db::RunStatus::kInterrupted) out << "  (stopped early: not compared)";
       out << "\n";
     }
   }
@@ -352,14 +353,15 @@ std::string batch_report_markdown(const BatchReport& r) {
       std::string why = !item.ran        ? "not run (the suite was stopped)"
                         : item.unchanged ? "unchanged: not re-tuned"
                                          : item.run_message.substr(0, item.run_message.find('\n'));
-      out << "| " << job << " | " << run << " | " << cell(item.run_status) << " | | | | | | "
+      out << "| " << job << " | " << run << " | "
+          << cell(item.run_status ? std::string(text(*item.run_status)) : "") << " | | | | | | "
           << cell(why) << " |\n";
       continue;
     }
     for (const BatchContext& c : item.contexts) {
       std::string change;
       if (auto ch = c.change()) change = (*ch >= 0 ? "+" : "") + fixed(100 * *ch, 1) + "%";
-      out << "| " << job << " | " << run << " | " << item.run_status << " | " << cell(c.label)
+      out << "| " << job << " | " << run << " | " << *item.run_status << " | " << cell(c.label)
           << " | " << cell(c.device) << " | " << (c.best_ms ? fixed(*c.best_ms, 4) : "-") << " | "
           << (c.previous_ms ? fixed(*c.previous_ms, 4) + " (" + std::to_string(c.previous_run) + ")"
                             : "-")
@@ -406,7 +408,7 @@ std::string batch_report_json(const BatchReport& r) {
                     {"exit_code", item.exit_code},
                     {"ran", item.ran},
                     {"run", item.run_id ? ordered_json(item.run_id) : ordered_json()},
-                    {"status", item.run_status},
+                    {"status", item.run_status ? ordered_json(*item.run_status) : ordered_json("")},
                     {"message", item.run_message},
                     {"unchanged", item.unchanged},
                     {"contexts", contexts}});

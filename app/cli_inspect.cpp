@@ -378,7 +378,7 @@ int cmd_runs(int argc, char** argv) {
   std::vector<std::array<std::string, 6>> rows{
       {"run", "status", "job", "progress", "timed", "started"}};
   for (const auto& run : runs)
-    rows.push_back({std::to_string(run.id), run.status, run.job_name,
+    rows.push_back({std::to_string(run.id), std::string(text(run.status)), run.job_name,
                     std::to_string(run.done) + "/" + std::to_string(run.total),
                     std::to_string(store.timed_pairs(run.id)), run.started_at});
   std::array<size_t, 6> width{};

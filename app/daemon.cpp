@@ -127,7 +127,8 @@ int run_worker(const WorkerOptions& o) {
       continue;
     }
     std::cerr << "gputune worker " << name << ": job " << item->id << " (" << item->name << ")\n";
-    std::string status = "failed", message;
+    db::QueueStatus status = db::QueueStatus::kFailed;
+    std::string message;
     bool context_lost = false;
     try {
       // The job, its kernel and the files they read, each at its submitting machine's path under
@@ -152,16 +153,17 @@ int run_worker(const WorkerOptions& o) {
       context_lost = rep.context_lost;
       switch (rep.exit_code) {
         case tuner::kExitOk:
-          status = "done";
+          status = db::QueueStatus::kDone;
           break;
         case tuner::kExitNoDevice:
-          status = "no_device";
+          status = db::QueueStatus::kNoDevice;
           break;
         case tuner::kExitInterrupted:
-          status = store.cancel_requested(item->id) ? "cancelled" : "queued";
+          status = store.cancel_requested(item->id) ? db::QueueStatus::kCancelled
+                                                    : db::QueueStatus::kQueued;
           break;
         default:
-          status = "failed";
+          status = db::QueueStatus::kFailed;
       }
     } catch (const std::exception& e) {
       message = e.what();
@@ -174,7 +176,7 @@ int run_worker(const WorkerOptions& o) {
       // here: the job goes back to the queue, not counted as an attempt, and this worker ends;
       // the supervisor starts a new one, which resumes the run without that variant.
       store.requeue_running(name, /*count_attempt=*/false);
-    } else if (status == "queued") {
+    } else if (status == db::QueueStatus::kQueued) {
       store.requeue_running(name);  // shutting down: the next start resumes it
     } else {
       store.finish_queue(item->id, status, message);
@@ -241,7 +243,7 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
           : "worker process exited with code " + std::to_string(WEXITSTATUS(wait_status));
   const db::Status status = w.kill_reason.empty() ? db::Status::kRuntime : db::Status::kTimeout;
   for (auto& item : store.queue(1000, false)) {
-    if (item.status != "running" || item.worker != w.name) continue;
+    if (item.status != db::QueueStatus::kRunning || item.worker != w.name) continue;
     // The variant it last began to measure, unless that one is stored already: the worker died
     // after storing it and before beginning the next (its in-flight mark stays until then), or
     // while re-measuring a winner. Blaming it again would measure that pair twice.
@@ -256,7 +258,7 @@ void handle_worker_death(db::Store& store, WorkerProc& w, int wait_status, int m
     }
     if (item.attempts >= max_attempts) {
       store.finish_queue(
-          item.id, "failed",
+          item.id, db::QueueStatus::kFailed,
           "its worker died " + std::to_string(item.attempts) + " times; last: " + why);
     }
   }
@@ -337,8 +339,9 @@ int serve(const ServeOptions& o) {
           continue;
         }
         for (auto& item : s.queue(1000, false))
-          if (item.status == "running" && item.worker == w.name && item.inflight_since &&
-              now_s() - *item.inflight_since > o.kernel_timeout_s && w.kill_reason.empty()) {
+          if (item.status == db::QueueStatus::kRunning && item.worker == w.name &&
+              item.inflight_since && now_s() - *item.inflight_since > o.kernel_timeout_s &&
+              w.kill_reason.empty()) {
             w.kill_reason = "measurement exceeded the per-kernel limit of " +
                             std::to_string(o.kernel_timeout_s) + " s; worker killed";
             kill(w.pid, SIGKILL);

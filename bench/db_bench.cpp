@@ -35,8 +35,8 @@ void BM_InsertMeasurements(benchmark::State& state) {
         auto v = store.upsert_variant(kernel, std::to_string(next),
                                       "{\"a\": " + std::to_string(next) + "}");
         gputune::db::MeasurementRecord m;
-        m.run_id = run, m.context_id = ctx, m.variant_id = v, m.status = "correct",
-        m.time_ms = 1.0 + i;
+        m.run_id = run, m.context_id = ctx, m.variant_id = v,
+        m.status = gputune::db::Status::kCorrect, m.time_ms = 1.0 + i;
         m.samples_ms.assign(32, 1.0);
         m.registers = 32, m.occupancy = 0.5;
         store.add_measurement(m);
@@ -90,7 +90,7 @@ struct PastDatabase {
           gputune::db::MeasurementRecord m;
           m.run_id = run, m.context_id = k.first[static_cast<size_t>(j) % k.first.size()];
           m.variant_id = k.second[static_cast<size_t>(j) % k.second.size()];
-          m.status = "correct", m.time_ms = 1.0 + static_cast<double>(j % 97);
+          m.status = gputune::db::Status::kCorrect, m.time_ms = 1.0 + static_cast<double>(j % 97);
           if (every_prediction || j % 2 == 0) m.predicted_ms = 1.0;
           store->add_measurement(m);
         }

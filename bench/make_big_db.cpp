@@ -57,12 +57,12 @@ int main(int argc, char** argv) {
       db::MeasurementRecord m;
       m.run_id = run, m.context_id = ctx[static_cast<size_t>(i % 8)],
       m.variant_id = var[static_cast<size_t>((i / 8) % variants)];
-      m.status = statuses[rng() % 10];
+      m.status = db::Status(statuses[rng() % 10]);
       m.registers = 16 + static_cast<int>(rng() % 200),
       m.occupancy = 0.125 * static_cast<double>(1 + rng() % 8);
       m.compile_ms = 100 + u(rng) * 50;
       m.is_default = (i / 8) % variants == 0;
-      if (m.status == "correct") {
+      if (m.status == db::Status::kCorrect) {
         m.time_ms = u(rng);
         m.samples_ms.assign(20, *m.time_ms);
         m.predicted_ms = *m.time_ms * (0.7 + 0.6 * u(rng) / 5);
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     for (size_t c = 0; c < ctx.size(); ++c)
       if (best[c].second) store.offer_winner(ctx[c], best[c].second);
     store.update_run_progress(run, n);
-    store.finish_run(run, "done", "synthetic");
+    store.finish_run(run, db::RunStatus::kDone, "synthetic");
     done += n;
     std::fprintf(stderr, "%ld measurements\n", done);
   }

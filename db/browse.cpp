@@ -139,7 +139,7 @@ json Browser::runs(int limit, std::int64_t offset) {
   while (s.step()) {
     RunRow r;
     r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3),
-    r.status = s.text(4);
+    r.status = run_status_of(s.text(4));
     r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7),
     r.finished_at = s.text(8);
     r.total = s.int64(9), r.done = s.int64(10);

@@ -365,7 +365,7 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
   }
   if (best_id) store.offer_winner(context_id, best_id);
   store.update_run_progress(sum.run_id, sum.measurements);
-  store.finish_run(sum.run_id, "imported", "imported from " + path);
+  store.finish_run(sum.run_id, RunStatus::kImported, "imported from " + path);
   t.commit();
   return sum;
 }

@@ -23,7 +23,7 @@ QueueItem read_queue(Statement& s) {
   QueueItem q;
   q.id = s.int64(0), q.uid = s.text(1), q.name = s.text(2), q.job_file = s.text(3),
   q.document = s.text(4);
-  q.kernel_file = s.text(5), q.kernel_source = s.text(6), q.status = s.text(7),
+  q.kernel_file = s.text(5), q.kernel_source = s.text(6), q.status = queue_status_of(s.text(7)),
   q.cancel_requested = s.int64(8) != 0;
   if (!s.is_null(9)) q.run_id = s.int64(9);
   q.worker = s.text(10), q.attempts = static_cast<int>(s.int64(11)), q.message = s.text(12);
@@ -100,12 +100,13 @@ void Store::set_queue_run(std::int64_t id, std::int64_t run_id) {
   s.run();
 }
 
-void Store::finish_queue(std::int64_t id, const std::string& status, const std::string& message) {
+void Store::finish_queue(std::int64_t id, QueueStatus status, const std::string& message) {
+  const std::string status_text(text(status));
   Statement s(
       db_,
       "UPDATE queue SET status=?, message=?, inflight_context_id=NULL, inflight_variant_id=NULL, "
       "inflight_since=NULL, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
-  s.bind(1, status).bind(2, message).bind(3, id);
+  s.bind(1, status_text).bind(2, message).bind(3, id);
   s.run();
   drop_queue_files(id);
 }

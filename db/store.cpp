@@ -52,6 +52,20 @@ Status status_of(const std::string& text) {
 
 }  // namespace
 
+RunStatus run_status_of(const std::string& text) {
+  if (auto st = parse_run_status(text)) return *st;
+  throw DbError("a run has the unknown status '" + text +
+                "'; the database was changed outside gputune");
+}
+
+QueueStatus queue_status_of(const std::string& text) {
+  if (auto st = parse_queue_status(text)) return *st;
+  throw DbError("a queued job has the unknown status '" + text +
+                "'; the database was changed outside gputune");
+}
+
+namespace {}  // namespace
+
 namespace {
 std::int64_t upsert(Database& db, const std::string& insert, const std::string& select,
                     const std::string& key, const std::function<void(Statement&)>& bind_rest) {
@@ -235,17 +249,17 @@ void Store::set_run_seconds_spent(std::int64_t run_id, double seconds) {
   s.run();
 }
 
-void Store::finish_run(std::int64_t run_id, const std::string& status, const std::string& message) {
+void Store::finish_run(std::int64_t run_id, RunStatus status, const std::string& message) {
+  const std::string status_text(text(status));
   Statement s(
       db_,
       "UPDATE runs SET status=?, message=?, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') "
       "WHERE id=?");
-  s.bind(1, status).bind(2, message).bind(3, run_id);
+  s.bind(1, status_text).bind(2, message).bind(3, run_id);
   s.run();
 }
 
-std::int64_t Store::stop_run(std::int64_t run_id, const std::string& status,
-                             const std::string& message) {
+std::int64_t Store::stop_run(std::int64_t run_id, RunStatus status, const std::string& message) {
   const auto measured = static_cast<std::int64_t>(measured_pairs(run_id).size());
   update_run_progress(run_id, measured);
   finish_run(run_id, status, message);
@@ -391,7 +405,8 @@ namespace {
 RunRow read_run(Statement& s) {
   RunRow r;
   r.id = s.int64(0), r.uid = s.text(1), r.job_name = s.text(2), r.job_file = s.text(3);
-  r.status = s.text(4), r.message = s.text(5), r.strategy = s.text(6), r.started_at = s.text(7);
+  r.status = run_status_of(s.text(4)), r.message = s.text(5), r.strategy = s.text(6),
+  r.started_at = s.text(7);
   r.finished_at = s.text(8), r.total = s.int64(9), r.done = s.int64(10);
   if (!s.is_null(11)) r.budget = s.int64(11);
   if (!s.is_null(12)) r.seconds_spent = s.real(12);

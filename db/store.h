@@ -80,7 +80,9 @@ struct WinnerRow {
 
 struct RunRow {
   std::int64_t id = 0;
-  std::string uid, job_name, job_file, status, message, strategy, started_at, finished_at;
+  std::string uid, job_name, job_file;
+  RunStatus status = RunStatus::kRunning;
+  std::string message, strategy, started_at, finished_at;
   std::int64_t total = 0, done = 0;    ///< planned and decided (context, variant) pairs
   std::optional<std::int64_t> budget;  ///< configurations it measures at most; none: no budget
   /// Seconds it spent measuring over all its processes (the job's time budget counts these);
@@ -107,7 +109,7 @@ struct QueueItem {
   std::int64_t id = 0;
   std::string uid, name, job_file, document, kernel_file, kernel_source;
   std::string client_cwd;  ///< the submitter's working directory (relative -I folders); "" if none
-  std::string status = "queued";  ///< queued, running, done, failed, cancelled, no_device
+  QueueStatus status = QueueStatus::kQueued;
   bool cancel_requested = false;
   std::optional<std::int64_t> run_id;
   std::string worker, message, submitted_at, started_at, finished_at;
@@ -124,6 +126,11 @@ struct RunPlan {
   std::vector<std::string> chosen, left_out;
   std::string summary;  ///< the search's own words (ModelSearch::summary); "" without a search
 };
+
+/// A stored run's or queued job's status from its column's text; throws DbError naming the text
+/// when it names none (a database changed outside gputune).
+RunStatus run_status_of(const std::string& text);
+QueueStatus queue_status_of(const std::string& text);
 
 /// Whether `path` is an SQLite database (its 16-byte header), such as a gputune database; false
 /// for a file that cannot be read.
@@ -166,10 +173,10 @@ class Store {
   void update_run_progress(std::int64_t run_id, std::int64_t done,
                            std::optional<double> seconds_spent = std::nullopt);
   void set_run_seconds_spent(std::int64_t run_id, double seconds);
-  void finish_run(std::int64_t run_id, const std::string& status, const std::string& message);
+  void finish_run(std::int64_t run_id, RunStatus status, const std::string& message);
   /// Ends a run that stopped early (an error, a hung kernel): finish_run, with its progress set
   /// to the (context, variant) pairs it measured. Returns that count.
-  std::int64_t stop_run(std::int64_t run_id, const std::string& status, const std::string& message);
+  std::int64_t stop_run(std::int64_t run_id, RunStatus status, const std::string& message);
 
   std::int64_t add_measurement(const MeasurementRecord& m);
   /// Makes this measurement the context's winner if it is correct and faster than the current one
@@ -288,7 +295,7 @@ class Store {
   std::optional<QueueItem> queue_item(std::int64_t id);
   std::vector<QueueItem> queue(int limit = 50, bool include_finished = true);
   void set_queue_run(std::int64_t id, std::int64_t run_id);
-  void finish_queue(std::int64_t id, const std::string& status, const std::string& message);
+  void finish_queue(std::int64_t id, QueueStatus status, const std::string& message);
   /// Queued jobs are cancelled at once; running ones when their worker next checks. False when
   /// the job is unknown or already finished.
   bool request_cancel(std::int64_t id);

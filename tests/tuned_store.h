@@ -32,7 +32,7 @@ inline void vector_add_measurement(db::Store& store, std::int64_t run, std::int6
   m.variant_id = store.upsert_variant(kernel, std::to_string(block) + "," + std::to_string(tile),
                                       R"({"block_size_x": )" + std::to_string(block) +
                                           R"(, "tile_size_x": )" + std::to_string(tile) + "}");
-  m.status = "correct", m.time_ms = ms, m.samples_ms = {ms};
+  m.status = db::Status::kCorrect, m.time_ms = ms, m.samples_ms = {ms};
   store.offer_winner(context, store.add_measurement(m));
 }
 

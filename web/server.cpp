@@ -904,16 +904,18 @@ void Server::Impl::write_routes() {
                    {"configurations", space.size()},
                    {"files", files.size()}});
       }));
-  http.Post(
-      R"(/api/jobs/(\d+)/cancel)",
-      wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
-        std::int64_t id = path_id(req);
-        auto item = store().queue_item(id);
-        if (!item) throw HttpError{404, "no such job", "id"};
-        if (!store().request_cancel(id))
-          throw HttpError{409, "job " + std::to_string(id) + " is already " + item->status, "id"};
-        send_json(res, 200, queue_item_json(*store().queue_item(id)));
-      }));
+  http.Post(R"(/api/jobs/(\d+)/cancel)",
+            wrap(true, [this](const httplib::Request& req, httplib::Response& res) {
+              std::int64_t id = path_id(req);
+              auto item = store().queue_item(id);
+              if (!item) throw HttpError{404, "no such job", "id"};
+              if (!store().request_cancel(id))
+                throw HttpError{409,
+                                "job " + std::to_string(id) + " is already " +
+                                    std::string(db::text(item->status)),
+                                "id"};
+              send_json(res, 200, queue_item_json(*store().queue_item(id)));
+            }));
 }
 
 std::string bad_submitted_path(const std::string& path) {

@@ -90,9 +90,9 @@ TEST(Import, FailedConfigurationsKeepTheirCategory) {
   EXPECT_EQ(s.failed, 2);
   auto ms = store.measurements(s.run_id);
   ASSERT_EQ(ms.size(), 3u);
-  EXPECT_EQ(ms[0].status, "correct");
-  EXPECT_EQ(ms[1].status, "compile");
-  EXPECT_EQ(ms[2].status, "runtime");
+  EXPECT_EQ(ms[0].status, Status::kCorrect);
+  EXPECT_EQ(ms[1].status, Status::kCompile);
+  EXPECT_EQ(ms[2].status, Status::kRuntime);
 }
 
 TEST(Export, T4ResultsFollowTheSchema) {
@@ -141,7 +141,7 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
   for (auto [status, ms] : std::vector<std::pair<const char*, std::optional<double>>>{
            {"correct", 2.0}, {"correct", 1.5}, {"compile", std::nullopt}}) {
     MeasurementRecord m;
-    m.run_id = run, m.context_id = context, m.status = status, m.time_ms = ms;
+    m.run_id = run, m.context_id = context, m.status = Status(status), m.time_ms = ms;
     // The job's order, not the names': u before bs.
     m.variant_id = from.upsert_variant(c.kernel_id, "2," + std::to_string(bs),
                                        "{\"u\": 2, \"bs\": " + std::to_string(bs) + "}");
@@ -172,7 +172,7 @@ TEST(Import, AT4FileImportsAsMeasurementsOfItsDevice) {
   auto ms = to.measurements(s.run_id);
   ASSERT_EQ(ms.size(), 3u);
   EXPECT_EQ(ms[0].samples_ms, (std::vector<double>{1.5, 1.6}));
-  EXPECT_EQ(ms[2].status, "compile");  // its T4 invalidity
+  EXPECT_EQ(ms[2].status, Status::kCompile);  // its T4 invalidity
   EXPECT_EQ(ms[2].reason, "T4: compile");
   EXPECT_EQ(to.contexts("k").at(0).problem_size_json, "[4096,1,1]");
   // The command line names what the file does not, or replaces what it does.
@@ -289,7 +289,7 @@ TEST(Export, AT4FileHoldsOneTuningProblem) {
                  const char* status, std::optional<double> ms) {
     MeasurementRecord m;
     m.run_id = run, m.context_id = ctx.at(context_key), m.variant_id = variant.at(v);
-    m.status = status, m.time_ms = ms;
+    m.status = Status(status), m.time_ms = ms;
     store.add_measurement(m);
   };
   const std::int64_t run = store.begin_run(job, "brute_force", 8);

@@ -109,7 +109,7 @@ void add_run(const std::string& path, unsigned seed, int n, const std::string& e
     m.run_id = run, m.context_id = contexts[ci];
     m.variant_id =
         store.upsert_variant(kernel, std::to_string(v), "{\"a\": " + std::to_string(v) + "}");
-    m.status = rng() % 4 ? "correct" : "compile";
+    m.status = rng() % 4 ? Status::kCorrect : Status::kCompile;
     m.is_default = v == 0;
     if (m.status == Status::kCorrect) {
       m.time_ms = offset + 1.0 + static_cast<double>(rng() % 1000) / 100.0;
@@ -130,7 +130,7 @@ void add_run(const std::string& path, unsigned seed, int n, const std::string& e
   plan.chosen = {"1", "2"}, plan.summary = "seed " + std::to_string(seed);
   store.save_run_plan(run, plan);
   store.update_run_progress(run, n, 1.5);
-  store.finish_run(run, "done", "");
+  store.finish_run(run, db::RunStatus::kDone, "");
   t.commit();
 }
 
@@ -236,7 +236,8 @@ TEST(Merge, AShardCopiedMidRunAndItsLaterCopyGiveOneResult) {
   {
     Store store(late);
     MeasurementRecord m;
-    m.run_id = 1, m.context_id = 1, m.status = "correct", m.time_ms = 4.0, m.samples_ms = {4.0};
+    m.run_id = 1, m.context_id = 1, m.status = Status::kCorrect, m.time_ms = 4.0,
+    m.samples_ms = {4.0};
     m.variant_id = store.upsert_variant(1, "0", "{\"a\": 0}"), m.is_default = true;
     default_row = store.add_measurement(m);
     store.update_run_progress(1, 31, 2.0);
@@ -247,7 +248,7 @@ TEST(Merge, AShardCopiedMidRunAndItsLaterCopyGiveOneResult) {
     store.set_predicted_ms(default_row, 3.5);
     for (int i = 0; i < 10; ++i) {
       MeasurementRecord m;
-      m.run_id = 1, m.context_id = 2, m.status = "correct", m.time_ms = 0.5 + 0.01 * i;
+      m.run_id = 1, m.context_id = 2, m.status = Status::kCorrect, m.time_ms = 0.5 + 0.01 * i;
       m.samples_ms = {*m.time_ms};
       m.variant_id = store.upsert_variant(1, "late" + std::to_string(i), "{}");
       store.offer_winner(2, store.add_measurement(m));

@@ -35,7 +35,8 @@ struct Fixture {
   }
   std::int64_t measure(std::int64_t v, const std::string& status, std::optional<double> t) {
     MeasurementRecord m;
-    m.run_id = run, m.context_id = context, m.variant_id = v, m.status = status, m.time_ms = t;
+    m.run_id = run, m.context_id = context, m.variant_id = v, m.status = Status(status),
+    m.time_ms = t;
     if (t) m.samples_ms = {*t, *t + 0.1};
     return store.add_measurement(m);
   }
@@ -135,7 +136,7 @@ TEST(Store, AnUnchangedRunIsAFinishedRunOfTheSameJobKernelAndContexts) {
   now.arch = "sm_90", now.toolkit_version = "13.0", now.nvrtc_version = "13.0";
   EXPECT_FALSE(f.store.unchanged_run("{}", "brute_force", "abc123", {now}));  // still running
   f.measure(f.v1, "correct", 2.0);
-  f.store.finish_run(f.run, "done", "");
+  f.store.finish_run(f.run, db::RunStatus::kDone, "");
   auto r = f.store.unchanged_run("{}", "brute_force", "abc123", {now});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->id, f.run);
@@ -166,7 +167,7 @@ TEST(Store, PredictedTimesAreTheKernelsVerifiedTimesWithAPredictionOnTheDevice) 
                  std::optional<double> t, std::optional<double> predicted,
                  const std::string& reason = "") {
     MeasurementRecord m;
-    m.run_id = run, m.context_id = ctx, m.variant_id = v, m.status = status, m.time_ms = t;
+    m.run_id = run, m.context_id = ctx, m.variant_id = v, m.status = Status(status), m.time_ms = t;
     m.predicted_ms = predicted, m.reason = reason;
     return f.store.add_measurement(m);
   };
@@ -267,18 +268,20 @@ TEST(Store, PredictedTimesAreTheNewestPassingRowsWithFewOrManyMeasurements) {
       m.variant_id = next % 3 ? f.v1 : f.v2;
       m.run_id = next % 5 == 0 ? later : f.run;
       m.context_id = next % 2 ? f.context : second_ctx;
-      m.status = next % 11 == 0 ? "runtime" : "correct";
-      if (m.status == "correct") m.time_ms = 1.0 + static_cast<double>(next);
+      m.status = next % 11 == 0 ? Status::kRuntime : Status::kCorrect;
+      if (m.status == Status::kCorrect) m.time_ms = 1.0 + static_cast<double>(next);
       if (next % 7) m.predicted_ms = 1.0;
       if (next % 13 == 0) m.reason = "re-measurement of a top-3 variant";
       f.store.add_measurement(m);
-      correct += m.status == "correct";
+      correct += m.status == Status::kCorrect;
       const bool skipped = m.run_id == later && m.context_id == f.context;
-      stored.push_back({m.run_id, m.context_id, m.variant_id, m.time_ms.value_or(0),
-                        m.status == "correct" && m.predicted_ms && m.reason.empty() && !skipped});
+      stored.push_back(
+          {m.run_id, m.context_id, m.variant_id, m.time_ms.value_or(0),
+           m.status == Status::kCorrect && m.predicted_ms && m.reason.empty() && !skipped});
       if (next % 4 == 0) {  // another kernel's rows in between
         MeasurementRecord o = m;
-        o.context_id = other_ctx, o.status = "correct", o.time_ms = 0.5, o.predicted_ms = 1.0;
+        o.context_id = other_ctx, o.status = Status::kCorrect, o.time_ms = 0.5,
+        o.predicted_ms = 1.0;
         o.reason.clear();
         f.store.add_measurement(o);
       }
@@ -316,9 +319,9 @@ TEST(Store, MeasurementsKeepEverySample) {
   f.measure(f.v2, "compile", std::nullopt);
   auto ms = f.store.measurements(f.run);
   ASSERT_EQ(ms.size(), 2u);
-  EXPECT_EQ(ms[0].status, "correct");  // correct first
+  EXPECT_EQ(ms[0].status, Status::kCorrect);  // correct first
   EXPECT_EQ(ms[0].samples_ms, (std::vector<double>{2.0, 2.1}));
-  EXPECT_EQ(ms[1].status, "compile");
+  EXPECT_EQ(ms[1].status, Status::kCompile);
   EXPECT_EQ(ms[0].params_json, R"({"a": 16, "b": 1})");
 }
 
@@ -338,7 +341,8 @@ TEST(Store, MeasurementsAreSelectedByRunContextBothOrNeither) {
       f.store.begin_run(f.store.upsert_job("m", "/m.json", "{}"), "random", 1);
   auto add = [&](std::int64_t run, std::int64_t ctx, double t) {
     MeasurementRecord m;
-    m.run_id = run, m.context_id = ctx, m.variant_id = f.v1, m.status = "correct", m.time_ms = t;
+    m.run_id = run, m.context_id = ctx, m.variant_id = f.v1, m.status = Status::kCorrect,
+    m.time_ms = t;
     return f.store.add_measurement(m);
   };
   const std::int64_t a = add(f.run, f.context, 1), b = add(f.run, ctx2, 2), c = add(run2, ctx2, 3),
@@ -366,11 +370,12 @@ TEST(Store, MeasurementsAreSelectedByRunContextBothOrNeither) {
 TEST(Store, RejectsBadRows) {
   Fixture f;
   MeasurementRecord m;
-  m.run_id = f.run, m.context_id = f.context, m.variant_id = f.v1, m.status = "great";
+  m.run_id = f.run, m.context_id = f.context, m.variant_id = f.v1,
+  m.status = Status(std::string("great"));
   EXPECT_THROW(f.store.add_measurement(m), DbError);
-  m.status = "correct";  // correct without a time violates the schema's CHECK
+  m.status = Status::kCorrect;  // correct without a time violates the schema's CHECK
   EXPECT_THROW(f.store.add_measurement(m), DbError);
-  m.status = "runtime", m.variant_id = 999;  // foreign key
+  m.status = Status::kRuntime, m.variant_id = 999;  // foreign key
   EXPECT_THROW(f.store.add_measurement(m), DbError);
 }
 
@@ -379,10 +384,10 @@ TEST(Store, RunsAreRecorded) {
   EXPECT_FALSE(f.store.run(f.run)->seconds_spent);  // nothing measured yet
   f.store.update_run_progress(f.run, 1, 3.5);
   f.store.update_run_progress(f.run, 2);  // progress alone keeps the seconds
-  f.store.finish_run(f.run, "done", "ok");
+  f.store.finish_run(f.run, db::RunStatus::kDone, "ok");
   auto r = f.store.run(f.run);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, "done");
+  EXPECT_EQ(r->status, db::RunStatus::kDone);
   EXPECT_EQ(r->done, 2);
   ASSERT_TRUE(r->seconds_spent);
   EXPECT_DOUBLE_EQ(*r->seconds_spent, 3.5);
@@ -513,7 +518,7 @@ TEST(Store, APageOfOneContextsMeasurementsByTimeReadsAboutAPageOfRows) {
   for (int i = 0; i < 8000; ++i) {
     MeasurementRecord m;
     m.run_id = f.run, m.context_id = contexts[static_cast<size_t>(i % 8)];
-    m.variant_id = i % 2 ? f.v1 : f.v2, m.status = "correct";
+    m.variant_id = i % 2 ? f.v1 : f.v2, m.status = Status::kCorrect;
     m.time_ms = 1.0 + (i * 7919 % 8000) / 1000.0;
     m.log = std::string(200, 'x');  // rows as wide as a compile log makes them
     f.store.add_measurement(m);
@@ -611,7 +616,7 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   ASSERT_TRUE(c.step());
   EXPECT_EQ(c.int64(0), 1);
   MeasurementRecord m;
-  m.run_id = 1, m.context_id = 1, m.variant_id = 1, m.status = "correct", m.time_ms = 2.0;
+  m.run_id = 1, m.context_id = 1, m.variant_id = 1, m.status = Status::kCorrect, m.time_ms = 2.0;
   s.add_measurement(m);
   Statement c2(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
   c2.step();
@@ -658,7 +663,7 @@ TEST(Store, QueuedFilesTravelWithTheJobUntilItFinishes) {
   EXPECT_THROW(s.enqueue(q, {{"/p/x", "1"}, {"/p/x", "2"}}), DbError);
   EXPECT_EQ(s.queue(100, true).size(), 2u);
   // A finished job's copies go; another job's stay. A job cancelled while queued: the same.
-  s.finish_queue(a, "done", "");
+  s.finish_queue(a, db::QueueStatus::kDone, "");
   EXPECT_TRUE(s.queue_files(a).empty());
   ASSERT_EQ(s.queue_files(b).size(), 1u);
   EXPECT_TRUE(s.request_cancel(b));

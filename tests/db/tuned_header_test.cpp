@@ -37,7 +37,7 @@ struct TwoDevices {
     MeasurementRecord m;
     m.run_id = run, m.context_id = context,
     m.variant_id = store.upsert_variant(kernel, key, params);
-    m.status = "correct", m.time_ms = ms, m.samples_ms = {ms};
+    m.status = Status::kCorrect, m.time_ms = ms, m.samples_ms = {ms};
     store.offer_winner(context, store.add_measurement(m));
   }
   TwoDevices() {

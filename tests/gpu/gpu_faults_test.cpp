@@ -116,25 +116,25 @@ TEST(GpuFaults, OutOfBoundsTrapAndEndlessVariantsAreStoredAndTheOthersAreUnaffec
   for (const char* block : {"128", "256"}) {
     const std::string b = block;
     const auto& oob = faulted.at(b + ",1");
-    EXPECT_EQ(oob.status, "runtime") << oob.reason;
+    EXPECT_EQ(oob.status, db::Status::kRuntime) << oob.reason;
     EXPECT_NE(oob.reason.find("the CUDA context is lost"), std::string::npos) << oob.reason;
     const auto& trap = faulted.at(b + ",2");
-    EXPECT_EQ(trap.status, "runtime") << trap.reason;
+    EXPECT_EQ(trap.status, db::Status::kRuntime) << trap.reason;
     EXPECT_NE(trap.reason.find("the CUDA context is lost"), std::string::npos) << trap.reason;
     const auto& endless = faulted.at(b + ",3");
-    EXPECT_EQ(endless.status, "timeout") << endless.reason;
+    EXPECT_EQ(endless.status, db::Status::kTimeout) << endless.reason;
     EXPECT_NE(endless.reason.find("hung"), std::string::npos) << endless.reason;
     // The correct variant: verified, and timed as in a run of it alone (within a factor 1.5;
     // the 256-thread one is measured after the faults, resets and a restart).
     const auto& ok = faulted.at(b + ",0");
-    ASSERT_EQ(ok.status, "correct") << ok.reason;
+    ASSERT_EQ(ok.status, db::Status::kCorrect) << ok.reason;
     const auto& ref = alone.at(b + ",0");
-    ASSERT_EQ(ref.status, "correct") << ref.reason;
+    ASSERT_EQ(ref.status, db::Status::kCorrect) << ref.reason;
     ASSERT_TRUE(ok.time_ms && ref.time_ms);
     EXPECT_LT(*ok.time_ms, 1.5 * *ref.time_ms) << b;
     EXPECT_GT(*ok.time_ms, *ref.time_ms / 1.5) << b;
   }
-  EXPECT_EQ(db::Store(db).run(1)->status, "done");
+  EXPECT_EQ(db::Store(db).run(1)->status, db::RunStatus::kDone);
   EXPECT_EQ(db::Store(db).winners("faulty").size(), 1u);
 }
 
@@ -168,10 +168,10 @@ TEST(GpuFaults, TheDaemonsWorkerGoesOnPastEachLostContext) {
     const std::string b = block;
     for (const char* fault : {",1", ",2"}) {
       const auto& m = first.at(b + fault);
-      EXPECT_EQ(m.status, "runtime") << m.config_key << ": " << m.reason;
+      EXPECT_EQ(m.status, db::Status::kRuntime) << m.config_key << ": " << m.reason;
       EXPECT_NE(m.reason.find("the CUDA context is lost"), std::string::npos) << m.reason;
     }
-    EXPECT_EQ(first.at(b + ",0").status, "correct") << first.at(b + ",0").reason;
+    EXPECT_EQ(first.at(b + ",0").status, db::Status::kCorrect) << first.at(b + ",0").reason;
   }
   EXPECT_EQ(store.winners("faulty").size(), 1u);
   EXPECT_EQ(daemon.stop(), 0);

@@ -50,8 +50,8 @@ TEST_P(Examples, TunesEndToEndAndEveryCorrectVariantIsVerified) {
   auto ms = store.measurements(rep.run_id);
   size_t correct = 0;
   for (auto& m : ms) {
-    EXPECT_NE(m.status, "correctness") << m.params_json << ": " << m.reason;
-    if (m.status == "correct") {
+    EXPECT_NE(m.status, db::Status::kCorrectness) << m.params_json << ": " << m.reason;
+    if (m.status == db::Status::kCorrect) {
       ++correct;
       ASSERT_TRUE(m.time_ms);
       EXPECT_GT(*m.time_ms, 0);
@@ -269,9 +269,9 @@ TEST_P(NaiveJobs, GeneratedVariantsComputeWhatTheNaiveKernelComputes) {
   db::Store store(opt.db_path);
   size_t correct = 0;
   for (auto& m : store.measurements(rep.run_id)) {
-    EXPECT_NE(m.status, "correctness") << m.params_json << ": " << m.reason;
-    EXPECT_NE(m.status, "runtime") << m.params_json << ": " << m.reason;
-    if (m.status == "correct") ++correct;
+    EXPECT_NE(m.status, db::Status::kCorrectness) << m.params_json << ": " << m.reason;
+    EXPECT_NE(m.status, db::Status::kRuntime) << m.params_json << ": " << m.reason;
+    if (m.status == db::Status::kCorrect) ++correct;
   }
   EXPECT_GT(correct, 1u);
 }

@@ -173,7 +173,7 @@ TEST(Batch, AJobThatFailsOrCrashesDoesNotStopTheSuite) {
   db::Store store(db);
   ASSERT_EQ(store.runs().size(), 2u);
   for (const auto& r : store.runs()) {  // ended, not left "running"
-    EXPECT_EQ(r.status, "failed") << r.id;
+    EXPECT_EQ(r.status, db::RunStatus::kFailed) << r.id;
     EXPECT_NE(r.message.find("killed by signal 6"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("--resume " + std::to_string(r.id)), std::string::npos);
   }
@@ -188,8 +188,8 @@ TEST(Batch, AJobThatFailsOrCrashesDoesNotStopTheSuite) {
   EXPECT_EQ(failed.exit_code, 2) << failed.out;
   EXPECT_NE(failed.out.find("job 2 of 2"), std::string::npos) << failed.out;
   ASSERT_EQ(store.runs().size(), 4u);
-  EXPECT_EQ(store.run(3)->status, "failed");
-  EXPECT_EQ(store.run(4)->status, "done");
+  EXPECT_EQ(store.run(3)->status, db::RunStatus::kFailed);
+  EXPECT_EQ(store.run(4)->status, db::RunStatus::kDone);
   EXPECT_NE(failed.out.find("/a.json  2     3      failed: no configuration compiled\n"),
             std::string::npos)
       << failed.out;
@@ -231,7 +231,7 @@ TEST(Batch, CtrlCStopsTheJobInHandAndTheSuite) {
   EXPECT_NE(out.find("not run (the suite was stopped)"), std::string::npos) << out;
   db::Store store(db);
   ASSERT_EQ(store.runs().size(), 1u);
-  EXPECT_EQ(store.runs()[0].status, "interrupted");
+  EXPECT_EQ(store.runs()[0].status, db::RunStatus::kInterrupted);
 }
 
 /// `gputune WORDS` on the fake driver, every launch `scale` times slower except in a

@@ -70,17 +70,17 @@ TEST(Daemon, TunesASubmittedJobAndRecoversFromCrashesAndHangs) {
     auto p = json::parse(m.params_json);
     if (p["block_size_x"] == 1024) {  // the fake driver's sticky fault: the worker ends, anew
       ++lost;
-      EXPECT_EQ(m.status, "runtime");
+      EXPECT_EQ(m.status, db::Status::kRuntime);
       EXPECT_NE(m.reason.find("the CUDA context is lost"), std::string::npos) << m.reason;
     }
     if (p["block_size_x"] == 64) {
       ++crashed;
-      EXPECT_EQ(m.status, "runtime");
+      EXPECT_EQ(m.status, db::Status::kRuntime);
       EXPECT_NE(m.reason.find("killed by signal 6"), std::string::npos) << m.reason;
     }
     if (p["block_size_x"] == 32) {
       ++hung;
-      EXPECT_EQ(m.status, "timeout");
+      EXPECT_EQ(m.status, db::Status::kTimeout);
       EXPECT_NE(m.reason.find("per-kernel limit"), std::string::npos) << m.reason;
     }
   }
@@ -182,7 +182,7 @@ TEST(Daemon, ASubmittedJobTakesTheHeadersAndInputsItReadsAlong) {
     db::Store store(db);
     int correct = 0;
     for (auto& m : store.measurements(item["run_id"].get<std::int64_t>()))
-      correct += m.status == "correct";
+      correct += m.status == db::Status::kCorrect;
     EXPECT_GT(correct, 10) << "the outputs match the reference that travelled with the job";
     EXPECT_TRUE(store.queue_files(id).empty()) << "a finished job's copies are dropped";
   }
@@ -274,7 +274,7 @@ TEST(Daemon, QueueSurvivesRestartsAndInterruptedRunsResume) {
   db::Store store(db);
   auto item = store.queue_item(id);
   ASSERT_TRUE(item);
-  EXPECT_EQ(item->status, "queued") << "an interrupted job goes back to the queue";
+  EXPECT_EQ(item->status, db::QueueStatus::kQueued) << "an interrupted job goes back to the queue";
   ASSERT_TRUE(item->run_id);
   size_t before = store.measurements(*item->run_id).size();
   EXPECT_GT(before, 0u);
@@ -362,7 +362,7 @@ TEST(Daemon, AWorkerStoppedDuringNvrtcsFirstCompileRequeuesItsJob) {
   }
   bool claimed = false;
   for (int i = 0; i < 1000 && !claimed; ++i) {
-    claimed = store.queue_item(id)->status == "running";
+    claimed = store.queue_item(id)->status == db::QueueStatus::kRunning;
     if (!claimed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (claimed) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the compile
@@ -374,7 +374,7 @@ TEST(Daemon, AWorkerStoppedDuringNvrtcsFirstCompileRequeuesItsJob) {
   ASSERT_TRUE(WIFEXITED(*status)) << out;
   EXPECT_EQ(WEXITSTATUS(*status), 0) << out;
   EXPECT_NE(out.find("job " + std::to_string(id) + " queued"), std::string::npos) << out;
-  EXPECT_EQ(store.queue_item(id)->status, "queued");
+  EXPECT_EQ(store.queue_item(id)->status, db::QueueStatus::kQueued);
 }
 
 TEST(Daemon, ApiValidatesEverything) {

@@ -127,7 +127,7 @@ TEST_F(BadInput, KernelThatCompilesForNoConfiguration) {
   ASSERT_EQ(runs.size(), 1u);
   auto ms = store.measurements(runs[0].id);
   ASSERT_EQ(ms.size(), 2u);
-  EXPECT_EQ(ms[0].status, "compile");
+  EXPECT_EQ(ms[0].status, db::Status::kCompile);
   EXPECT_NE(ms[0].log.find("\"W\""), std::string::npos);
 }
 

@@ -83,16 +83,16 @@ TEST(FakeDriver, FullRunVerifiesTimesRecoversAndPicksTheWinner) {
   for (auto& m : store.measurements(0)) {
     auto params = nlohmann::json::parse(m.params_json);
     int bs = params["block_size_x"], tile = params["tile_size_x"];
-    by_status[m.status]++;
+    by_status[m.status.str()]++;
     if (bs == 1024) {
-      EXPECT_EQ(m.status, "runtime") << m.params_json;
+      EXPECT_EQ(m.status, db::Status::kRuntime) << m.params_json;
       EXPECT_NE(m.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << m.reason;
       EXPECT_NE(m.reason.find("the CUDA context is lost"), std::string::npos) << m.reason;
     } else if (bs == 512 && tile == 8) {
-      EXPECT_EQ(m.status, "correctness") << m.params_json;
+      EXPECT_EQ(m.status, db::Status::kCorrectness) << m.params_json;
       EXPECT_NE(m.reason.find("differs from the reference"), std::string::npos) << m.reason;
     } else {
-      EXPECT_EQ(m.status, "correct") << m.params_json << " " << m.reason;
+      EXPECT_EQ(m.status, db::Status::kCorrect) << m.params_json << " " << m.reason;
       EXPECT_EQ(m.samples_ms.size(), 20u);  // Measurement.Repeats default
       ASSERT_TRUE(m.time_ms);
       EXPECT_GT(*m.time_ms, 0.9);
@@ -341,7 +341,7 @@ TEST(FakeDriver, ModelGuidedPredictsStoresCalibratesAndSamplesRegret) {
   int pruned = 0, sampled = 0;
   for (auto& m : ms) {
     EXPECT_TRUE(m.predicted_ms.has_value()) << m.params_json;
-    pruned += m.status == "constraints" && m.reason.find("pruned by rule model") == 0;
+    pruned += m.status == db::Status::kConstraints && m.reason.find("pruned by rule model") == 0;
     sampled += m.reason.find("regret sample") != std::string::npos;
   }
   EXPECT_GT(pruned, 0) << r.out;
@@ -435,7 +435,7 @@ TEST(FakeDriver, ModelGuidedOrdersVariantsTheAnalysisCannotReadByTheirMeasuredTi
   for (auto& m : store.measurements(0))
     if (m.reason.rfind("re-measurement", 0) != 0) {
       measured[m.context_id].insert(m.params_json);
-      correct[m.context_id] += m.status == "correct";
+      correct[m.context_id] += m.status == db::Status::kCorrect;
     }
   ASSERT_EQ(measured.size(), 2u);
   for (auto& [ctx, set] : measured) {
@@ -590,7 +590,7 @@ TEST(FakeDriver, ResumeGoesOnWithThePlanTheModelSearchStored) {
   size_t measured_before = 0;
   {
     db::Store store(db);
-    ASSERT_EQ(store.run(1)->status, "failed");
+    ASSERT_EQ(store.run(1)->status, db::RunStatus::kFailed);
     measured_before = store.measured_pairs(1).size();
     plan = store.run_plan(1);
   }
@@ -617,7 +617,7 @@ TEST(FakeDriver, ResumeGoesOnWithThePlanTheModelSearchStored) {
     db::Store store(db);
     const auto r = store.run(1);
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, "done");
+    EXPECT_EQ(r->status, db::RunStatus::kDone);
     EXPECT_EQ(r->total, 2 * 12) << "the plan's 12 configurations in two contexts";
     EXPECT_GT(store.measured_pairs(1).size(), measured_before);
     for (auto& m : store.measurements(1))
@@ -684,8 +684,8 @@ TEST(FakeDriver, ModelGuidedStartsFromWhatEarlierContextsAndRunsMeasured) {
     db::Store store(db);
     std::map<std::string, int> n;
     for (auto& m : store.measurements(run_id))
-      n[m.context_label] +=
-          m.status == "correct" && m.predicted_ms && m.reason.rfind("re-measurement", 0) != 0;
+      n[m.context_label] += m.status == db::Status::kCorrect && m.predicted_ms &&
+                            m.reason.rfind("re-measurement", 0) != 0;
     return std::vector<int>{n["64K"], n["128K"]};
   };
   auto [first, out1] = run();
@@ -718,8 +718,8 @@ TEST(FakeDriver, TheScreenMeasuresWhatCompilingEverythingMeasures) {
     std::set<std::string> timed;
     std::map<std::string, int> statuses;
     for (auto& m : store.measurements(0)) {
-      ++statuses[m.status];
-      if (m.status == "correct" && m.reason.find("re-measurement") != 0)
+      ++statuses[m.status.str()];
+      if (m.status == db::Status::kCorrect && m.reason.find("re-measurement") != 0)
         timed.insert(std::to_string(m.context_id) + " " + m.params_json);
     }
     return std::make_tuple(r.out, timed, statuses);
@@ -783,12 +783,12 @@ TEST(FakeDriver, AVariantCompiledLateWhoseParametersDoNotMatchFailsAlone) {
   for (auto& m : store.measurements(0)) {
     const bool spare3 = m.params_json.find("\"spare\":3") != std::string::npos ||
                         m.params_json.find("\"spare\": 3") != std::string::npos;
-    if (m.status == "compile" &&
+    if (m.status == db::Status::kCompile &&
         m.reason.find("'KernelSpecification.Arguments[3] (n)'") != std::string::npos) {
       EXPECT_TRUE(spare3) << m.params_json;
       ++mismatched;
     }
-    correct += m.status == "correct";
+    correct += m.status == db::Status::kCorrect;
   }
   EXPECT_EQ(mismatched, 24);
   EXPECT_GT(correct, 10);
@@ -840,11 +840,11 @@ TEST(FakeDriver, AFailingDefaultHandsTheReferenceToTheNextCorrectVariant) {
   db::Store store((dir / "g.db").string());
   int wrong = 0, references = 0;
   for (auto& m : store.measurements(0)) {
-    wrong += m.status == "correctness";
+    wrong += m.status == db::Status::kCorrectness;
     if (m.reason.rfind("reference", 0) == 0) {
       ++references;
       EXPECT_EQ(m.config_key, ref) << r.out;
-      EXPECT_EQ(m.status, "correct");
+      EXPECT_EQ(m.status, db::Status::kCorrect);
     }
   }
   EXPECT_EQ(references, 1) << r.out;
@@ -874,7 +874,7 @@ std::vector<db::MeasurementRow> correct_rows(const std::string& db) {
     db::Store store(db);
     std::vector<db::MeasurementRow> rows;
     for (auto& m : store.measurements(0))
-      if (m.status == "correct") rows.push_back(m);
+      if (m.status == db::Status::kCorrect) rows.push_back(m);
     return rows;
   } catch (const std::exception&) {  // not created yet
     return {};
@@ -950,7 +950,7 @@ TEST(FakeDriver, AResumeWhoseReferenceNoLongerRunsTakesItFromTheFastestCorrectOn
   int references = 0, wrong = 0;
   for (auto& m : store.measurements(0)) {
     references += m.reason.rfind("reference", 0) == 0;
-    if (m.status == "correctness") {
+    if (m.status == db::Status::kCorrectness) {
       ++wrong;
       EXPECT_EQ(m.config_key, "512,8");
     }
@@ -980,7 +980,7 @@ TEST(FakeDriver, AReferenceThatLosesTheContextWhenResumedStopsTheRunAndALaterRes
   {
     db::Store store(db);
     EXPECT_EQ(store.measurements(0).size(), stored) << "nothing stored for it";
-    EXPECT_EQ(store.run(1)->status, "failed");
+    EXPECT_EQ(store.run(1)->status, db::RunStatus::kFailed);
   }
   r = sh(with_fake("FAKE_CUDA_FAULT_BLOCK=0") + "run '" + path + "' --db '" + db + "' --resume 1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -988,7 +988,7 @@ TEST(FakeDriver, AReferenceThatLosesTheContextWhenResumedStopsTheRunAndALaterRes
   int references = 0;
   for (auto& m : store.measurements(0)) references += m.reason.rfind("reference", 0) == 0;
   EXPECT_EQ(references, 1);
-  EXPECT_EQ(store.run(1)->status, "done");
+  EXPECT_EQ(store.run(1)->status, db::RunStatus::kDone);
 }
 
 // Ctrl-C (here SIGINT sent to the process) stops `gputune run` before the next measurement:
@@ -1032,7 +1032,7 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
   db::Store store(db);
   const auto runs = store.runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, "interrupted") << runs[0].message;
+  EXPECT_EQ(runs[0].status, db::RunStatus::kInterrupted) << runs[0].message;
   const size_t kept = store.measurements(0).size();  // no re-measurements before the end
   EXPECT_GE(kept, measured);
   EXPECT_LT(kept, 48u);  // 24 configurations x 2 contexts when it runs to the end
@@ -1045,7 +1045,7 @@ TEST(FakeDriver, AnInterruptStopsTheRunAndKeepsWhatWasMeasured) {
   EXPECT_EQ(again.exit_code, 0) << again.out;
   db::Store after(db);
   ASSERT_EQ(after.runs().size(), 1u);
-  EXPECT_EQ(after.runs()[0].status, "done");
+  EXPECT_EQ(after.runs()[0].status, db::RunStatus::kDone);
   // Every (context, configuration) once, besides the winners' re-measurements.
   std::set<std::pair<std::string, std::string>> pairs;
   size_t first_measurements = 0;
@@ -1112,7 +1112,7 @@ TEST(FakeDriver, CtrlCWhileTheScreenAnalysesALargeSpaceStopsAtOnce) {
     EXPECT_LT(analyses(), before + 50) << "the analysis went on after the stop";
     db::Store store(db);
     ASSERT_EQ(store.runs().size(), 1u);
-    EXPECT_EQ(store.runs()[0].status, "interrupted");
+    EXPECT_EQ(store.runs()[0].status, db::RunStatus::kInterrupted);
     const auto rows = store.measurements(0);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_TRUE(rows[0].is_default) << "the default configuration, measured at once";
@@ -1165,7 +1165,7 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
     db::Store store(db);
     const auto runs = store.runs();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "interrupted") << runs[0].message;
+    EXPECT_EQ(runs[0].status, db::RunStatus::kInterrupted) << runs[0].message;
     const auto rows = store.measurements(0);
     ASSERT_EQ(rows.size(), 1u) << "rows stored from a partial model";
     EXPECT_TRUE(rows[0].is_default);
@@ -1179,7 +1179,7 @@ TEST(FakeDriver, CtrlCWhileTheModelAnalysesStoresNothingItDecidedAndResumeFinish
       << resumed.out;
   EXPECT_NE(resumed.out.find("gputune: pruner:"), std::string::npos) << resumed.out;
   db::Store store(db);
-  EXPECT_EQ(store.runs()[0].status, "done");
+  EXPECT_EQ(store.runs()[0].status, db::RunStatus::kDone);
   std::set<std::string> variants;  // each measured or pruned, none left out
   for (const auto& m : store.measurements(0)) variants.insert(m.params_json);
   EXPECT_EQ(variants.size(), 24u);
@@ -1255,7 +1255,7 @@ TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
     db::Store store(db);
     const auto runs = store.runs();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "failed");
+    EXPECT_EQ(runs[0].status, db::RunStatus::kFailed);
     EXPECT_EQ(runs[0].message.rfind("stopped by an error: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY", 0),
               0u)
         << runs[0].message;
@@ -1270,7 +1270,7 @@ TEST(FakeDriver, AnErrorMidRunEndsTheRunAsFailedAndResumeFinishesIt) {
   db::Store store(db);
   const auto run = store.run(1);
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->status, "done");
+  EXPECT_EQ(run->status, db::RunStatus::kDone);
   EXPECT_EQ(run->done, 48);
   EXPECT_EQ(store.measured_pairs(1).size(), 48u);
 }
@@ -1314,11 +1314,11 @@ TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
     db::Store store(db);
     const auto r = store.run(1);
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, "interrupted");
+    EXPECT_EQ(r->status, db::RunStatus::kInterrupted);
     EXPECT_EQ(r->strategy, "brute_force");
     bool stored = false;
     for (const auto& m : store.measurements(1))
-      stored |= m.config_key == "512,1" && m.status == "timeout" &&
+      stored |= m.config_key == "512,1" && m.status == db::Status::kTimeout &&
                 m.reason.rfind("hung: its measurement did not return within 1 s", 0) == 0;
     EXPECT_TRUE(stored);
   }
@@ -1326,7 +1326,7 @@ TEST(FakeDriver, AHungKernelStopsTheRunAndResumeSkipsIt) {
   auto resumed = sh(with_fake("FAKE_CUDA_HANG_BLOCK=512") + resume.substr(resume.find(' ') + 1));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
   db::Store store(db);
-  EXPECT_EQ(store.run(1)->status, "done");
+  EXPECT_EQ(store.run(1)->status, db::RunStatus::kDone);
   const auto winners = store.winners("vector_add");
   ASSERT_EQ(winners.size(), 1u);
   EXPECT_EQ(winners[0].config_key, "128,1");
@@ -1379,12 +1379,12 @@ TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
   {
     db::Store store(db);
     ASSERT_EQ(store.runs().size(), 1u);  // one run, resumed: not one run per process
-    EXPECT_EQ(store.run(1)->status, "done");
+    EXPECT_EQ(store.run(1)->status, db::RunStatus::kDone);
     std::map<std::string, std::string> status;
     for (const auto& m : store.measurements(1))
       if (m.reason.rfind("re-measurement", 0) != 0) {
         EXPECT_EQ(status.count(m.config_key), 0u) << m.config_key << " measured twice";
-        status[m.config_key] = m.status;
+        status[m.config_key] = m.status.str();
       }
     EXPECT_EQ(status.size(), 8u);
     EXPECT_EQ(status["512,1"], "timeout");
@@ -1406,7 +1406,7 @@ TEST(FakeDriver, HungKernelsRestartTheRunUntilTheSpaceIsMeasured) {
   EXPECT_NE(capped.out.find("gputune: 2 variants hung and are stored as timeout"),
             std::string::npos)
       << capped.out;
-  EXPECT_EQ(db::Store(db2).run(1)->status, "interrupted");
+  EXPECT_EQ(db::Store(db2).run(1)->status, db::RunStatus::kInterrupted);
 }
 
 // After a hang that took longer than the job's time budget: one variant of block 512 hung (which
@@ -1417,19 +1417,19 @@ void expect_one_hang_then_the_budget_spent(
     const std::map<std::string, db::MeasurementRecord>& by_key) {
   std::size_t hung = 0, correct = 0, not_run = 0;
   for (const auto& [key, m] : by_key) {
-    const bool budget = m.status == "timeout" &&
+    const bool budget = m.status == db::Status::kTimeout &&
                         m.reason.find("the job's time budget was spent") != std::string::npos;
     if (m.reason.rfind("hung:", 0) == 0) {
       ++hung;
       EXPECT_EQ(key.rfind("512,", 0), 0u) << key << " hung";
-      EXPECT_EQ(m.status, "timeout") << key;
+      EXPECT_EQ(m.status, db::Status::kTimeout) << key;
       continue;
     }
     if (key.rfind("512,", 0) == 0) {
       EXPECT_TRUE(budget) << key << " (block 512 hangs if measured): " << m.status << ", "
                           << m.reason;
     }
-    correct += m.status == "correct";
+    correct += m.status == db::Status::kCorrect;
     not_run += budget;
   }
   EXPECT_EQ(hung, 1u);
@@ -1501,7 +1501,8 @@ TEST(FakeDriver, ARestartAfterAHangKeepsTheConfigurationBudget) {
   EXPECT_EQ(count_of(r.out, "gputune: restarting"), 1u) << r.out;
   std::vector<std::string> measured;
   for (const auto& m : db::Store(db).measurements(1))
-    if (m.reason.rfind("re-measurement", 0) != 0) measured.push_back(m.config_key + " " + m.status);
+    if (m.reason.rfind("re-measurement", 0) != 0)
+      measured.push_back(m.config_key + " " + m.status.str());
   EXPECT_EQ(measured.size(), 3u) << ::testing::PrintToString(measured);
 }
 
@@ -1597,7 +1598,7 @@ TEST(FakeDriver, StopSignalsReachTheTuningProcessOnceThroughTheSupervisor) {
     EXPECT_EQ(WEXITSTATUS(status), 5) << out;
     EXPECT_EQ(out.find("restarting"), std::string::npos) << out;
     EXPECT_NE(out.find("stopping before the next measurement"), std::string::npos) << out;
-    EXPECT_EQ(db::Store(db).run(1)->status, "interrupted");
+    EXPECT_EQ(db::Store(db).run(1)->status, db::RunStatus::kInterrupted);
   }
   {  // the tuning process alone: it was asked to stop, so the hang it then reports is no reason
      // to restart
@@ -1677,7 +1678,7 @@ TEST(FakeDriver, KilledAgainAndAgainAndResumedEveryPairIsMeasuredExactlyOnce) {
   EXPECT_EQ(integrity(db), "ok");
   db::Store store(db);
   ASSERT_EQ(store.runs().size(), 1u);
-  EXPECT_EQ(store.runs()[0].status, "done");
+  EXPECT_EQ(store.runs()[0].status, db::RunStatus::kDone);
   std::map<std::pair<std::string, std::string>, int> first, again;
   for (const auto& m : store.measurements(0))
     ++(m.reason.rfind("re-measurement", 0) == 0 ? again : first)[{m.context_label, m.config_key}];

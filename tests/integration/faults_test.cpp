@@ -257,7 +257,7 @@ TEST(Faults, RunKilledWhileCompilingAndMeasuringLosesNothingAndResumesEachPairOn
   EXPECT_EQ(integrity(db), "ok");
   db::Store store(db);
   ASSERT_EQ(store.runs().size(), 1u);
-  EXPECT_EQ(store.runs()[0].status, "done");
+  EXPECT_EQ(store.runs()[0].status, db::RunStatus::kDone);
   const Measured m = measured(db);
   EXPECT_EQ(m.pairs_of_run.at(1), 48u);
   EXPECT_EQ(m.again.size(), 6u);  // the top 3 of each context
@@ -320,7 +320,7 @@ TEST(Faults, BatchKilledMidSuiteLosesNothingAndEveryRunCompletesOnce) {
   EXPECT_EQ(whole.exit_code, 0) << whole.out;
   std::size_t resumed = 0;
   for (const auto& r : db::Store(db).runs(10000)) {
-    if (r.status == "done") continue;
+    if (r.status == db::RunStatus::kDone) continue;
     auto on = test::run_command(with_fake() + "run '" + r.job_file + "' --db '" + db +
                                 "' --cache-dir '" + cache + "' --resume " + std::to_string(r.id));
     EXPECT_EQ(on.exit_code, 0) << "run " << r.id << ": " << on.out;
@@ -330,7 +330,7 @@ TEST(Faults, BatchKilledMidSuiteLosesNothingAndEveryRunCompletesOnce) {
   const Measured m = measured(db);
   db::Store store(db);
   for (const auto& r : store.runs(10000)) {
-    EXPECT_EQ(r.status, "done") << "run " << r.id << ": " << r.message;
+    EXPECT_EQ(r.status, db::RunStatus::kDone) << "run " << r.id << ": " << r.message;
     const std::size_t contexts = r.job_name == "vector_add_b" ? 1 : 2;
     EXPECT_EQ(m.pairs_of_run.count(r.id) ? m.pairs_of_run.at(r.id) : 0, 24 * contexts)
         << "run " << r.id;
@@ -493,7 +493,7 @@ TEST(Faults, AFullDiskStopsTheRunClearlyAndItResumesOnceThereIsSpace) {
   auto on = test::run_command(with_fake() + run + " --resume 1");
   ASSERT_EQ(on.exit_code, 0) << on.out;
   EXPECT_EQ(integrity(db), "ok");
-  EXPECT_EQ(db::Store(db).run(1)->status, "done");
+  EXPECT_EQ(db::Store(db).run(1)->status, db::RunStatus::kDone);
   const Measured m = measured(db);
   EXPECT_EQ(m.pairs_of_run.at(1), 48u);
   expect_each_pair_once(m);
@@ -638,7 +638,7 @@ TEST(Faults, ADriverAllocationFailureMidRunStopsTheRunResumably) {
   const std::int64_t before = stored(db);
   EXPECT_GE(before, 24);  // the first context whole
   EXPECT_LT(before, 48);
-  EXPECT_EQ(db::Store(db).run(1)->status, "failed");
+  EXPECT_EQ(db::Store(db).run(1)->status, db::RunStatus::kFailed);
   auto on = test::run_command(with_fake() + run + " --resume 1");
   ASSERT_EQ(on.exit_code, 0) << on.out;
   const Measured m = measured(db);

@@ -38,7 +38,7 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   auto ms = store.measurements(0);
   ASSERT_EQ(ms.size(), 48u);  // 24 configurations x 2 contexts
   for (auto& m : ms) {
-    EXPECT_EQ(m.status, "compiled");
+    EXPECT_EQ(m.status, db::Status::kCompiled);
     ASSERT_TRUE(m.registers);
     EXPECT_GT(*m.registers, 0);
     ASSERT_TRUE(m.occupancy);
@@ -48,7 +48,7 @@ TEST(Cli, RunWithoutGpuCompilesInspectsAndStoresEverything) {
   }
   auto run = store.run(ms[0].run_id);
   ASSERT_TRUE(run);
-  EXPECT_EQ(run->status, "no_device");
+  EXPECT_EQ(run->status, db::RunStatus::kNoDevice);
   EXPECT_EQ(run->done, 48);                  // every pair decided ...
   EXPECT_EQ(store.timed_pairs(run->id), 0);  // ... and none timed, which `show` and `runs` say
   auto show = run_gputune("show " + std::to_string(run->id) + " --db '" + db + "'");
@@ -557,7 +557,7 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndTheResumeDecidesEachConfigurationOnce
   const size_t stored = std::stoul(m[1]);
   {
     db::Store store(db);
-    EXPECT_EQ(store.run(1)->status, "interrupted");
+    EXPECT_EQ(store.run(1)->status, db::RunStatus::kInterrupted);
     EXPECT_EQ(store.measurements(1).size(), stored);
   }
   EXPECT_LT(stored, 726u * 2);
@@ -574,7 +574,7 @@ TEST(Cli, CtrlCWhileCompilingStopsAtOnceAndTheResumeDecidesEachConfigurationOnce
   for (const auto& row : store.measurements(1)) ++seen[{row.context_id, row.config_key}];
   EXPECT_EQ(seen.size(), 726u * 2);
   for (const auto& [pair, n] : seen) EXPECT_EQ(n, 1) << pair.second;
-  EXPECT_EQ(store.run(1)->status, "no_device");
+  EXPECT_EQ(store.run(1)->status, db::RunStatus::kNoDevice);
 }
 
 // A naive space of 576,460 variants (mm) compiled by brute force: each variant's source is

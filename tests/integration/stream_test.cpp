@@ -58,9 +58,9 @@ test::CommandResult run_job(const test::TempDir& dir,
                            (dir / "cache").string() + "'");
 }
 
-bool is_timed(const std::string& status) {
-  return status == "correct" || status == "runtime" || status == "correctness" ||
-         status == "timeout";
+bool is_timed(db::Status status) {
+  return status == db::Status::kCorrect || status == db::Status::kRuntime ||
+         status == db::Status::kCorrectness || status == db::Status::kTimeout;
 }
 
 /// vector_add, one context of 1M, with `extra` values of a parameter that changes nothing (more
@@ -131,7 +131,8 @@ void budget_bounds_the_search(const std::string& env, bool lost) {
   // first (the log counts those).
   size_t searched = 0, sampled = 0, ruled_out = 0;
   for (const auto& m : store.measurements(1)) {
-    if (m.status == "constraints" && m.reason.rfind("pruned by rule model", 0) != 0) ++ruled_out;
+    if (m.status == db::Status::kConstraints && m.reason.rfind("pruned by rule model", 0) != 0)
+      ++ruled_out;
     if (!is_timed(m.status) || m.reason.rfind("re-measurement", 0) == 0) continue;
     if (m.reason.find("regret sample") != std::string::npos)
       ++sampled;
@@ -223,7 +224,7 @@ TEST(Stream, AStoppedRunHasAProvisionalWinnerThatItsResumeSettles) {
   auto correct = [&] {
     size_t n = 0;
     if (fs::exists(db)) try {
-        for (const auto& m : db::Store(db).measurements(1)) n += m.status == "correct";
+        for (const auto& m : db::Store(db).measurements(1)) n += m.status == db::Status::kCorrect;
       } catch (const std::exception&) {  // the schema is still being created
       }
     return n;

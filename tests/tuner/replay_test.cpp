@@ -189,7 +189,8 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
     auto add = [&](std::int64_t run, const char* label, int bs, const char* status,
                    std::optional<double> ms) {
       db::MeasurementRecord m;
-      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs], m.status = status;
+      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs],
+      m.status = db::Status(status);
       m.time_ms = ms;
       s.add_measurement(m);
     };
@@ -286,7 +287,7 @@ TEST(Replay, ReadsARunOfAGputuneDatabase) {
       if (row.context_label == "large") ctx = row;
     db::MeasurementRecord m;
     m.run_id = first_run, m.context_id = ctx.context_id, m.variant_id = ctx.variant_id;
-    m.status = "timeout";
+    m.status = db::Status::kTimeout;
     s.add_measurement(m);
   }
   o.run = first_run;
@@ -325,7 +326,8 @@ TEST(Replay, ScoresAGputuneT4ExportAtTheContextItNames) {
     const std::int64_t run = s.begin_run(s.upsert_job("k", "job.json", job.document), "bf", 8);
     auto add = [&](const char* label, int bs, const char* status, std::optional<double> ms) {
       db::MeasurementRecord m;
-      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs], m.status = status;
+      m.run_id = run, m.context_id = ctx[label], m.variant_id = variant[bs],
+      m.status = db::Status(status);
       m.time_ms = ms;
       s.add_measurement(m);
     };

@@ -386,7 +386,8 @@ TEST(Security, EveryWriteEndpointRefusesWithoutTheToken) {
   {
     db::Store store(db_path);
     ASSERT_EQ(store.queue(100).size(), 1u) << "a refused submission queues nothing";
-    EXPECT_EQ(store.queue_item(queued)->status, "queued") << "a refused cancel cancels nothing";
+    EXPECT_EQ(store.queue_item(queued)->status, db::QueueStatus::kQueued)
+        << "a refused cancel cancels nothing";
     EXPECT_FALSE(store.queue_item(queued)->cancel_requested);
   }
   // The right token in the right place: both endpoints answer (the refusals were not for

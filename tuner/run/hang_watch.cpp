@@ -101,7 +101,7 @@ void HangWatch::stop(db::Status status, const std::string& reason, const std::st
     db::MeasurementRecord m = row_;  // as `run` built it (tuner/run/measurement_row.h)
     set_failed(m, status, reason);
     store.add_measurement(m);
-    store.stop_run(run_id_, "interrupted", message);
+    store.stop_run(run_id_, db::RunStatus::kInterrupted, message);
     store.set_run_seconds_spent(run_id_, spent_before_ + spent);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gputune: could not store that the run stopped: %s\n", e.what());

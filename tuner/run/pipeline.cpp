@@ -35,7 +35,7 @@ void no_compile_at_all(RunState& s) {
       first_log = c.compiled.log;
       break;
     }
-  s.store->finish_run(s.run_id, "failed", "no configuration compiled");
+  s.store->finish_run(s.run_id, db::RunStatus::kFailed, "no configuration compiled");
   s.store->update_run_progress(s.run_id, s.done_total, std::nullopt);
   if (first_log.size() > 4000) first_log = first_log.substr(0, 4000) + "\n...";
   // Parameters become -D macros, which CUDA's own headers also see: name the clash.
@@ -141,20 +141,20 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
                   " measurements: a variant lost the CUDA context (" + e.what() +
                   "), and CUDA cannot go on in this process; `" + s.resume_command +
                   "` goes on without it";
-    s.store->stop_run(s.run_id, "interrupted", rep.message);
+    s.store->stop_run(s.run_id, db::RunStatus::kInterrupted, rep.message);
     report_time(s);
     return rep;
   } catch (const std::exception& e) {
     s.pool.reset();
     try {
-      if (auto r = s.store->run(s.run_id); r && r->status == "running") {
+      if (auto r = s.store->run(s.run_id); r && r->status == db::RunStatus::kRunning) {
         // Bad input found once the run had begun (the first compiled variant does not take the
         // job's arguments) leaves nothing behind when the run had stored nothing yet.
         const bool discarded =
             dynamic_cast<const JobError*>(&e) != nullptr && s.store->discard_run(s.run_id);
         if (!discarded) {
           const std::int64_t measured = s.store->stop_run(
-              s.run_id, "failed", std::string("stopped by an error: ") + e.what());
+              s.run_id, db::RunStatus::kFailed, std::string("stopped by an error: ") + e.what());
           s.log << "gputune: run " << s.run_id << " stopped by the error below; its " << measured
                 << " measurements are stored, and `" << s.resume_command << "` measures the rest\n";
         }

@@ -471,23 +471,23 @@ void finish_run(RunState& s) {
     rep.message = "interrupted after " + std::to_string(s.done_total) + " measurements; run " +
                   std::to_string(s.run_id) + " can be resumed (`" + s.resume_command +
                   "`); each context's fastest variant so far is its provisional winner";
-    store.finish_run(s.run_id, "interrupted", rep.message);
+    store.finish_run(s.run_id, db::RunStatus::kInterrupted, rep.message);
   } else if (!s.dev) {
     rep.exit_code = kExitNoDevice;
     rep.message = "compiled and inspected " + std::to_string(rep.compiled_ok) + " of " +
                   std::to_string(rep.planned) + " variants for " + rep.arch +
                   " and stored them in " + rep.db_path + " (run " + std::to_string(s.run_id) +
                   "); nothing was timed because no CUDA device was found: " + s.no_device_reason;
-    store.finish_run(s.run_id, "no_device", rep.message);
+    store.finish_run(s.run_id, db::RunStatus::kNoDevice, rep.message);
   } else if (rep.correct == 0) {
     rep.exit_code = kExitNoCorrect;
     rep.message =
         "no variant produced a correct result; see `gputune show " + std::to_string(s.run_id) + "`";
-    store.finish_run(s.run_id, "failed", rep.message);
+    store.finish_run(s.run_id, db::RunStatus::kFailed, rep.message);
   } else {
     rep.message = "tuned " + std::to_string(s.job.contexts.size()) + " context(s) on " +
                   s.dev->name + "; run " + std::to_string(s.run_id) + " in " + rep.db_path;
-    store.finish_run(s.run_id, "done", rep.message);
+    store.finish_run(s.run_id, db::RunStatus::kDone, rep.message);
   }
   store.update_run_progress(s.run_id, s.done_total, s.seconds_spent());
 }

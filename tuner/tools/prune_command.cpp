@@ -276,7 +276,7 @@ void PruneJob::store_decisions() {
     st.save_run_plan(rep.run_id, plan);
   }
   st.update_run_progress(rep.run_id, static_cast<std::int64_t>(configs.size()));
-  st.finish_run(rep.run_id, "done",
+  st.finish_run(rep.run_id, db::RunStatus::kDone,
                 "pruned for " + rep.device + ": kept " + std::to_string(rep.kept) + " of " +
                     std::to_string(configs.size()) +
                     (rep.space ? " the model's search chose of the space's " +

@@ -91,7 +91,7 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
       std::string listing;
       for (const db::RunRow& r : store.runs(10))
         listing += (listing.empty() ? "" : ", ") + std::to_string(r.id) + " (" + r.job_name + ", " +
-                   r.status + ")";
+                   std::string(text(r.status)) + ")";
       throw std::runtime_error(file + ": no run of this job (" + job.file.string() +
                                ", as it is now) timed anything there" +
                                (listing.empty() ? std::string(": the database holds no run")
@@ -140,8 +140,8 @@ std::map<std::string, Recorded> read_database_measurements(const std::string& fi
   }
   if (entries) *entries = recorded.size();
   if (source)
-    *source = "run " + std::to_string(run->id) + " (" + run->job_name + ", " + run->status +
-              ") of " + file + ", context " + label;
+    *source = "run " + std::to_string(run->id) + " (" + run->job_name + ", " +
+              std::string(text(run->status)) + ") of " + file + ", context " + label;
   return key_entries(recorded, space);
 }
 
