@@ -347,55 +347,13 @@ std::vector<std::int64_t> small_naive_size(const ContextSpec& ctx) {
   return smaller ? out : std::vector<std::int64_t>{};
 }
 
-CheckReport check_job(const Job& original, const CheckOptions& o) {
-  CheckReport rep;
-  Job job = original;
-  std::vector<std::int64_t> size = o.size;
-  // A naive kernel's variants guard every size: without --size, a size the CPU runs in seconds.
-  if (size.empty() && job.naive_kernel && !job.contexts.empty()) {
-    size = small_naive_size(job.contexts.front());
-    if (!size.empty())
-      rep.notes.push_back("checking at " + context_of_size(job, size).name + ", not the job's " +
-                          job.contexts.front().name +
-                          ": the generated variants guard every size, and this one runs on a "
-                          "CPU in seconds (--size chooses another)");
-  }
-  rep.context = context_of_size(job, size);
-  if (!size.empty() && !job.references.empty()) {
-    // ReferenceArguments hold the outputs of the job's own sizes: at another size the default
-    // configuration is the reference, for the same arguments.
-    for (const ReferenceArgument& r : job.references)
-      for (Argument& a : job.arguments)
-        if (a.name == r.target) a.output = true;
-    job.references.clear();
-    rep.notes.push_back("ReferenceArguments belong to the job's sizes: at " + rep.context.name +
-                        " the default configuration is the reference");
-  }
-  const std::string source = load_kernel_source(job);
-  const Space space = build_space(job);
-  rep.space_size = space.size();
-  if (space.empty())
-    throw JobError(job.file.string(), "ConfigurationSpace", space.explain_empty(),
-                   "relax the conditions");
-  // `limit` configurations spread over the space (0: all), the default configuration first.
-  const std::vector<size_t> order =
-      spread(space, o.limit == 0 ? space.size() : o.limit, space.find(default_key(job)));
+namespace {
 
-  if (job.naive_kernel) {
-    std::vector<naive::Choice> choices;
-    for (size_t i : order)
-      choices.push_back(naive::choice_from_config(*job.naive_kernel, space.config(i)));
-    rep.reference = "the naive kernel " + job.kernel_name;
-    const std::vector<std::string> problems =
-        naive_problems(job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr,
-                       o.timeout_s, &rep.interrupted);
-    for (size_t v = 0; v < problems.size(); ++v)
-      rep.checked.push_back({space.config(order[v]).key(), problems[v]});
-    return rep;
-  }
-
-  // A parametric kernel (or a naive one outside the subset, tuned over block shape): the source
-  // with each configuration's -D values, launched as the GPU run would launch it.
+/// A parametric kernel (or a naive one outside the subset, tuned over block shape): the source
+/// with each configuration's -D values, launched on the CPU as the GPU run would launch it, each
+/// compared with the reference (the ReferenceArguments, or the first configuration that runs).
+void check_parametric(const Job& job, const std::string& source, const Space& space,
+                      const std::vector<size_t>& order, const CheckOptions& o, CheckReport& rep) {
   std::vector<Variant> variants;
   std::vector<CpuKernel> kernels;
   std::vector<std::string> include_dirs{
@@ -475,6 +433,58 @@ CheckReport check_job(const Job& original, const CheckOptions& o) {
     }
     rep.checked.push_back(std::move(c));
   }
+}
+
+}  // namespace
+
+CheckReport check_job(const Job& original, const CheckOptions& o) {
+  CheckReport rep;
+  Job job = original;
+  std::vector<std::int64_t> size = o.size;
+  // A naive kernel's variants guard every size: without --size, a size the CPU runs in seconds.
+  if (size.empty() && job.naive_kernel && !job.contexts.empty()) {
+    size = small_naive_size(job.contexts.front());
+    if (!size.empty())
+      rep.notes.push_back("checking at " + context_of_size(job, size).name + ", not the job's " +
+                          job.contexts.front().name +
+                          ": the generated variants guard every size, and this one runs on a "
+                          "CPU in seconds (--size chooses another)");
+  }
+  rep.context = context_of_size(job, size);
+  if (!size.empty() && !job.references.empty()) {
+    // ReferenceArguments hold the outputs of the job's own sizes: at another size the default
+    // configuration is the reference, for the same arguments.
+    for (const ReferenceArgument& r : job.references)
+      for (Argument& a : job.arguments)
+        if (a.name == r.target) a.output = true;
+    job.references.clear();
+    rep.notes.push_back("ReferenceArguments belong to the job's sizes: at " + rep.context.name +
+                        " the default configuration is the reference");
+  }
+  const std::string source = load_kernel_source(job);
+  const Space space = build_space(job);
+  rep.space_size = space.size();
+  if (space.empty())
+    throw JobError(job.file.string(), "ConfigurationSpace", space.explain_empty(),
+                   "relax the conditions");
+  // `limit` configurations spread over the space (0: all), the default configuration first.
+  const std::vector<size_t> order =
+      spread(space, o.limit == 0 ? space.size() : o.limit, space.find(default_key(job)));
+
+  if (job.naive_kernel) {
+    std::vector<naive::Choice> choices;
+    for (size_t i : order)
+      choices.push_back(naive::choice_from_config(*job.naive_kernel, space.config(i)));
+    rep.reference = "the naive kernel " + job.kernel_name;
+    const std::vector<std::string> problems =
+        naive_problems(job, source, *job.naive_kernel, choices, rep.context, o.jobs, nullptr,
+                       o.timeout_s, &rep.interrupted);
+    for (size_t v = 0; v < problems.size(); ++v)
+      rep.checked.push_back({space.config(order[v]).key(), problems[v]});
+    return rep;
+  }
+
+  check_parametric(job, source, space, order, o, rep);
   return rep;
 }
 

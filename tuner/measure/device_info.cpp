@@ -4,7 +4,9 @@
 
 #include <stdexcept>
 
+#include "cuda/driver.h"
 #include "pruner/occupancy.h"
+#include "variants/job.h"
 
 namespace gputune::tuner {
 
@@ -44,5 +46,18 @@ DeviceInfo device_info(const cuda::DeviceAttributes& a) {
 }
 
 DeviceInfo query_device(int index) { return device_info(cuda::device_attributes(index)); }
+
+DeviceInfo job_device(const Job& job, const std::string& source, const std::string& field) {
+  const int n = cuda::Driver::instance().device_count();
+  if (job.device_index < 0 || job.device_index >= n)
+    throw JobError(source.empty() ? job.file.string() : source, field,
+                   "there is no CUDA device " + std::to_string(job.device_index) +
+                       ": this machine has " + cuda::describe_devices() +
+                       " (CUDA_VISIBLE_DEVICES, when set, numbers the ones it names from 0)",
+                   n == 1  ? std::string("use 0, the only device")
+                   : n > 1 ? "use an index from 0 to " + std::to_string(n - 1)
+                           : std::string("run where there is a GPU"));
+  return query_device(job.device_index);
+}
 
 }  // namespace gputune::tuner

@@ -3,6 +3,7 @@
  * over the pruner's per-architecture tables, which hold the granularities the driver does not
  * report (register and shared-memory allocation units, sub-partitions, barriers).
  * Consumes: cuda::DeviceAttributes. Produces: DeviceInfo with pruner::DeviceLimits.
+ * Also: the device a parsed job names (job_device), with the error that names the field.
  * Must not: touch the database or parse jobs. */
 #pragma once
 
@@ -11,6 +12,10 @@
 
 #include "cuda/device.h"
 #include "pruner/occupancy.h"
+
+namespace gputune {
+struct Job;  // variants/job.h
+}
 
 namespace gputune::tuner {
 
@@ -30,5 +35,11 @@ DeviceInfo device_info(const cuda::DeviceAttributes& a);
 
 /// Device `index` as the driver describes it. Throws cuda::CudaError.
 DeviceInfo query_device(int index);
+
+/// The device a job runs on (GPUTune.Device.Index, or --gpu): throws JobError naming that field
+/// (`source` for the file, when the index came from elsewhere, such as the command line) and the
+/// devices there are when it does not exist. Needs an available driver.
+DeviceInfo job_device(const Job& job, const std::string& source = {},
+                      const std::string& field = "GPUTune.Device.Index");
 
 }  // namespace gputune::tuner

@@ -80,6 +80,59 @@ double best_compiled(const Job& job, const std::vector<Config>& configs, const C
   return best;
 }
 
+/// The order the screen compiles in: `first`, what must be compiled whatever the model says (the
+/// reference, and what has no best case in some context: not analysed, no launch), then `order`,
+/// the rest by its best case relative to the context's smallest, the smallest over contexts.
+struct CompileOrder {
+  std::vector<size_t> first, order;
+};
+
+CompileOrder compile_order(size_t n, const std::vector<size_t>& always,
+                           const std::vector<ContextModel>& models) {
+  std::vector<double> priority(n, std::numeric_limits<double>::infinity());
+  std::vector<size_t> first;
+  std::vector<char> in_first(n, 0);
+  for (size_t i : always)
+    if (i < n && !in_first[i]) first.push_back(i), in_first[i] = 1;
+  for (const ContextModel& cm : models) {
+    double lowest = kNone;
+    for (double b : cm.best_ms)
+      if (!(b >= lowest)) lowest = b;
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isnan(cm.best_ms[i])) {
+        if (!in_first[i]) first.push_back(i), in_first[i] = 1;
+        continue;
+      }
+      priority[i] = std::min(priority[i], cm.best_ms[i] / lowest);
+    }
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (!in_first[i]) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return priority[a] < priority[b]; });
+  return {std::move(first), std::move(order)};
+}
+
+/// Marks what was never compiled as screened, with a reason quoting the final best: what rule 4
+/// measures every compiled variant against.
+void explain_screened(ScreenResult& r, const std::vector<char>& done,
+                      const std::vector<ContextModel>& models, const std::vector<double>& best,
+                      double margin) {
+  const size_t n = done.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (done[i]) continue;
+    r.screened[i] = 1;
+    ++r.count;
+    std::ostringstream why;
+    why.precision(3);
+    why << "not compiled: at best " << models[0].best_ms[i] << " ms at any occupancy, more than "
+        << margin << " x the best prediction " << best[0] << " ms"
+        << (models.size() > 1 ? " (first context; in every context)" : "");
+    r.reason[i] = why.str();
+  }
+}
+
 }  // namespace
 
 std::vector<double> best_cases(const Job& job, const std::string& source,
@@ -141,31 +194,9 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
     }
   }
 
-  // Order: the best case relative to the context's smallest one, the smallest over contexts.
-  // A configuration without a best case in some context (not analysed, no launch) is compiled
-  // in the first round, and so is the reference.
-  std::vector<double> priority(n, std::numeric_limits<double>::infinity());
-  std::vector<size_t> first;
-  std::vector<char> in_first(n, 0);
-  for (size_t i : o.always)
-    if (i < n && !in_first[i]) first.push_back(i), in_first[i] = 1;
-  for (const ContextModel& cm : models) {
-    double lowest = kNone;
-    for (double b : cm.best_ms)
-      if (!(b >= lowest)) lowest = b;
-    for (size_t i = 0; i < n; ++i) {
-      if (std::isnan(cm.best_ms[i])) {
-        if (!in_first[i]) first.push_back(i), in_first[i] = 1;
-        continue;
-      }
-      priority[i] = std::min(priority[i], cm.best_ms[i] / lowest);
-    }
-  }
-  std::vector<size_t> order;
-  for (size_t i = 0; i < n; ++i)
-    if (!in_first[i]) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return priority[a] < priority[b]; });
+  CompileOrder plan = compile_order(n, o.always, models);
+  std::vector<size_t>& first = plan.first;
+  const std::vector<size_t>& order = plan.order;
 
   const int threads = o.threads ? o.threads : job.compile_threads;
   const size_t cores = static_cast<size_t>(threads > 0 ? threads : cuda::default_compile_threads());
@@ -213,18 +244,7 @@ ScreenResult compile_screened(const Job& job, const std::string& source,
     progress.update(compiled, r.compile.failed, std::nullopt);
   }
   progress.finish();
-  // The reasons quote the final best: what rule 4 measures every compiled variant against.
-  for (size_t i = 0; i < n; ++i) {
-    if (done[i]) continue;
-    r.screened[i] = 1;
-    ++r.count;
-    std::ostringstream why;
-    why.precision(3);
-    why << "not compiled: at best " << models[0].best_ms[i] << " ms at any occupancy, more than "
-        << o.margin << " x the best prediction " << best[0] << " ms"
-        << (models.size() > 1 ? " (first context; in every context)" : "");
-    r.reason[i] = why.str();
-  }
+  explain_screened(r, done, models, best, o.margin);
   return r;
 }
 

@@ -170,11 +170,13 @@ SupervisorLink supervisor_link() {
 
 bool supervisor_stop_requested() noexcept { return g_stop_signal != 0; }
 
-int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log,
-                   bool survive_child_signal) {
-  // The stop signals this process would act on (one the shell set to be ignored stays ignored,
-  // and the child inherits that).
-  sigset_t stops, before;
+namespace {
+
+/// Installs the handler that forwards SIGINT and SIGTERM to the tuning process, for each this
+/// process would act on (one the shell set to be ignored stays ignored, and the child inherits
+/// that); returns them.
+sigset_t forward_stop_signals() {
+  sigset_t stops;
   sigemptyset(&stops);
   for (int sig : {SIGINT, SIGTERM}) {
     struct sigaction old {};
@@ -186,59 +188,98 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     sigaction(sig, &sa, nullptr);
     sigaddset(&stops, sig);
   }
+  return stops;
+}
+
+/// How one tuning process ended: its wait status and what its HangWatch wrote on the link.
+struct ChildEnd {
+  int status = 0;
+  std::string report;
+};
+
+/// Starts `gputune ARGS` with the link to this supervisor (and the `spent` seconds of the time
+/// budget earlier processes used) in its environment, and waits for it to end.
+ChildEnd run_child(const std::vector<std::string>& args, double spent, const sigset_t& stops) {
+  int link[2];
+  if (pipe2(link, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot create a pipe to supervise the run: ") +
+                             std::strerror(errno));
+  fcntl(link[1], F_SETFD, 0);  // the child's end stays open across exec
+  fcntl(link[0], F_SETFL, O_NONBLOCK);
+  std::vector<std::string> words{"gputune"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::ostringstream value;
+  value.precision(17);
+  value << link[1] << "," << getpid() << "," << spent;
+  std::string variable = std::string(kLinkVariable) + "=" + value.str();
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, kLinkVariable, std::strlen(kLinkVariable)) != 0 ||
+        (*e)[std::strlen(kLinkVariable)] != '=')
+      envp.push_back(*e);
+  envp.push_back(variable.data());
+  envp.push_back(nullptr);
+
+  // A stop signal between here and g_child being set waits (blocked), then is forwarded.
+  sigset_t before;
+  sigprocmask(SIG_BLOCK, &stops, &before);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &before);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  close(link[1]);
+  if (rc != 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    close(link[0]);
+    throw std::runtime_error(std::string("cannot start the tuning process: ") + std::strerror(rc));
+  }
+  g_forwarded = 0;
+  g_child = pid;
+  sigprocmask(SIG_SETMASK, &before, nullptr);
+  ChildEnd end;
+  while (waitpid(pid, &end.status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  char report[4097] = {};
+  const ssize_t n = read(link[0], report, sizeof report - 1);
+  close(link[0]);
+  if (n > 0) end.report.assign(report, static_cast<std::size_t>(n));
+  return end;
+}
+
+/// What a supervised command left behind: the variants that hung or faulted are not in the
+/// ranking.
+void print_left_behind(std::ostream& log, const std::vector<std::string>& hung_names,
+                       const std::vector<std::string>& fault_names) {
+  auto list = [&](const std::vector<std::string>& names, const char* what, const char* as) {
+    if (names.empty()) return;
+    const bool one = names.size() == 1;
+    log << "gputune: " << names.size() << " variant" << (one ? "" : "s") << " " << what << " and "
+        << (one ? "is" : "are") << " stored as " << as << ": ";
+    for (size_t i = 0; i < names.size(); ++i) log << (i ? "; " : "") << names[i];
+    log << "\n";
+  };
+  list(hung_names, "hung", "timeout");
+  list(fault_names, "faulted (the CUDA context was lost)", "runtime");
+}
+
+}  // namespace
+
+int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream& log,
+                   bool survive_child_signal) {
+  const sigset_t stops = forward_stop_signals();
   double spent = 0;
   std::vector<std::string> hung_names, fault_names;
   int restarts = 0;  // after hangs; a fault's restart is certain progress and is not counted
   for (;;) {
-    int link[2];
-    if (pipe2(link, O_CLOEXEC) != 0)
-      throw std::runtime_error(std::string("cannot create a pipe to supervise the run: ") +
-                               std::strerror(errno));
-    fcntl(link[1], F_SETFD, 0);  // the child's end stays open across exec
-    fcntl(link[0], F_SETFL, O_NONBLOCK);
-    std::vector<std::string> words{"gputune"};
-    words.insert(words.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    std::ostringstream value;
-    value.precision(17);
-    value << link[1] << "," << getpid() << "," << spent;
-    std::string variable = std::string(kLinkVariable) + "=" + value.str();
-    std::vector<char*> envp;
-    for (char** e = environ; *e; ++e)
-      if (std::strncmp(*e, kLinkVariable, std::strlen(kLinkVariable)) != 0 ||
-          (*e)[std::strlen(kLinkVariable)] != '=')
-        envp.push_back(*e);
-    envp.push_back(variable.data());
-    envp.push_back(nullptr);
-
-    // A stop signal between here and g_child being set waits (blocked), then is forwarded.
-    sigprocmask(SIG_BLOCK, &stops, &before);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &before);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, &attr, argv.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    close(link[1]);
-    if (rc != 0) {
-      sigprocmask(SIG_SETMASK, &before, nullptr);
-      close(link[0]);
-      throw std::runtime_error(std::string("cannot start the tuning process: ") +
-                               std::strerror(rc));
-    }
-    g_forwarded = 0;
-    g_child = pid;
-    sigprocmask(SIG_SETMASK, &before, nullptr);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    g_child = 0;
-    char report[4097] = {};
-    const ssize_t n = read(link[0], report, sizeof report - 1);
-    close(link[0]);
+    const ChildEnd child = run_child(args, spent, stops);
+    const int status = child.status;
     if (WIFSIGNALED(status)) {  // end as it did
       const int sig = WTERMSIG(status);
       if (survive_child_signal) {
@@ -255,8 +296,10 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
     double child_spent = 0;
     int name_at = 0;
     char kind[8] = {};
+    const char* report = child.report.c_str();
     const bool reported =
-        n > 0 && std::sscanf(report, "%7s %lld %lf %n", kind, &run, &child_spent, &name_at) == 3 &&
+        !child.report.empty() &&
+        std::sscanf(report, "%7s %lld %lf %n", kind, &run, &child_spent, &name_at) == 3 &&
         name_at > 0;
     const bool hung = reported && std::strcmp(kind, "hung") == 0;
     const bool fault = reported && std::strcmp(kind, "fault") == 0;
@@ -267,31 +310,18 @@ int run_restarting(std::vector<std::string> args, int max_restarts, std::ostream
         fault && std::find(fault_names.begin(), fault_names.end(), name) != fault_names.end();
     if (hung) hung_names.push_back(name);
     if (fault && !again) fault_names.push_back(name);
-    // What this command left behind: the variants that hung or faulted are not in the ranking.
-    auto summary = [&] {
-      auto list = [&](const std::vector<std::string>& names, const char* what, const char* as) {
-        if (names.empty()) return;
-        const bool one = names.size() == 1;
-        log << "gputune: " << names.size() << " variant" << (one ? "" : "s") << " " << what
-            << " and " << (one ? "is" : "are") << " stored as " << as << ": ";
-        for (size_t i = 0; i < names.size(); ++i) log << (i ? "; " : "") << names[i];
-        log << "\n";
-      };
-      list(hung_names, "hung", "timeout");
-      list(fault_names, "faulted (the CUDA context was lost)", "runtime");
-    };
     if (!(hung || fault) || again || code != kExitInterrupted || g_stop_signal) {
       if (again)
         log << "gputune: not restarting: " << name
             << " lost the CUDA context again after a restart that should have skipped it\n";
-      summary();
+      print_left_behind(log, hung_names, fault_names);
       return code;
     }
     spent += child_spent;
     if (hung && restarts >= max_restarts) {
       log << "gputune: not restarting: " << restarts << " restart" << (restarts == 1 ? "" : "s")
           << " after hung kernels already (--max-restarts " << max_restarts << ")\n";
-      summary();
+      print_left_behind(log, hung_names, fault_names);
       return code;
     }
     args = with_resume(args, run);

@@ -37,7 +37,8 @@
 #include "tuner/compile/compile_pool.h"
 #include "tuner/measure/device_info.h"
 #include "tuner/model/predict.h"
-#include "tuner/run/pipeline.h"
+#include "tuner/run/run_options.h"
+#include "tuner/run/run_report.h"
 #include "variants/space.h"
 
 namespace gputune::tuner {

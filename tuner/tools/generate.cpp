@@ -67,6 +67,45 @@ long find_config(const Space& space, const std::string& text) {
   return at;
 }
 
+/// What the analysis read in the naive kernel and what each array and output may become.
+void print_analysis(const naive::NaiveKernel& k, const fs::path& kernel_file, std::ostream& info) {
+  info << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index " << k.index_names[0]
+       << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", " << k.loops
+       << " loop(s) every thread runs alike, " << k.guard.size() << " bounds check(s)\n";
+  for (const std::string& r : k.rewrites)
+    info << "  " << kernel_file.filename().string() << " " << r << "\n";
+  const std::vector<std::string> halos = naive::halo_windows(k);
+  for (const naive::ArrayOptions& a : naive::array_options(k)) {
+    info << "  " << a.array << ":";
+    for (naive::Cache c : a.allowed) info << " " << naive::cache_name(c);
+    info << "\n";
+    for (const std::string& h : halos)
+      if (h.rfind(a.array + ":", 0) == 0)
+        info << "    shared: a halo window per block (" << h.substr(a.array.size() + 2)
+             << "), in dynamic shared memory sized at launch\n";
+    for (const std::string& r : a.reasons) info << "    " << r << "\n";
+  }
+  for (const naive::OutputOptions& out : naive::output_options(k)) {
+    info << "  " << out.array << " (written):" << (out.stage ? " write direct|shared" : "")
+         << (out.reduce ? " reduce atomic|block" : "") << (out.stage || out.reduce ? "" : " direct")
+         << "\n";
+    for (const std::string& r : out.reasons) info << "    " << r << "\n";
+  }
+  if (const naive::SplitOption sp = naive::split_loop(k); sp.loop >= 0) {
+    std::string acc;
+    for (int id : sp.locals)
+      acc += (acc.empty() ? "" : ", ") + k.locals[static_cast<size_t>(id)].name;
+    info << "  split: 1-32 threads per output share the loop adding to " << acc
+         << (sp.across_warps ? " (lanes along threadIdx.y, so each warp still reads "
+                               "consecutive outputs; parts added in shared memory)"
+                             : " (lanes within a warp; parts added by warp shuffles)")
+         << ", in variants without shared tiles\n";
+  } else {
+    info << "  split: not offered: " << sp.reason << "\n";
+  }
+  for (const std::string& n : k.notes) info << "  note: " << n << "\n";
+}
+
 }  // namespace
 
 int generate(const GenerateOptions& o) {
@@ -99,41 +138,7 @@ int generate(const GenerateOptions& o) {
   // One configuration's source to stdout: everything else goes to stderr, so it can be redirected.
   const bool source_only = !o.config.empty() && o.out_dir.empty();
   std::ostream& info = source_only ? std::cerr : std::cout;
-  info << "naive kernel '" << k.name << "': " << k.dims << "-D, thread index " << k.index_names[0]
-       << (k.dims == 2 ? ", " + k.index_names[1] : std::string()) << ", " << k.loops
-       << " loop(s) every thread runs alike, " << k.guard.size() << " bounds check(s)\n";
-  for (const std::string& r : k.rewrites)
-    info << "  " << o.kernel_file.filename().string() << " " << r << "\n";
-  const std::vector<std::string> halos = naive::halo_windows(k);
-  for (const naive::ArrayOptions& a : naive::array_options(k)) {
-    info << "  " << a.array << ":";
-    for (naive::Cache c : a.allowed) info << " " << naive::cache_name(c);
-    info << "\n";
-    for (const std::string& h : halos)
-      if (h.rfind(a.array + ":", 0) == 0)
-        info << "    shared: a halo window per block (" << h.substr(a.array.size() + 2)
-             << "), in dynamic shared memory sized at launch\n";
-    for (const std::string& r : a.reasons) info << "    " << r << "\n";
-  }
-  for (const naive::OutputOptions& o : naive::output_options(k)) {
-    info << "  " << o.array << " (written):" << (o.stage ? " write direct|shared" : "")
-         << (o.reduce ? " reduce atomic|block" : "") << (o.stage || o.reduce ? "" : " direct")
-         << "\n";
-    for (const std::string& r : o.reasons) info << "    " << r << "\n";
-  }
-  if (const naive::SplitOption sp = naive::split_loop(k); sp.loop >= 0) {
-    std::string acc;
-    for (int id : sp.locals)
-      acc += (acc.empty() ? "" : ", ") + k.locals[static_cast<size_t>(id)].name;
-    info << "  split: 1-32 threads per output share the loop adding to " << acc
-         << (sp.across_warps ? " (lanes along threadIdx.y, so each warp still reads "
-                               "consecutive outputs; parts added in shared memory)"
-                             : " (lanes within a warp; parts added by warp shuffles)")
-         << ", in variants without shared tiles\n";
-  } else {
-    info << "  split: not offered: " << sp.reason << "\n";
-  }
-  for (const std::string& n : k.notes) info << "  note: " << n << "\n";
+  print_analysis(k, o.kernel_file, info);
   // The space, through a job (the given one, or a minimal one for the kernel alone).
   Job job;
   if (!o.job_file.empty()) {

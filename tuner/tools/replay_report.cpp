@@ -11,7 +11,10 @@
 
 namespace gputune::tuner {
 
-void print_replay_report(const ReplayReport& r, std::ostream& out) {
+namespace {
+
+/// Where the measurements came from, the space, the optimum and the default.
+void print_recording(const ReplayReport& r, std::ostream& out) {
   if (!r.source.empty()) out << "measurements: " << r.source << "\n";
   out << "space " << r.space_size << " configurations; the measurements hold " << r.recorded
       << ", of which " << r.matched << " match the space (" << r.failed << " failed)\n";
@@ -24,6 +27,11 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
       out << "failed";
     out << "; every strategy measures it first, as `run` does\n";
   }
+}
+
+/// Per strategy: measurements to each tolerance (median, p90) and, when scored, the
+/// methodology's scores.
+void print_strategy_table(const ReplayReport& r, std::ostream& out) {
   // Columns: measurements needed to get within each tolerance of the optimum.
   std::vector<std::string> head;
   for (double f : r.within) {
@@ -75,6 +83,64 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
       }
     row(s.strategy, std::to_string(s.seeds), cells);
   }
+}
+
+/// model_guided streamed with the model: what it predicted, removed, compiled and where it ended.
+void print_model_stream(const ReplayReport& r, std::ostream& out) {
+  out << "model_guided with the model for " << r.predicted_device << ", context "
+      << r.predicted_context << ": " << r.model_predicted << " of the " << r.space_size
+      << " configurations predicted from their source; of what it compiled, removed per rule:";
+  for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;
+  out << "\nmodel: Spearman " << std::setprecision(3) << r.spearman << " over "
+      << r.predicted_and_measured
+      << " configurations compiled by the search (real predictions against recorded times)\n";
+  if (r.guided_stopped_after)
+    out << "model_guided: stopped after " << r.guided_stopped_after << " measurements";
+  else
+    out << "model_guided: ran";
+  out << " with the best within " << std::setprecision(1) << 100 * (r.guided_best_ratio - 1)
+      << "% of the optimum, having compiled " << r.guided_compiled << " of the " << r.space_size
+      << " configurations (all seeds)\n";
+}
+
+/// The pruner over the whole space by margin (--prune-report), and how that meets the target.
+void print_margin_sweep(const ReplayReport& r, std::ostream& out) {
+  out << "pruner by margin (rule 4 drops what is predicted slower than margin x the best "
+         "prediction; regret: best kept / optimum):\n";
+  out << "  margin  kept      pruned  regret\n";
+  const ReplayReport::MarginPoint* target = nullptr;  // the smallest margin within 10%
+  for (const auto& p : r.margin_sweep) {
+    out << "  " << std::left << std::setw(8) << std::setprecision(2) << p.margin << std::setw(10)
+        << p.kept << std::right << std::setw(5) << std::setprecision(1) << 100 * p.fraction_pruned
+        << "%  " << std::left << std::setprecision(3) << p.regret
+        << (p.margin == r.job_margin ? "  (the job's margin)" : "") << "\n";
+    if (!target && p.regret <= kTargetRegret) target = &p;
+  }
+  out << std::setprecision(1) << "pruning target (>= " << 100 * kTargetPruned
+      << "% pruned, one kept within " << 100 * (kTargetRegret - 1) << "% of the optimum): ";
+  if (const auto& a = r.at_target_pruned)
+    out << (a->regret <= kTargetRegret ? "met" : "not met") << " at margin " << std::setprecision(4)
+        << a->margin << ", which keeps the most that still prunes " << std::setprecision(1)
+        << 100 * kTargetPruned << "% or more (" << 100 * a->fraction_pruned << "% pruned, "
+        << a->kept << " kept, regret " << std::setprecision(3) << a->regret << ")";
+  else
+    out << "not met: no margin prunes " << 100 * kTargetPruned << "% or more (the tightest prunes "
+        << 100 * r.tightest_pruned << "%)";
+  out << "; the smallest swept margin that keeps one within " << std::setprecision(1)
+      << 100 * (kTargetRegret - 1) << "%: ";
+  if (!target)
+    out << "none\n";
+  else
+    out << std::setprecision(2) << target->margin << " (" << std::setprecision(1)
+        << 100 * target->fraction_pruned << "% pruned, regret " << std::setprecision(3)
+        << target->regret << ")\n";
+}
+
+}  // namespace
+
+void print_replay_report(const ReplayReport& r, std::ostream& out) {
+  print_recording(r, out);
+  print_strategy_table(r, out);
   if (!r.score_range.empty()) {
     out << "score: the methodology's performance score (0: as random search, 1: the optimum at "
            "once), averaged "
@@ -93,60 +159,14 @@ void print_replay_report(const ReplayReport& r, std::ostream& out) {
         << ", recorded launch failures predicted " << r.failures_predicted << " of "
         << r.failures_recorded << ", valid variants rejected for resources " << r.valid_rejected
         << "\n";
-  if (r.model_streamed) {
-    out << "model_guided with the model for " << r.predicted_device << ", context "
-        << r.predicted_context << ": " << r.model_predicted << " of the " << r.space_size
-        << " configurations predicted from their source; of what it compiled, removed per rule:";
-    for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;
-    out << "\nmodel: Spearman " << std::setprecision(3) << r.spearman << " over "
-        << r.predicted_and_measured
-        << " configurations compiled by the search (real predictions against recorded times)\n";
-    if (r.guided_stopped_after)
-      out << "model_guided: stopped after " << r.guided_stopped_after << " measurements";
-    else
-      out << "model_guided: ran";
-    out << " with the best within " << std::setprecision(1) << 100 * (r.guided_best_ratio - 1)
-        << "% of the optimum, having compiled " << r.guided_compiled << " of the " << r.space_size
-        << " configurations (all seeds)\n";
-  }
+  if (r.model_streamed) print_model_stream(r, out);
   if (r.pruner_scored) {
     out << "pruner: removed per rule:";
     for (auto& [rule, n] : r.removed_by_rule) out << " " << rule << " " << n;
     out << "\n";
     out << "model: Spearman " << std::setprecision(3) << r.spearman << " over "
         << r.predicted_and_measured << " configurations with a prediction and a recorded time\n";
-    if (!r.margin_sweep.empty()) {
-      out << "pruner by margin (rule 4 drops what is predicted slower than margin x the best "
-             "prediction; regret: best kept / optimum):\n";
-      out << "  margin  kept      pruned  regret\n";
-      const ReplayReport::MarginPoint* target = nullptr;  // the smallest margin within 10%
-      for (const auto& p : r.margin_sweep) {
-        out << "  " << std::left << std::setw(8) << std::setprecision(2) << p.margin
-            << std::setw(10) << p.kept << std::right << std::setw(5) << std::setprecision(1)
-            << 100 * p.fraction_pruned << "%  " << std::left << std::setprecision(3) << p.regret
-            << (p.margin == r.job_margin ? "  (the job's margin)" : "") << "\n";
-        if (!target && p.regret <= kTargetRegret) target = &p;
-      }
-      out << std::setprecision(1) << "pruning target (>= " << 100 * kTargetPruned
-          << "% pruned, one kept within " << 100 * (kTargetRegret - 1) << "% of the optimum): ";
-      if (const auto& a = r.at_target_pruned)
-        out << (a->regret <= kTargetRegret ? "met" : "not met") << " at margin "
-            << std::setprecision(4) << a->margin << ", which keeps the most that still prunes "
-            << std::setprecision(1) << 100 * kTargetPruned << "% or more ("
-            << 100 * a->fraction_pruned << "% pruned, " << a->kept << " kept, regret "
-            << std::setprecision(3) << a->regret << ")";
-      else
-        out << "not met: no margin prunes " << 100 * kTargetPruned
-            << "% or more (the tightest prunes " << 100 * r.tightest_pruned << "%)";
-      out << "; the smallest swept margin that keeps one within " << std::setprecision(1)
-          << 100 * (kTargetRegret - 1) << "%: ";
-      if (!target)
-        out << "none\n";
-      else
-        out << std::setprecision(2) << target->margin << " (" << std::setprecision(1)
-            << 100 * target->fraction_pruned << "% pruned, regret " << std::setprecision(3)
-            << target->regret << ")\n";
-    }
+    if (!r.margin_sweep.empty()) print_margin_sweep(r, out);
     if (r.guided_stopped_after)
       out << "model_guided: stopped after " << r.guided_stopped_after
           << " measurements with the best within " << std::setprecision(1)
