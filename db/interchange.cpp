@@ -227,24 +227,14 @@ std::vector<std::int64_t> whole_problem_size(const json& problem_size) {
   return size;
 }
 
-ImportSummary import_measurements(Store& store, const std::string& path, const ImportNames& names) {
-  MeasurementFile f = read_measurement_file(path);
+namespace {
+
+/// The parameters, in order: Kernel Tuner's tune_params_keys; a T4 file's first configuration's,
+/// ordered as the file says, else as a stored kernel of this name with these parameters, else by
+/// name (`sum.parameter_order` says which).
+std::vector<std::string> parameter_order(Store& store, const std::string& path,
+                                         const MeasurementFile& f, ImportSummary& sum) {
   const bool t4 = f.format == MeasurementFile::Format::T4;
-  auto missing = [&](const char* key, const char* option) {
-    return std::runtime_error(path + (t4 ? std::string(": a T4 file that does not say which ") +
-                                               key + " it measured (metadata.gputune." + key +
-                                               "). Fix: give --" + option
-                                         : std::string(": field '") + key +
-                                               "_name' is missing: not a Kernel Tuner "
-                                               "cache file, or give --" +
-                                               option));
-  };
-  ImportSummary sum;
-  sum.kernel = names.kernel.empty() ? f.kernel : names.kernel;
-  sum.device = names.device.empty() ? f.device : names.device;
-  if (sum.kernel.empty()) throw missing("kernel", "kernel NAME");
-  if (sum.device.empty()) throw missing("device", "device NAME (the GPU it ran on)");
-  // The parameters, in order: Kernel Tuner's tune_params_keys; a T4 file's first configuration's.
   std::vector<std::string> keys = f.keys;
   if (!t4 && !f.header.contains("tune_params_keys"))
     throw std::runtime_error(path +
@@ -284,6 +274,14 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
       }
     }
   }
+  return keys;
+}
+
+/// The problem size the import's context gets (the file's, else that of the context of the same
+/// label the database holds, else 1), and its label in `sum.context`.
+json problem_size_and_label(Store& store, const std::string& path, const MeasurementFile& f,
+                            const ImportNames& names, ImportSummary& sum) {
+  const bool t4 = f.format == MeasurementFile::Format::T4;
   json ps = f.problem_size;
   if (ps.is_null() && !(names.context.empty() && f.context.empty())) {
     // A file without a problem size, put in a context the database holds for this kernel and
@@ -312,6 +310,30 @@ ImportSummary import_measurements(Store& store, const std::string& path, const I
   }
   if (!f.context.empty()) sum.context = f.context;
   if (!names.context.empty()) sum.context = names.context;
+  return ps;
+}
+
+}  // namespace
+
+ImportSummary import_measurements(Store& store, const std::string& path, const ImportNames& names) {
+  MeasurementFile f = read_measurement_file(path);
+  const bool t4 = f.format == MeasurementFile::Format::T4;
+  auto missing = [&](const char* key, const char* option) {
+    return std::runtime_error(path + (t4 ? std::string(": a T4 file that does not say which ") +
+                                               key + " it measured (metadata.gputune." + key +
+                                               "). Fix: give --" + option
+                                         : std::string(": field '") + key +
+                                               "_name' is missing: not a Kernel Tuner "
+                                               "cache file, or give --" +
+                                               option));
+  };
+  ImportSummary sum;
+  sum.kernel = names.kernel.empty() ? f.kernel : names.kernel;
+  sum.device = names.device.empty() ? f.device : names.device;
+  if (sum.kernel.empty()) throw missing("kernel", "kernel NAME");
+  if (sum.device.empty()) throw missing("device", "device NAME (the GPU it ran on)");
+  const std::vector<std::string> keys = parameter_order(store, path, f, sum);
+  const json ps = problem_size_and_label(store, path, f, names, sum);
 
   Transaction t(store.db());
   DeviceRecord dev;
