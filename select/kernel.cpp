@@ -225,23 +225,79 @@ const std::string& Kernel::compile_log() const {
 }
 bool Kernel::cached() const { return impl_->cached; }
 
+namespace {
+
+/// The device a kernel is loaded for: KernelOptions.as_device (compile only), else the GPU.
+Result<Device> target_device(const KernelOptions& options) {
+  Device device;
+  if (options.as_device) {
+    device = *options.as_device;
+    if (device.arch.empty())
+      return Error{Error::Code::kBadInput,
+                   "KernelOptions.as_device names no architecture: the variant is compiled for "
+                   "one. Fix: set its arch (\"sm_90\")."};
+  } else {
+    Result<Device> d = gpu_device(options.device);
+    if (!d) return d.error();
+    device = d.value();
+  }
+  return device;
+}
+
+/// The kernel's source: KernelOptions.source_file (the job then names it), else the table's.
+Result<std::string> kernel_source(const Table& table, const KernelTable& kt,
+                                  const KernelOptions& options, const std::string& name, Job& job) {
+  std::string source = kt.source;
+  if (!options.source_file.empty()) {
+    auto text = read_file(options.source_file);
+    if (!text)
+      return Error{Error::Code::kBadFile,
+                   options.source_file + ": cannot be read (KernelOptions.source_file)."};
+    source = std::move(*text);
+    job.kernel_file = std::filesystem::absolute(options.source_file);
+  }
+  if (source.empty())
+    return Error{Error::Code::kBadFile,
+                 table.data().origin + " has no source of kernel '" + name +
+                     "'. Fix: give the kernel's source file (KernelOptions.source_file), or "
+                     "export the decisions with sources (`gputune export --decisions`)."};
+  return source;
+}
+
+/// The chosen configuration's variant: its parameters (in the job's order where it names them
+/// all) as the job's compile options over the source, launched with the choice's geometry.
+Variant chosen_variant(const Job& job, const KernelTable& kt, const Choice& choice,
+                       std::string source) {
+  const nlohmann::ordered_json& values = kt.configs.at(choice.config);
+  std::vector<std::string> names;
+  for (const Parameter& p : job.parameters)
+    if (values.contains(p.name)) names.push_back(p.name);
+  if (names.size() != values.size()) names = kt.parameters;  // the job's order where it fits
+  Config config;
+  config.names = std::make_shared<const std::vector<std::string>>(names);
+  for (const std::string& n : names)
+    config.values.push_back(json_to_value(json::parse(values.at(n).dump())));
+  Variant v;
+  v.config = config;
+  v.kernel_name = job.kernel_name;
+  v.source = std::move(source);
+  v.options = compile_options(job, config);
+  v.kernel_folder = kernel_folder(job);
+  v.geometry.grid = choice.grid, v.geometry.block = choice.block;
+  v.geometry.dynamic_smem = choice.dynamic_smem;
+  return v;
+}
+
+}  // namespace
+
 Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const Input& input,
                             const KernelOptions& options) noexcept {
   const std::string name(kernel);
   try {
     // 1. The device, and the choice for it.
-    Device device;
-    if (options.as_device) {
-      device = *options.as_device;
-      if (device.arch.empty())
-        return Error{Error::Code::kBadInput,
-                     "KernelOptions.as_device names no architecture: the variant is compiled for "
-                     "one. Fix: set its arch (\"sm_90\")."};
-    } else {
-      Result<Device> d = gpu_device(options.device);
-      if (!d) return d.error();
-      device = d.value();
-    }
+    Result<Device> target = target_device(options);
+    if (!target) return target.error();
+    const Device& device = target.value();
     Result<Choice> choice = table.choose(kernel, device, input);
     if (!choice) return choice.error();
     const KernelTable* kt = table.kernel(kernel);
@@ -263,37 +319,9 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
                        "by gputune's clang analysis, which gputune::select does not carry. Fix: "
                        "`gputune generate` writes the chosen variant's source; compile that into "
                        "the application and launch it with the Choice's grid and block."};
-    std::string source = kt->source;
-    if (!options.source_file.empty()) {
-      auto text = read_file(options.source_file);
-      if (!text)
-        return Error{Error::Code::kBadFile,
-                     options.source_file + ": cannot be read (KernelOptions.source_file)."};
-      source = std::move(*text);
-      job.kernel_file = std::filesystem::absolute(options.source_file);
-    }
-    if (source.empty())
-      return Error{Error::Code::kBadFile,
-                   table.data().origin + " has no source of kernel '" + name +
-                       "'. Fix: give the kernel's source file (KernelOptions.source_file), or "
-                       "export the decisions with sources (`gputune export --decisions`)."};
-    const nlohmann::ordered_json& values = kt->configs.at(choice->config);
-    std::vector<std::string> names;
-    for (const Parameter& p : job.parameters)
-      if (values.contains(p.name)) names.push_back(p.name);
-    if (names.size() != values.size()) names = kt->parameters;  // the job's order where it fits
-    Config config;
-    config.names = std::make_shared<const std::vector<std::string>>(names);
-    for (const std::string& n : names)
-      config.values.push_back(json_to_value(json::parse(values.at(n).dump())));
-    Variant v;
-    v.config = config;
-    v.kernel_name = job.kernel_name;
-    v.source = std::move(source);
-    v.options = compile_options(job, config);
-    v.kernel_folder = kernel_folder(job);
-    v.geometry.grid = choice->grid, v.geometry.block = choice->block;
-    v.geometry.dynamic_smem = choice->dynamic_smem;
+    Result<std::string> source = kernel_source(table, *kt, options, name, job);
+    if (!source) return source.error();
+    const Variant v = chosen_variant(job, *kt, *choice, std::move(source).value());
 
     auto impl = std::make_shared<Impl>();
     impl->choice = choice.value();
