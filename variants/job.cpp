@@ -565,6 +565,69 @@ std::string signature_mismatch(const Job& job) {
          "): " + out + (wrong > 3 ? "; and " + std::to_string(wrong - 3) + " more" : "");
 }
 
+/// KernelName and KernelFile (relative to the job's folder; a missing .hip port of a CUDA
+/// source that is there becomes that source, with a note).
+void read_kernel_file(Reader& r, const json& ks, const std::filesystem::path& file, Job& job) {
+  job.kernel_name = r.get_string(
+      r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
+      "KernelSpecification.KernelName");
+  std::string kf =
+      r.get_string(r.require(ks, "KernelSpecification", "KernelFile", "the path of the .cu file"),
+                   "KernelSpecification.KernelFile");
+  job.kernel_file =
+      std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
+  if (std::error_code ec;
+      job.kernel_file.extension() == ".hip" && !std::filesystem::exists(job.kernel_file, ec)) {
+    // The benchmark hub names the HIP port of a CUDA kernel (dedispersion.cu.hip) that it does
+    // not ship; the CUDA source it was made from is what gputune compiles.
+    std::filesystem::path cuda = job.kernel_file;
+    cuda.replace_extension();
+    if (std::filesystem::exists(cuda, ec)) {
+      r.note("KernelSpecification.KernelFile '" + kf + "' does not exist; the CUDA source '" +
+             cuda.filename().string() + "' beside it does, and gputune compiles that");
+      job.kernel_file = cuda;
+    }
+  }
+}
+
+/// The compiler's options and the launch: LocalSize (generated for a naive job), GlobalSize and
+/// its type, Kernel Tuner's GridDivX/Y/Z, SharedMemory, and ProblemSize (the job's one context).
+void read_compile_and_launch(Reader& r, const json& ks, Job& job) {
+  if (ks.contains("CompilerOptions")) {
+    if (!ks["CompilerOptions"].is_array())
+      r.fail("KernelSpecification.CompilerOptions", "expected a list of strings");
+    for (auto& o : ks["CompilerOptions"])
+      job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
+  }
+  if (!job.naive || ks.contains("LocalSize"))  // a naive job's block is generated
+    job.local_size = read_dim3(
+        r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"),
+        "KernelSpecification.LocalSize");
+  if (ks.contains("GlobalSize"))
+    job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
+  if (ks.contains("GlobalSizeType")) {
+    job.global_size_type = r.get_string(ks["GlobalSizeType"], "KernelSpecification.GlobalSizeType");
+    if (job.global_size_type != "CUDA" && job.global_size_type != "OpenCL")
+      r.fail("KernelSpecification.GlobalSizeType",
+             "'" + job.global_size_type + "' is not supported",
+             "use CUDA (GlobalSize counts blocks) or OpenCL (counts threads)");
+  }
+  const char* div_keys[3] = {"GridDivX", "GridDivY", "GridDivZ"};
+  for (int d = 0; d < 3; ++d) {
+    if (!ks.contains(div_keys[d])) continue;
+    std::string path = std::string("KernelSpecification.") + div_keys[d];
+    if (!ks[div_keys[d]].is_array()) r.fail(path, "expected a list of expressions");
+    for (auto& e : ks[div_keys[d]])
+      job.grid_div[static_cast<size_t>(d)].push_back(r.get_expr(e, path));
+    job.use_grid_div = true;
+  }
+  if (ks.contains("SharedMemory"))
+    job.shared_memory_expr = r.get_expr(ks["SharedMemory"], "KernelSpecification.SharedMemory");
+  if (ks.contains("ProblemSize"))
+    job.contexts.push_back(
+        {"", read_problem_size(r, ks["ProblemSize"], "KernelSpecification.ProblemSize"), {}});
+}
+
 }  // namespace
 
 Job parse_job(const json& doc, const std::filesystem::path& file) {
@@ -623,62 +686,11 @@ Job parse_job(const json& doc, const std::filesystem::path& file) {
       r.note("KernelSpecification." + k + " is not in the T1 schema (Kernel Tuner key, accepted)");
   if (ks.contains("Language"))
     job.language = r.get_string(ks["Language"], "KernelSpecification.Language");
-  job.kernel_name = r.get_string(
-      r.require(ks, "KernelSpecification", "KernelName", "the __global__ function's name"),
-      "KernelSpecification.KernelName");
-  std::string kf =
-      r.get_string(r.require(ks, "KernelSpecification", "KernelFile", "the path of the .cu file"),
-                   "KernelSpecification.KernelFile");
-  job.kernel_file =
-      std::filesystem::path(kf).is_absolute() ? std::filesystem::path(kf) : file.parent_path() / kf;
-  if (std::error_code ec;
-      job.kernel_file.extension() == ".hip" && !std::filesystem::exists(job.kernel_file, ec)) {
-    // The benchmark hub names the HIP port of a CUDA kernel (dedispersion.cu.hip) that it does
-    // not ship; the CUDA source it was made from is what gputune compiles.
-    std::filesystem::path cuda = job.kernel_file;
-    cuda.replace_extension();
-    if (std::filesystem::exists(cuda, ec)) {
-      r.note("KernelSpecification.KernelFile '" + kf + "' does not exist; the CUDA source '" +
-             cuda.filename().string() + "' beside it does, and gputune compiles that");
-      job.kernel_file = cuda;
-    }
-  }
+  read_kernel_file(r, ks, file, job);
   if (job.name.empty() && ks.contains("BenchmarkName"))
     job.name = r.get_string(ks["BenchmarkName"], "KernelSpecification.BenchmarkName");
   if (job.name.empty()) job.name = file.stem().string();
-  if (ks.contains("CompilerOptions")) {
-    if (!ks["CompilerOptions"].is_array())
-      r.fail("KernelSpecification.CompilerOptions", "expected a list of strings");
-    for (auto& o : ks["CompilerOptions"])
-      job.compiler_options.push_back(r.get_string(o, "KernelSpecification.CompilerOptions"));
-  }
-  if (!job.naive || ks.contains("LocalSize"))  // a naive job's block is generated
-    job.local_size = read_dim3(
-        r, r.require(ks, "KernelSpecification", "LocalSize", "{\"X\": \"block_size_x\", ...}"),
-        "KernelSpecification.LocalSize");
-  if (ks.contains("GlobalSize"))
-    job.global_size = read_dim3(r, ks["GlobalSize"], "KernelSpecification.GlobalSize");
-  if (ks.contains("GlobalSizeType")) {
-    job.global_size_type = r.get_string(ks["GlobalSizeType"], "KernelSpecification.GlobalSizeType");
-    if (job.global_size_type != "CUDA" && job.global_size_type != "OpenCL")
-      r.fail("KernelSpecification.GlobalSizeType",
-             "'" + job.global_size_type + "' is not supported",
-             "use CUDA (GlobalSize counts blocks) or OpenCL (counts threads)");
-  }
-  const char* div_keys[3] = {"GridDivX", "GridDivY", "GridDivZ"};
-  for (int d = 0; d < 3; ++d) {
-    if (!ks.contains(div_keys[d])) continue;
-    std::string path = std::string("KernelSpecification.") + div_keys[d];
-    if (!ks[div_keys[d]].is_array()) r.fail(path, "expected a list of expressions");
-    for (auto& e : ks[div_keys[d]])
-      job.grid_div[static_cast<size_t>(d)].push_back(r.get_expr(e, path));
-    job.use_grid_div = true;
-  }
-  if (ks.contains("SharedMemory"))
-    job.shared_memory_expr = r.get_expr(ks["SharedMemory"], "KernelSpecification.SharedMemory");
-  if (ks.contains("ProblemSize"))
-    job.contexts.push_back(
-        {"", read_problem_size(r, ks["ProblemSize"], "KernelSpecification.ProblemSize"), {}});
+  read_compile_and_launch(r, ks, job);
   read_arguments(r, ks, job);
   read_references(r, ks, job);
   read_search_and_budget(r, doc, job);
