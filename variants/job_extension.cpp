@@ -18,7 +18,6 @@ const std::set<std::string> kExtKeys = {"Contexts",       "Device",      "Search
                                         "Verification",   "Measurement", "Work",   "Database",
                                         "CompileThreads", "Pruner",      "Naive"};
 
-
 using detail::Reader;
 using json = nlohmann::json;
 
