@@ -243,7 +243,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
   for (std::size_t i = 0; i < n; ++i) cands[i].index = i, cands[i].config = configs[i];
   CompilePool pool(static_cast<int>(shape.workers),
                    [&](Candidate& c) { compile_for_replay(job, source, arch, cache, c); });
-  GuidedSeeds w{job, r, h, shape, b, *rates.rates, limits, configs};
+  GuidedSeeds w{job, r, h, shape, b, *rates.rates, limits, configs, {}, true, 0, {}, {}, {}, {}};
   w.submit = [&](std::size_t pos) {
     if (cands[pos].state == Candidate::Compile::kNot) pool.submit(cands[pos]);
   };
