@@ -127,13 +127,12 @@ std::optional<json> Browser::kernel(std::int64_t id) {
 json Browser::runs(int limit, std::int64_t offset) {
   if (limit < 1 || limit > 1000) throw QueryError("limit", "limit must be between 1 and 1000");
   if (offset < 0) throw QueryError("offset", "offset must be >= 0");
-  Statement s(
-      s_.db(),
-      "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
-      "coalesce(r.finished_at,''), r.total, r.done, "
-      "(SELECT min(time_ms) FROM measurements m WHERE m.run_id=r.id AND m.status='correct'), "
-      "r.budget, r.seconds_spent, r.naive_fallback "
-      "FROM runs r JOIN jobs j ON j.id=r.job_id ORDER BY r.id DESC LIMIT ? OFFSET ?");
+  Statement s(s_.db(),
+              "SELECT r.id, r.uid, j.name, j.file, r.status, r.message, r.strategy, r.started_at, "
+              "coalesce(r.finished_at,''), r.total, r.done, "
+              "(SELECT min(b.time_ms) FROM run_bests b WHERE b.run_id=r.id), "
+              "r.budget, r.seconds_spent, r.naive_fallback "
+              "FROM runs r JOIN jobs j ON j.id=r.job_id ORDER BY r.id DESC LIMIT ? OFFSET ?");
   s.bind(1, limit).bind(2, offset);
   json out = json::array();
   while (s.step()) {
@@ -168,8 +167,8 @@ std::optional<json> Browser::run(std::int64_t id) {
   out["model_search"] = plan && plan->searched ? json(plan->summary) : json(nullptr);
   Statement ctx(
       s_.db(),
-      "SELECT c.id, c.label, d.name, (SELECT min(time_ms) FROM measurements m WHERE m.run_id=?1 "
-      "AND m.context_id=c.id AND m.status='correct'), k.name, k.id FROM contexts c "
+      "SELECT c.id, c.label, d.name, (SELECT b.time_ms FROM run_bests b WHERE b.run_id=?1 "
+      "AND b.context_id=c.id), k.name, k.id FROM contexts c "
       "JOIN devices d ON d.id=c.device_id JOIN kernels k ON k.id=c.kernel_id "
       "WHERE c.id IN (SELECT DISTINCT context_id FROM measurement_counts WHERE run_id=?1) ORDER BY "
       "c.id");
@@ -299,8 +298,8 @@ std::int64_t Browser::measurements_version() {
 
 json Browser::best_over_time(std::int64_t run_id) {
   Statement s(s_.db(),
-              "SELECT m.id, m.created_at, m.time_ms, m.context_id FROM measurements m "
-              "WHERE m.run_id=? AND m.status='correct' ORDER BY m.id");
+              "SELECT m.id, m.created_at, m.time_ms, m.context_id FROM correct_measurements m "
+              "WHERE m.run_id=? ORDER BY m.id");
   s.bind(1, run_id);
   json out = json::array();
   std::map<std::int64_t, double> best;  // per context
@@ -321,15 +320,15 @@ json Browser::best_over_time(std::int64_t run_id) {
 json Browser::parameter_effects(std::int64_t run_id, std::int64_t context_id) {
   // At most 20,000 rows are read (a sample of very large runs, taken evenly by id).
   Statement n(s_.db(),
-              "SELECT count(*) FROM measurements WHERE run_id=?1 AND status='correct' AND (?2=0 OR "
+              "SELECT count(*) FROM correct_measurements WHERE run_id=?1 AND (?2=0 OR "
               "context_id=?2)");
   n.bind(1, run_id).bind(2, context_id);
   n.step();
   std::int64_t total = n.int64(0), step = std::max<std::int64_t>(1, total / 20000);
   Statement s(
       s_.db(),
-      "SELECT v.params, m.time_ms FROM measurements m JOIN variants v ON v.id=m.variant_id "
-      "WHERE m.run_id=?1 AND m.status='correct' AND (?2=0 OR m.context_id=?2) AND m.id % ?3 = 0");
+      "SELECT v.params, m.time_ms FROM correct_measurements m JOIN variants v ON "
+      "v.id=m.variant_id WHERE m.run_id=?1 AND (?2=0 OR m.context_id=?2) AND m.id % ?3 = 0");
   s.bind(1, run_id).bind(2, context_id).bind(3, step);
   std::map<std::string, std::map<std::string, std::vector<double>>> by;  // param -> value -> times
   std::vector<std::string> order;
@@ -369,9 +368,8 @@ json Browser::predicted_vs_measured(std::int64_t run_id) {
   std::int64_t step = std::max<std::int64_t>(1, n.int64(0) / 2000);
   Statement s(
       s_.db(),
-      "SELECT m.predicted_ms, m.time_ms, v.config_key FROM measurements m JOIN variants v ON "
-      "v.id=m.variant_id "
-      "WHERE m.run_id=? AND m.status='correct' AND m.predicted_ms IS NOT NULL AND m.id % ? = 0");
+      "SELECT m.predicted_ms, m.time_ms, v.config_key FROM correct_measurements m JOIN variants v "
+      "ON v.id=m.variant_id WHERE m.run_id=? AND m.predicted_ms IS NOT NULL AND m.id % ? = 0");
   s.bind(1, run_id).bind(2, step);
   json out = json::array();
   while (s.step())
@@ -411,27 +409,19 @@ std::optional<json> Browser::context_history(std::int64_t context_id) {
   const std::string label = c.text(2);
   json out = {
       {"context_id", context_id}, {"context", label}, {"kernel", c.text(3)}, {"device", c.text(4)}};
-  // Runs from the counts table, each run's best from the (run, context, status, time) index.
+  // Each run's best in each matching context (run_bests: from the counts table's key and the
+  // (run, context, status, time) index).
   Statement s(s_.db(),
-              "SELECT mc.run_id, r.started_at, r.status, mc.context_id FROM measurement_counts mc "
-              "JOIN contexts c ON c.id=mc.context_id JOIN runs r ON r.id=mc.run_id "
-              "WHERE c.kernel_id=? AND c.device_id=? AND c.label=? AND mc.status='correct' ORDER "
-              "BY mc.run_id");
+              "SELECT b.run_id, r.started_at, r.status, b.time_ms FROM run_bests b "
+              "JOIN contexts c ON c.id=b.context_id JOIN runs r ON r.id=b.run_id "
+              "WHERE c.kernel_id=? AND c.device_id=? AND c.label=? ORDER BY b.run_id");
   s.bind(1, c.int64(0)).bind(2, c.int64(1)).bind(3, label);
-  Statement best(
-      s_.db(),
-      "SELECT min(time_ms) FROM measurements WHERE run_id=? AND context_id=? AND status='correct'");
   json points = json::array();
-  while (s.step()) {
-    best.reset();
-    best.bind(1, s.int64(0)).bind(2, s.int64(3));
-    best.step();
-    if (best.is_null(0)) continue;
+  while (s.step())
     points.push_back({{"run_id", s.int64(0)},
                       {"started_at", s.text(1)},
-                      {"best_ms", best.real(0)},
+                      {"best_ms", s.real(3)},
                       {"status", s.text(2)}});
-  }
   out["runs"] = points;
   return out;
 }

@@ -41,9 +41,8 @@ std::string kernel_source(Database& db, const std::string& hash) {
 void times_in(Database& db, std::int64_t context_id, std::map<std::string, double>& times,
               std::map<std::string, std::string>& params) {
   Statement s(db,
-              "SELECT v.config_key, v.params, min(m.time_ms) FROM measurements m "
-              "JOIN variants v ON v.id=m.variant_id WHERE m.context_id=? AND m.status='correct' "
-              "AND m.time_ms IS NOT NULL GROUP BY v.id");
+              "SELECT v.config_key, v.params, min(m.time_ms) FROM correct_measurements m "
+              "JOIN variants v ON v.id=m.variant_id WHERE m.context_id=? GROUP BY v.id");
   s.bind(1, context_id);
   while (s.step()) {
     const std::string key = s.text(0);
@@ -70,8 +69,7 @@ std::vector<ContextWinner> context_winners(Database& db, const std::string& kern
               "FROM contexts c JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON "
               "d.id=c.device_id LEFT JOIN winners w ON w.context_id=c.id "
               "JOIN measurements m ON m.id=coalesce(w.measurement_id, (SELECT f.id FROM "
-              "measurements f WHERE f.context_id=c.id AND f.status='correct' AND f.time_ms IS NOT "
-              "NULL ORDER BY f.time_ms, f.id LIMIT 1)) "
+              "correct_measurements f WHERE f.context_id=c.id ORDER BY f.time_ms, f.id LIMIT 1)) "
               "JOIN variants v ON v.id=m.variant_id "
               "WHERE ?1='' OR k.name=?1 OR k.hash LIKE ?1 || '%' ORDER BY c.id");
   s.bind(1, kernel);

@@ -354,9 +354,9 @@ class Merger {
   /// The rank of OUT's measurement `id` as a winner (none: not a correct measurement).
   std::optional<Rank> rank(std::int64_t id, bool provisional) {
     Statement st(db_,
-                 "SELECT m.time_ms, r.uid, v.hash, m.created_at FROM main.measurements m "
+                 "SELECT m.time_ms, r.uid, v.hash, m.created_at FROM main.correct_measurements m "
                  "JOIN main.runs r ON r.id=m.run_id JOIN main.variants v ON v.id=m.variant_id "
-                 "WHERE m.id=? AND m.status='correct' AND m.time_ms IS NOT NULL");
+                 "WHERE m.id=?");
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     return Rank{provisional ? 1 : 0, st.real(0), st.text(1), st.text(2), st.text(3)};

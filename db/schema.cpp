@@ -226,6 +226,21 @@ END;
     R"SQL(
 ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
 )SQL",
+    // 14: the winner rule, defined once. A measurement may win when it is correct (timed and
+    // verified; the CHECK above gives it a time): correct_measurements. Of a run's correct
+    // measurements in a context, the fastest is the run's best there, ties to the one stored
+    // first: run_bests, one row per run and context that has a correct measurement. Its pairs come
+    // from measurement_counts' key and its measurement from one probe of the (run, context, status,
+    // time) index, so a query on a run, or a run and a context, reads an index entry per pair.
+    // Winners across runs (the winners table, Store::offer_winner) follow the same rule.
+    R"SQL(
+CREATE VIEW correct_measurements AS SELECT * FROM measurements WHERE status = 'correct';
+CREATE VIEW run_bests(run_id, context_id, measurement_id, variant_id, time_ms) AS
+  SELECT b.run_id, b.context_id, m.id, m.variant_id, m.time_ms FROM measurement_counts b
+  JOIN measurements m ON m.id = (SELECT f.id FROM correct_measurements f
+    WHERE f.run_id = b.run_id AND f.context_id = b.context_id ORDER BY f.time_ms, f.id LIMIT 1)
+  WHERE b.status = 'correct';
+)SQL",
 };
 
 // Switching a file to WAL needs it to itself, and SQLite answers BUSY at once (its busy handler

@@ -472,9 +472,8 @@ std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,
   // Earlier finished runs of the run's job, each with its best in a matching context (through
   // the (run, context, status, time) index), newest first.
   Statement s(db_,
-              "SELECT id, best, ctx FROM (SELECT r.id AS id, c2.id AS ctx, (SELECT min(m.time_ms) "
-              "FROM measurements m WHERE m.run_id=r.id AND m.context_id=c2.id AND "
-              "m.status='correct') AS best "
+              "SELECT id, best, ctx FROM (SELECT r.id AS id, c2.id AS ctx, (SELECT b.time_ms "
+              "FROM run_bests b WHERE b.run_id=r.id AND b.context_id=c2.id) AS best "
               "FROM contexts c JOIN contexts c2 ON c2.device_id=c.device_id AND "
               "c2.label=c.label AND c2.problem_size=c.problem_size AND "
               "c2.input_values=c.input_values JOIN runs r ON r.job_id=(SELECT job_id FROM runs "
@@ -487,9 +486,8 @@ std::optional<Store::PreviousBest> Store::previous_best(std::int64_t run_id,
 
 std::optional<Store::Fastest> Store::fastest_correct(std::int64_t run_id, std::int64_t context_id) {
   Statement s(db_,
-              "SELECT v.config_key, v.params, m.time_ms FROM measurements m JOIN variants v ON "
-              "v.id=m.variant_id WHERE m.run_id=? AND m.context_id=? AND m.status='correct' AND "
-              "m.time_ms IS NOT NULL ORDER BY m.time_ms, m.id LIMIT 1");
+              "SELECT v.config_key, v.params, b.time_ms FROM run_bests b JOIN variants v ON "
+              "v.id=b.variant_id WHERE b.run_id=? AND b.context_id=?");
   s.bind(1, run_id).bind(2, context_id);
   if (!s.step()) return std::nullopt;
   return Fastest{s.text(0), s.text(1), s.real(2)};
@@ -497,8 +495,8 @@ std::optional<Store::Fastest> Store::fastest_correct(std::int64_t run_id, std::i
 
 std::int64_t Store::timed_pairs(std::int64_t run_id) {
   Statement s(db_,
-              "SELECT count(*) FROM (SELECT DISTINCT context_id, variant_id FROM measurements "
-              "WHERE run_id=? AND status='correct')");
+              "SELECT count(*) FROM (SELECT DISTINCT context_id, variant_id FROM "
+              "correct_measurements WHERE run_id=?)");
   s.bind(1, run_id);
   return s.step() ? s.int64(0) : 0;
 }

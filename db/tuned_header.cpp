@@ -77,8 +77,8 @@ Measured measured_in(Store& store, std::int64_t context_id) {
   // daemon whenever a worker stored a measurement (bench/results/load-*.md).
   Statement s(store.db(),
               "SELECT v.config_key, t.best, v.params FROM (SELECT variant_id, min(time_ms) AS "
-              "best FROM measurements WHERE context_id=?1 AND status='correct' AND time_ms IS "
-              "NOT NULL GROUP BY variant_id) t JOIN variants v ON v.id=t.variant_id");
+              "best FROM correct_measurements WHERE context_id=?1 GROUP BY variant_id) t "
+              "JOIN variants v ON v.id=t.variant_id");
   s.bind(1, context_id);
   Measured m;
   while (s.step()) {

@@ -126,6 +126,43 @@ TEST(Store, WinnerIsTheFastestCorrectMeasurement) {
   EXPECT_EQ(f.store.winners("abc").size(), 1u);  // hash prefix
 }
 
+// The winner rule is the schema's (views correct_measurements and run_bests, schema 14): of a
+// run's correct measurements in a context the fastest, ties to the one stored first; a failure
+// never counts, however fast its time, and another run keeps a best of its own.
+TEST(Store, ARunsBestIsItsFastestCorrectMeasurementTiesToTheFirstStored) {
+  Fixture f;
+  EXPECT_FALSE(f.store.fastest_correct(f.run, f.context)) << "nothing measured yet";
+  f.measure(f.v1, "correct", 2.0);
+  f.measure(f.v1, "correctness", 0.5);  // timed, wrong output: never a best
+  EXPECT_EQ(f.store.fastest_correct(f.run, f.context)->config_key, "16,1");
+  f.measure(f.v2, "correct", 1.0);
+  f.measure(f.v1, "correct", 1.0);  // the same time, stored later
+  auto best = f.store.fastest_correct(f.run, f.context);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config_key, "32,1");
+  EXPECT_DOUBLE_EQ(best->time_ms, 1.0);
+  EXPECT_EQ(f.store.timed_pairs(f.run), 2) << "two (context, variant) pairs measured correct";
+  // Another run of the job, slower: each run's best is its own; the dashboard reads the same.
+  const std::int64_t second =
+      f.store.begin_run(f.store.upsert_job("matmul", "/x/matmul.json", "{}"), "brute_force", 1);
+  MeasurementRecord m;
+  m.run_id = second, m.context_id = f.context, m.variant_id = f.v1, m.status = Status::kCorrect,
+  m.time_ms = 3.0;
+  f.store.add_measurement(m);
+  EXPECT_DOUBLE_EQ(f.store.fastest_correct(second, f.context)->time_ms, 3.0);
+  Browser b(f.store);
+  EXPECT_DOUBLE_EQ((*b.run(f.run))["contexts"][0]["best_ms"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ((*b.run(second))["contexts"][0]["best_ms"].get<double>(), 3.0);
+  const auto history = (*b.context_history(f.context))["runs"];
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_DOUBLE_EQ(history[0]["best_ms"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(history[1]["best_ms"].get<double>(), 3.0);
+  const auto runs = b.runs(10, 0);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_DOUBLE_EQ(runs[0]["best_ms"].get<double>(), 3.0);  // newest first
+  EXPECT_DOUBLE_EQ(runs[1]["best_ms"].get<double>(), 1.0);
+}
+
 // What `run --skip-unchanged` stands on: a finished run of the same job document and strategy
 // that measured in the same context, where the context's identity covers the kernel's source,
 // the device, the driver and the toolkit. Looking reads only.
@@ -621,6 +658,9 @@ TEST(Store, MigratesAnOlderSchemaKeepingItsData) {
   Statement c2(s.db(), "SELECT n FROM measurement_counts WHERE run_id=1 AND status='correct'");
   c2.step();
   EXPECT_EQ(c2.int64(0), 2);
+  // The winner rule's views (schema 14) read the old row and the new one.
+  ASSERT_TRUE(s.fastest_correct(1, 1));
+  EXPECT_DOUBLE_EQ(s.fastest_correct(1, 1)->time_ms, 2.0);
 }
 
 // Why a naive kernel was tuned over its block shape only is kept with its run: `best` and `show`
