@@ -104,7 +104,9 @@ struct BatchItem {
   bool ran = false;                         ///< false: the suite stopped before this job
   std::int64_t run_id = 0;                  ///< 0: the job stored no run (bad input found by `run`)
   std::optional<db::RunStatus> run_status;  ///< the run's status; none without a run
-  std::string run_message;                  ///< the run's message (why it failed)
+  /// The run's status as every report prints it ("" without a run).
+  std::string status_text() const { return run_status ? std::string(db::text(*run_status)) : ""; }
+  std::string run_message;  ///< the run's message (why it failed)
   /// `run --skip-unchanged` found nothing changed since run_id (an earlier run): no new run.
   bool unchanged = false;
   std::vector<BatchContext> contexts;

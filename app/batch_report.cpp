@@ -301,7 +301,7 @@ void print_batch_report(const BatchReport& r, std::ostream& out) {
     if (!has_times || item.contexts.empty()) {
       std::string message = item.run_message.substr(0, item.run_message.find('\n'));
       if (message.size() > 100) message = message.substr(0, 97) + "...";
-      out << *item.run_status << (message.empty() ? "" : ": " + message) << "\n";
+      out << item.status_text() << (message.empty() ? "" : ": " + message) << "\n";
       continue;
     }
     for (size_t k = 0; k < item.contexts.size(); ++k) {
@@ -353,15 +353,14 @@ std::string batch_report_markdown(const BatchReport& r) {
       std::string why = !item.ran        ? "not run (the suite was stopped)"
                         : item.unchanged ? "unchanged: not re-tuned"
                                          : item.run_message.substr(0, item.run_message.find('\n'));
-      out << "| " << job << " | " << run << " | "
-          << cell(item.run_status ? std::string(text(*item.run_status)) : "") << " | | | | | | "
+      out << "| " << job << " | " << run << " | " << cell(item.status_text()) << " | | | | | | "
           << cell(why) << " |\n";
       continue;
     }
     for (const BatchContext& c : item.contexts) {
       std::string change;
       if (auto ch = c.change()) change = (*ch >= 0 ? "+" : "") + fixed(100 * *ch, 1) + "%";
-      out << "| " << job << " | " << run << " | " << *item.run_status << " | " << cell(c.label)
+      out << "| " << job << " | " << run << " | " << item.status_text() << " | " << cell(c.label)
           << " | " << cell(c.device) << " | " << (c.best_ms ? fixed(*c.best_ms, 4) : "-") << " | "
           << (c.previous_ms ? fixed(*c.previous_ms, 4) + " (" + std::to_string(c.previous_run) + ")"
                             : "-")
@@ -408,7 +407,7 @@ std::string batch_report_json(const BatchReport& r) {
                     {"exit_code", item.exit_code},
                     {"ran", item.ran},
                     {"run", item.run_id ? ordered_json(item.run_id) : ordered_json()},
-                    {"status", item.run_status ? ordered_json(*item.run_status) : ordered_json("")},
+                    {"status", item.status_text()},
                     {"message", item.run_message},
                     {"unchanged", item.unchanged},
                     {"contexts", contexts}});

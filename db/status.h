@@ -24,6 +24,18 @@
 
 namespace gputune::db {
 
+namespace detail {
+/// The value whose text is `t` in `texts` (the value of texts[i] is first + i), or nothing: how
+/// every status here is read from text.
+template <class T, std::size_t N>
+constexpr std::optional<T> find_text(const std::array<std::string_view, N>& texts,
+                                     std::string_view t, std::size_t first = 0) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (texts[i] == t) return static_cast<T>(first + i);
+  return std::nullopt;
+}
+}  // namespace detail
+
 class Status {
  public:
   enum Code : std::uint8_t {
@@ -52,8 +64,7 @@ class Status {
 
   /// The status a text names, or nothing.
   static constexpr std::optional<Status> parse(std::string_view text) {
-    for (std::size_t i = 0; i < kTexts.size(); ++i)
-      if (kTexts[i] == text) return Status(static_cast<Code>(i + 1));
+    if (auto code = detail::find_text<Code>(kTexts, text, kCorrect)) return Status(*code);
     return std::nullopt;
   }
 
@@ -126,14 +137,10 @@ constexpr std::string_view text(QueueStatus s) {
 }
 /// The status a text names, or nothing (a stored row of another version, a request's field).
 constexpr std::optional<RunStatus> parse_run_status(std::string_view t) {
-  for (std::size_t i = 0; i < detail::kRunStatusTexts.size(); ++i)
-    if (detail::kRunStatusTexts[i] == t) return static_cast<RunStatus>(i);
-  return std::nullopt;
+  return detail::find_text<RunStatus>(detail::kRunStatusTexts, t);
 }
 constexpr std::optional<QueueStatus> parse_queue_status(std::string_view t) {
-  for (std::size_t i = 0; i < detail::kQueueStatusTexts.size(); ++i)
-    if (detail::kQueueStatusTexts[i] == t) return static_cast<QueueStatus>(i);
-  return std::nullopt;
+  return detail::find_text<QueueStatus>(detail::kQueueStatusTexts, t);
 }
 inline std::ostream& operator<<(std::ostream& out, RunStatus s) { return out << text(s); }
 inline std::ostream& operator<<(std::ostream& out, QueueStatus s) { return out << text(s); }
