@@ -408,6 +408,61 @@ class Evaluator {
     env_.bound[s] = saved_bound;
   }
 
+  // range(stop), range(start, stop[, step]), as Python's: a list, bounded by the budget.
+  Value range(const std::vector<Value>& args) {
+    std::int64_t start = 0, stop, step = 1;
+    if (args.size() == 1)
+      stop = args[0].as_int();
+    else
+      start = args[0].as_int(), stop = args[1].as_int();
+    if (args.size() == 3) step = args[2].as_int();
+    if (step == 0) type_error("range() arg 3 must not be zero");
+    // Its length, in unsigned arithmetic: stop - start need not fit in 64 signed bits.
+    using U = std::uint64_t;
+    U len = 0;
+    if (step > 0 && start < stop)
+      len = (U(stop) - U(start) - 1) / U(step) + 1;
+    else if (step < 0 && start > stop)
+      len = (U(start) - U(stop) - 1) / (U(0) - U(step)) + 1;
+    check_length(len, "range()");
+    List l;
+    l.reserve(static_cast<size_t>(len));
+    // Element k is start + k * step, in modular arithmetic: it lies between start and stop,
+    // but stepping one past the last element could overflow.
+    for (U k = 0; k < len; ++k)
+      l.push_back(Value(static_cast<std::int64_t>(U(start) + k * U(step))));
+    return Value(std::move(l));
+  }
+  // round(x[, digits]), as Python's.
+  Value round(const std::vector<Value>& args) {
+    double x = args[0].as_double();
+    if (args.size() == 1) {
+      // banker's rounding under the default FE_TONEAREST
+      return Value(float_to_int(std::nearbyint(x)));
+    }
+    // Python: beyond a double's 17 significant digits x is returned as it is, and far enough
+    // left of the point it is a zero of x's sign.
+    std::int64_t digits = args[1].as_int();
+    if (digits > 330 || !std::isfinite(x)) return Value(x);
+    if (digits < -330) return Value(std::copysign(0.0, x));
+    double scale = std::pow(10.0, static_cast<double>(digits));
+    double r = std::nearbyint(x * scale) / scale;
+    return Value(std::isfinite(r) ? r : x);
+  }
+  // min(...) or max(...), as Python's: of its arguments, or of the one sequence given.
+  Value extreme(const std::vector<Value>& args, bool min) {
+    const char* nm = min ? "min" : "max";
+    if (args.empty()) type_error(std::string(nm) + "() expected at least 1 argument");
+    List chars;
+    const List& items = args.size() == 1 ? elements(args[0], chars) : args;
+    if (items.empty()) type_error(std::string(nm) + "() arg is an empty sequence");
+    Value best = items[0];
+    for (size_t i = 1; i < items.size(); ++i) {
+      bool better = min ? py_less(items[i], best) : py_less(best, items[i]);
+      if (better) best = items[i];
+    }
+    return best;
+  }
   Value call(const Node& n) {
     std::vector<Value> args;
     for (auto& k : n.kids) args.push_back(eval(*k));
@@ -418,46 +473,12 @@ class Evaluator {
                    std::to_string(args.size()));
     };
     switch (n.builtin) {
-      case Builtin::Range: {
+      case Builtin::Range:
         need(1, 3, "range");
-        std::int64_t start = 0, stop, step = 1;
-        if (args.size() == 1)
-          stop = args[0].as_int();
-        else
-          start = args[0].as_int(), stop = args[1].as_int();
-        if (args.size() == 3) step = args[2].as_int();
-        if (step == 0) type_error("range() arg 3 must not be zero");
-        // Its length, in unsigned arithmetic: stop - start need not fit in 64 signed bits.
-        using U = std::uint64_t;
-        U len = 0;
-        if (step > 0 && start < stop)
-          len = (U(stop) - U(start) - 1) / U(step) + 1;
-        else if (step < 0 && start > stop)
-          len = (U(start) - U(stop) - 1) / (U(0) - U(step)) + 1;
-        check_length(len, "range()");
-        List l;
-        l.reserve(static_cast<size_t>(len));
-        // Element k is start + k * step, in modular arithmetic: it lies between start and stop,
-        // but stepping one past the last element could overflow.
-        for (U k = 0; k < len; ++k)
-          l.push_back(Value(static_cast<std::int64_t>(U(start) + k * U(step))));
-        return Value(std::move(l));
-      }
+        return range(args);
       case Builtin::Min:
-      case Builtin::Max: {
-        const char* nm = n.builtin == Builtin::Min ? "min" : "max";
-        if (args.empty()) type_error(std::string(nm) + "() expected at least 1 argument");
-        List chars;
-        const List& items = args.size() == 1 ? elements(args[0], chars) : args;
-        if (items.empty()) type_error(std::string(nm) + "() arg is an empty sequence");
-        Value best = items[0];
-        for (size_t i = 1; i < items.size(); ++i) {
-          bool better =
-              n.builtin == Builtin::Min ? py_less(items[i], best) : py_less(best, items[i]);
-          if (better) best = items[i];
-        }
-        return best;
-      }
+      case Builtin::Max:
+        return extreme(args, n.builtin == Builtin::Min);
       case Builtin::Len:
         need(1, 1, "len");
         if (args[0].is_str()) return Value(static_cast<std::int64_t>(args[0].as_str().size()));
@@ -507,22 +528,9 @@ class Evaluator {
         for (auto& e : elements(args[0], chars)) acc = arith(Op::Add, acc, e);
         return acc;
       }
-      case Builtin::Round: {
+      case Builtin::Round:
         need(1, 2, "round");
-        double x = args[0].as_double();
-        if (args.size() == 1) {
-          // banker's rounding under the default FE_TONEAREST
-          return Value(float_to_int(std::nearbyint(x)));
-        }
-        // Python: beyond a double's 17 significant digits x is returned as it is, and far enough
-        // left of the point it is a zero of x's sign.
-        std::int64_t digits = args[1].as_int();
-        if (digits > 330 || !std::isfinite(x)) return Value(x);
-        if (digits < -330) return Value(std::copysign(0.0, x));
-        double scale = std::pow(10.0, static_cast<double>(digits));
-        double r = std::nearbyint(x * scale) / scale;
-        return Value(std::isfinite(r) ? r : x);
-      }
+        return round(args);
       case Builtin::ListFn:
         need(0, 1, "list");
         if (args.empty()) return Value(List{});

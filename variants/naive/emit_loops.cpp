@@ -223,6 +223,54 @@ bool Emitter::triangular() const {
   return any(k_.body);
 }
 
+// Opens the strip loop of a loop strip-mined by tile_k (its counter gt_<var>_base) and stages
+// its tiles for the strip, as emit_loop describes: pipelined, the first S-1 strips before the
+// loop and each step the strip S-1 ahead. Leaves the indentation one level into the loop.
+void Emitter::open_strips(std::ostringstream& o, const Stmt& s,
+                          const std::vector<const Tile*>& here, const std::string& lo,
+                          const std::string& hi) {
+  const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
+  const std::string stage = stage_var(s.loop);
+  if (pipelined()) {
+    const int S = c_.stages;
+    const std::string ahead = std::to_string(S - 1), prologue = "gt_" + s.var + "_ahead";
+    line(o, "#pragma unroll");
+    line(o, "for (int " + prologue + " = 0; " + prologue + " < " + ahead + "; ++" + prologue +
+                ") {  // the first " + (S == 2 ? "strip" : ahead + " strips"));
+    ++ind_;
+    line(o, "const int " + k0 + " = " + lo + " + " + prologue + " * " + tk + ";");
+    line(o, "if (" + k0 + " < " + hi + ") {");
+    ++ind_;
+    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi, prologue);
+    --ind_;
+    line(o, "}");
+    line(o, "gt_cp_commit();");
+    --ind_;
+    line(o, "}");
+    line(o,
+         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
+    ++ind_;
+    line(o, "const int " + stage + " = (" + k0 + " - (" + lo + ")) / " + tk + " % " +
+                std::to_string(S) + ";  // the buffer of this strip");
+    const std::string next = "gt_" + s.var + "_next";
+    line(o, "const int " + next + " = " + k0 + " + " + ahead + " * " + tk + ";");
+    line(o, "if (" + next + " < " + hi + ") {");
+    ++ind_;
+    const std::string into = "(" + stage + " + " + ahead + ") % " + std::to_string(S);
+    for (const Tile* t : here) stage_tile(o, s, *t, next, hi, into);
+    --ind_;
+    line(o, "}");
+    line(o, "gt_cp_commit();");
+    line(o, "gt_cp_wait<" + ahead + ">();  // this strip's copies (all but the " +
+                (S == 2 ? "group" : ahead + " groups") + " started after them)");
+  } else {
+    line(o,
+         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
+    ++ind_;
+    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi);
+  }
+}
+
 void Emitter::emit_loop(std::ostringstream& o, const Stmt& s, bool guarded) {
   std::string lo = s.lo_dim >= 0 ? block_bound(s.lo, false) : render(s.lo),
               hi = s.hi_dim >= 0 ? block_bound(s.hi, true) : render(s.hi);
@@ -269,45 +317,7 @@ void Emitter::emit_loop(std::ostringstream& o, const Stmt& s, bool guarded) {
   // each step starts the copy of the strip S-1 ahead into the buffer the previous step worked
   // on (free after its closing barrier), then waits for all but the S-1 newest groups: its own.
   const std::string k0 = "gt_" + s.var + "_base", tk = std::to_string(c_.tile_k);
-  const std::string stage = stage_var(s.loop);
-  if (pipelined()) {
-    const int S = c_.stages;
-    const std::string ahead = std::to_string(S - 1), prologue = "gt_" + s.var + "_ahead";
-    line(o, "#pragma unroll");
-    line(o, "for (int " + prologue + " = 0; " + prologue + " < " + ahead + "; ++" + prologue +
-                ") {  // the first " + (S == 2 ? "strip" : ahead + " strips"));
-    ++ind_;
-    line(o, "const int " + k0 + " = " + lo + " + " + prologue + " * " + tk + ";");
-    line(o, "if (" + k0 + " < " + hi + ") {");
-    ++ind_;
-    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi, prologue);
-    --ind_;
-    line(o, "}");
-    line(o, "gt_cp_commit();");
-    --ind_;
-    line(o, "}");
-    line(o,
-         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
-    ++ind_;
-    line(o, "const int " + stage + " = (" + k0 + " - (" + lo + ")) / " + tk + " % " +
-                std::to_string(S) + ";  // the buffer of this strip");
-    const std::string next = "gt_" + s.var + "_next";
-    line(o, "const int " + next + " = " + k0 + " + " + ahead + " * " + tk + ";");
-    line(o, "if (" + next + " < " + hi + ") {");
-    ++ind_;
-    const std::string into = "(" + stage + " + " + ahead + ") % " + std::to_string(S);
-    for (const Tile* t : here) stage_tile(o, s, *t, next, hi, into);
-    --ind_;
-    line(o, "}");
-    line(o, "gt_cp_commit();");
-    line(o, "gt_cp_wait<" + ahead + ">();  // this strip's copies (all but the " +
-                (S == 2 ? "group" : ahead + " groups") + " started after them)");
-  } else {
-    line(o,
-         "for (int " + k0 + " = " + lo + "; " + k0 + " < " + hi + "; " + k0 + " += " + tk + ") {");
-    ++ind_;
-    for (const Tile* t : here) stage_tile(o, s, *t, k0, hi);
-  }
+  open_strips(o, s, here, lo, hi);
   line(o, "__syncthreads();");
   line(o, "if (" + k0 + " + " + tk + " <= " + hi + ") {");
   ++ind_;

@@ -227,10 +227,9 @@ long long Emitter::dynamic_bytes(const std::map<std::string, double>& scalars) c
   return total;
 }
 
-std::string Emitter::run() {
-  std::ostringstream o;
-  header(o);
-  if (pipelined()) o << kCpAsync;
+// The kernel's signature: its launch bounds, and each parameter as the user wrote it, const and
+// __restrict__ where it is read through the read-only path.
+void Emitter::signature(std::ostringstream& o) {
   o << "extern \"C\" __global__ void ";
   if (c_.bounds != LaunchBounds::None)
     o << "__launch_bounds__(" << lb_[0] * lb_[1]
@@ -249,7 +248,11 @@ std::string Emitter::run() {
       o << p.type << (p.type.back() == '*' ? "" : " ") << p.name;
   }
   o << ") {\n";
-  ind_ = 1;
+}
+
+// Where the thread's outputs start (gt_x0, gt_y0): from its place in the block, as launched or
+// from its lane and warp (warp_x), and its share of a split loop (gt_lane).
+void Emitter::thread_place(std::ostringstream& o) {
   line(o, "const int gt_bx = blockIdx.x * " + std::to_string(tx_) + ";");
   // The thread's place in the block: as launched, or from its lane and warp (warp_x).
   std::string tx = "threadIdx.x", ty = "threadIdx.y";
@@ -288,6 +291,10 @@ std::string Emitter::run() {
     else
       line(o, "const int gt_y0 = gt_by + " + ty + ";");
   }
+}
+
+// The block's shared tiles and store tiles and the thread's partial sums, declared.
+void Emitter::block_storage(std::ostringstream& o) {
   if (!tiles_.empty() || !store_sites_.empty() || !sums_.empty() || !halos_.empty())
     line(o, "const int gt_tid = threadIdx.y * " + std::to_string(lb_[0]) + " + threadIdx.x;");
   if (!tiles_.empty()) {
@@ -314,6 +321,16 @@ std::string Emitter::run() {
   for (const Sum& x : sums_)
     line(o, x.stmt->element + " " + x.name + " = " + x.stmt->element +
                 "(0);  // this thread's part of " + literal_text(x.stmt->address));
+}
+
+std::string Emitter::run() {
+  std::ostringstream o;
+  header(o);
+  if (pipelined()) o << kCpAsync;
+  signature(o);
+  ind_ = 1;
+  thread_place(o);
+  block_storage(o);
   if (!apart_.empty()) check_apart(o);
   if (!halos_.empty())
     stage_halos(o);

@@ -144,6 +144,9 @@ class Emitter {
   void emit_text_lines(std::ostringstream& o, const std::string& text) const;
   void emit_list(std::ostringstream& o, const std::vector<Stmt>& list, bool guarded);
   void header(std::ostringstream& o) const;
+  void signature(std::ostringstream& o);
+  void thread_place(std::ostringstream& o);
+  void block_storage(std::ostringstream& o);
 
   // emit_loops.cpp: loops every thread runs alike, strip-mined through shared tiles.
   long long extent(const Tile& t, size_t j) const;
@@ -164,6 +167,8 @@ class Emitter {
   int pad_amount(const Tile& t) const;
   bool vector_access(const Tile& t) const;
   void emit_loop(std::ostringstream& o, const Stmt& s, bool guarded);
+  void open_strips(std::ostringstream& o, const Stmt& s, const std::vector<const Tile*>& here,
+                   const std::string& lo, const std::string& hi);
   std::string block_bound(const Text& t, bool upper) const;
   std::string range_check(const Stmt& s) const;
   bool triangular() const;

@@ -198,216 +198,249 @@ class Source {
   size_t skip_;
 };
 
-}  // namespace
+/// The rewrites of one function, in the order they are tried (1, 2, then 1b), and the notes of
+/// what could not be rewritten: each a member that adds to `taken`, `inserts` and `out`.
+class Normaliser {
+ public:
+  Normaliser(ASTContext& ctx, const clang::Stmt* body, size_t skip)
+      : ctx_(ctx), src(ctx, skip), c(body) {}
 
-NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
-  NormalForm out;
-  const clang::Stmt* body = f->getBody();
-  if (!body) return out;
-  const Source src(ctx, skip);
-  auto offset = [&](SourceLocation l) { return src.offset(l); };
-  auto line = [&](SourceLocation l) { return src.line(l); };
-  auto type_of = [&](const VarDecl* v) {
-    return v->getType().getUnqualifiedType().getAsString(ctx.getPrintingPolicy());
-  };
-  const Census c(body);
+  NormalForm run() {
+    counters_before_loops();
+    first_assignments();
+    counted_whiles();
+    // The declarations lose what moved: what they keep is declared again, one declaration each,
+    // on their first line; the rest of their text becomes spaces (its line breaks stay).
+    for (const auto& [ds, gone] : taken) {
+      const size_t b = *src.expanded(ds->getBeginLoc()), e = *offset(ds->getEndLoc());
+      std::string kept;
+      for (const Decl* d : ds->decls())
+        if (const auto* v = cast<VarDecl>(d); !gone.count(v)) kept += *declarator(v) + " ";
+      const std::string text = src.raw(b, e + 1 - b);
+      std::string repl = kept;
+      for (char ch : text)
+        if (ch == '\n') repl += '\n';
+      if (repl.size() < text.size()) repl.append(text.size() - repl.size(), ' ');
+      out.edits.push_back({b, text.size(), repl});
+    }
+    out.edits.insert(out.edits.end(), inserts.begin(), inserts.end());
+    return std::move(out);
+  }
+
+ private:
+  std::optional<size_t> offset(SourceLocation l) const { return src.offset(l); }
+  int line(SourceLocation l) const { return src.line(l); }
+  std::string type_of(const VarDecl* v) const {
+    return v->getType().getUnqualifiedType().getAsString(ctx_.getPrintingPolicy());
+  }
   // A declaration the rewrites may take variables out of: in the file (not a macro), and each
   // variable it keeps can be declared again on its own (not an array or a function pointer,
   // whose declarators would have to be rewritten).
-  auto declarator = [&](const VarDecl* v) -> std::optional<std::string> {
+  std::optional<std::string> declarator(const VarDecl* v) const {
     const QualType t = v->getType();
     if (t->isArrayType() || t->isFunctionPointerType() || t->isReferenceType()) return {};
     const std::optional<std::string> text =
         src.text(offset(v->getLocation()), src.expanded_end(v->getEndLoc()));
     if (!text) return {};
     return (t.isConstQualified() ? "const " : "") + type_of(v) + " " + *text + ";";
-  };
-  auto splittable = [&](const DeclStmt* ds) {
+  }
+  bool splittable(const DeclStmt* ds) const {
     if (!src.expanded(ds->getBeginLoc()) || !offset(ds->getEndLoc())) return false;
     for (const Decl* d : ds->decls()) {
       const auto* v = dyn_cast<VarDecl>(d);
       if (!v || !declarator(v)) return false;
     }
     return true;
-  };
-  auto unsplittable_note = [&](const VarDecl* v, const char* what) {
+  }
+  void unsplittable_note(const VarDecl* v, const char* what) {
     out.notes.push_back("line " + std::to_string(line(v->getLocation())) + ": '" +
                         v->getNameAsString() + "' " + what +
                         ", but its declaration has a macro, an array or a function pointer in "
                         "it. Fix: declare it on a line of its own");
-  };
+  }
+
+  // 1. Loop counters declared before their loops.
+  void counters_before_loops() {
+    for (const auto& [v, loops] : c.counted) {
+      if (!movable(v) || !v->getType()->isIntegerType() || !c.decl_of.count(v)) continue;
+      const std::string name = v->getNameAsString();
+      std::string why;
+      int at = 0;
+      std::set<const ForStmt*> own(loops.begin(), loops.end());
+      for (const ForStmt* l : loops)
+        if (references(cast<BinaryOperator>(l->getInit())->getRHS(), v))
+          why = "its loop's start reads it", at = line(l->getBeginLoc());
+      for (const auto& r : c.refs.at(v)) {
+        if (!why.empty()) break;
+        const size_t mine = static_cast<size_t>(
+            std::count_if(r.loops.begin(), r.loops.end(), [&](auto* l) { return own.count(l); }));
+        if (mine == 0)
+          why = "it is used outside its loops", at = line(r.e->getLocation());
+        else if (mine > 1)
+          why = "a loop counting with it runs inside another one", at = line(r.e->getLocation());
+      }
+      std::vector<size_t> where;
+      for (const ForStmt* l : loops) {
+        const auto* init = cast<BinaryOperator>(l->getInit());
+        const auto o = offset(init->getLHS()->getBeginLoc());
+        if (!o && why.empty()) why = "its loop is written in a macro", at = line(l->getBeginLoc());
+        if (o) where.push_back(*o);
+      }
+      if (!why.empty()) {
+        out.notes.push_back(
+            "line " + std::to_string(line(v->getLocation())) + ": '" + name +
+            "' is declared before its loop(s) and not read as their counter: " + why + " (line " +
+            std::to_string(at) +
+            "), so the loop is not one every thread runs alike. Fix: declare it in " +
+            "the loop header (`for (int " + name + " = ...`)");
+        continue;
+      }
+      if (!splittable(c.decl_of.at(v))) {
+        unsplittable_note(v, "is declared before its loop(s)");
+        continue;
+      }
+      taken[c.decl_of.at(v)].insert(v);
+      std::string lines;
+      for (const ForStmt* l : loops)
+        lines += (lines.empty() ? "" : ", ") + std::to_string(line(l->getBeginLoc()));
+      for (size_t o : where) inserts.push_back({o, 0, type_of(v) + " "});
+      out.notes.push_back("line " + std::to_string(line(v->getLocation())) + ": '" + name +
+                          "' is declared before its loop(s) (line" +
+                          (loops.size() > 1 ? "s " : " ") + lines + "): read as `for (" +
+                          type_of(v) + " " + name + " = ...`, each loop's own counter");
+    }
+  }
+
+  // 2. A declaration, then its first assignment in the same block.
+  void first_assignments() {
+    for (const auto& [ds, pos] : c.where) {
+      const auto [block, k] = pos;
+      for (const Decl* d : ds->decls()) {
+        const auto* v = dyn_cast<VarDecl>(d);
+        if (!movable(v) || c.counted.count(v)) continue;
+        const clang::Stmt* first = nullptr;
+        for (size_t j = k + 1; j < block->size() && !first; ++j)
+          if (references(block->body_begin()[j], v)) first = block->body_begin()[j];
+        if (!first || Census::assigned_var(first) != v ||
+            references(cast<BinaryOperator>(first)->getRHS(), v))
+          continue;
+        const auto o = offset(first->getBeginLoc());
+        if (!o) continue;
+        if (!splittable(ds)) {
+          unsplittable_note(v, "is first set after its declaration");
+          continue;
+        }
+        taken[ds].insert(v);
+        inserts.push_back({*o, 0, type_of(v) + " "});
+        out.notes.push_back("line " + std::to_string(line(first->getBeginLoc())) + ": '" +
+                            v->getNameAsString() + "' (declared at line " +
+                            std::to_string(line(v->getLocation())) +
+                            ") is first set here: read as one initialised declaration");
+      }
+    }
+  }
+
+  // 1b. A counted while loop: `int k = 0; while (k < n) { ...; k++; }` is that for loop.
+  void counted_whiles() {
+    for (const auto& [ds, pos] : c.where) {
+      const auto [block, k] = pos;
+      for (const Decl* d : ds->decls()) {
+        const auto* v = dyn_cast<VarDecl>(d);
+        if (!v || !v->hasLocalStorage() || !v->getInit() || !v->getType()->isIntegerType() ||
+            v->getType().isVolatileQualified() || taken[ds].count(v) || c.counted.count(v))
+          continue;
+        counted_while(ds, block, k, v);
+      }
+    }
+  }
+
+  /// 1b for v, declared by ds at position k of block.
+  void counted_while(const DeclStmt* ds, const CompoundStmt* block, size_t k, const VarDecl* v) {
+    const clang::Stmt* first = nullptr;
+    for (size_t j = k + 1; j < block->size() && !first; ++j)
+      if (references(block->body_begin()[j], v)) first = block->body_begin()[j];
+    const auto* w = dyn_cast_or_null<WhileStmt>(first);
+    if (!w) return;
+    const auto* cond = dyn_cast<BinaryOperator>(w->getCond()->IgnoreParenImpCasts());
+    const auto* cv = cond ? dyn_cast<DeclRefExpr>(cond->getLHS()->IgnoreParenImpCasts()) : nullptr;
+    const auto* body = dyn_cast<CompoundStmt>(w->getBody());
+    if (!cv || cv->getDecl() != v || (cond->getOpcode() != BO_LT && cond->getOpcode() != BO_LE) ||
+        !body || body->size() == 0 || references(v->getInit(), v))
+      return;
+    const clang::Stmt* step = body->body_back();
+    bool unit = false;
+    if (const auto* u = dyn_cast<UnaryOperator>(step))
+      unit = u->isIncrementOp() && isa<DeclRefExpr>(u->getSubExpr()->IgnoreParenImpCasts()) &&
+             cast<DeclRefExpr>(u->getSubExpr()->IgnoreParenImpCasts())->getDecl() == v;
+    if (const auto* ca = dyn_cast<CompoundAssignOperator>(step);
+        ca && ca->getOpcode() == BO_AddAssign)
+      if (const auto* r = dyn_cast<DeclRefExpr>(ca->getLHS()->IgnoreParenImpCasts());
+          r && r->getDecl() == v)
+        if (const auto* lit = dyn_cast<IntegerLiteral>(ca->getRHS()->IgnoreParenImpCasts()))
+          unit = lit->getValue() == 1;
+    if (!unit) return;
+    const int wl = line(w->getBeginLoc());
+    std::string why;
+    if (writes(w->getCond(), v)) why = "its condition changes it";
+    for (auto it = body->body_begin(); it + 1 != body->body_end() && why.empty(); ++it)
+      if (writes(*it, v)) why = "its body changes it before the last step";
+    if (why.empty() && has_continue(body))
+      why = "its body has a `continue` (it would skip the step)";
+    const auto wb = offset(w->getBeginLoc()), we = offset(w->getEndLoc());
+    if (why.empty())
+      for (const auto& r : c.refs.at(v)) {
+        const auto o = offset(r.e->getLocation());
+        if (!o || !wb || !we || *o < *wb || *o > *we) {
+          why =
+              "it is used outside the loop (line " + std::to_string(line(r.e->getLocation())) + ")";
+          break;
+        }
+      }
+    const auto lp = offset(w->getLParenLoc()), rp = offset(w->getRParenLoc());
+    const auto init = src.text_of(v->getInit()), inc = src.text_of(step);
+    const auto semi = src.after_semicolon(src.expanded_end(step->getEndLoc()));
+    const auto sb = offset(step->getBeginLoc());
+    if (why.empty() && (!wb || !lp || !rp || !init || !inc || !semi || !sb))
+      why = "it is written in a macro or over several lines";
+    if (why.empty() && !splittable(ds))
+      why = "its declaration has a macro, an array or a function pointer in it";
+    if (!why.empty()) {
+      out.notes.push_back("line " + std::to_string(wl) + ": the while loop counted by '" +
+                          v->getNameAsString() + "' is not read as a for loop: " + why +
+                          ", so it is not a loop every thread runs alike. Fix: write it as " +
+                          "`for (int " + v->getNameAsString() + " = ...; ...; " +
+                          v->getNameAsString() + "++)`");
+      return;
+    }
+    taken[ds].insert(v);
+    const std::string head =
+        "for (" + type_of(v) + " " + v->getNameAsString() + " = " + *init + "; ";
+    inserts.push_back({*wb, *lp + 1 - *wb, head});
+    inserts.push_back({*rp, 0, "; " + *inc});
+    inserts.push_back({*sb, *semi - *sb, std::string(*semi - *sb, ' ')});
+    out.notes.push_back("line " + std::to_string(wl) + ": the while loop counted by '" +
+                        v->getNameAsString() + "' (declared at line " +
+                        std::to_string(line(v->getLocation())) + ", stepped at line " +
+                        std::to_string(line(step->getBeginLoc())) + ") is read as `" + head +
+                        "...; " + *inc + ")`");
+  }
+
+  ASTContext& ctx_;
+  const Source src;
+  const Census c;
+  NormalForm out;
   // Which variables each rewrite takes out of their declaration, and the type put where each is
   // first set.
   std::map<const DeclStmt*, std::set<const VarDecl*>> taken;
   std::vector<SourceEdit> inserts;
-  // 1. Loop counters declared before their loops.
-  for (const auto& [v, loops] : c.counted) {
-    if (!movable(v) || !v->getType()->isIntegerType() || !c.decl_of.count(v)) continue;
-    const std::string name = v->getNameAsString();
-    std::string why;
-    int at = 0;
-    std::set<const ForStmt*> own(loops.begin(), loops.end());
-    for (const ForStmt* l : loops)
-      if (references(cast<BinaryOperator>(l->getInit())->getRHS(), v))
-        why = "its loop's start reads it", at = line(l->getBeginLoc());
-    for (const auto& r : c.refs.at(v)) {
-      if (!why.empty()) break;
-      const size_t mine = static_cast<size_t>(
-          std::count_if(r.loops.begin(), r.loops.end(), [&](auto* l) { return own.count(l); }));
-      if (mine == 0)
-        why = "it is used outside its loops", at = line(r.e->getLocation());
-      else if (mine > 1)
-        why = "a loop counting with it runs inside another one", at = line(r.e->getLocation());
-    }
-    std::vector<size_t> where;
-    for (const ForStmt* l : loops) {
-      const auto* init = cast<BinaryOperator>(l->getInit());
-      const auto o = offset(init->getLHS()->getBeginLoc());
-      if (!o && why.empty()) why = "its loop is written in a macro", at = line(l->getBeginLoc());
-      if (o) where.push_back(*o);
-    }
-    if (!why.empty()) {
-      out.notes.push_back("line " + std::to_string(line(v->getLocation())) + ": '" + name +
-                          "' is declared before its loop(s) and not read as their counter: " + why +
-                          " (line " + std::to_string(at) +
-                          "), so the loop is not one every thread runs alike. Fix: declare it in " +
-                          "the loop header (`for (int " + name + " = ...`)");
-      continue;
-    }
-    if (!splittable(c.decl_of.at(v))) {
-      unsplittable_note(v, "is declared before its loop(s)");
-      continue;
-    }
-    taken[c.decl_of.at(v)].insert(v);
-    std::string lines;
-    for (const ForStmt* l : loops)
-      lines += (lines.empty() ? "" : ", ") + std::to_string(line(l->getBeginLoc()));
-    for (size_t o : where) inserts.push_back({o, 0, type_of(v) + " "});
-    out.notes.push_back("line " + std::to_string(line(v->getLocation())) + ": '" + name +
-                        "' is declared before its loop(s) (line" + (loops.size() > 1 ? "s " : " ") +
-                        lines + "): read as `for (" + type_of(v) + " " + name +
-                        " = ...`, each loop's own counter");
-  }
-  // 2. A declaration, then its first assignment in the same block.
-  for (const auto& [ds, pos] : c.where) {
-    const auto [block, k] = pos;
-    for (const Decl* d : ds->decls()) {
-      const auto* v = dyn_cast<VarDecl>(d);
-      if (!movable(v) || c.counted.count(v)) continue;
-      const clang::Stmt* first = nullptr;
-      for (size_t j = k + 1; j < block->size() && !first; ++j)
-        if (references(block->body_begin()[j], v)) first = block->body_begin()[j];
-      if (!first || Census::assigned_var(first) != v ||
-          references(cast<BinaryOperator>(first)->getRHS(), v))
-        continue;
-      const auto o = offset(first->getBeginLoc());
-      if (!o) continue;
-      if (!splittable(ds)) {
-        unsplittable_note(v, "is first set after its declaration");
-        continue;
-      }
-      taken[ds].insert(v);
-      inserts.push_back({*o, 0, type_of(v) + " "});
-      out.notes.push_back("line " + std::to_string(line(first->getBeginLoc())) + ": '" +
-                          v->getNameAsString() + "' (declared at line " +
-                          std::to_string(line(v->getLocation())) +
-                          ") is first set here: read as one initialised declaration");
-    }
-  }
-  // 1b. A counted while loop: `int k = 0; while (k < n) { ...; k++; }` is that for loop.
-  for (const auto& [ds, pos] : c.where) {
-    const auto [block, k] = pos;
-    for (const Decl* d : ds->decls()) {
-      const auto* v = dyn_cast<VarDecl>(d);
-      if (!v || !v->hasLocalStorage() || !v->getInit() || !v->getType()->isIntegerType() ||
-          v->getType().isVolatileQualified() || taken[ds].count(v) || c.counted.count(v))
-        continue;
-      const clang::Stmt* first = nullptr;
-      for (size_t j = k + 1; j < block->size() && !first; ++j)
-        if (references(block->body_begin()[j], v)) first = block->body_begin()[j];
-      const auto* w = dyn_cast_or_null<WhileStmt>(first);
-      if (!w) continue;
-      const auto* cond = dyn_cast<BinaryOperator>(w->getCond()->IgnoreParenImpCasts());
-      const auto* cv =
-          cond ? dyn_cast<DeclRefExpr>(cond->getLHS()->IgnoreParenImpCasts()) : nullptr;
-      const auto* body = dyn_cast<CompoundStmt>(w->getBody());
-      if (!cv || cv->getDecl() != v || (cond->getOpcode() != BO_LT && cond->getOpcode() != BO_LE) ||
-          !body || body->size() == 0 || references(v->getInit(), v))
-        continue;
-      const clang::Stmt* step = body->body_back();
-      bool unit = false;
-      if (const auto* u = dyn_cast<UnaryOperator>(step))
-        unit = u->isIncrementOp() && isa<DeclRefExpr>(u->getSubExpr()->IgnoreParenImpCasts()) &&
-               cast<DeclRefExpr>(u->getSubExpr()->IgnoreParenImpCasts())->getDecl() == v;
-      if (const auto* ca = dyn_cast<CompoundAssignOperator>(step);
-          ca && ca->getOpcode() == BO_AddAssign)
-        if (const auto* r = dyn_cast<DeclRefExpr>(ca->getLHS()->IgnoreParenImpCasts());
-            r && r->getDecl() == v)
-          if (const auto* lit = dyn_cast<IntegerLiteral>(ca->getRHS()->IgnoreParenImpCasts()))
-            unit = lit->getValue() == 1;
-      if (!unit) continue;
-      const int wl = line(w->getBeginLoc());
-      std::string why;
-      if (writes(w->getCond(), v)) why = "its condition changes it";
-      for (auto it = body->body_begin(); it + 1 != body->body_end() && why.empty(); ++it)
-        if (writes(*it, v)) why = "its body changes it before the last step";
-      if (why.empty() && has_continue(body))
-        why = "its body has a `continue` (it would skip the step)";
-      const auto wb = offset(w->getBeginLoc()), we = offset(w->getEndLoc());
-      if (why.empty())
-        for (const auto& r : c.refs.at(v)) {
-          const auto o = offset(r.e->getLocation());
-          if (!o || !wb || !we || *o < *wb || *o > *we) {
-            why = "it is used outside the loop (line " + std::to_string(line(r.e->getLocation())) +
-                  ")";
-            break;
-          }
-        }
-      const auto lp = offset(w->getLParenLoc()), rp = offset(w->getRParenLoc());
-      const auto init = src.text_of(v->getInit()), inc = src.text_of(step);
-      const auto semi = src.after_semicolon(src.expanded_end(step->getEndLoc()));
-      const auto sb = offset(step->getBeginLoc());
-      if (why.empty() && (!wb || !lp || !rp || !init || !inc || !semi || !sb))
-        why = "it is written in a macro or over several lines";
-      if (why.empty() && !splittable(ds))
-        why = "its declaration has a macro, an array or a function pointer in it";
-      if (!why.empty()) {
-        out.notes.push_back("line " + std::to_string(wl) + ": the while loop counted by '" +
-                            v->getNameAsString() + "' is not read as a for loop: " + why +
-                            ", so it is not a loop every thread runs alike. Fix: write it as " +
-                            "`for (int " + v->getNameAsString() + " = ...; ...; " +
-                            v->getNameAsString() + "++)`");
-        continue;
-      }
-      taken[ds].insert(v);
-      const std::string head =
-          "for (" + type_of(v) + " " + v->getNameAsString() + " = " + *init + "; ";
-      inserts.push_back({*wb, *lp + 1 - *wb, head});
-      inserts.push_back({*rp, 0, "; " + *inc});
-      inserts.push_back({*sb, *semi - *sb, std::string(*semi - *sb, ' ')});
-      out.notes.push_back("line " + std::to_string(wl) + ": the while loop counted by '" +
-                          v->getNameAsString() + "' (declared at line " +
-                          std::to_string(line(v->getLocation())) + ", stepped at line " +
-                          std::to_string(line(step->getBeginLoc())) + ") is read as `" + head +
-                          "...; " + *inc + ")`");
-    }
-  }
-  // The declarations lose what moved: what they keep is declared again, one declaration each,
-  // on their first line; the rest of their text becomes spaces (its line breaks stay).
-  for (const auto& [ds, gone] : taken) {
-    const size_t b = *src.expanded(ds->getBeginLoc()), e = *offset(ds->getEndLoc());
-    std::string kept;
-    for (const Decl* d : ds->decls())
-      if (const auto* v = cast<VarDecl>(d); !gone.count(v)) kept += *declarator(v) + " ";
-    const std::string text = src.raw(b, e + 1 - b);
-    std::string repl = kept;
-    for (char ch : text)
-      if (ch == '\n') repl += '\n';
-    if (repl.size() < text.size()) repl.append(text.size() - repl.size(), ' ');
-    out.edits.push_back({b, text.size(), repl});
-  }
-  out.edits.insert(out.edits.end(), inserts.begin(), inserts.end());
-  return out;
+};
+
+}  // namespace
+
+NormalForm normal_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {
+  const clang::Stmt* body = f->getBody();
+  if (!body) return {};
+  return Normaliser(ctx, body, skip).run();
 }
 
 NormalForm accumulator_form(ASTContext& ctx, const FunctionDecl* f, size_t skip) {

@@ -412,6 +412,78 @@ std::string trip_text(const Stmt& l) {
 
 namespace {
 
+// The constant part of read s: a small step of idx and idy away from the first read of its plane.
+// Every read steps alike along idx, idy and the loops, so what differs is a constant of the
+// launch; where it is no small step, the read starts a plane (a window) of its own.
+std::optional<std::array<long long, 2>> step_from(const NaiveKernel& k,
+                                                  const std::array<std::vector<long long>, 2>& step,
+                                                  const AccessSite& s, const AccessSite& ref) {
+  std::vector<long long> diff(kSymPoints);
+  for (int p = 0; p < kSymPoints; ++p)
+    diff[static_cast<size_t>(p)] =
+        s.sym.at("1")[static_cast<size_t>(p)] - ref.sym.at("1")[static_cast<size_t>(p)];
+  constexpr long long kMax = 32;
+  std::optional<std::array<long long, 2>> best;
+  for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
+    for (long long dx = -kMax; dx <= kMax; ++dx) {
+      bool eq = true;
+      for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
+        eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
+      if (eq &&
+          (!best || std::abs(dx) + std::abs(dy) < std::abs((*best)[0]) + std::abs((*best)[1])))
+        best = std::array<long long, 2>{dx, dy};
+    }
+  return best;
+}
+
+/// Why the kernel's bounds check keeps a window from being staged, if it does.
+std::optional<std::string> guard_problem(const NaiveKernel& k) {
+  for (size_t g = 0; g < k.guard.size(); ++g) {
+    const auto& gd = k.guard_depends[g];
+    for (const std::string& d : gd)
+      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
+        return "the bounds check uses a local variable";
+    if ((gd.count("x") || gd.count("y")) && k.guard_bounds[g].dim < 0)
+      return "the bounds check (" + literal_text(k.guard[g]) +
+             ") is not an interval on one index (idx < E, idy >= E, ...)";
+  }
+  return std::nullopt;
+}
+
+/// One window per plane of h's reads (plane_of[n] and rel[n]: read n's plane and its offset in
+/// steps from the plane's first read), each from its own reads' offsets; a plane read once per
+/// thread, among several, is no window: its read goes to h.unwindowed (the read-only path).
+std::vector<HaloPlan> windows_of(HaloPlan& h, size_t planes, const std::vector<size_t>& plane_of,
+                                 const std::vector<std::array<long long, 2>>& rel) {
+  const bool loops = !h.loops[0].empty() || !h.loops[1].empty();
+  std::vector<HaloPlan> windows;
+  for (size_t plane = 0; plane < planes; ++plane) {
+    HaloPlan w;
+    w.param = h.param;
+    w.loops = h.loops;
+    w.contiguous = h.contiguous;
+    std::vector<size_t> reads;
+    for (size_t n = 0; n < h.sites.size(); ++n)
+      if (plane_of[n] == plane) reads.push_back(n);
+    if (planes > 1 && reads.size() == 1 && !loops) {
+      h.unwindowed.push_back(h.sites[reads[0]]);  // read once per thread: the read-only path
+      continue;
+    }
+    std::array<long long, 2> lo{0, 0};
+    for (size_t n : reads)
+      for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], rel[n][d]);
+    for (size_t n : reads) {
+      w.sites.push_back(h.sites[n]);
+      w.off.push_back({rel[n][0] - lo[0], rel[n][1] - lo[1]});
+      for (size_t d = 0; d < 2; ++d) w.span[d] = std::max(w.span[d], rel[n][d] - lo[d]);
+    }
+    w.plane = static_cast<int>(windows.size());
+    w.ok = true;
+    windows.push_back(std::move(w));
+  }
+  return windows;
+}
+
 HaloPlan plan_halo(const NaiveKernel& k, int param) {
   HaloPlan h;
   h.param = param;
@@ -481,31 +553,10 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
       h.loops = loops;
     else if (loops != h.loops)
       return no(at + "the reads run over different loops: not one window");
-    // The constant part: a small step of idx and idy away from the first read of its plane.
-    // Every read steps alike along idx, idy and the loops, so what differs is a constant of the
-    // launch; where it is no small step, the read starts a plane (a window) of its own.
-    auto step_from = [&](const AccessSite& ref) -> std::optional<std::array<long long, 2>> {
-      std::vector<long long> diff(kSymPoints);
-      for (int p = 0; p < kSymPoints; ++p)
-        diff[static_cast<size_t>(p)] =
-            s.sym.at("1")[static_cast<size_t>(p)] - ref.sym.at("1")[static_cast<size_t>(p)];
-      constexpr long long kMax = 32;
-      std::optional<std::array<long long, 2>> best;
-      for (long long dy = k.dims == 2 ? -kMax : 0; dy <= (k.dims == 2 ? kMax : 0); ++dy)
-        for (long long dx = -kMax; dx <= kMax; ++dx) {
-          bool eq = true;
-          for (size_t p = 0; p < static_cast<size_t>(kSymPoints) && eq; ++p)
-            eq = diff[p] == dx * step[0][p] + (k.dims == 2 ? dy * step[1][p] : 0);
-          if (eq &&
-              (!best || std::abs(dx) + std::abs(dy) < std::abs((*best)[0]) + std::abs((*best)[1])))
-            best = std::array<long long, 2>{dx, dy};
-        }
-      return best;
-    };
     std::optional<std::array<long long, 2>> off;
     size_t plane = 0;
     for (; plane < plane_ref.size() && !off; ++plane)
-      off = step_from(k.accesses[static_cast<size_t>(h.sites[plane_ref[plane]])]);
+      off = step_from(k, step, s, k.accesses[static_cast<size_t>(h.sites[plane_ref[plane]])]);
     if (off) {
       --plane;
     } else {
@@ -521,42 +572,9 @@ HaloPlan plan_halo(const NaiveKernel& k, int param) {
   }
   if (h.sites.size() == 1 && h.loops[0].empty() && h.loops[1].empty())
     return no("line " + std::to_string(r.line) + ": read once per thread: no reuse to stage");
-  for (size_t g = 0; g < k.guard.size(); ++g) {
-    const auto& gd = k.guard_depends[g];
-    for (const std::string& d : gd)
-      if (d.rfind("local:", 0) == 0 || d == "thread" || d == "access" || d == "call")
-        return no("the bounds check uses a local variable");
-    if ((gd.count("x") || gd.count("y")) && k.guard_bounds[g].dim < 0)
-      return no("the bounds check (" + literal_text(k.guard[g]) +
-                ") is not an interval on one index (idx < E, idy >= E, ...)");
-  }
+  if (auto why = guard_problem(k)) return no(*why);
   // One window per plane, each from its own reads' offsets.
-  const bool loops = !h.loops[0].empty() || !h.loops[1].empty();
-  std::vector<HaloPlan> windows;
-  for (size_t plane = 0; plane < plane_ref.size(); ++plane) {
-    HaloPlan w;
-    w.param = h.param;
-    w.loops = h.loops;
-    w.contiguous = h.contiguous;
-    std::vector<size_t> reads;
-    for (size_t n = 0; n < h.sites.size(); ++n)
-      if (plane_of[n] == plane) reads.push_back(n);
-    if (plane_ref.size() > 1 && reads.size() == 1 && !loops) {
-      h.unwindowed.push_back(h.sites[reads[0]]);  // read once per thread: the read-only path
-      continue;
-    }
-    std::array<long long, 2> lo{0, 0};
-    for (size_t n : reads)
-      for (size_t d = 0; d < 2; ++d) lo[d] = std::min(lo[d], rel[n][d]);
-    for (size_t n : reads) {
-      w.sites.push_back(h.sites[n]);
-      w.off.push_back({rel[n][0] - lo[0], rel[n][1] - lo[1]});
-      for (size_t d = 0; d < 2; ++d) w.span[d] = std::max(w.span[d], rel[n][d] - lo[d]);
-    }
-    w.plane = static_cast<int>(windows.size());
-    w.ok = true;
-    windows.push_back(std::move(w));
-  }
+  std::vector<HaloPlan> windows = windows_of(h, plane_ref.size(), plane_of, rel);
   if (windows.empty())
     return no("line " + std::to_string(r.line) +
               ": every plane of the reads is read once per thread: no reuse to stage");
