@@ -27,8 +27,9 @@ set(GPUTUNE_LAYERS variants pruner db cuda select web tuner app)
 # 4 before compiling; run: the stages of `gputune run`; tools: the other commands (prune, replay,
 # generate).
 set(GPUTUNE_ROOMS_tuner common measure search emulator compile model run tools)
-# Headers only their own folder may include: SQL stays in db/ (db/sqlite.h is its RAII layer).
-set(GPUTUNE_PRIVATE_HEADERS db/sqlite.h)
+# Headers only their own folder may include: SQL stays in db/ (db/sqlite.h is its RAII layer);
+# the HTTP server's state and plumbing stay in web/ (web/server_impl.h).
+set(GPUTUNE_PRIVATE_HEADERS db/sqlite.h web/server_impl.h)
 
 # True in OUT when code of folder FROM may use folder TO.
 function(gputune_layer_allows FROM TO OUT)
