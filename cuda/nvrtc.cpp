@@ -113,6 +113,15 @@ CompiledVariant compile_variant(const Variant& v, const std::string& arch) {
   return c;
 }
 
+CompiledVariant compile_cached(const Variant& v, const std::string& arch, const CubinCache& cache) {
+  const std::string key = CubinCache::key(v, arch);
+  std::optional<CompiledVariant> hit = cache.get(key);
+  CompiledVariant c = hit ? std::move(*hit) : compile_variant(v, arch);
+  c.key = key;
+  if (!hit) cache.put(c);
+  return c;
+}
+
 int compile_threads_for(unsigned cores, long long available_bytes) {
   long long n = std::clamp<long long>(cores, 1, 64);
   if (available_bytes >= 0) n = std::min(n, std::max(1LL, available_bytes / kCompileWorkerBytes));
@@ -195,13 +204,7 @@ std::vector<CompiledVariant> compile_all(
         continue;
       }
       try {
-        const Variant v = make(i);
-        std::string key = CubinCache::key(v, arch);
-        auto hit = cache.get(key);
-        CompiledVariant c = hit ? std::move(*hit) : compile_variant(v, arch);
-        c.key = key;
-        if (!hit) cache.put(c);
-        out[i] = std::move(c);
+        out[i] = compile_cached(make(i), arch, cache);
         if (on_done) on_done(i, out[i]);
       } catch (...) {
         failed = true;

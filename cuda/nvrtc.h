@@ -25,6 +25,11 @@ std::vector<std::string> nvrtc_options(const Variant& v, const std::string& arch
 /// Compiles one variant (no cache).
 CompiledVariant compile_variant(const Variant& v, const std::string& arch);
 
+/// The one compile through the cubin cache, which every path takes: the cache's entry for
+/// (v, arch) if it has one (`cached` set), else NVRTC's compile, stored when it succeeded. The
+/// result carries its key either way.
+CompiledVariant compile_cached(const Variant& v, const std::string& arch, const CubinCache& cache);
+
 /// Memory set aside per compile worker. An NVRTC instance compiling a generated conv2d variant
 /// adds about 30 MB to the peak (bench/results/cpu-vm-2026-11-22.md); this leaves 8x headroom.
 inline constexpr long long kCompileWorkerBytes = 256LL << 20;

@@ -267,7 +267,7 @@ Result<std::string> kernel_source(const Table& table, const KernelTable& kt,
 /// The chosen configuration's variant: its parameters (in the job's order where it names them
 /// all) as the job's compile options over the source, launched with the choice's geometry.
 Variant chosen_variant(const Job& job, const KernelTable& kt, const Choice& choice,
-                       std::string source) {
+                       const std::string& source) {
   const nlohmann::ordered_json& values = kt.configs.at(choice.config);
   std::vector<std::string> names;
   for (const Parameter& p : job.parameters)
@@ -277,12 +277,7 @@ Variant chosen_variant(const Job& job, const KernelTable& kt, const Choice& choi
   config.names = std::make_shared<const std::vector<std::string>>(names);
   for (const std::string& n : names)
     config.values.push_back(json_to_value(json::parse(values.at(n).dump())));
-  Variant v;
-  v.config = config;
-  v.kernel_name = job.kernel_name;
-  v.source = std::move(source);
-  v.options = compile_options(job, config);
-  v.kernel_folder = kernel_folder(job);
+  Variant v = variant_to_compile(job, source, config);
   v.geometry.grid = choice.grid, v.geometry.block = choice.block;
   v.geometry.dynamic_smem = choice.dynamic_smem;
   return v;
@@ -321,7 +316,7 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
                        "the application and launch it with the Choice's grid and block."};
     Result<std::string> source = kernel_source(table, *kt, options, name, job);
     if (!source) return source.error();
-    const Variant v = chosen_variant(job, *kt, *choice, std::move(source).value());
+    const Variant v = chosen_variant(job, *kt, *choice, source.value());
 
     auto impl = std::make_shared<Impl>();
     impl->choice = choice.value();
@@ -343,14 +338,11 @@ Result<Kernel> Kernel::load(const Table& table, std::string_view kernel, const I
         const cuda::CubinCache cache(options.cache_dir.empty()
                                          ? cuda::CubinCache::default_dir()
                                          : std::filesystem::path(options.cache_dir));
-        auto hit = cache.get(key);
-        cuda::CompiledVariant c = hit ? std::move(*hit) : cuda::compile_variant(v, device.arch);
-        c.key = key;
+        cuda::CompiledVariant c = cuda::compile_cached(v, device.arch, cache);
         if (!c.ok)
           return Error{Error::Code::kCompile, "NVRTC refused kernel '" + name + "' (" +
                                                   choice->config + ", " + device.arch + "):\n" +
                                                   c.log};
-        if (!hit) cache.put(c);
         impl->cached = c.cached;
         impl->compiled = r.cubins[key] =
             std::make_shared<const cuda::CompiledVariant>(std::move(c));

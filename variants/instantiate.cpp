@@ -139,6 +139,16 @@ Variant instantiate(const Job& job, const std::string& source, const Config& con
   return v;
 }
 
+Variant variant_to_compile(const Job& job, const std::string& source, const Config& config) {
+  Variant v;
+  v.config = config;
+  v.kernel_name = job.kernel_name;
+  v.source = variant_source(job, source, config);
+  v.options = compile_options(job, config);
+  v.kernel_folder = kernel_folder(job);
+  return v;
+}
+
 Variant instantiate_launch(const Job& job, const Config& config, const ContextSpec& ctx) {
   Variant v;
   v.config = config;

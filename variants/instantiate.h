@@ -72,6 +72,12 @@ std::string variant_source(const Job& job, const std::string& source, const Conf
 Variant instantiate(const Job& job, const std::string& source, const Config& config,
                     const ContextSpec& ctx);
 
+/// What compiling one config needs and nothing a launch does (no geometry, no work): its source
+/// (variant_source), the job's kernel name, compile options and kernel folder. The one way
+/// every compile path (prune, screen, check, run's pool, replay, select) builds a variant, so
+/// that they agree on its cubin cache key.
+Variant variant_to_compile(const Job& job, const std::string& source, const Config& config);
+
 /// As instantiate, without the source (left empty): what launching an already compiled variant
 /// needs (geometry, work, options). A naive kernel's generated source is some 5 KB, and a run
 /// keeps one of these per configuration.

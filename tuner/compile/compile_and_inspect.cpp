@@ -33,16 +33,7 @@ CompileReport compile_and_inspect(const Job& job, const std::string& source,
   // Each variant is built as a compile worker reaches it: a naive kernel's space can hold
   // hundreds of thousands, whose sources need not all be in memory, nor be generated before a
   // Ctrl-C is heard.
-  const std::string folder = kernel_folder(job);
-  auto make = [&](size_t i) {
-    Variant v;
-    v.config = configs[i];
-    v.kernel_name = job.kernel_name;
-    v.source = variant_source(job, source, configs[i]);
-    v.options = compile_options(job, configs[i]);
-    v.kernel_folder = folder;
-    return v;
-  };
+  auto make = [&](size_t i) { return variant_to_compile(job, source, configs[i]); };
   CompileReport r;
   r.inspected.resize(configs.size());
   {

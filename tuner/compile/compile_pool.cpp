@@ -2,6 +2,15 @@
 
 namespace gputune::tuner {
 
+void compile_candidate(const Job& job, const std::string& source, const std::string& arch,
+                       const cuda::CubinCache& cache, Candidate& c, bool keep_cubin) {
+  cuda::CompiledVariant compiled =
+      cuda::compile_cached(variant_to_compile(job, source, c.config), arch, cache);
+  c.inspected = compiled.ok ? inspect_cubin(compiled) : Inspected{false, "compile failed", {}};
+  if (!keep_cubin) std::string().swap(compiled.cubin);  // nothing will load it
+  c.compiled = std::move(compiled);
+}
+
 CompilePool::CompilePool(int threads, std::function<void(Candidate&)> compile)
     : compile_(std::move(compile)) {
   if (threads <= 0) threads = cuda::default_compile_threads();

@@ -24,6 +24,13 @@
 
 namespace gputune::tuner {
 
+/// What a pool's worker does with a candidate for `run` and `replay` alike: the variant
+/// (variant_to_compile), NVRTC through the cubin cache (cuda::compile_cached), its resources
+/// read (inspect_cubin); the cubin's bytes are kept only with `keep_cubin` (a run that has a
+/// device to load it on).
+void compile_candidate(const Job& job, const std::string& source, const std::string& arch,
+                       const cuda::CubinCache& cache, Candidate& c, bool keep_cubin);
+
 class CompilePool {
  public:
   /// `compile(c)` fills c.compiled and c.inspected; it runs on a worker. `threads` workers (0:

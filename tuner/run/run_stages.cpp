@@ -414,24 +414,6 @@ void open_run(RunState& s) {
   s.done_total = static_cast<std::int64_t>(s.already.size());  // resumed: counted
 }
 
-void compile_candidate(const RunState& s, Candidate& c) {
-  Variant v;
-  v.config = c.config;
-  v.kernel_name = s.job.kernel_name;
-  v.source = variant_source(s.job, s.source, c.config);
-  v.options = compile_options(s.job, c.config);
-  v.kernel_folder = kernel_folder(s.job);
-  const cuda::CubinCache cache = cache_for(s.opt.cache_dir);
-  const std::string key = cuda::CubinCache::key(v, s.rep.arch);
-  std::optional<cuda::CompiledVariant> hit = cache.get(key);
-  cuda::CompiledVariant compiled = hit ? std::move(*hit) : cuda::compile_variant(v, s.rep.arch);
-  compiled.key = key;
-  if (!hit) cache.put(compiled);
-  c.inspected = compiled.ok ? inspect_cubin(compiled) : Inspected{false, "compile failed", {}};
-  if (!s.dev) std::string().swap(compiled.cubin);  // nothing will load it
-  c.compiled = std::move(compiled);
-}
-
 void check_compiled(RunState& s, Candidate& c) {
   if (c.state != Candidate::Compile::kDone || !c.usable()) return;
   if (!s.arguments_checked) {

@@ -142,8 +142,6 @@ struct RunState {
 bool prepare_run(RunState& s);
 /// The job, kernel and run rows, and the resume command: the run exists from here.
 void open_run(RunState& s);
-/// Compiles candidates on the pool's workers: source, NVRTC through the cubin cache, resources.
-void compile_candidate(const RunState& s, Candidate& c);
 /// A compiled candidate came back from the pool: the job's arguments are checked against the
 /// first that compiled (a mismatch there is bad input); a later one that differs fails alone.
 void check_compiled(RunState& s, Candidate& c);

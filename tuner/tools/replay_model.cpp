@@ -79,26 +79,6 @@ BestCases analyse(const Job& job, const std::string& source, const std::vector<C
 
 namespace {
 
-/// Compiles and inspects one configuration as `run`'s compile workers do, through the cubin
-/// cache; the cubin itself is dropped (nothing loads it in a replay).
-void compile_for_replay(const Job& job, const std::string& source, const std::string& arch,
-                        const cuda::CubinCache& cache, Candidate& c) {
-  Variant v;
-  v.config = c.config;
-  v.kernel_name = job.kernel_name;
-  v.source = variant_source(job, source, c.config);
-  v.options = compile_options(job, c.config);
-  v.kernel_folder = kernel_folder(job);
-  const std::string key = cuda::CubinCache::key(v, arch);
-  std::optional<cuda::CompiledVariant> hit = cache.get(key);
-  cuda::CompiledVariant compiled = hit ? std::move(*hit) : cuda::compile_variant(v, arch);
-  compiled.key = key;
-  if (!hit) cache.put(compiled);
-  c.inspected = compiled.ok ? inspect_cubin(compiled) : Inspected{false, "compile failed", {}};
-  std::string().swap(compiled.cubin);  // nothing loads it
-  c.compiled = std::move(compiled);
-}
-
 /// What every seed of a guided replay shares: the recording, the analysis, the compiles (what
 /// one seed compiled the next finds compiled), the pruner as model_guided has it, and what the
 /// seeds learn about the model (real predictions of what was compiled, and what ever was).
@@ -242,7 +222,7 @@ GuidedReplay replay_guided(const Job& job, const Space& space, const Recording& 
   std::vector<Candidate> cands(n);
   for (std::size_t i = 0; i < n; ++i) cands[i].index = i, cands[i].config = configs[i];
   CompilePool pool(static_cast<int>(shape.workers),
-                   [&](Candidate& c) { compile_for_replay(job, source, arch, cache, c); });
+                   [&](Candidate& c) { compile_candidate(job, source, arch, cache, c, false); });
   GuidedSeeds w{job, r, h, shape, b, *rates.rates, limits, configs, {}, true, 0, {}, {}, {}, {}};
   w.submit = [&](std::size_t pos) {
     if (cands[pos].state == Candidate::Compile::kNot) pool.submit(cands[pos]);
