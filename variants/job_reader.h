@@ -1,7 +1,8 @@
 /** \file variants/job_reader.h
- * Internal to the T1 job reader: job.cpp reads the T1 core, job_extension.cpp the GPUTune
- * extension, both through the Reader, which walks the document with a field path so that every
- * error names where it happened. Must not: be included by any other file. */
+ * Internal to the T1 job reader: job.cpp reads the T1 core (its lists of parameters, conditions
+ * and arguments in job_sections.cpp), job_extension.cpp the GPUTune extension, all through the
+ * Reader, which walks the document with a field path so that every error names where it
+ * happened. Must not: be included by any other file. */
 #pragma once
 
 #include <cstddef>
@@ -161,5 +162,12 @@ List read_problem_size(Reader& r, const json& j, const std::string& path);
 
 /// The GPUTune extension object into `job` (job_extension.cpp).
 void read_extension(Reader& r, const json& ext, Job& job);
+
+/// The ConfigurationSpace's TuningParameters and Conditions into `job` (job_sections.cpp).
+void read_parameters(Reader& r, const json& space, Job& job);
+void read_conditions(Reader& r, const json& space, Job& job);
+/// The KernelSpecification's Arguments and ReferenceArguments into `job` (job_sections.cpp).
+void read_arguments(Reader& r, const json& ks, Job& job);
+void read_references(Reader& r, const json& ks, Job& job);
 
 }  // namespace gputune::detail

@@ -1,11 +1,13 @@
 /** \file variants/naive/internal.h
  * Internal to variants/naive/: included by this folder's files only (the interface is naive.h).
  * Owns: what the generator's files share: the plans (TilePlan, HaloPlan and the checks that decide
- * what a variant may do, plan.cpp) and the Emitter, the one class that writes a variant's source.
+ * what a variant may do, plan.cpp; halo windows, plan_halo.cpp) and the Emitter, the one class
+ * that writes a variant's source.
  * The Emitter is declared here and its member functions are defined across files grouped by
  * purpose (as Halide splits its simplifier); each is documented where it is defined:
  *   emitter.cpp       the kernel's skeleton: what the variant holds, its shared memory, signature,
- *                     set-up and header comment, the rendering of the kernel's text, statements;
+ *                     set-up and header comment;
+ *   emit_text.cpp     the rendering of the kernel's text for the variant, its lists of statements;
  *   emit_loops.cpp    loops every thread runs alike: unrolled, split, strip-mined through shared
  *                     tiles (pipelined with cp.async), vector loads along the loop;
  *   emit_halo.cpp     halo windows in dynamic shared memory, register windows sliding along a loop;
@@ -130,7 +132,8 @@ class Emitter {
     std::string name;  ///< the thread's accumulator
   };
 
-  // emitter.cpp: the kernel's skeleton, its header comment, rendering, statement lists.
+  // emitter.cpp: the kernel's skeleton and its header comment; emit_text.cpp: rendering,
+  // statement lists.
   std::string guard_text() const;
   Cache cache_of(int param) const;
   bool read_only_path(int param) const;
