@@ -1,7 +1,7 @@
 /** \file db/store.cpp
- * Owns: the Store's rows: kernels, devices, contexts, variants, jobs and runs, measurements,
- * winners, plans and calibrations (the schema that holds them is schema.cpp's; the daemon's queue
- * is queue.cpp's).
+ * Owns: the Store's rows: kernels, devices, contexts, variants, jobs and runs, measurements and
+ * plans (the schema that holds them is schema.cpp's; the winners are winners.cpp's, the model's
+ * calibrations and past times model_rows.cpp's, the daemon's queue queue.cpp's).
  * Must not: decide what is measured or which configuration wins beyond "the fastest correct".
  */
 #include "db/store.h"
@@ -41,16 +41,11 @@ std::string DeviceRecord::uid() const {
       .substr(0, 32);
 }
 
-namespace {
-
-/// A stored measurement's status; a text no version of gputune wrote is a damaged database.
 Status status_of(const std::string& text) {
   if (auto st = Status::parse(text)) return *st;
   throw DbError("a measurement has the unknown status '" + text +
                 "'; the database was changed outside gputune");
 }
-
-}  // namespace
 
 RunStatus run_status_of(const std::string& text) {
   if (auto st = parse_run_status(text)) return *st;
@@ -63,8 +58,6 @@ QueueStatus queue_status_of(const std::string& text) {
   throw DbError("a queued job has the unknown status '" + text +
                 "'; the database was changed outside gputune");
 }
-
-namespace {}  // namespace
 
 namespace {
 std::int64_t upsert(Database& db, const std::string& insert, const std::string& select,
@@ -286,63 +279,6 @@ std::int64_t Store::add_measurement(const MeasurementRecord& m) {
   return db_.last_insert_rowid();
 }
 
-bool Store::offer_winner(std::int64_t context_id, std::int64_t measurement_id, bool provisional) {
-  Statement m(db_, "SELECT status, time_ms, run_id FROM measurements WHERE id=?");
-  m.bind(1, measurement_id);
-  if (!m.step() || status_of(m.text(0)) != Status::kCorrect) return false;
-  const double t = m.real(1);
-  const std::int64_t run = m.int64(2);
-  // The current winner: its time, whether a run named it provisionally (and which run), and
-  // the winner it replaced then.
-  Statement cur(db_,
-                "SELECT m.time_ms, w.provisional, m.run_id, w.replaced_measurement_id, "
-                "w.measurement_id FROM winners w JOIN measurements m ON m.id=w.measurement_id "
-                "WHERE w.context_id=?");
-  cur.bind(1, context_id);
-  const bool has = cur.step();
-  const bool own_provisional = has && cur.int64(1) != 0 && cur.int64(2) == run;
-  std::optional<std::int64_t> replaced;  // what the new row keeps as the winner it replaced
-  if (own_provisional) {
-    // This run's own provisional winner: its later word (a faster first pass, or the re-measured
-    // winner) takes its place, against the winner that one replaced.
-    if (!cur.is_null(3)) {
-      Statement before(db_, "SELECT time_ms, status FROM measurements WHERE id=?");
-      before.bind(1, cur.int64(3));
-      if (before.step() && status_of(before.text(1)) == Status::kCorrect) {
-        if (!provisional && before.real(0) <= t) {
-          // The winner before this run stays: the re-measured time does not beat it.
-          Statement back(db_,
-                         "UPDATE winners SET measurement_id=?, provisional=0, "
-                         "replaced_measurement_id=NULL, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ',"
-                         "'now') WHERE context_id=?");
-          back.bind(1, cur.int64(3)).bind(2, context_id);
-          back.run();
-          return false;
-        }
-        replaced = cur.int64(3);
-      }
-    }
-    if (provisional && cur.real(0) <= t) return false;  // a slower first pass changes nothing
-  } else if (has && cur.real(0) <= t) {
-    return false;
-  } else if (has && provisional) {
-    replaced = cur.int64(4);
-  }
-  Statement up(db_,
-               "INSERT INTO winners(context_id,measurement_id,provisional,replaced_measurement_id) "
-               "VALUES(?,?,?,?) ON CONFLICT(context_id) DO UPDATE SET "
-               "measurement_id=excluded.measurement_id, provisional=excluded.provisional, "
-               "replaced_measurement_id=excluded.replaced_measurement_id, "
-               "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
-  up.bind(1, context_id).bind(2, measurement_id).bind(3, provisional ? 1 : 0);
-  if (replaced && provisional)
-    up.bind(4, *replaced);
-  else
-    up.bind_null(4);
-  up.run();
-  return true;
-}
-
 void Store::set_predicted_ms(std::int64_t measurement_id, double ms) {
   Statement s(db_, "UPDATE measurements SET predicted_ms=? WHERE id=?");
   s.bind(1, ms).bind(2, measurement_id);
@@ -369,36 +305,6 @@ bool Store::discard_run(std::int64_t run_id) {
   }
   tx.commit();
   return true;
-}
-
-std::vector<WinnerRow> Store::winners(const std::string& kernel, const std::string& label,
-                                      const std::string& device) {
-  Statement s(db_,
-              "SELECT k.name, c.label, d.name, v.config_key, v.params, m.time_ms, m.run_id, m.id, "
-              "m.gflops, m.gbps, m.registers, m.occupancy, c.id, k.hash, w.provisional "
-              "FROM winners w "
-              "JOIN measurements m ON m.id=w.measurement_id JOIN contexts c ON c.id=w.context_id "
-              "JOIN kernels k ON k.id=c.kernel_id JOIN devices d ON d.id=c.device_id "
-              "JOIN variants v ON v.id=m.variant_id "
-              "WHERE (k.name=?1 OR k.hash LIKE ?1 || '%') AND (?2='' OR c.label=?2) AND (?3='' OR "
-              "d.name=?3) "
-              "ORDER BY c.label, d.name");
-  s.bind(1, kernel).bind(2, label).bind(3, device);
-  std::vector<WinnerRow> out;
-  while (s.step()) {
-    WinnerRow w;
-    w.kernel = s.text(0), w.context_label = s.text(1), w.device = s.text(2);
-    w.config_key = s.text(3), w.params_json = s.text(4), w.time_ms = s.real(5);
-    w.run_id = s.int64(6), w.measurement_id = s.int64(7);
-    if (!s.is_null(8)) w.gflops = s.real(8);
-    if (!s.is_null(9)) w.gbps = s.real(9);
-    if (!s.is_null(10)) w.registers = static_cast<int>(s.int64(10));
-    if (!s.is_null(11)) w.occupancy = s.real(11);
-    w.context_id = s.int64(12), w.kernel_hash = s.text(13);
-    w.provisional = s.int64(14) != 0;
-    out.push_back(std::move(w));
-  }
-  return out;
 }
 
 namespace {
@@ -616,111 +522,6 @@ std::vector<std::pair<std::int64_t, std::int64_t>> Store::measured_pairs(std::in
   s.bind(1, run_id);
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
   while (s.step()) out.emplace_back(s.int64(0), s.int64(1));
-  return out;
-}
-
-std::int64_t Store::save_calibration(std::int64_t device_id, std::optional<std::int64_t> run_id,
-                                     int samples, double rms_log_error,
-                                     const std::string& params_json) {
-  Statement s(db_,
-              "INSERT INTO model_calibrations(device_id, run_id, samples, rms_log_error, "
-              "params_json) VALUES(?,?,?,?,?)");
-  s.bind(1, device_id).bind(2, run_id).bind(3, samples).bind(4, rms_log_error).bind(5, params_json);
-  s.step();
-  return db_.last_insert_rowid();
-}
-
-std::optional<Store::NamedCalibration> Store::latest_calibration_named(
-    const std::vector<std::string>& names, int cc_major, int cc_minor, int sm_count) {
-  if (names.empty()) return std::nullopt;
-  std::string in;
-  for (size_t i = 0; i < names.size(); ++i) in += i ? ",lower(?)" : "lower(?)";
-  Statement s(
-      db_,
-      "SELECT c.params_json, d.name, d.id FROM model_calibrations c JOIN devices d ON "
-      "d.id = c.device_id WHERE lower(d.name) IN (" +
-          in +
-          ") AND d.cc_major=? AND d.cc_minor=? AND d.sm_count=? ORDER BY c.created_at DESC, "
-          "c.id DESC LIMIT 1");
-  int k = 1;
-  for (const std::string& n : names) s.bind(k++, n);
-  s.bind(k, cc_major).bind(k + 1, cc_minor).bind(k + 2, sm_count);
-  if (!s.step()) return std::nullopt;
-  return NamedCalibration{s.text(0), s.text(1), s.int64(2)};
-}
-
-// The newest by created_at, then id: a merged database (db/merge.h) holds other machines'
-// calibrations in the order they were merged, not fitted.
-std::optional<std::string> Store::latest_calibration(std::int64_t device_id) {
-  Statement s(db_,
-              "SELECT params_json FROM model_calibrations WHERE device_id=? ORDER BY created_at "
-              "DESC, id DESC LIMIT 1");
-  s.bind(1, device_id);
-  if (!s.step()) return std::nullopt;
-  return s.text(0);
-}
-
-std::vector<Store::PredictedTime> Store::predicted_times(std::int64_t device_id,
-                                                         const std::string& kernel,
-                                                         std::int64_t skip_run,
-                                                         std::int64_t skip_context, int limit) {
-  return past_times(device_id, kernel, skip_run, skip_context, limit, true);
-}
-
-std::vector<Store::PredictedTime> Store::verified_times(std::int64_t device_id,
-                                                        const std::string& kernel,
-                                                        std::int64_t skip_run,
-                                                        std::int64_t skip_context, int limit) {
-  return past_times(device_id, kernel, skip_run, skip_context, limit, false);
-}
-
-std::vector<Store::PredictedTime> Store::past_times(std::int64_t device_id,
-                                                    const std::string& kernel,
-                                                    std::int64_t skip_run,
-                                                    std::int64_t skip_context, int limit,
-                                                    bool with_prediction) {
-  // Re-measurements repeat a time already counted (the winner's check), so they are left out.
-  const std::string filter =
-      std::string("m.status = 'correct' AND m.time_ms > 0 AND ") +
-      (with_prediction ? "m.predicted_ms > 0 AND " : "") +
-      "m.reason NOT LIKE 're-measurement%' AND NOT (m.run_id = ? AND m.context_id = ?)";
-  // Whether a row is an import's (predicted_times has none: an import has no predictions).
-  const std::string columns =
-      "SELECT m.run_id, m.context_id, v.params, m.time_ms, coalesce(m.predicted_ms, 0), " +
-      std::string(with_prediction ? "0"
-                                  : "(SELECT d.source = 'import' FROM contexts c JOIN devices d ON "
-                                    "d.id = c.device_id WHERE c.id = m.context_id)") +
-      " FROM measurements m ";
-  // The kernel's contexts on the device; without a prediction, also those of imported Kernel
-  // Tuner caches of a device of the same name (an import has no predictions).
-  const std::string kernel_contexts =
-      "SELECT c.id FROM contexts c JOIN kernels k ON k.id = c.kernel_id WHERE k.name = ?2 AND "
-      "(c.device_id = ?1" +
-      std::string(with_prediction
-                      ? ")"
-                      : " OR c.device_id IN (SELECT i.id FROM devices i JOIN devices d ON d.id = "
-                        "?1 WHERE i.source = 'import' AND i.name = d.name COLLATE NOCASE))");
-  // How the rows are found depends on how many the kernel has on the device, counted on the
-  // (context, status) index up to a bound. Few (a kernel's first runs in a large database): from
-  // its contexts, then sorted (walking all measurements newest first to find none took 183 ms on
-  // 1M rows). Many: newest first, which stops after `limit` (sorting all 1.2M of a kernel took
-  // 4.3 s). bench/results/predicted-times-vm-2026-11-25.md.
-  constexpr std::int64_t kFromContexts = 20000;
-  Statement count(db_,
-                  "SELECT count(*) FROM (SELECT 1 FROM measurements m INDEXED BY "
-                  "measurements_context WHERE m.context_id IN (" +
-                      kernel_contexts + ") AND m.status = 'correct' LIMIT ?)");
-  count.bind(1, device_id).bind(2, kernel).bind(3, kFromContexts + 1);
-  const std::int64_t rows = count.step() ? count.int64(0) : 0;
-  if (rows == 0) return {};
-  const bool few = rows <= kFromContexts;
-  Statement s(db_, columns + (few ? "INDEXED BY measurements_context " : "NOT INDEXED ") +
-                       "JOIN variants v ON v.id = m.variant_id WHERE m.context_id IN (" +
-                       kernel_contexts + ") AND " + filter + " ORDER BY m.id DESC LIMIT ?");
-  s.bind(1, device_id).bind(2, kernel).bind(3, skip_run).bind(4, skip_context).bind(5, limit);
-  std::vector<PredictedTime> out;
-  while (s.step())
-    out.push_back({s.int64(0), s.int64(1), s.text(2), s.real(3), s.real(4), s.int64(5) != 0});
   return out;
 }
 

@@ -127,6 +127,9 @@ struct RunPlan {
   std::string summary;  ///< the search's own words (ModelSearch::summary); "" without a search
 };
 
+/// A stored measurement's status; a text no version of gputune wrote is a damaged database
+/// (DbError naming the text).
+Status status_of(const std::string& text);
 /// A stored run's or queued job's status from its column's text; throws DbError naming the text
 /// when it names none (a database changed outside gputune).
 RunStatus run_status_of(const std::string& text);

@@ -2,8 +2,9 @@
  * Internal to gputune_traffic (the libTooling traffic analysis; what it does and its limits:
  * pruner/traffic.h). Owns: the symbolic warp simulator, class Sim, declared once here; its member
  * functions are defined across this folder by purpose:
- *   values.cpp     the value domain (Val, symbols, per-lane integers and floats) and the
- *                  evaluation of expressions;
+ *   values.cpp     the value domain (Val, symbols, per-lane integers and floats): arithmetic,
+ *                  conversions, merging;
+ *   eval.cpp       the evaluation of expressions over it (casts, operators, conditionals);
  *   accesses.cpp   global and shared memory: addresses, loads and stores, sectors per warp
  *                  request, bank conflicts, load rounds, a thread's local arrays;
  *   execution.cpp  the driver (analyse_traffic, Sim::run), statements, calls and barriers, the
@@ -203,6 +204,7 @@ class Sim {
   Val arith(BinaryOperatorKind op, const Val& a, const Val& b, QualType rt, QualType lt);
   static BinaryOperatorKind base_op(BinaryOperatorKind op);
   Val select(const Val& c, const Val& t, const Val& f);
+  // ---------------------------------------------------------------- eval.cpp
   Val eval(const Expr* e);
   Val cast(const CastExpr* c, const Expr* sub);
   Val unary(const UnaryOperator* u);

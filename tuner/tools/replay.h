@@ -7,6 +7,8 @@
  * recorded launch failures the rules predicted.
  * Runs after: the measurements were recorded (db/interchange.h reads them); the search it scores
  * runs as `run` streams it (search/search_stream.h, simulated compiles).
+ * Its files: replay.cpp (the command, the scoring), replay_recording.cpp (reading what was
+ * recorded), replay_search.cpp, replay_model.cpp (the search with the model), replay_report.cpp.
  * Must not: launch anything or write SQL. */
 #pragma once
 
@@ -176,6 +178,13 @@ struct ReplayOptions {
 ReplayReport replay(const Job& job, const std::string& measurements_file,
                     const ReplayOptions& options);
 void print_replay_report(const ReplayReport& r, std::ostream& out);
+
+struct Recording;  // replay_search.h
+/// Reads the measurements (a measurement file, or a run of a gputune database, never changed) and
+/// lays them over the space; what they hold, their optimum and the default's time go to `rep`.
+/// Throws when there is nothing to score against (replay_recording.cpp).
+Recording read_recording(const Job& job, const Space& space, const std::string& file,
+                         const ReplayOptions& o, ReplayReport& rep);
 
 /// Measurements a visiting order needs until it has seen a time within `factor` of the optimum
 /// (configurations missing from the record are skipped, failures count as measurements).
