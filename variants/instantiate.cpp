@@ -139,22 +139,27 @@ Variant instantiate(const Job& job, const std::string& source, const Config& con
   return v;
 }
 
-Variant variant_to_compile(const Job& job, const std::string& source, const Config& config) {
+namespace {
+/// What every variant of a config carries, compiled or launched: the config, the kernel's name,
+/// the compile options and the kernel's folder.
+Variant variant_of(const Job& job, const Config& config) {
   Variant v;
   v.config = config;
   v.kernel_name = job.kernel_name;
-  v.source = variant_source(job, source, config);
   v.options = compile_options(job, config);
   v.kernel_folder = kernel_folder(job);
   return v;
 }
+}  // namespace
+
+Variant variant_to_compile(const Job& job, const std::string& source, const Config& config) {
+  Variant v = variant_of(job, config);
+  v.source = variant_source(job, source, config);
+  return v;
+}
 
 Variant instantiate_launch(const Job& job, const Config& config, const ContextSpec& ctx) {
-  Variant v;
-  v.config = config;
-  v.kernel_name = job.kernel_name;
-  v.options = compile_options(job, config);
-  v.kernel_folder = kernel_folder(job);
+  Variant v = variant_of(job, config);
   v.geometry = launch_geometry(job, config, ctx);
   if (!job.flops_expr.empty())
     v.flops = eval_in_context(job, job.flops_expr, "GPUTune.Work.Flops", &config, ctx).as_double();

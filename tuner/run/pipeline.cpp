@@ -101,11 +101,11 @@ RunReport run_job(const Job& job, const RunOptions& opt) {
     if (opt.on_run_started) opt.on_run_started(s.run_id);
     // The compile workers, the default configuration first of all: it is the reference and the
     // baseline, compiled and measured while the model plans and analyses on the other cores.
-    s.pool = std::make_unique<CompilePool>(
-        opt.threads ? opt.threads : s.job.compile_threads, [&s](Candidate& c) {
-          compile_candidate(s.job, s.source, s.rep.arch, cache_for(s.opt.cache_dir), c,
-                            static_cast<bool>(s.dev));
-        });
+    s.pool = std::make_unique<CompilePool>(opt.threads ? opt.threads : s.job.compile_threads,
+                                           [&s, cache = cache_for(s.opt.cache_dir)](Candidate& c) {
+                                             compile_candidate(s.job, s.source, s.rep.arch, cache,
+                                                               c, static_cast<bool>(s.dev));
+                                           });
     if (s.default_index >= 0)
       s.pool->submit(s.candidate(static_cast<std::size_t>(s.default_index)));
     bool search = false;
